@@ -1,0 +1,56 @@
+"""Settings read from ``SIGNOFF_*`` environment variables.
+
+No variable set means the embedded default: a SQLite file ``./signoff.db``, an
+in-process event hub and an in-process job runner.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./signoff.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "info"
+    max_body_bytes: int = 1_048_576
+    graphiql: bool = True
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read settings from the environment, normalising database URLs to async drivers."""
+        env = os.environ if environ is None else environ
+        return cls(
+            database_url=normalise_database_url(
+                env.get("SIGNOFF_DATABASE_URL") or DEFAULT_DATABASE_URL
+            ),
+            redis_url=env.get("SIGNOFF_REDIS_URL") or None,
+            host=env.get("SIGNOFF_HOST", cls.host),
+            port=int(env.get("SIGNOFF_PORT", str(cls.port))),
+            log_level=env.get("SIGNOFF_LOG_LEVEL", cls.log_level).lower(),
+            max_body_bytes=int(env.get("SIGNOFF_MAX_BODY_BYTES", str(cls.max_body_bytes))),
+            graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
+        )
+
+
+def normalise_database_url(url: str) -> str:
+    """Accept plain ``postgresql://`` and ``sqlite://`` URLs and pick the async driver."""
+    for prefix, replacement in (
+        ("postgres://", "postgresql+psycopg://"),
+        ("postgresql://", "postgresql+psycopg://"),
+        ("sqlite:///", "sqlite+aiosqlite:///"),
+    ):
+        if url.startswith(prefix):
+            return replacement + url[len(prefix) :]
+    return url

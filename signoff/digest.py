@@ -1,0 +1,17 @@
+"""Canonical JSON and the digests built on it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no insignificant whitespace, UTF-8 characters kept as they are."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_digest(value: Any) -> str:
+    """``sha256:<hex>`` of the canonical JSON of ``value``."""
+    return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()

@@ -1,0 +1,142 @@
+"""The one error hierarchy. Each refusal has a stable ``code`` and a human message.
+
+The GraphQL layer reads ``extensions`` (graphql-core copies it from the original
+exception), so a raised ``SignoffError`` reaches the client as
+``{"message": ..., "extensions": {"code": ...}}`` with nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class SignoffError(Exception):
+    """Base class: a refusal the client caused and can act on."""
+
+    code: ClassVar[str] = "BAD_REQUEST"
+    default_message: ClassVar[str] = "The request was refused."
+
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        super().__init__(message or self.default_message)
+        self.message = message or self.default_message
+        self.details = details
+
+    @property
+    def extensions(self) -> dict[str, Any]:
+        return {"code": self.code, **self.details}
+
+
+# Who is asking
+class Unauthenticated(SignoffError):
+    """No token, or a token that matches no actor."""
+
+    code = "UNAUTHENTICATED"
+    default_message = "A valid API token is required (Authorization: Bearer <token>)."
+
+
+class Forbidden(SignoffError):
+    """The actor's role or queue membership does not allow this."""
+
+    code = "FORBIDDEN"
+    default_message = "You are not allowed to do this."
+
+
+class NotFound(SignoffError):
+    """The object does not exist, or the actor may not see it."""
+
+    code = "NOT_FOUND"
+    default_message = "Not found."
+
+
+# What was sent
+class ValidationFailed(SignoffError):
+    """An input field is out of range or malformed."""
+
+    code = "VALIDATION_FAILED"
+
+
+class SchemaInvalid(SignoffError):
+    """A JSON Schema given to Signoff is not itself a valid schema."""
+
+    code = "SCHEMA_INVALID"
+
+
+class PayloadSchemaInvalid(SignoffError):
+    """A proposal's payload breaks its target's input schema."""
+
+    code = "PAYLOAD_SCHEMA_INVALID"
+
+
+class ResponseInvalid(SignoffError):
+    """A task response breaks the task's response schema."""
+
+    code = "RESPONSE_INVALID"
+
+
+class IdempotencyKeyReused(SignoffError):
+    """An idempotency key was used before with different input."""
+
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+
+# Proposals
+class TargetUnavailable(SignoffError):
+    """The target is retired and takes no new proposals."""
+
+    code = "TARGET_UNAVAILABLE"
+
+
+class OperationPayloadChanged(SignoffError):
+    """An operation key was proposed before with different material."""
+
+    code = "OPERATION_PAYLOAD_CHANGED"
+
+
+class PayloadDigestMismatch(SignoffError):
+    """The decision names a digest other than the proposal's."""
+
+    code = "PAYLOAD_DIGEST_MISMATCH"
+
+
+class NotAwaitingApproval(SignoffError):
+    """The proposal is no longer waiting for a decision."""
+
+    code = "NOT_AWAITING_APPROVAL"
+
+
+class SelfApprovalForbidden(SignoffError):
+    """The proposer may not decide its own proposal."""
+
+    code = "SELF_APPROVAL_FORBIDDEN"
+
+
+class AlreadyDecided(SignoffError):
+    """This reviewer has already decided this proposal."""
+
+    code = "ALREADY_DECIDED"
+
+
+# Tasks
+class TaskNotClaimable(SignoffError):
+    """The task is not open (completed, expired, cancelled or held)."""
+
+    code = "TASK_NOT_CLAIMABLE"
+
+
+class TaskClaimedByOther(SignoffError):
+    """Another actor holds the task's claim."""
+
+    code = "TASK_CLAIMED_BY_OTHER"
+
+
+class TaskNotClaimed(SignoffError):
+    """The actor does not hold a claim on the task it tried to release."""
+
+    code = "TASK_NOT_CLAIMED"
+    default_message = "You do not hold a claim on this task."
+
+
+class AlreadyExists(SignoffError):
+    """An object with this unique name already exists."""
+
+    code = "ALREADY_EXISTS"

@@ -1,0 +1,54 @@
+"""Actors, their API tokens and their queue memberships."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from signoff.models.base import enum_field, fk_field, id_field, time_field
+
+
+class Role(StrEnum):
+    AGENT = "agent"
+    REVIEWER = "reviewer"
+    OPERATOR = "operator"
+    INTEGRATION = "integration"
+    ADMIN = "admin"
+
+
+class Actor(SQLModel, table=True):
+    __tablename__ = "actors"
+
+    id: str = id_field()
+    name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False, unique=True))
+    role: Role = enum_field()
+    created_at: datetime = time_field(default_now=True)
+
+
+class ApiToken(SQLModel, table=True):
+    """A bearer token, stored as its SHA-256 hash; the token itself is shown once."""
+
+    __tablename__ = "api_tokens"
+
+    id: str = id_field()
+    actor_id: str = fk_field("actors.id")
+    token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
+    created_at: datetime = time_field(default_now=True)
+    revoked_at: datetime | None = time_field(nullable=True)
+
+
+class QueueMembership(SQLModel, table=True):
+    __tablename__ = "queue_memberships"
+
+    queue_id: str = Field(
+        sa_column=sa.Column(sa.String(36), sa.ForeignKey("queues.id"), primary_key=True)
+    )
+    actor_id: str = Field(
+        sa_column=sa.Column(
+            sa.String(36), sa.ForeignKey("actors.id"), primary_key=True, index=True
+        )
+    )
+    created_at: datetime = time_field(default_now=True)

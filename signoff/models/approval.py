@@ -1,0 +1,32 @@
+"""Approvals: one reviewer's decision on one proposal."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from signoff.models.base import enum_field, fk_field, id_field, time_field
+
+
+class Decision(StrEnum):
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+
+
+class Approval(SQLModel, table=True):
+    __tablename__ = "approvals"
+    # Each reviewer decides a proposal at most once, enforced by the database.
+    __table_args__ = (
+        sa.UniqueConstraint("proposal_id", "approver_id", name="uq_approvals_reviewer"),
+    )
+
+    id: str = id_field()
+    proposal_id: str = fk_field("proposals.id")
+    approver_id: str = fk_field("actors.id", index=False)
+    decision: Decision = enum_field()
+    payload_digest: str = Field(sa_column=sa.Column(sa.String(71), nullable=False))
+    reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    created_at: datetime = time_field(default_now=True)

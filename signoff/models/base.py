@@ -1,0 +1,97 @@
+"""Column types and helpers shared by every table."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlmodel import Field
+
+from signoff import clock
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """Timezone-aware UTC in Python on both databases.
+
+    PostgreSQL stores ``timestamptz``; SQLite stores naive UTC text, which sorts
+    and compares correctly because every value is UTC.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; use signoff.clock.now()")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+JSONValue = sa.JSON().with_variant(JSONB(), "postgresql")
+
+
+def new_id() -> str:
+    """A UUIDv7 string: random, but ordered by creation time, so indexes stay compact."""
+    millis = int(time.time() * 1000) & ((1 << 48) - 1)
+    rand_a = int.from_bytes(os.urandom(2), "big") & 0xFFF
+    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (millis << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
+    return str(uuid.UUID(int=value))
+
+
+def id_field() -> Any:
+    return Field(default_factory=new_id, primary_key=True, max_length=36)
+
+
+def fk_field(target: str, *, nullable: bool = False, index: bool = True) -> Any:
+    return Field(
+        default=None if nullable else ...,
+        sa_column=sa.Column(
+            sa.String(36), sa.ForeignKey(target), nullable=nullable, index=index
+        ),
+    )
+
+
+def json_field(*, nullable: bool = False, default: Any = None) -> Any:
+    factory = (lambda: None) if nullable and default is None else (lambda: _copy(default))
+    return Field(default_factory=factory, sa_column=sa.Column(JSONValue, nullable=nullable))
+
+
+def time_field(*, nullable: bool = False, default_now: bool = False, index: bool = False) -> Any:
+    if default_now:
+        return Field(
+            default_factory=clock.now,
+            sa_column=sa.Column(UTCDateTime(), nullable=nullable, index=index),
+        )
+    return Field(
+        default=None if nullable else ...,
+        sa_column=sa.Column(UTCDateTime(), nullable=nullable, index=index),
+    )
+
+
+def enum_field(default: Any = ..., *, index: bool = False) -> Any:
+    """Enums are stored as their plain string value, so adding a member needs no migration."""
+    return Field(default=default, sa_column=sa.Column(sa.String(32), nullable=False, index=index))
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        return list(value)
+    return value

@@ -1,0 +1,78 @@
+"""Proposals: one proposed side-effecting action, and its life cycle."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from signoff.constants import DIGEST_SCHEMA_VERSION
+from signoff.digest import sha256_digest
+from signoff.models.base import enum_field, fk_field, id_field, json_field, time_field
+
+
+class ProposalState(StrEnum):
+    APPROVAL_REQUIRED = "APPROVAL_REQUIRED"
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+    QUEUED = "QUEUED"
+    APPLYING = "APPLYING"
+    APPLIED = "APPLIED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    COMPENSATION_REQUIRED = "COMPENSATION_REQUIRED"
+
+
+class Proposal(SQLModel, table=True):
+    __tablename__ = "proposals"
+    __table_args__ = (
+        sa.UniqueConstraint("proposed_by_id", "operation_key", name="uq_proposals_operation"),
+        sa.Index("ix_proposals_queue_created", "queue_id", "created_at", "id"),
+        sa.Index("ix_proposals_state_created", "state", "created_at", "id"),
+        sa.Index("ix_proposals_created", "created_at", "id"),
+    )
+
+    id: str = id_field()
+    target_id: str = fk_field("targets.id")
+    queue_id: str | None = fk_field("queues.id", nullable=True, index=False)
+    proposed_by_id: str = fk_field("actors.id", index=False)
+    action_code: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    subject: dict[str, Any] = json_field(default={})
+    payload: dict[str, Any] = json_field(default={})
+    preconditions: dict[str, Any] = json_field(default={})
+    payload_digest: str = Field(sa_column=sa.Column(sa.String(71), nullable=False))
+    # Digest of what the proposer sent (not of the generated id and expiry), so a
+    # replay of the same operation key can be told from a changed one.
+    request_digest: str = Field(sa_column=sa.Column(sa.String(71), nullable=False))
+    operation_key: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
+    state: ProposalState = enum_field(ProposalState.APPROVAL_REQUIRED)
+    required_approvals: int = 1
+    approval_count: int = 0
+    expires_at: datetime = time_field()
+    decided_at: datetime | None = time_field(nullable=True)
+    created_at: datetime = time_field(default_now=True)
+    updated_at: datetime = time_field(default_now=True)
+
+
+def format_expiry(expires_at: datetime) -> str:
+    """The expiry as it enters the digest: whole seconds, UTC, ``Z``."""
+    return expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def payload_digest_of(proposal: Proposal) -> str:
+    """The digest a reviewer approves: everything that will be sent, and when it lapses."""
+    return sha256_digest(
+        {
+            "schema_version": DIGEST_SCHEMA_VERSION,
+            "proposal_id": proposal.id,
+            "action_code": proposal.action_code,
+            "subject": proposal.subject,
+            "payload": proposal.payload,
+            "preconditions": proposal.preconditions,
+            "target_id": proposal.target_id,
+            "expires_at": format_expiry(proposal.expires_at),
+        }
+    )

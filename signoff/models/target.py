@@ -1,0 +1,42 @@
+"""Targets: the external endpoints approved actions are delivered to."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from signoff.constants import TARGET_MAX_ATTEMPTS_DEFAULT, TARGET_TIMEOUT_DEFAULT_SECONDS
+from signoff.models.base import enum_field, fk_field, id_field, json_field, time_field
+
+
+class ApprovalMode(StrEnum):
+    HUMAN = "HUMAN"
+    BOUNDED_AUTO = "BOUNDED_AUTO"
+
+
+class Target(SQLModel, table=True):
+    __tablename__ = "targets"
+
+    id: str = id_field()
+    name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False, unique=True))
+    url: str = Field(sa_column=sa.Column(sa.String(2048), nullable=False))
+    method: str = "POST"
+    input_schema: dict[str, Any] = json_field(default={})
+    output_schema: dict[str, Any] | None = json_field(nullable=True)
+    approval_mode: ApprovalMode = enum_field(ApprovalMode.HUMAN)
+    required_approvals: int = 1
+    queue_id: str | None = fk_field("queues.id", nullable=True)
+    max_attempts: int = TARGET_MAX_ATTEMPTS_DEFAULT
+    timeout_seconds: int = TARGET_TIMEOUT_DEFAULT_SECONDS
+    signing_secret: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    created_by_id: str = fk_field("actors.id", index=False)
+    created_at: datetime = time_field(default_now=True)
+    retired_at: datetime | None = time_field(nullable=True)
+
+    @property
+    def is_active(self) -> bool:
+        return self.retired_at is None

@@ -1,0 +1,79 @@
+"""Human tasks: units of human work waiting in a queue."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from signoff.models.base import enum_field, fk_field, id_field, json_field, time_field
+
+
+class TaskState(StrEnum):
+    OPEN = "OPEN"
+    CLAIMED = "CLAIMED"
+    COMPLETED = "COMPLETED"
+    EXPIRED = "EXPIRED"
+    CANCELLED = "CANCELLED"
+
+
+APPROVAL_KIND = "APPROVAL"
+
+APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {"enum": ["APPROVED", "REJECTED"]},
+        "reason": {"type": "string", "minLength": 3, "maxLength": 2000},
+    },
+    "required": ["decision"],
+    "additionalProperties": False,
+}
+
+
+class HumanTask(SQLModel, table=True):
+    __tablename__ = "human_tasks"
+    __table_args__ = (
+        # The queue order: priority first, then due time, then age.
+        sa.Index("ix_tasks_queue_order", "queue_id", "state", "priority", "due_at", "created_at"),
+        sa.Index("ix_tasks_order", "priority", "due_at", "created_at", "id"),
+    )
+
+    id: str = id_field()
+    queue_id: str = fk_field("queues.id", index=False)
+    kind: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    state: TaskState = enum_field(TaskState.OPEN)
+    title: str = Field(sa_column=sa.Column(sa.String(500), nullable=False))
+    context: dict[str, Any] = json_field(default={})
+    response_schema: dict[str, Any] = json_field(default={})
+    response: dict[str, Any] | None = json_field(nullable=True)
+    priority: int = 0
+    due_at: datetime = time_field()
+    assignee_id: str | None = fk_field("actors.id", nullable=True, index=False)
+    claim_expires_at: datetime | None = time_field(nullable=True)
+    proposal_id: str | None = Field(
+        default=None,
+        sa_column=sa.Column(
+            sa.String(36), sa.ForeignKey("proposals.id"), nullable=True, unique=True
+        ),
+    )
+    created_by_id: str = fk_field("actors.id", index=False)
+    completed_by_id: str | None = fk_field("actors.id", nullable=True, index=False)
+    completed_at: datetime | None = time_field(nullable=True)
+    created_at: datetime = time_field(default_now=True)
+    updated_at: datetime = time_field(default_now=True)
+
+
+def claim_lapsed(task: HumanTask, now: datetime) -> bool:
+    return (
+        task.state == TaskState.CLAIMED
+        and task.claim_expires_at is not None
+        and task.claim_expires_at <= now
+    )
+
+
+def effective_state(task: HumanTask, now: datetime) -> TaskState:
+    """A claim whose lease has lapsed leaves the task open, whether or not a sweep ran yet."""
+    return TaskState.OPEN if claim_lapsed(task, now) else TaskState(task.state)

@@ -1,0 +1,256 @@
+"""Proposing actions, and reading the proposals a viewer may see."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff import clock
+from signoff.constants import (
+    PROPOSAL_EXPIRY_DEFAULT_SECONDS,
+    PROPOSAL_EXPIRY_MAX_SECONDS,
+    PROPOSAL_EXPIRY_MIN_SECONDS,
+)
+from signoff.database import commit, rollback
+from signoff.digest import sha256_digest
+from signoff.errors import (
+    Forbidden,
+    NotFound,
+    OperationPayloadChanged,
+    PayloadSchemaInvalid,
+    TargetUnavailable,
+)
+from signoff.jsonvalues import require_object, validate_against
+from signoff.models import (
+    APPROVAL_KIND,
+    APPROVAL_RESPONSE_SCHEMA,
+    ApprovalMode,
+    HumanTask,
+    Proposal,
+    ProposalState,
+    Role,
+    Target,
+)
+from signoff.models.proposal import format_expiry, payload_digest_of
+from signoff.resolvers import audit
+from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.validation import require_range, require_text
+
+
+@dataclass(frozen=True)
+class ProposeResult:
+    proposal: Proposal
+    task: HumanTask | None
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class ProposalRequest:
+    """What the proposer sent; its digest tells a replay from a changed operation."""
+
+    target_id: str
+    action_code: str
+    subject: dict[str, Any]
+    payload: dict[str, Any]
+    preconditions: dict[str, Any]
+    operation_key: str
+    expires_in_seconds: int
+
+    def digest(self) -> str:
+        return sha256_digest(
+            {
+                "target_id": self.target_id,
+                "action_code": self.action_code,
+                "subject": self.subject,
+                "payload": self.payload,
+                "preconditions": self.preconditions,
+                "expires_in_seconds": self.expires_in_seconds,
+            }
+        )
+
+
+async def propose_action(
+    *,
+    session: AsyncSession,
+    viewer: Viewer,
+    target_id: str,
+    action_code: str,
+    operation_key: str,
+    payload: Any,
+    subject: Any = None,
+    preconditions: Any = None,
+    expires_in_seconds: int | None = None,
+) -> ProposeResult:
+    """Propose an action; the same operation key with the same material replays."""
+    require_role(viewer, Role.AGENT)
+    request = ProposalRequest(
+        target_id=target_id,
+        action_code=require_text(action_code, "actionCode", 1, 200),
+        subject=require_object({} if subject is None else subject, "subject"),
+        payload=require_object(payload, "payload"),
+        preconditions=require_object({} if preconditions is None else preconditions,
+                                     "preconditions"),
+        operation_key=require_text(operation_key, "operationKey", 1, 200),
+        expires_in_seconds=require_range(
+            expires_in_seconds, "expiresInSeconds", PROPOSAL_EXPIRY_MIN_SECONDS,
+            PROPOSAL_EXPIRY_MAX_SECONDS, PROPOSAL_EXPIRY_DEFAULT_SECONDS,
+        ),
+    )
+    replay = await _replay(session, viewer, request)
+    if replay is not None:
+        return replay
+    target = await session.get(Target, target_id)
+    if target is None:
+        raise NotFound("No such target.", field="targetId")
+    if not target.is_active:
+        raise TargetUnavailable(f"Target {target.name!r} is retired and takes no proposals.")
+    validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
+    proposal, task = _new_proposal(viewer, target, request)
+    session.add(proposal)
+    if task is not None:
+        session.add(task)
+    audit.record(session, actor_id=viewer.id, action="proposal.proposed",
+                 target_type="proposal", target_id=proposal.id, state=proposal.state,
+                 payload_digest=proposal.payload_digest, operation_key=request.operation_key)
+    try:
+        await session.flush()
+    except IntegrityError:
+        # Another request with this operation key won the race: answer as its replay.
+        await rollback(session)
+        replay = await _replay(session, viewer, request)
+        if replay is None:
+            raise
+        return replay
+    await commit(session)
+    return ProposeResult(proposal=proposal, task=task, replayed=False)
+
+
+async def _replay(
+    session: AsyncSession, viewer: Viewer, request: ProposalRequest
+) -> ProposeResult | None:
+    existing = (
+        await session.exec(
+            select(Proposal).where(
+                Proposal.proposed_by_id == viewer.id,
+                Proposal.operation_key == request.operation_key,
+            )
+        )
+    ).first()
+    if existing is None:
+        return None
+    if existing.request_digest != request.digest():
+        raise OperationPayloadChanged(
+            "This operationKey was already proposed with different content; "
+            "use a new operationKey for a new action.",
+            proposalId=existing.id,
+        )
+    task = (
+        await session.exec(select(HumanTask).where(HumanTask.proposal_id == existing.id))
+    ).first()
+    return ProposeResult(proposal=existing, task=task, replayed=True)
+
+
+def _new_proposal(
+    viewer: Viewer, target: Target, request: ProposalRequest
+) -> tuple[Proposal, HumanTask | None]:
+    now = clock.now()
+    expires_at = (now + timedelta(seconds=request.expires_in_seconds)).replace(microsecond=0)
+    human = target.approval_mode == ApprovalMode.HUMAN
+    proposal = Proposal(
+        target_id=target.id,
+        queue_id=target.queue_id if human else None,
+        proposed_by_id=viewer.id,
+        action_code=request.action_code,
+        subject=request.subject,
+        payload=request.payload,
+        preconditions=request.preconditions,
+        payload_digest="",
+        request_digest=request.digest(),
+        operation_key=request.operation_key,
+        state=ProposalState.APPROVAL_REQUIRED if human else ProposalState.QUEUED,
+        required_approvals=target.required_approvals if human else 0,
+        expires_at=expires_at,
+        created_at=now,
+        updated_at=now,
+    )
+    proposal.payload_digest = payload_digest_of(proposal)
+    if not human:
+        return proposal, None
+    assert target.queue_id is not None  # registerTarget requires a queue for HUMAN targets
+    task = HumanTask(
+        queue_id=target.queue_id,
+        kind=APPROVAL_KIND,
+        title=f"Approve {request.action_code} on {target.name}",
+        context={
+            "proposalId": proposal.id,
+            "target": {"id": target.id, "name": target.name, "url": target.url},
+            "actionCode": proposal.action_code,
+            "subject": proposal.subject,
+            "payload": proposal.payload,
+            "preconditions": proposal.preconditions,
+            "payloadDigest": proposal.payload_digest,
+            "requiredApprovals": proposal.required_approvals,
+            "expiresAt": format_expiry(expires_at),
+        },
+        response_schema=APPROVAL_RESPONSE_SCHEMA,
+        due_at=expires_at,
+        proposal_id=proposal.id,
+        created_by_id=viewer.id,
+        created_at=now,
+        updated_at=now,
+    )
+    return proposal, task
+
+
+def can_see_proposal(viewer: Viewer, proposal: Proposal) -> bool:
+    if viewer.sees_everything:
+        return True
+    if viewer.role is Role.AGENT:
+        return proposal.proposed_by_id == viewer.id
+    if viewer.role is Role.REVIEWER:
+        return proposal.queue_id is not None and proposal.queue_id in viewer.queue_ids
+    return False
+
+
+async def get_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: str) -> Proposal:
+    proposal = await session.get(Proposal, proposal_id)
+    if proposal is None:
+        raise NotFound("No such proposal.")
+    if not can_see_proposal(viewer, proposal):
+        raise Forbidden("This proposal is not in a queue you review.")
+    return proposal
+
+
+PROPOSAL_ORDER = (Order(col(Proposal.created_at), descending=True),
+                  Order(col(Proposal.id), descending=True))
+
+
+async def list_proposals(
+    *,
+    session: AsyncSession,
+    viewer: Viewer,
+    state: ProposalState | None = None,
+    queue_id: str | None = None,
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[Proposal]:
+    """Newest first, limited to what the viewer may see."""
+    require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
+    stmt = select(Proposal)
+    if viewer.role is Role.AGENT:
+        stmt = stmt.where(Proposal.proposed_by_id == viewer.id)
+    elif viewer.role is Role.REVIEWER:
+        if queue_id is not None and queue_id not in viewer.queue_ids:
+            raise Forbidden("You are not a reviewer of this queue.")
+        stmt = stmt.where(col(Proposal.queue_id).in_(viewer.queue_ids))
+    if queue_id is not None:
+        stmt = stmt.where(Proposal.queue_id == queue_id)
+    if state is not None:
+        stmt = stmt.where(Proposal.state == state)
+    return await paginate(session, stmt, PROPOSAL_ORDER, first=first, after=after)

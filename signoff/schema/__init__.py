@@ -1,0 +1,58 @@
+"""The GraphQL schema: Strawberry types and roots that map GraphQL onto ``signoff.resolvers``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import strawberry
+from graphql.error import GraphQLError
+from strawberry.extensions import (
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    SchemaExtension,
+    ValidationCache,
+)
+from strawberry.types.execution import ExecutionContext
+
+from signoff.constants import QUERY_MAX_ALIASES, QUERY_MAX_DEPTH, QUERY_MAX_TOKENS
+from signoff.schema.context import Context
+from signoff.schema.errors import ErrorMapping
+from signoff.schema.mutation import Mutation
+from signoff.schema.query import Query
+
+
+class CloseSession(SchemaExtension):
+    """Return the request's database connection to the pool when the operation ends."""
+
+    async def on_operation(self) -> AsyncIterator[None]:  # type: ignore[override]
+        yield
+        context = self.execution_context.context
+        if isinstance(context, Context):
+            await context.close()
+
+
+class SignoffSchema(strawberry.Schema):
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        """Logging happens in ``ErrorMapping``, without messages or stack traces."""
+
+
+def build_schema(**extra: Any) -> strawberry.Schema:
+    return SignoffSchema(
+        query=Query,
+        mutation=Mutation,
+        extensions=[
+            CloseSession(),
+            QueryDepthLimiter(max_depth=QUERY_MAX_DEPTH),
+            MaxAliasesLimiter(max_alias_count=QUERY_MAX_ALIASES),
+            MaxTokensLimiter(max_token_count=QUERY_MAX_TOKENS),
+            ParserCache(maxsize=256),
+            ValidationCache(maxsize=256),
+            ErrorMapping(),
+        ],
+        **extra,
+    )

@@ -1,0 +1,119 @@
+"""The mutation root: each field takes one ``input`` and maps it onto a resolver."""
+
+from __future__ import annotations
+
+import strawberry
+
+from signoff import models
+from signoff.resolvers import approvals, proposals, queues, targets, tasks
+from signoff.schema.call import call
+from signoff.schema.proposal import (
+    Approval,
+    DecideProposalInput,
+    DecideProposalPayload,
+    Proposal,
+    ProposeActionInput,
+    ProposeActionPayload,
+)
+from signoff.schema.queue import CreateQueueInput, Queue
+from signoff.schema.target import (
+    RegisterTargetInput,
+    RegisterTargetPayload,
+    RetireTargetInput,
+    Target,
+)
+from signoff.schema.task import (
+    ClaimTaskInput,
+    CompleteTaskInput,
+    CompleteTaskPayload,
+    CreateTaskInput,
+    HumanTask,
+    ReleaseTaskInput,
+)
+
+
+def _task(task: models.HumanTask | None) -> HumanTask | None:
+    return None if task is None else HumanTask.from_model(task)
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="Operators and admins.")
+    async def create_queue(self, info: strawberry.Info, input: CreateQueueInput) -> Queue:
+        queue = await call(info, queues.create_queue, slug=input.slug, name=input.name,
+                           claim_ttl_seconds=input.claim_ttl_seconds,
+                           default_due_seconds=input.default_due_seconds)
+        return Queue.from_model(queue)
+
+    @strawberry.mutation(description="Operators and admins. The signing secret is shown once.")
+    async def register_target(
+        self, info: strawberry.Info, input: RegisterTargetInput
+    ) -> RegisterTargetPayload:
+        registered = await call(
+            info, targets.register_target, name=input.name, url=input.url,
+            input_schema=input.input_schema,
+            approval_mode=models.ApprovalMode(input.approval_mode), queue_id=input.queue_id,
+            method=input.method, output_schema=input.output_schema,
+            required_approvals=input.required_approvals, max_attempts=input.max_attempts,
+            timeout_seconds=input.timeout_seconds,
+        )
+        return RegisterTargetPayload(target=Target.from_model(registered.target),
+                                     signing_secret=registered.signing_secret)
+
+    @strawberry.mutation(description="Operators and admins: the target takes no new proposals.")
+    async def retire_target(self, info: strawberry.Info, input: RetireTargetInput) -> Target:
+        target = await call(info, targets.retire_target, target_id=input.target_id)
+        return Target.from_model(target)
+
+    @strawberry.mutation(description="Agents. Idempotent by operationKey.")
+    async def propose_action(
+        self, info: strawberry.Info, input: ProposeActionInput
+    ) -> ProposeActionPayload:
+        result = await call(
+            info, proposals.propose_action, target_id=input.target_id,
+            action_code=input.action_code, operation_key=input.operation_key,
+            payload=input.payload, subject=input.subject, preconditions=input.preconditions,
+            expires_in_seconds=input.expires_in_seconds,
+        )
+        return ProposeActionPayload(proposal=Proposal.from_model(result.proposal),
+                                    task=_task(result.task), replayed=result.replayed)
+
+    @strawberry.mutation(description="Reviewers of the proposal's queue.")
+    async def decide_proposal(
+        self, info: strawberry.Info, input: DecideProposalInput
+    ) -> DecideProposalPayload:
+        result = await call(
+            info, approvals.decide_proposal, proposal_id=input.proposal_id,
+            decision=models.Decision(input.decision), payload_digest=input.payload_digest,
+            reason=input.reason, idempotency_key=input.idempotency_key,
+        )
+        return DecideProposalPayload(proposal=Proposal.from_model(result.proposal),
+                                     approval=Approval.from_model(result.approval),
+                                     task=_task(result.task), replayed=result.replayed)
+
+    @strawberry.mutation
+    async def create_task(self, info: strawberry.Info, input: CreateTaskInput) -> HumanTask:
+        task = await call(
+            info, tasks.create_task, queue_id=input.queue_id, kind=input.kind,
+            title=input.title, context=input.context, response_schema=input.response_schema,
+            priority=input.priority, due_in_seconds=input.due_in_seconds,
+        )
+        return HumanTask.from_model(task)
+
+    @strawberry.mutation(description="Take a lease on a task; claiming again renews it.")
+    async def claim_task(self, info: strawberry.Info, input: ClaimTaskInput) -> HumanTask:
+        return HumanTask.from_model(await call(info, tasks.claim_task, task_id=input.task_id))
+
+    @strawberry.mutation
+    async def release_task(self, info: strawberry.Info, input: ReleaseTaskInput) -> HumanTask:
+        task = await call(info, tasks.release_task, task_id=input.task_id, reason=input.reason)
+        return HumanTask.from_model(task)
+
+    @strawberry.mutation(description="Approval tasks take {decision, reason?} and decide.")
+    async def complete_task(
+        self, info: strawberry.Info, input: CompleteTaskInput
+    ) -> CompleteTaskPayload:
+        result = await call(info, tasks.complete_task, task_id=input.task_id,
+                            response=input.response, idempotency_key=input.idempotency_key)
+        return CompleteTaskPayload(task=HumanTask.from_model(result.task),
+                                   replayed=result.replayed)

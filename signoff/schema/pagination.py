@@ -1,0 +1,50 @@
+"""Relay connections over a resolvers ``Page``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import strawberry
+
+from signoff.resolvers.pagination import Page
+
+M = TypeVar("M")
+T = TypeVar("T")
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    has_previous_page: bool
+    start_cursor: str | None
+    end_cursor: str | None
+
+
+@strawberry.type
+class Edge(Generic[T]):
+    cursor: str
+    node: T
+
+
+@strawberry.type
+class Connection(Generic[T]):
+    edges: list[Edge[T]]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[T]:
+        return [edge.node for edge in self.edges]
+
+
+def connection(page: Page[M], convert: Callable[[M], T]) -> Connection[T]:
+    return Connection(
+        edges=[Edge(cursor=c, node=convert(item)) for c, item in zip(page.cursors, page.items,
+                                                                      strict=True)],
+        page_info=PageInfo(
+            has_next_page=page.has_next_page,
+            has_previous_page=page.has_previous_page,
+            start_cursor=page.start_cursor,
+            end_cursor=page.end_cursor,
+        ),
+    )

@@ -1,0 +1,139 @@
+"""The ``Proposal`` and ``Approval`` types and the proposal inputs and payloads."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from strawberry.scalars import JSON
+
+from signoff import models
+from signoff.schema.actor import Actor, load_actor
+from signoff.schema.enums import Decision, ProposalState
+from signoff.schema.queue import Queue, load_queue
+from signoff.schema.target import Target, load_target
+
+if TYPE_CHECKING:
+    from signoff.schema.task import HumanTask
+
+LazyTask = Annotated["HumanTask", strawberry.lazy("signoff.schema.task")]
+
+
+@strawberry.type(description="One reviewer's decision on a proposal.")
+class Approval:
+    id: strawberry.ID
+    decision: Decision
+    payload_digest: str
+    reason: str | None
+    created_at: datetime
+    approver_id: strawberry.Private[str]
+
+    @strawberry.field
+    async def approver(self, info: strawberry.Info) -> Actor:
+        actor = await load_actor(info, self.approver_id)
+        assert actor is not None
+        return actor
+
+    @classmethod
+    def from_model(cls, approval: models.Approval) -> Approval:
+        return cls(id=strawberry.ID(approval.id), decision=models.Decision(approval.decision),
+                   payload_digest=approval.payload_digest, reason=approval.reason,
+                   created_at=approval.created_at, approver_id=approval.approver_id)
+
+
+@strawberry.type(description="A proposed side-effecting action and where it stands.")
+class Proposal:
+    id: strawberry.ID
+    state: ProposalState
+    action_code: str
+    subject: JSON
+    payload: JSON
+    preconditions: JSON
+    payload_digest: str = strawberry.field(
+        description="What a reviewer approves: decideProposal must name this exact digest.")
+    operation_key: str
+    required_approvals: int
+    approval_count: int
+    expires_at: datetime
+    decided_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    target_id: strawberry.Private[str]
+    queue_id: strawberry.Private[str | None]
+    proposed_by_id: strawberry.Private[str]
+
+    @strawberry.field
+    async def target(self, info: strawberry.Info) -> Target:
+        return await load_target(info, self.target_id)
+
+    @strawberry.field
+    async def queue(self, info: strawberry.Info) -> Queue | None:
+        return await load_queue(info, self.queue_id)
+
+    @strawberry.field
+    async def proposed_by(self, info: strawberry.Info) -> Actor:
+        actor = await load_actor(info, self.proposed_by_id)
+        assert actor is not None
+        return actor
+
+    @strawberry.field
+    async def approvals(self, info: strawberry.Info) -> list[Approval]:
+        rows = await info.context.loaders.approvals_by_proposal.load(str(self.id))
+        return [Approval.from_model(row) for row in rows]
+
+    @strawberry.field(description="The approval task (HUMAN targets only).")
+    async def task(self, info: strawberry.Info) -> LazyTask | None:
+        from signoff.schema.task import HumanTask
+
+        task = await info.context.loaders.task_by_proposal.load(str(self.id))
+        return None if task is None else HumanTask.from_model(task)
+
+    @classmethod
+    def from_model(cls, p: models.Proposal) -> Proposal:
+        return cls(
+            id=strawberry.ID(p.id), state=models.ProposalState(p.state),
+            action_code=p.action_code, subject=p.subject, payload=p.payload,
+            preconditions=p.preconditions, payload_digest=p.payload_digest,
+            operation_key=p.operation_key, required_approvals=p.required_approvals,
+            approval_count=p.approval_count, expires_at=p.expires_at, decided_at=p.decided_at,
+            created_at=p.created_at, updated_at=p.updated_at, target_id=p.target_id,
+            queue_id=p.queue_id, proposed_by_id=p.proposed_by_id,
+        )
+
+
+@strawberry.input
+class ProposeActionInput:
+    target_id: strawberry.ID
+    action_code: str
+    payload: JSON
+    operation_key: str = strawberry.field(
+        description="Your idempotency key: the same key with the same content replays.")
+    subject: JSON | None = None
+    preconditions: JSON | None = None
+    expires_in_seconds: int | None = strawberry.field(
+        default=None, description="Approval deadline, 60 s to 31 days (default 24 h).")
+
+
+@strawberry.type
+class ProposeActionPayload:
+    proposal: Proposal
+    task: LazyTask | None
+    replayed: bool
+
+
+@strawberry.input
+class DecideProposalInput:
+    proposal_id: strawberry.ID
+    decision: Decision
+    payload_digest: str
+    reason: str | None = None
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class DecideProposalPayload:
+    proposal: Proposal
+    approval: Approval
+    task: LazyTask | None
+    replayed: bool

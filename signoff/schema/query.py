@@ -1,0 +1,92 @@
+"""The query root."""
+
+from __future__ import annotations
+
+import strawberry
+
+from signoff import models
+from signoff.resolvers import audit, proposals, queues, targets, tasks
+from signoff.schema.actor import Actor, Viewer
+from signoff.schema.audit import AuditEvent
+from signoff.schema.call import call
+from signoff.schema.context import context_of
+from signoff.schema.enums import ProposalState, TaskState
+from signoff.schema.pagination import Connection, connection
+from signoff.schema.proposal import Proposal
+from signoff.schema.queue import Queue
+from signoff.schema.target import Target
+from signoff.schema.task import HumanTask
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="Who the token belongs to.")
+    async def viewer(self, info: strawberry.Info) -> Viewer:
+        viewer = await context_of(info).viewer()
+        return Viewer(actor=Actor.from_model(viewer.actor),
+                      queue_ids=[strawberry.ID(q) for q in sorted(viewer.queue_ids)])
+
+    @strawberry.field
+    async def queues(self, info: strawberry.Info) -> list[Queue]:
+        return [Queue.from_model(q) for q in await call(info, queues.list_queues)]
+
+    @strawberry.field
+    async def queue(self, info: strawberry.Info, id: strawberry.ID) -> Queue:
+        return Queue.from_model(await call(info, queues.get_queue, queue_id=id))
+
+    @strawberry.field
+    async def targets(self, info: strawberry.Info) -> list[Target]:
+        return [Target.from_model(t) for t in await call(info, targets.list_targets)]
+
+    @strawberry.field
+    async def target(self, info: strawberry.Info, id: strawberry.ID) -> Target:
+        return Target.from_model(await call(info, targets.get_target, target_id=id))
+
+    @strawberry.field
+    async def proposal(self, info: strawberry.Info, id: strawberry.ID) -> Proposal:
+        return Proposal.from_model(await call(info, proposals.get_proposal, proposal_id=id))
+
+    @strawberry.field(description="Newest first, at most 100 a page.")
+    async def proposals(
+        self,
+        info: strawberry.Info,
+        state: ProposalState | None = None,
+        queue_id: strawberry.ID | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[Proposal]:
+        page = await call(info, proposals.list_proposals,
+                          state=None if state is None else models.ProposalState(state),
+                          queue_id=queue_id, first=first, after=after)
+        return connection(page, Proposal.from_model)
+
+    @strawberry.field
+    async def task(self, info: strawberry.Info, id: strawberry.ID) -> HumanTask:
+        return HumanTask.from_model(await call(info, tasks.get_task, task_id=id))
+
+    @strawberry.field(description="Highest priority first, then soonest due, then oldest.")
+    async def tasks(
+        self,
+        info: strawberry.Info,
+        queue_id: strawberry.ID | None = None,
+        state: TaskState | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[HumanTask]:
+        page = await call(info, tasks.list_tasks, queue_id=queue_id,
+                          state=None if state is None else models.TaskState(state),
+                          first=first, after=after)
+        return connection(page, HumanTask.from_model)
+
+    @strawberry.field(description="Newest first. Operators and admins.")
+    async def audit_events(
+        self,
+        info: strawberry.Info,
+        target_type: str | None = None,
+        target_id: strawberry.ID | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[AuditEvent]:
+        page = await call(info, audit.list_audit_events, target_type=target_type,
+                          target_id=target_id, first=first, after=after)
+        return connection(page, AuditEvent.from_model)

@@ -1,0 +1,42 @@
+"""The ``Queue`` type and its inputs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from signoff import models
+
+
+@strawberry.type(description="Where human tasks wait for reviewers.")
+class Queue:
+    id: strawberry.ID
+    slug: str
+    name: str
+    claim_ttl_seconds: int
+    default_due_seconds: int
+    created_at: datetime
+
+    @classmethod
+    def from_model(cls, queue: models.Queue) -> Queue:
+        return cls(id=strawberry.ID(queue.id), slug=queue.slug, name=queue.name,
+                   claim_ttl_seconds=queue.claim_ttl_seconds,
+                   default_due_seconds=queue.default_due_seconds, created_at=queue.created_at)
+
+
+@strawberry.input
+class CreateQueueInput:
+    slug: str
+    name: str
+    claim_ttl_seconds: int | None = strawberry.field(
+        default=None, description="How long a claim lasts (30 s to 1 day; default 15 min).")
+    default_due_seconds: int | None = strawberry.field(
+        default=None, description="Due time of new tasks (60 s to 31 days; default 24 h).")
+
+
+async def load_queue(info: strawberry.Info, queue_id: str | None) -> Queue | None:
+    if queue_id is None:
+        return None
+    queue = await info.context.loaders.queue.load(queue_id)
+    return None if queue is None else Queue.from_model(queue)

@@ -1,0 +1,82 @@
+"""The ``Target`` type and its inputs. The signing secret is never a field of ``Target``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry.scalars import JSON
+
+from signoff import models
+from signoff.schema.enums import ApprovalMode
+from signoff.schema.queue import Queue, load_queue
+
+
+@strawberry.type(description="An external endpoint approved actions are delivered to.")
+class Target:
+    id: strawberry.ID
+    name: str
+    url: str
+    method: str
+    input_schema: JSON
+    output_schema: JSON | None
+    approval_mode: ApprovalMode
+    required_approvals: int
+    max_attempts: int
+    timeout_seconds: int
+    retired_at: datetime | None
+    created_at: datetime
+    queue_id: strawberry.Private[str | None]
+
+    @strawberry.field
+    def active(self) -> bool:
+        return self.retired_at is None
+
+    @strawberry.field
+    async def queue(self, info: strawberry.Info) -> Queue | None:
+        return await load_queue(info, self.queue_id)
+
+    @classmethod
+    def from_model(cls, target: models.Target) -> Target:
+        return cls(
+            id=strawberry.ID(target.id), name=target.name, url=target.url, method=target.method,
+            input_schema=target.input_schema, output_schema=target.output_schema,
+            approval_mode=models.ApprovalMode(target.approval_mode),
+            required_approvals=target.required_approvals, max_attempts=target.max_attempts,
+            timeout_seconds=target.timeout_seconds, retired_at=target.retired_at,
+            created_at=target.created_at, queue_id=target.queue_id,
+        )
+
+
+@strawberry.input
+class RegisterTargetInput:
+    name: str
+    url: str
+    input_schema: JSON = strawberry.field(description="JSON Schema every payload must meet.")
+    approval_mode: ApprovalMode = models.ApprovalMode.HUMAN
+    queue_id: strawberry.ID | None = strawberry.field(
+        default=None, description="The queue approvals go to (required for HUMAN).")
+    method: str | None = None
+    output_schema: JSON | None = None
+    required_approvals: int | None = strawberry.field(
+        default=None, description="Distinct reviewers who must approve (1-5, default 1).")
+    max_attempts: int | None = None
+    timeout_seconds: int | None = None
+
+
+@strawberry.type
+class RegisterTargetPayload:
+    target: Target
+    signing_secret: str = strawberry.field(
+        description="The webhook signing secret. Shown here once and never again.")
+
+
+@strawberry.input
+class RetireTargetInput:
+    target_id: strawberry.ID
+
+
+async def load_target(info: strawberry.Info, target_id: str) -> Target:
+    target = await info.context.loaders.target.load(target_id)
+    assert target is not None  # proposals reference existing targets
+    return Target.from_model(target)

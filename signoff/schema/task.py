@@ -1,0 +1,115 @@
+"""The ``HumanTask`` type and the task inputs and payloads."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from strawberry.scalars import JSON
+
+from signoff import clock, models
+from signoff.models.task import effective_state
+from signoff.schema.actor import Actor, load_actor
+from signoff.schema.enums import TaskState
+from signoff.schema.queue import Queue, load_queue
+
+if TYPE_CHECKING:
+    from signoff.schema.proposal import Proposal
+
+
+@strawberry.type(description="A unit of human work in a queue.")
+class HumanTask:
+    id: strawberry.ID
+    kind: str
+    title: str
+    context: JSON
+    response_schema: JSON
+    response: JSON | None
+    priority: int
+    due_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+    model: strawberry.Private[models.HumanTask]
+
+    @strawberry.field(description="A claim whose lease has lapsed reads as OPEN.")
+    def state(self) -> TaskState:
+        return effective_state(self.model, clock.now())
+
+    @strawberry.field
+    def claim_expires_at(self) -> datetime | None:
+        return None if self.state() != models.TaskState.CLAIMED else self.model.claim_expires_at
+
+    @strawberry.field
+    async def assignee(self, info: strawberry.Info) -> Actor | None:
+        if self.state() != models.TaskState.CLAIMED:
+            return None
+        return await load_actor(info, self.model.assignee_id)
+
+    @strawberry.field
+    async def completed_by(self, info: strawberry.Info) -> Actor | None:
+        return await load_actor(info, self.model.completed_by_id)
+
+    @strawberry.field
+    async def queue(self, info: strawberry.Info) -> Queue:
+        queue = await load_queue(info, self.model.queue_id)
+        assert queue is not None
+        return queue
+
+    @strawberry.field
+    async def proposal(
+        self, info: strawberry.Info
+    ) -> Annotated[Proposal, strawberry.lazy("signoff.schema.proposal")] | None:
+        from signoff.schema.proposal import Proposal
+
+        if self.model.proposal_id is None:
+            return None
+        proposal = await info.context.loaders.proposal.load(self.model.proposal_id)
+        return None if proposal is None else Proposal.from_model(proposal)
+
+    @classmethod
+    def from_model(cls, t: models.HumanTask) -> HumanTask:
+        return cls(
+            id=strawberry.ID(t.id), kind=t.kind, title=t.title, context=t.context,
+            response_schema=t.response_schema, response=t.response, priority=t.priority,
+            due_at=t.due_at, created_at=t.created_at, updated_at=t.updated_at,
+            completed_at=t.completed_at, model=t,
+        )
+
+
+@strawberry.input
+class CreateTaskInput:
+    queue_id: strawberry.ID
+    kind: str
+    title: str
+    context: JSON | None = None
+    response_schema: JSON | None = strawberry.field(
+        default=None, description="JSON Schema the response must meet (default: any object).")
+    priority: int | None = strawberry.field(
+        default=None, description="Higher comes first (-1000 to 1000, default 0).")
+    due_in_seconds: int | None = None
+
+
+@strawberry.input
+class ClaimTaskInput:
+    task_id: strawberry.ID
+
+
+@strawberry.input
+class ReleaseTaskInput:
+    task_id: strawberry.ID
+    reason: str | None = None
+
+
+@strawberry.input
+class CompleteTaskInput:
+    task_id: strawberry.ID
+    response: JSON
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class CompleteTaskPayload:
+    task: HumanTask
+    replayed: bool

@@ -1,0 +1,26 @@
+"""Small checks on scalar input fields, each refusing with ``VALIDATION_FAILED``."""
+
+from __future__ import annotations
+
+from signoff.errors import ValidationFailed
+
+
+def require_text(value: str, field: str, min_chars: int, max_chars: int) -> str:
+    value = value.strip()
+    if not min_chars <= len(value) <= max_chars:
+        raise ValidationFailed(
+            f"{field} must be {min_chars} to {max_chars} characters.", field=field
+        )
+    return value
+
+
+def optional_text(value: str | None, field: str, min_chars: int, max_chars: int) -> str | None:
+    return None if value is None else require_text(value, field, min_chars, max_chars)
+
+
+def require_range(value: int | None, field: str, low: int, high: int, default: int) -> int:
+    if value is None:
+        return default
+    if not low <= value <= high:
+        raise ValidationFailed(f"{field} must be between {low} and {high}.", field=field)
+    return value
