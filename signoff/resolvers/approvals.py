@@ -176,7 +176,7 @@ async def _advance(
         .returning(Proposal)
         .execution_options(populate_existing=True)
     )
-    return (await session.exec(stmt)).first()  # type: ignore[call-overload]
+    return (await session.exec(stmt)).scalars().first()  # type: ignore[call-overload]
 
 
 def _settle_task(task: HumanTask, viewer: Viewer, decision: Decision, reason: str | None,

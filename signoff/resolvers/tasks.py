@@ -271,7 +271,7 @@ async def _transition(session: AsyncSession, task_id: str, condition: Any,
         .returning(HumanTask)
         .execution_options(populate_existing=True)
     )
-    return (await session.exec(stmt)).first()  # type: ignore[call-overload]
+    return (await session.exec(stmt)).scalars().first()  # type: ignore[call-overload]
 
 
 async def _reload(session: AsyncSession, task_id: str) -> HumanTask:

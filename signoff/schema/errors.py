@@ -7,6 +7,7 @@ database errors carry SQL, and messages can carry secrets.
 from __future__ import annotations
 
 import logging
+import os
 import traceback
 
 from graphql.error import GraphQLError
@@ -21,12 +22,22 @@ GRAPHQL_VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
 
 
 def describe(exc: BaseException) -> str:
-    """``TypeName at file:line in function`` for the innermost frame, without the message."""
+    """``TypeName at file:line in function``, without the message.
+
+    Names the innermost frame of Signoff's own code (where to look) and, when the
+    error was raised deeper inside a library, that frame too.
+    """
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return type(exc).__name__
-    last = frames[-1]
-    return f"{type(exc).__name__} at {last.filename}:{last.lineno} in {last.name}"
+    ours = [f for f in frames if f"{os.sep}signoff{os.sep}" in f.filename
+            and f"{os.sep}site-packages{os.sep}" not in f.filename]
+    where = [ours[-1]] if ours else []
+    if frames[-1] not in where:
+        where.append(frames[-1])
+    return f"{type(exc).__name__} at " + " via ".join(
+        f"{f.filename}:{f.lineno} in {f.name}" for f in where
+    )
 
 
 class ErrorMapping(MaskErrors):

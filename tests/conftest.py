@@ -1,0 +1,108 @@
+"""Shared fixtures: a migrated database (SQLite, or PostgreSQL when
+``SIGNOFF_TEST_DATABASE_URL`` is set), the ASGI app, an HTTP client and a GraphQL helper.
+
+Each test starts from empty tables; nothing depends on another test's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from httpx import ASGITransport, AsyncClient
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import SQLModel
+from starlette.applications import Starlette
+
+from signoff import clock
+from signoff.app import create_app
+from signoff.config import Settings, normalise_database_url
+from signoff.database import SessionMaker, create_engine, create_sessionmaker
+from signoff.migrate import migrate
+from tests.helpers import GraphQLClient
+
+PG_URL = os.environ.get("SIGNOFF_TEST_DATABASE_URL")
+REDIS_URL = os.environ.get("SIGNOFF_TEST_REDIS_URL")
+
+requires_postgres = pytest.mark.skipif(PG_URL is None, reason="needs SIGNOFF_TEST_DATABASE_URL")
+requires_redis = pytest.mark.skipif(REDIS_URL is None, reason="needs SIGNOFF_TEST_REDIS_URL")
+
+
+def pytest_report_header() -> str:
+    return f"signoff database: {'PostgreSQL' if PG_URL else 'SQLite'}; redis: {REDIS_URL or 'none'}"
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh database for this test run, dropped afterwards."""
+    if PG_URL is None:
+        path: Path = tmp_path_factory.mktemp("db") / "signoff.db"
+        yield f"sqlite+aiosqlite:///{path}"
+        return
+    base = make_url(normalise_database_url(PG_URL))
+    name = f"signoff_test_{uuid.uuid4().hex[:10]}"
+    admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield base.set(database=name).render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url, pool_size=30)
+    await migrate(engine)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def clean_database(engine: AsyncEngine) -> AsyncIterator[None]:
+    yield
+    async with engine.begin() as conn:
+        for table in reversed(SQLModel.metadata.sorted_tables):
+            await conn.execute(text(f'DELETE FROM "{table.name}"'))
+
+
+@pytest.fixture
+def sessionmaker(engine: AsyncEngine, clean_database: None) -> SessionMaker:
+    return create_sessionmaker(engine)
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url)
+
+
+@pytest.fixture
+async def app(settings: Settings, clean_database: None) -> AsyncIterator[Starlette]:
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: Starlette) -> AsyncIterator[AsyncClient]:
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://signoff.test") as c:
+        yield c
+
+
+@pytest.fixture
+def gql(client: AsyncClient, app: Starlette) -> GraphQLClient:
+    return GraphQLClient(client, create_sessionmaker(app.state.engine))
+
+
+@pytest.fixture
+def frozen_clock() -> Iterator[clock.FrozenClock]:
+    """Freeze ``signoff.clock.now``; advance it to test leases and expiry without sleeping."""
+    frozen = clock.FrozenClock()
+    clock.set_clock(frozen)
+    yield frozen
+    clock.set_clock(None)
