@@ -57,8 +57,12 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
-    return async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
+def create_sessionmaker(engine: AsyncEngine, **services: Any) -> SessionMaker:
+    """Sessions for ``engine``; ``services`` (the job queue, the event hub) reach resolvers
+    through ``session.info``, so business rules can schedule work without globals."""
+    return async_sessionmaker(
+        engine, class_=AsyncSession, expire_on_commit=False, info=dict(services)
+    )
 
 
 def after_commit(session: AsyncSession, hook: AfterCommit) -> None:
