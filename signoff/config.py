@@ -10,6 +10,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from signoff.constants import (
+    ARQ_QUEUE_DEFAULT,
+    DELIVERY_LEASE_SECONDS,
+    SWEEP_INTERVAL_SECONDS,
+    WORKER_MAX_JOBS,
+)
+
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./signoff.db"
 
 
@@ -22,6 +29,10 @@ class Settings:
     log_level: str = "info"
     max_body_bytes: int = 1_048_576
     graphiql: bool = True
+    arq_queue: str = ARQ_QUEUE_DEFAULT
+    delivery_lease_seconds: int = DELIVERY_LEASE_SECONDS
+    sweep_interval_seconds: int = SWEEP_INTERVAL_SECONDS
+    worker_max_jobs: int = WORKER_MAX_JOBS
 
     @property
     def is_sqlite(self) -> bool:
@@ -41,6 +52,14 @@ class Settings:
             log_level=env.get("SIGNOFF_LOG_LEVEL", cls.log_level).lower(),
             max_body_bytes=int(env.get("SIGNOFF_MAX_BODY_BYTES", str(cls.max_body_bytes))),
             graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
+            arq_queue=env.get("SIGNOFF_ARQ_QUEUE") or ARQ_QUEUE_DEFAULT,
+            delivery_lease_seconds=int(
+                env.get("SIGNOFF_DELIVERY_LEASE_SECONDS", str(DELIVERY_LEASE_SECONDS))
+            ),
+            sweep_interval_seconds=int(
+                env.get("SIGNOFF_SWEEP_INTERVAL_SECONDS", str(SWEEP_INTERVAL_SECONDS))
+            ),
+            worker_max_jobs=int(env.get("SIGNOFF_WORKER_MAX_JOBS", str(WORKER_MAX_JOBS))),
         )
 
 

@@ -29,3 +29,22 @@ QUERY_MAX_TOKENS = 2000
 
 TOKEN_PREFIX = "so_"
 SIGNING_SECRET_PREFIX = "whsec_"
+
+# Delivery (design section 4, "Delivery" onwards)
+DELIVERY_LEASE_SECONDS = 60
+DELIVERY_BACKOFF_BASE_SECONDS = 15
+DELIVERY_BACKOFF_MAX_SECONDS = 6 * 3600
+# After a 202 the proposal waits this long for reportActionResult, then is delivered again.
+DELIVERY_ACCEPTED_WAIT_SECONDS = 3600
+RESPONSE_BODY_MAX_BYTES = 64 * 1024
+WEBHOOK_TOLERANCE_SECONDS = 5 * 60
+DELIVERY_SCHEMA_VERSION = "1"
+SWEEP_BATCH_SIZE = 500
+SWEEP_INTERVAL_SECONDS = 10
+WORKER_MAX_JOBS = 20
+
+# Job names and ids; the arq queue name is a setting (SIGNOFF_ARQ_QUEUE).
+ARQ_QUEUE_DEFAULT = "signoff:jobs"
+DELIVER_JOB = "deliver_proposal"
+DELIVER_JOB_ID = "deliver:{proposal_id}:{attempt}"
+DELIVERY_INCIDENT_FINGERPRINT = "deliver_proposal:{proposal_id}"

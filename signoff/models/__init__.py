@@ -3,7 +3,9 @@
 from signoff.models.actor import Actor, ApiToken, QueueMembership, Role
 from signoff.models.approval import Approval, Decision
 from signoff.models.audit import AuditEvent
+from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.idempotency import IdempotencyRecord
+from signoff.models.incident import DeadLetter, Incident, IncidentState
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
 from signoff.models.target import ApprovalMode, Target
@@ -17,13 +19,18 @@ __all__ = [
     "Approval",
     "ApprovalMode",
     "AuditEvent",
+    "DeadLetter",
     "Decision",
+    "DeliveryAttempt",
     "HumanTask",
     "IdempotencyRecord",
+    "Incident",
+    "IncidentState",
     "Proposal",
     "ProposalState",
     "Queue",
     "QueueMembership",
+    "ResponseClass",
     "Role",
     "Target",
     "TaskState",

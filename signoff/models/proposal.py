@@ -33,6 +33,8 @@ class Proposal(SQLModel, table=True):
         sa.Index("ix_proposals_queue_created", "queue_id", "created_at", "id"),
         sa.Index("ix_proposals_state_created", "state", "created_at", "id"),
         sa.Index("ix_proposals_created", "created_at", "id"),
+        sa.Index("ix_proposals_due", "state", "next_attempt_at"),
+        sa.Index("ix_proposals_lease", "state", "lease_expires_at"),
     )
 
     id: str = id_field()
@@ -53,6 +55,17 @@ class Proposal(SQLModel, table=True):
     approval_count: int = 0
     expires_at: datetime = time_field()
     decided_at: datetime | None = time_field(nullable=True)
+    # Delivery bookkeeping: the database, not Redis, holds the retry state.
+    delivery_attempt_count: int = 0
+    delivery_terminal: bool = False
+    next_attempt_at: datetime | None = time_field(nullable=True)
+    lease_expires_at: datetime | None = time_field(nullable=True)
+    last_error_code: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(64), nullable=True)
+    )
+    accepted_at: datetime | None = time_field(nullable=True)
+    applied_at: datetime | None = time_field(nullable=True)
+    compensates_proposal_id: str | None = fk_field("proposals.id", nullable=True, index=False)
     created_at: datetime = time_field(default_now=True)
     updated_at: datetime = time_field(default_now=True)
 
