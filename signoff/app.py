@@ -18,6 +18,8 @@ from strawberry.asgi import GraphQL
 
 from signoff.config import Settings
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
+from signoff.jobs.runner import InProcessJobs
+from signoff.jobs.worker import ArqJobs
 from signoff.schema import build_schema
 from signoff.schema.context import Context, bearer_token
 
@@ -90,7 +92,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; the database schema must already be migrated (``signoff serve`` does it)."""
     settings = settings or Settings.from_env()
     engine = create_engine(settings.database_url)
-    sessionmaker = create_sessionmaker(engine)
+    jobs = InProcessJobs(settings) if settings.redis_url is None else ArqJobs(settings)
+    sessionmaker = create_sessionmaker(engine, jobs=jobs)
     view = SignoffGraphQL(sessionmaker, settings)
 
     async def healthz(_: Request) -> Response:
@@ -108,8 +111,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        yield
-        await engine.dispose()
+        # Embedded default: deliveries run in this process; with Redis, `signoff worker` runs them.
+        await (jobs.start(sessionmaker) if isinstance(jobs, InProcessJobs) else jobs.start())
+        try:
+            yield
+        finally:
+            await jobs.stop()
+            await engine.dispose()
 
     graphql: Any = BodySizeLimit(view, settings.max_body_bytes)
     app = Starlette(
@@ -124,4 +132,5 @@ def create_app(settings: Settings | None = None) -> Starlette:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = sessionmaker
+    app.state.jobs = jobs
     return app

@@ -36,6 +36,19 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="default: SIGNOFF_PORT or 8000")
     serve.set_defaults(run=_serve)
 
+    worker = commands.add_parser(
+        "worker", help="run an arq worker that delivers approved actions (needs SIGNOFF_REDIS_URL)")
+    worker.set_defaults(run=_worker)
+
+    receiver = commands.add_parser(
+        "receiver", help="run a demo webhook receiver that verifies signatures and prints")
+    receiver.add_argument("--host", default="127.0.0.1")
+    receiver.add_argument("--port", type=int, default=9000)
+    receiver.add_argument("--secret", help="the target's whsec_ signing secret "
+                          "(default: SIGNOFF_RECEIVER_SECRET; without it nothing is verified)")
+    receiver.add_argument("--status", type=int, default=200, help="HTTP status to answer")
+    receiver.set_defaults(run=_receiver)
+
     migrate_cmd = commands.add_parser("migrate", help="bring the database schema up to date")
     migrate_cmd.set_defaults(run=_migrate)
 
@@ -64,6 +77,32 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         log_level=settings.log_level,
         ws="websockets",
     )
+
+
+def _worker(_: argparse.Namespace, settings: Settings) -> None:
+    from signoff.errors import ValidationFailed
+    from signoff.jobs.worker import run
+
+    if settings.redis_url is None:
+        raise ValidationFailed("signoff worker needs SIGNOFF_REDIS_URL; without Redis, "
+                               "`signoff serve` delivers in-process.")
+    asyncio.run(_migrate_only(settings))
+    run(settings)
+
+
+def _receiver(args: argparse.Namespace, settings: Settings) -> None:
+    import os
+
+    import uvicorn
+
+    from signoff.receiver import create_receiver
+
+    secret = args.secret or os.environ.get("SIGNOFF_RECEIVER_SECRET")
+    print(f"Receiving on http://{args.host}:{args.port}/ "
+          f"({'verifying signatures' if secret else 'NOT verifying: pass --secret'})",
+          file=sys.stderr)
+    uvicorn.run(create_receiver(secret, status=args.status), host=args.host, port=args.port,
+                log_level="warning")
 
 
 def _migrate(_: argparse.Namespace, settings: Settings) -> None:

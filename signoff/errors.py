@@ -140,3 +140,40 @@ class AlreadyExists(SignoffError):
     """An object with this unique name already exists."""
 
     code = "ALREADY_EXISTS"
+
+
+# Delivery
+class ResultIdentityMismatch(SignoffError):
+    """A reported result names another operation key or digest than the proposal's."""
+
+    code = "RESULT_IDENTITY_MISMATCH"
+
+
+class ResultTerminal(SignoffError):
+    """The proposal's delivery has already ended in another outcome."""
+
+    code = "RESULT_TERMINAL"
+
+
+class ResultNotExpected(SignoffError):
+    """The proposal has not been approved for delivery, so no result can be reported."""
+
+    code = "RESULT_NOT_EXPECTED"
+
+
+class NotRetryable(SignoffError):
+    """Only a terminally failed proposal can be retried."""
+
+    code = "NOT_RETRYABLE"
+
+
+class RetryDigestMismatch(SignoffError):
+    """A retry must name the proposal's exact payload digest."""
+
+    code = "RETRY_DIGEST_MISMATCH"
+
+
+class CompensationUnavailable(SignoffError):
+    """Only an applied action can be compensated, through a target with an approval queue."""
+
+    code = "COMPENSATION_UNAVAILABLE"

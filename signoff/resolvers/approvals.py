@@ -31,6 +31,7 @@ from signoff.errors import (
     SelfApprovalForbidden,
     TaskClaimedByOther,
 )
+from signoff.jobs.queue import enqueue_delivery_after_commit
 from signoff.models import Approval, Decision, HumanTask, Proposal, ProposalState, TaskState
 from signoff.models.task import claim_lapsed
 from signoff.resolvers import audit, idempotency
@@ -120,6 +121,8 @@ async def apply_decision(
         await rollback(session)
         raise NotAwaitingApproval("The proposal was decided by someone else just now.")
     decided = updated.state != ProposalState.APPROVAL_REQUIRED
+    if updated.state == ProposalState.QUEUED:
+        enqueue_delivery_after_commit(session, updated.id, 1)
     if task is not None:
         _settle_task(task, viewer, decision, reason, decided, now)
     _audit(session, viewer, updated, approval, decided)
@@ -164,6 +167,7 @@ async def _advance(
             # The delivery outbox takes it from QUEUED; APPROVED is never left standing.
             "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
             "decided_at": case((reached, now), else_=None),
+            "next_attempt_at": case((reached, now), else_=None),
         }
     else:
         values = {"state": ProposalState.REJECTED.value, "decided_at": now}

@@ -25,6 +25,7 @@ from signoff.errors import (
     PayloadSchemaInvalid,
     TargetUnavailable,
 )
+from signoff.jobs.queue import enqueue_delivery_after_commit
 from signoff.jsonvalues import require_object, validate_against
 from signoff.models import (
     APPROVAL_KIND,
@@ -111,10 +112,12 @@ async def propose_action(
     if not target.is_active:
         raise TargetUnavailable(f"Target {target.name!r} is retired and takes no proposals.")
     validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
-    proposal, task = _new_proposal(viewer, target, request)
+    proposal, task = new_proposal(viewer, target, request)
     session.add(proposal)
     if task is not None:
         session.add(task)
+    else:
+        enqueue_delivery_after_commit(session, proposal.id, 1)
     audit.record(session, actor_id=viewer.id, action="proposal.proposed",
                  target_type="proposal", target_id=proposal.id, state=proposal.state,
                  payload_digest=proposal.payload_digest, operation_key=request.operation_key)
@@ -156,12 +159,15 @@ async def _replay(
     return ProposeResult(proposal=existing, task=task, replayed=True)
 
 
-def _new_proposal(
-    viewer: Viewer, target: Target, request: ProposalRequest
+def new_proposal(
+    viewer: Viewer, target: Target, request: ProposalRequest, *,
+    human: bool | None = None, compensates_proposal_id: str | None = None,
 ) -> tuple[Proposal, HumanTask | None]:
+    """The proposal and, when it needs human approval, its approval task (not yet added)."""
     now = clock.now()
     expires_at = (now + timedelta(seconds=request.expires_in_seconds)).replace(microsecond=0)
-    human = target.approval_mode == ApprovalMode.HUMAN
+    if human is None:
+        human = target.approval_mode == ApprovalMode.HUMAN
     proposal = Proposal(
         target_id=target.id,
         queue_id=target.queue_id if human else None,
@@ -174,8 +180,10 @@ def _new_proposal(
         request_digest=request.digest(),
         operation_key=request.operation_key,
         state=ProposalState.APPROVAL_REQUIRED if human else ProposalState.QUEUED,
+        next_attempt_at=None if human else now,
         required_approvals=target.required_approvals if human else 0,
         expires_at=expires_at,
+        compensates_proposal_id=compensates_proposal_id,
         created_at=now,
         updated_at=now,
     )

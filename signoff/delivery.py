@@ -1,0 +1,180 @@
+"""One delivery attempt over HTTP: the signed request, the response class, the backoff.
+
+No database here: ``signoff.jobs.delivery`` claims the proposal, calls ``send`` and
+hands the ``Outcome`` to ``signoff.resolvers.delivery``. Response bodies are read up
+to ``RESPONSE_BODY_MAX_BYTES`` and used only for the output-schema check and a digest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from signoff import __version__, clock
+from signoff.constants import (
+    DELIVERY_BACKOFF_BASE_SECONDS,
+    DELIVERY_BACKOFF_MAX_SECONDS,
+    DELIVERY_SCHEMA_VERSION,
+    RESPONSE_BODY_MAX_BYTES,
+)
+from signoff.digest import canonical_json
+from signoff.jsonvalues import schema_errors
+from signoff.models import Proposal, ResponseClass, Target
+from signoff.webhooks import sign
+
+Jitter = Callable[[], float]
+
+RETRYABLE_STATUS = {408: "RECEIVER_TIMEOUT", 425: "TOO_EARLY", 429: "RATE_LIMITED"}
+PRECONDITION_STATUS = frozenset({409, 412})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt came to; never holds the secret or the response body itself."""
+
+    response_class: ResponseClass
+    error_code: str | None
+    status_code: int | None
+    retry_after_seconds: float | None
+    request_digest: str
+    response_digest: str | None
+    started_at: datetime
+    finished_at: datetime
+    duration_ms: int
+
+
+def request_body(proposal: Proposal) -> bytes:
+    """The delivered document: exactly the approved material, canonical JSON."""
+    return canonical_json({
+        "schema_version": DELIVERY_SCHEMA_VERSION,
+        "action_id": proposal.id,
+        "operation_key": proposal.operation_key,
+        "payload_digest": proposal.payload_digest,
+        "action_code": proposal.action_code,
+        "subject": proposal.subject,
+        "payload": proposal.payload,
+        "preconditions": proposal.preconditions,
+    }).encode("utf-8")
+
+
+def request_headers(proposal: Proposal, target: Target, body: bytes, attempt: int
+                    ) -> dict[str, str]:
+    headers = sign(target.signing_secret, proposal.operation_key,
+                   int(clock.now().timestamp()), body)
+    headers.update({
+        "content-type": "application/json",
+        "user-agent": f"signoff/{__version__}",
+        "signoff-attempt": str(attempt),
+    })
+    return headers
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+async def send(http: httpx.AsyncClient, proposal: Proposal, target: Target, attempt: int
+               ) -> Outcome:
+    """Make one attempt; transport failures become outcomes, never exceptions."""
+    body = request_body(proposal)
+    headers = request_headers(proposal, target, body, attempt)
+    started_at, started = clock.now(), time.monotonic()
+    status: int | None = None
+    content: bytes | None = None
+    retry_after: str | None = None
+    try:
+        async with asyncio.timeout(target.timeout_seconds):
+            status, content, retry_after = await _exchange(http, target, body, headers)
+        response_class, code = classify(status, content, target.output_schema)
+    except TimeoutError:
+        response_class, code = ResponseClass.RETRYABLE, "TIMEOUT"
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL):
+        response_class, code = ResponseClass.TERMINAL, "INVALID_URL"
+    except httpx.TransportError:
+        response_class, code = ResponseClass.RETRYABLE, "CONNECTION_FAILED"
+    return Outcome(
+        response_class=response_class,
+        error_code=code,
+        status_code=status,
+        retry_after_seconds=(parse_retry_after(retry_after)
+                             if response_class is ResponseClass.RETRYABLE else None),
+        request_digest=_sha256(body),
+        response_digest=None if content is None else _sha256(content),
+        started_at=started_at,
+        finished_at=clock.now(),
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+async def _exchange(http: httpx.AsyncClient, target: Target, body: bytes,
+                    headers: dict[str, str]) -> tuple[int, bytes, str | None]:
+    """Send, then read at most ``RESPONSE_BODY_MAX_BYTES`` (+1, to tell it was cut off)."""
+    async with http.stream(target.method, target.url, content=body, headers=headers) as response:
+        content = bytearray()
+        async for chunk in response.aiter_bytes():
+            content.extend(chunk)
+            if len(content) > RESPONSE_BODY_MAX_BYTES:
+                break
+        return response.status_code, bytes(content), response.headers.get("retry-after")
+
+
+def classify(status: int, content: bytes, output_schema: dict[str, Any] | None
+             ) -> tuple[ResponseClass, str | None]:
+    """Design section 4, "Response classes"."""
+    if status == 202:
+        return ResponseClass.ACCEPTED, None
+    if 200 <= status < 300:
+        if output_schema is not None and not _meets(content, output_schema):
+            return ResponseClass.TERMINAL, "RESPONSE_SCHEMA_INVALID"
+        return ResponseClass.APPLIED, None
+    if status in RETRYABLE_STATUS:
+        return ResponseClass.RETRYABLE, RETRYABLE_STATUS[status]
+    if status >= 500:
+        return ResponseClass.RETRYABLE, "RECEIVER_ERROR"
+    if status in PRECONDITION_STATUS:
+        return ResponseClass.TERMINAL, "PRECONDITION_FAILED"
+    if 400 <= status < 500:
+        return ResponseClass.TERMINAL, "REQUEST_REJECTED"
+    return ResponseClass.TERMINAL, "UNEXPECTED_STATUS"
+
+
+def _meets(content: bytes, schema: dict[str, Any]) -> bool:
+    if len(content) > RESPONSE_BODY_MAX_BYTES:
+        return False
+    try:
+        document = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return not schema_errors(document, schema)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from ``Retry-After`` (delta-seconds or an HTTP date), capped at the max backoff."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            seconds = (parsedate_to_datetime(value) - clock.now()).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return min(max(seconds, 0.0), float(DELIVERY_BACKOFF_MAX_SECONDS))
+
+
+def backoff_seconds(attempt: int, jitter: Jitter | None = None) -> float:
+    """``min(6 h, 15 s * 2^(attempt - 1))``, spread over its upper half so retries scatter."""
+    base: int = min(DELIVERY_BACKOFF_MAX_SECONDS,
+                    DELIVERY_BACKOFF_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+    return float(base) * (0.5 + 0.5 * (jitter or random.random)())

@@ -1,0 +1,88 @@
+"""The delivery job: claim with a lease, check, send, record. Takes an id, never an object."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from signoff.delivery import send
+from signoff.jobs.context import Services, services_of
+from signoff.models import Target
+from signoff.resolvers.delivery import (
+    claim_delivery,
+    record_outcome,
+    refusal_before_send,
+    refuse_attempt,
+    renew_lease,
+)
+from signoff.resolvers.sweeps import enqueue_due_deliveries, expire_proposals
+
+logger = logging.getLogger("signoff.jobs")
+
+
+async def deliver_proposal(ctx: dict[str, Any], proposal_id: str) -> str:
+    """Make the proposal's next delivery attempt if it is due; returns what became of it."""
+    services = services_of(ctx)
+    lease = services.settings.delivery_lease_seconds
+    async with services.sessionmaker() as session:
+        proposal = await claim_delivery(session, proposal_id, lease_seconds=lease)
+        if proposal is None:
+            return "NOT_DUE"
+        target = await session.get(Target, proposal.target_id)
+        assert target is not None  # proposals reference their target
+        refusal = await refusal_before_send(session, proposal, target)
+        if refusal is not None:
+            await refuse_attempt(session, proposal, refusal)
+            return refusal
+    # The session is closed: no connection is held while the receiver takes its time.
+    attempt = proposal.delivery_attempt_count
+    async with _renewing_lease(services, proposal_id, attempt):
+        outcome = await send(services.http, proposal, target, attempt)
+    async with services.sessionmaker() as session:
+        state = await record_outcome(session, proposal, target, outcome, jitter=services.jitter)
+    logger.info("delivery proposal=%s attempt=%d class=%s code=%s state=%s", proposal_id,
+                attempt, outcome.response_class, outcome.error_code, state or "SUPERSEDED")
+    return state.value if state is not None else "SUPERSEDED"
+
+
+@contextlib.asynccontextmanager
+async def _renewing_lease(services: Services, proposal_id: str,
+                          attempt: int) -> AsyncIterator[None]:
+    """Renew the lease every third of its length while the request is in flight."""
+    lease = services.settings.delivery_lease_seconds
+
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(lease / 3)
+            try:
+                async with services.sessionmaker() as session:
+                    if not await renew_lease(session, proposal_id, attempt, lease_seconds=lease):
+                        return
+            except Exception as exc:
+                logger.warning("lease renewal failed proposal=%s: %s", proposal_id,
+                               type(exc).__name__)
+
+    task = asyncio.create_task(renew())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def sweep_deliveries(ctx: dict[str, Any]) -> int:
+    """Cron: enqueue every proposal that is due or whose lease lapsed."""
+    services = services_of(ctx)
+    async with services.sessionmaker() as session:
+        return await enqueue_due_deliveries(session, services.jobs)
+
+
+async def expire_due_proposals(ctx: dict[str, Any]) -> int:
+    """Cron: cancel proposals whose approval deadline passed."""
+    services = services_of(ctx)
+    async with services.sessionmaker() as session:
+        return len(await expire_proposals(session))

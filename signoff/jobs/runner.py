@@ -1,0 +1,98 @@
+"""The in-process runner: the embedded default's worker, inside ``signoff serve``.
+
+It runs the same job functions as the arq worker, with the same ``ctx``, the same
+job ids (a job already waiting or running is not queued twice) and the same
+periodic sweeps; only the transport differs (an ``asyncio.Queue`` instead of Redis).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+from signoff import clock
+from signoff.config import Settings
+from signoff.database import SessionMaker
+from signoff.jobs.context import CTX_KEY, Services, open_http_client
+from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.jobs.queue import delivery_job_id
+
+logger = logging.getLogger("signoff.jobs.runner")
+
+CONCURRENCY = 8
+
+
+class InProcessJobs:
+    """A ``JobQueue`` whose jobs run as tasks of this event loop."""
+
+    def __init__(self, settings: Settings, *, concurrency: int = CONCURRENCY) -> None:
+        self.settings = settings
+        self.concurrency = concurrency
+        self.ctx: dict[str, Any] = {}
+        self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self._pending: set[str] = set()
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def enqueue_delivery(self, proposal_id: str, attempt: int,
+                               at: datetime | None = None) -> None:
+        job_id = delivery_job_id(proposal_id, attempt)
+        if job_id in self._pending:
+            return
+        self._pending.add(job_id)
+        delay = 0.0 if at is None else (at - clock.now()).total_seconds()
+        if delay <= 0:
+            self._queue.put_nowait((job_id, proposal_id))
+            return
+        self._timers[job_id] = asyncio.get_running_loop().call_later(
+            delay, self._release, job_id, proposal_id)
+
+    def _release(self, job_id: str, proposal_id: str) -> None:
+        self._timers.pop(job_id, None)
+        self._queue.put_nowait((job_id, proposal_id))
+
+    async def start(self, sessionmaker: SessionMaker) -> None:
+        """Open the shared HTTP client and start the workers and the sweeps."""
+        self.ctx[CTX_KEY] = Services(settings=self.settings, sessionmaker=sessionmaker,
+                                     http=open_http_client(), jobs=self)
+        self._tasks = [asyncio.create_task(self._work()) for _ in range(self.concurrency)]
+        self._tasks.append(asyncio.create_task(self._every(
+            self.settings.sweep_interval_seconds, sweep_deliveries, expire_due_proposals)))
+
+    async def stop(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        services = self.ctx.pop(CTX_KEY, None)
+        if isinstance(services, Services):
+            await services.http.aclose()
+
+    async def _work(self) -> None:
+        while True:
+            job_id, proposal_id = await self._queue.get()
+            try:
+                await deliver_proposal(self.ctx, proposal_id)
+            except Exception as exc:
+                logger.error("job %s failed: %s", job_id, type(exc).__name__)
+            finally:
+                self._pending.discard(job_id)
+
+    async def _every(self, seconds: float,
+                     *jobs: Callable[[dict[str, Any]], Awaitable[int]]) -> None:
+        while True:
+            for job in jobs:
+                try:
+                    await job(self.ctx)
+                except Exception as exc:
+                    logger.error("periodic job %s failed: %s", job.__name__, type(exc).__name__)
+            await asyncio.sleep(seconds)

@@ -1,0 +1,107 @@
+"""The arq side: ``ArqJobs`` enqueues into Redis, ``WorkerSettings`` runs ``signoff worker``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from arq import cron, func
+from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.cron import CronJob
+from arq.worker import Function, run_worker
+
+from signoff.config import Settings
+from signoff.constants import ARQ_QUEUE_DEFAULT, DELIVER_JOB, WORKER_MAX_JOBS
+from signoff.database import create_engine, create_sessionmaker
+from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
+from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.jobs.queue import delivery_job_id
+
+# Longer than the longest target timeout (120 s) plus recording the outcome.
+JOB_TIMEOUT_SECONDS = 180
+
+
+class ArqJobs:
+    """A ``JobQueue`` over arq. Job ids are per attempt, so a retry is never mistaken for a
+    duplicate of an attempt that already ran."""
+
+    def __init__(self, settings: Settings, redis: ArqRedis | None = None) -> None:
+        self.settings = settings
+        self.redis = redis
+
+    async def start(self) -> None:
+        if self.redis is None:
+            assert self.settings.redis_url is not None
+            self.redis = await create_pool(RedisSettings.from_dsn(self.settings.redis_url),
+                                           default_queue_name=self.settings.arq_queue)
+
+    async def stop(self) -> None:
+        if self.redis is not None:
+            await self.redis.aclose()
+            self.redis = None
+
+    async def enqueue_delivery(self, proposal_id: str, attempt: int,
+                               at: datetime | None = None) -> None:
+        assert self.redis is not None, "ArqJobs.start() first"
+        await self.redis.enqueue_job(DELIVER_JOB, proposal_id,
+                                     _job_id=delivery_job_id(proposal_id, attempt),
+                                     _queue_name=self.settings.arq_queue, _defer_until=at)
+
+
+async def startup(ctx: dict[str, Any]) -> None:
+    """Open the database and the one shared HTTP client for this worker process."""
+    settings: Settings = ctx.get("settings") or Settings.from_env()
+    engine = create_engine(settings.database_url)
+    jobs = ArqJobs(settings, ctx["redis"])
+    ctx[CTX_KEY] = Services(settings=settings, http=open_http_client(), jobs=jobs,
+                            sessionmaker=create_sessionmaker(engine, jobs=jobs))
+    ctx["engine"] = engine
+
+
+async def shutdown(ctx: dict[str, Any]) -> None:
+    if CTX_KEY in ctx:
+        await services_of(ctx).http.aclose()
+    if "engine" in ctx:
+        await ctx["engine"].dispose()
+
+
+def sweeps(interval_seconds: int) -> list[CronJob]:
+    """The sweeps, every ``interval_seconds`` (a divisor of 60); ``unique`` so one worker of
+    many runs each tick."""
+    seconds = set(range(0, 60, max(1, min(interval_seconds, 60))))
+    return [
+        cron(sweep_deliveries, name="sweep_deliveries", second=seconds, run_at_startup=True,
+             unique=True, keep_result=0),
+        cron(expire_due_proposals, name="expire_due_proposals", second=seconds,
+             run_at_startup=True, unique=True, keep_result=0),
+    ]
+
+
+class WorkerSettings:
+    """``arq signoff.jobs.worker.WorkerSettings`` works too; ``signoff worker`` is preferred."""
+
+    functions: ClassVar[list[Function]] = [
+        func(deliver_proposal, name=DELIVER_JOB, keep_result=0)]
+    cron_jobs: ClassVar[list[CronJob]] = sweeps(60)
+    on_startup = startup
+    on_shutdown = shutdown
+    queue_name = ARQ_QUEUE_DEFAULT
+    max_jobs = WORKER_MAX_JOBS
+    job_timeout = JOB_TIMEOUT_SECONDS
+    # Results of deliveries are not kept: the database is the record, and a kept result
+    # would block the same job id (an attempt after retryProposal reset the count).
+    keep_result = 0
+
+
+def run(settings: Settings, *, job_timeout: int = JOB_TIMEOUT_SECONDS) -> None:
+    """Run an arq worker against ``settings.redis_url`` until interrupted."""
+    assert settings.redis_url is not None
+    run_worker(
+        WorkerSettings,  # type: ignore[arg-type]
+        redis_settings=RedisSettings.from_dsn(settings.redis_url),
+        queue_name=settings.arq_queue,
+        cron_jobs=sweeps(settings.sweep_interval_seconds),
+        max_jobs=settings.worker_max_jobs,
+        job_timeout=job_timeout,
+        ctx={"settings": settings},
+    )

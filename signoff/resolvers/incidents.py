@@ -1,0 +1,74 @@
+"""Dead letters and incidents: the record of work that gave up, for operators to act on.
+
+A dead letter is one occurrence; the incident is the problem, upserted by
+fingerprint (``<job type>:<job id>``) so a recurrence counts up and re-opens it
+instead of opening another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import col
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff import clock
+from signoff.constants import DELIVER_JOB, DELIVERY_INCIDENT_FINGERPRINT
+from signoff.models import DeadLetter, Incident, IncidentState, Proposal
+from signoff.models.base import new_id
+from signoff.resolvers import audit
+
+
+async def record_delivery_dead_letter(session: AsyncSession, proposal: Proposal,
+                                      error_code: str, **details: Any) -> DeadLetter:
+    """Dead-letter a proposal's delivery and open (or count and re-open) its incident."""
+    incident_id = await upsert_incident(
+        session,
+        fingerprint=DELIVERY_INCIDENT_FINGERPRINT.format(proposal_id=proposal.id),
+        kind="delivery_dead_letter",
+        title=f"Delivery of {proposal.action_code} failed terminally ({error_code})",
+        entity_type="proposal",
+        entity_id=proposal.id,
+        error_code=error_code,
+    )
+    letter = DeadLetter(
+        incident_id=incident_id, job_type=DELIVER_JOB, job_id=proposal.id,
+        proposal_id=proposal.id, error_code=error_code,
+        attempt_count=proposal.delivery_attempt_count, details=details, created_at=clock.now(),
+    )
+    session.add(letter)
+    audit.record(session, actor_id=None, action="proposal.dead_lettered", target_type="proposal",
+                 target_id=proposal.id, dead_letter_id=letter.id, incident_id=incident_id,
+                 error_code=error_code, attempts=proposal.delivery_attempt_count)
+    return letter
+
+
+async def upsert_incident(session: AsyncSession, *, fingerprint: str, kind: str, title: str,
+                          entity_type: str, entity_id: str, error_code: str) -> str:
+    """Insert the incident, or count another occurrence and re-open it; one statement, so two
+    concurrent occurrences both count. Returns the incident id."""
+    now = clock.now()
+    insert = (postgresql.insert if session.bind.dialect.name == "postgresql"  # type: ignore[union-attr]
+              else sqlite.insert)
+    table = Incident.__table__  # type: ignore[attr-defined]
+    stmt = insert(table).values(
+        id=new_id(), fingerprint=fingerprint, kind=kind, severity="HIGH",
+        state=IncidentState.OPEN.value, title=title, entity_type=entity_type,
+        entity_id=entity_id, occurrence_count=1, last_error_code=error_code,
+        first_seen_at=now, last_seen_at=now,
+    )
+    upsert = stmt.on_conflict_do_update(
+        index_elements=[table.c.fingerprint],
+        set_={
+            "occurrence_count": table.c.occurrence_count + 1,
+            "state": IncidentState.OPEN.value,
+            "title": title,
+            "last_error_code": error_code,
+            "last_seen_at": now,
+            "acknowledged_at": None,
+            "resolved_at": None,
+        },
+    ).returning(col(Incident.id))
+    incident_id: str = (await session.execute(upsert)).scalar_one()
+    return incident_id

@@ -1,0 +1,94 @@
+"""Standard Webhooks signatures: how Signoff signs a delivery, and how a receiver checks it.
+
+A receiver needs only this module and the target's ``whsec_`` secret::
+
+    from signoff.webhooks import WebhookVerificationError, verify
+
+    try:
+        verify(secret, headers=request.headers, body=await request.body())
+    except WebhookVerificationError:
+        return Response(status_code=401)
+
+The signed content is ``"<webhook-id>.<webhook-timestamp>.<body>"``; ``webhook-id`` is
+the proposal's operation key, the same on every attempt, so it doubles as the
+receiver's deduplication key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import time
+from collections.abc import Mapping
+
+from signoff.constants import SIGNING_SECRET_PREFIX, WEBHOOK_TOLERANCE_SECONDS
+
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
+
+
+class WebhookVerificationError(Exception):
+    """The request is not a genuine, fresh delivery signed with this secret."""
+
+
+def _key(secret: str) -> bytes:
+    encoded = secret.removeprefix(SIGNING_SECRET_PREFIX)
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise WebhookVerificationError("The signing secret is not valid base64.") from None
+
+
+def signature(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """``v1,<base64 HMAC-SHA256 of "id.timestamp.body">``."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    digest = hmac.new(_key(secret), signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """The three Standard Webhooks headers for ``body``."""
+    return {
+        ID_HEADER: msg_id,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: signature(secret, msg_id, timestamp, body),
+    }
+
+
+def verify(
+    secret: str,
+    *,
+    headers: Mapping[str, str],
+    body: bytes,
+    tolerance_seconds: float | None = WEBHOOK_TOLERANCE_SECONDS,
+    now: float | None = None,
+) -> str:
+    """Check the signature and the timestamp's freshness; return the ``webhook-id``.
+
+    ``headers`` may be any mapping (header names are matched case-insensitively).
+    ``tolerance_seconds=None`` skips the freshness check (for replaying stored requests).
+    Raises ``WebhookVerificationError`` on any problem.
+    """
+    lowered = {key.lower(): value for key, value in headers.items()}
+    msg_id = lowered.get(ID_HEADER)
+    stamp = lowered.get(TIMESTAMP_HEADER)
+    signatures = lowered.get(SIGNATURE_HEADER)
+    if not msg_id or not stamp or not signatures:
+        raise WebhookVerificationError("Missing webhook-id, webhook-timestamp or signature.")
+    try:
+        timestamp = int(stamp)
+    except ValueError:
+        raise WebhookVerificationError("webhook-timestamp is not an integer.") from None
+    if tolerance_seconds is not None:
+        current = time.time() if now is None else now
+        if abs(current - timestamp) > tolerance_seconds:
+            raise WebhookVerificationError("webhook-timestamp is outside the tolerance.")
+    expected = signature(secret, msg_id, timestamp, body).encode()
+    # The header may carry several space-separated signatures (secret rotation).
+    if not any(hmac.compare_digest(expected, candidate.encode())
+               for candidate in signatures.split(" ") if candidate):
+        raise WebhookVerificationError("No signature matches.")
+    return msg_id
