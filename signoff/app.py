@@ -88,11 +88,19 @@ def _replay(body: bytes) -> Receive:
     return receive
 
 
+def _job_queue(settings: Settings) -> InProcessJobs | ArqJobs | None:
+    """arq with Redis; otherwise the in-process runner (unless turned off: then only the
+    database records due work, for a worker started elsewhere)."""
+    if settings.redis_url is not None:
+        return ArqJobs(settings)
+    return InProcessJobs(settings) if settings.embedded_worker else None
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; the database schema must already be migrated (``signoff serve`` does it)."""
     settings = settings or Settings.from_env()
     engine = create_engine(settings.database_url)
-    jobs = InProcessJobs(settings) if settings.redis_url is None else ArqJobs(settings)
+    jobs = _job_queue(settings)
     sessionmaker = create_sessionmaker(engine, jobs=jobs)
     view = SignoffGraphQL(sessionmaker, settings)
 
@@ -112,11 +120,15 @@ def create_app(settings: Settings | None = None) -> Starlette:
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         # Embedded default: deliveries run in this process; with Redis, `signoff worker` runs them.
-        await (jobs.start(sessionmaker) if isinstance(jobs, InProcessJobs) else jobs.start())
+        if isinstance(jobs, InProcessJobs):
+            await jobs.start(sessionmaker)
+        elif jobs is not None:
+            await jobs.start()
         try:
             yield
         finally:
-            await jobs.stop()
+            if jobs is not None:
+                await jobs.stop()
             await engine.dispose()
 
     graphql: Any = BodySizeLimit(view, settings.max_body_bytes)

@@ -33,6 +33,8 @@ class Settings:
     delivery_lease_seconds: int = DELIVERY_LEASE_SECONDS
     sweep_interval_seconds: int = SWEEP_INTERVAL_SECONDS
     worker_max_jobs: int = WORKER_MAX_JOBS
+    # Without Redis, `signoff serve` runs deliveries in-process unless this is off.
+    embedded_worker: bool = True
 
     @property
     def is_sqlite(self) -> bool:
@@ -60,6 +62,7 @@ class Settings:
                 env.get("SIGNOFF_SWEEP_INTERVAL_SECONDS", str(SWEEP_INTERVAL_SECONDS))
             ),
             worker_max_jobs=int(env.get("SIGNOFF_WORKER_MAX_JOBS", str(WORKER_MAX_JOBS))),
+            embedded_worker=env.get("SIGNOFF_EMBEDDED_WORKER", "1") not in {"0", "false", "no"},
         )
 
 

@@ -70,5 +70,5 @@ async def upsert_incident(session: AsyncSession, *, fingerprint: str, kind: str,
             "resolved_at": None,
         },
     ).returning(col(Incident.id))
-    incident_id: str = (await session.execute(upsert)).scalar_one()
+    incident_id: str = (await session.exec(upsert)).scalar_one()
     return incident_id

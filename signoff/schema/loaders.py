@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlmodel import SQLModel, col, select
 from strawberry.dataloader import DataLoader
 
-from signoff.models import Actor, Approval, HumanTask, Proposal, Queue, Target
+from signoff.models import Actor, Approval, DeliveryAttempt, HumanTask, Proposal, Queue, Target
 
 if TYPE_CHECKING:
     from signoff.schema.context import Context
@@ -27,6 +27,7 @@ class Loaders:
         self.task = self._by_id(HumanTask)
         self.task_by_proposal = self._one_by(HumanTask, "proposal_id")
         self.approvals_by_proposal = self._many_by(Approval, "proposal_id", "created_at")
+        self.attempts_by_proposal = self._many_by(DeliveryAttempt, "proposal_id", "started_at")
 
     async def _fetch(self, model: type[M], column: str, keys: Sequence[str],
                      order_by: str | None = None) -> list[M]:

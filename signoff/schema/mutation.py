@@ -5,8 +5,15 @@ from __future__ import annotations
 import strawberry
 
 from signoff import models
-from signoff.resolvers import approvals, proposals, queues, targets, tasks
+from signoff.resolvers import approvals, proposals, queues, results, retries, targets, tasks
 from signoff.schema.call import call
+from signoff.schema.delivery import (
+    ProposeCompensationInput,
+    ReportActionResultInput,
+    ReportActionResultPayload,
+    RetryProposalInput,
+    RetryProposalPayload,
+)
 from signoff.schema.proposal import (
     Approval,
     DecideProposalInput,
@@ -117,3 +124,41 @@ class Mutation:
                             response=input.response, idempotency_key=input.idempotency_key)
         return CompleteTaskPayload(task=HumanTask.from_model(result.task),
                                    replayed=result.replayed)
+
+    @strawberry.mutation(description="Integrations: how an accepted (202) action ended.")
+    async def report_action_result(
+        self, info: strawberry.Info, input: ReportActionResultInput
+    ) -> ReportActionResultPayload:
+        result = await call(
+            info, results.report_action_result, proposal_id=input.proposal_id,
+            operation_key=input.operation_key, payload_digest=input.payload_digest,
+            result=results.ActionResult(
+                status=results.ResultStatus(input.status), terminal=input.terminal,
+                retry_after_seconds=input.retry_after_seconds, error_code=input.error_code,
+                provider_request_id=input.provider_request_id),
+        )
+        return ReportActionResultPayload(proposal=Proposal.from_model(result.proposal),
+                                         replayed=result.replayed)
+
+    @strawberry.mutation(description="Operators: deliver a terminally failed proposal again.")
+    async def retry_proposal(
+        self, info: strawberry.Info, input: RetryProposalInput
+    ) -> RetryProposalPayload:
+        result = await call(info, retries.retry_proposal, proposal_id=input.proposal_id,
+                            payload_digest=input.payload_digest,
+                            idempotency_key=input.idempotency_key)
+        return RetryProposalPayload(proposal=Proposal.from_model(result.proposal),
+                                    replayed=result.replayed)
+
+    @strawberry.mutation(description="Operators: propose the action that undoes an applied one.")
+    async def propose_compensation(
+        self, info: strawberry.Info, input: ProposeCompensationInput
+    ) -> ProposeActionPayload:
+        result = await call(
+            info, retries.propose_compensation, proposal_id=input.proposal_id,
+            target_id=input.target_id, action_code=input.action_code, payload=input.payload,
+            idempotency_key=input.idempotency_key, subject=input.subject,
+            preconditions=input.preconditions,
+        )
+        return ProposeActionPayload(proposal=Proposal.from_model(result.proposal),
+                                    task=_task(result.task), replayed=result.replayed)

@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 from signoff import models
 from signoff.schema.actor import Actor, load_actor
+from signoff.schema.delivery import DeliveryAttempt
 from signoff.schema.enums import Decision, ProposalState
 from signoff.schema.queue import Queue, load_queue
 from signoff.schema.target import Target, load_target
@@ -59,6 +60,14 @@ class Proposal:
     decided_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    delivery_attempt_count: int = strawberry.field(
+        description="Attempts of the current delivery (retryProposal resets it).")
+    delivery_terminal: bool = strawberry.field(
+        description="Delivery has given up: dead-lettered until an operator retries it.")
+    next_attempt_at: datetime | None
+    last_error_code: str | None
+    applied_at: datetime | None
+    compensates_proposal_id: strawberry.ID | None
     target_id: strawberry.Private[str]
     queue_id: strawberry.Private[str | None]
     proposed_by_id: strawberry.Private[str]
@@ -82,6 +91,11 @@ class Proposal:
         rows = await info.context.loaders.approvals_by_proposal.load(str(self.id))
         return [Approval.from_model(row) for row in rows]
 
+    @strawberry.field(description="Every delivery attempt, oldest first.")
+    async def attempts(self, info: strawberry.Info) -> list[DeliveryAttempt]:
+        rows = await info.context.loaders.attempts_by_proposal.load(str(self.id))
+        return [DeliveryAttempt.from_model(row) for row in rows]
+
     @strawberry.field(description="The approval task (HUMAN targets only).")
     async def task(self, info: strawberry.Info) -> LazyTask | None:
         from signoff.schema.task import HumanTask
@@ -97,7 +111,13 @@ class Proposal:
             preconditions=p.preconditions, payload_digest=p.payload_digest,
             operation_key=p.operation_key, required_approvals=p.required_approvals,
             approval_count=p.approval_count, expires_at=p.expires_at, decided_at=p.decided_at,
-            created_at=p.created_at, updated_at=p.updated_at, target_id=p.target_id,
+            created_at=p.created_at, updated_at=p.updated_at,
+            delivery_attempt_count=p.delivery_attempt_count,
+            delivery_terminal=p.delivery_terminal, next_attempt_at=p.next_attempt_at,
+            last_error_code=p.last_error_code, applied_at=p.applied_at,
+            compensates_proposal_id=(None if p.compensates_proposal_id is None
+                                     else strawberry.ID(p.compensates_proposal_id)),
+            target_id=p.target_id,
             queue_id=p.queue_id, proposed_by_id=p.proposed_by_id,
         )
 

@@ -1,0 +1,60 @@
+"""Delivery fixtures: the app without its embedded worker, so each test drives the job
+functions itself, and a worker ``ctx`` whose enqueues are recorded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from signoff.config import Settings
+from signoff.database import create_sessionmaker
+from signoff.jobs.context import CTX_KEY, Services, open_http_client
+from signoff.jobs.delivery import deliver_proposal
+from signoff.jobs.queue import delivery_job_id
+
+
+@dataclass
+class RecordingJobs:
+    """A ``JobQueue`` that only remembers what was enqueued."""
+
+    enqueued: list[tuple[str, datetime | None]] = field(default_factory=list)
+
+    async def enqueue_delivery(self, proposal_id: str, attempt: int,
+                               at: datetime | None = None) -> None:
+        self.enqueued.append((delivery_job_id(proposal_id, attempt), at))
+
+
+@dataclass
+class Worker:
+    ctx: dict[str, Any]
+    jobs: RecordingJobs
+
+    @property
+    def services(self) -> Services:
+        services: Services = self.ctx[CTX_KEY]
+        return services
+
+    async def deliver(self, proposal_id: str) -> str:
+        return await deliver_proposal(self.ctx, proposal_id)
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, embedded_worker=False)
+
+
+@pytest.fixture
+async def worker(engine: AsyncEngine, settings: Settings,
+                 clean_database: None) -> AsyncIterator[Worker]:
+    """A worker process's ``ctx``; jitter is pinned so backoff is exactly its upper bound."""
+    jobs = RecordingJobs()
+    http = open_http_client()
+    services = Services(settings=settings, sessionmaker=create_sessionmaker(engine, jobs=jobs),
+                        http=http, jobs=jobs, jitter=lambda: 1.0)
+    yield Worker(ctx={CTX_KEY: services}, jobs=jobs)
+    await http.aclose()

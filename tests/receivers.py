@@ -1,0 +1,92 @@
+"""Real HTTP receivers on loopback for delivery tests: scripted answers, every request kept,
+every signature checked with ``signoff.webhooks.verify``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from signoff import clock
+from signoff.webhooks import WebhookVerificationError, verify
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    hang: bool = False
+
+
+@dataclass
+class Received:
+    webhook_id: str
+    attempt: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float
+
+
+@dataclass
+class Receiver:
+    """Answers with ``script`` in order (the last answer repeats)."""
+
+    script: list[Answer] = field(default_factory=lambda: [Answer()])
+    secret: str | None = None
+    port: int = 0
+    requests: list[Received] = field(default_factory=list)
+    refused: int = 0
+    _release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    async def handle(self, request: Request) -> Response:
+        body = await request.body()
+        assert self.secret is not None, "set receiver.secret to the target's signing secret"
+        try:
+            # The receiver shares the test's clock, so a frozen clock keeps timestamps fresh.
+            verify(self.secret, headers=request.headers, body=body,
+                   now=clock.now().timestamp())
+        except WebhookVerificationError:
+            self.refused += 1
+            return Response(status_code=401)
+        answer = self.script[min(len(self.requests), len(self.script) - 1)]
+        self.requests.append(Received(
+            webhook_id=request.headers["webhook-id"],
+            attempt=int(request.headers["signoff-attempt"]), body=json.loads(body),
+            headers=dict(request.headers), at=asyncio.get_running_loop().time()))
+        if answer.hang:
+            await self._release.wait()
+        content = b"" if answer.body is None else json.dumps(answer.body).encode()
+        return Response(content, status_code=answer.status, headers=answer.headers,
+                        media_type="application/json")
+
+
+@contextlib.asynccontextmanager
+async def serve(receiver: Receiver) -> AsyncIterator[Receiver]:
+    """Run ``receiver`` with uvicorn on 127.0.0.1, on a free port."""
+    app = Starlette(routes=[Route("/hook", receiver.handle, methods=["POST"])])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error",
+                                           lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    receiver.port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield receiver
+    finally:
+        receiver._release.set()
+        server.should_exit = True
+        await task
