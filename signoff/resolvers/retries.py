@@ -53,6 +53,7 @@ async def retry_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: 
     if proposal.payload_digest != payload_digest:
         raise RetryDigestMismatch("payloadDigest does not match the proposal.",
                                   expected=proposal.payload_digest)
+    seen, previous_error = ProposalState(proposal.state), proposal.last_error_code
     terminal = and_(col(Proposal.state) == ProposalState.FAILED.value,
                     col(Proposal.delivery_terminal).is_(True))
     retried = await transition(
@@ -61,11 +62,10 @@ async def retry_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: 
         lease_expires_at=None, last_error_code=None, accepted_at=None)
     if retried is None:
         await rollback(session)
-        raise NotRetryable(f"Only a terminally failed proposal can be retried; it is "
-                           f"{proposal.state}.", state=proposal.state)
+        raise NotRetryable(f"Only a terminally failed proposal can be retried; it was {seen} "
+                           "when asked (another retry may have just queued it).", state=seen)
     audit.record(session, actor_id=viewer.id, action="proposal.retried", target_type="proposal",
-                 target_id=proposal.id, previous_error_code=proposal.last_error_code,
-                 previous_attempts=proposal.delivery_attempt_count)
+                 target_id=retried.id, previous_error_code=previous_error)
     idempotency.remember(session, viewer, "retryProposal", idempotency_key, request,
                          {"proposal_id": proposal.id})
     enqueue_delivery_after_commit(session, proposal.id, 1)

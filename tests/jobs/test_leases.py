@@ -1,0 +1,115 @@
+"""Claims, leases and the checks made before sending, with an injected clock."""
+
+from __future__ import annotations
+
+import asyncio
+
+from signoff import clock
+from signoff.delivery import send
+from signoff.models import Proposal, Target
+from signoff.resolvers.delivery import claim_delivery, record_outcome, renew_lease
+from tests.helpers import GraphQLClient, build_world
+from tests.jobs.conftest import Worker
+from tests.jobs.test_delivery import approved, read
+from tests.receivers import Receiver, serve
+
+
+async def test_a_lapsed_lease_lets_another_worker_take_over(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+) -> None:
+    async with serve(Receiver()) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        proposal = await approved(world)
+        async with worker.services.sessionmaker() as session:
+            crashed = await claim_delivery(session, proposal["id"], lease_seconds=60)
+        assert crashed is not None and crashed.delivery_attempt_count == 1
+        assert await worker.deliver(proposal["id"]) == "NOT_DUE"
+        frozen_clock.advance(60)
+        assert await worker.deliver(proposal["id"]) == "APPLIED"
+        # The first worker wakes up and reports its own attempt: it no longer holds it.
+        async with worker.services.sessionmaker() as session:
+            target = await session.get(Target, crashed.target_id)
+            assert target is not None
+            outcome = await send(worker.services.http, crashed, target, 1)
+            assert await record_outcome(session, crashed, target, outcome) is None
+    assert [r.attempt for r in receiver.requests] == [2, 1]
+    assert {r.webhook_id for r in receiver.requests} == {proposal["operationKey"]}
+    state = await read(world, proposal["id"])
+    assert state["state"] == "APPLIED" and state["deliveryAttemptCount"] == 2
+    assert len(state["attempts"]) == 2
+
+
+async def test_the_holder_renews_its_lease(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+) -> None:
+    world = await build_world(gql)
+    proposal = await approved(world)
+    async with worker.services.sessionmaker() as session:
+        claimed = await claim_delivery(session, proposal["id"], lease_seconds=60)
+        assert claimed is not None
+        frozen_clock.advance(50)
+        assert await renew_lease(session, proposal["id"], 1, lease_seconds=60)
+        assert not await renew_lease(session, proposal["id"], 2, lease_seconds=60)
+        frozen_clock.advance(20)
+        assert await claim_delivery(session, proposal["id"], lease_seconds=60) is None
+        frozen_clock.advance(41)
+        again = await claim_delivery(session, proposal["id"], lease_seconds=60)
+        assert again is not None and again.delivery_attempt_count == 2
+
+
+async def test_concurrent_claims_have_one_winner(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+) -> None:
+    world = await build_world(gql)
+    proposal = await approved(world)
+
+    async def claim() -> Proposal | None:
+        async with worker.services.sessionmaker() as session:
+            return await claim_delivery(session, proposal["id"], lease_seconds=60)
+
+    claims = await asyncio.gather(*(claim() for _ in range(20)))
+    winners = [c for c in claims if c is not None]
+    assert len(winners) == 1 and winners[0].delivery_attempt_count == 1
+
+
+async def test_an_expired_action_is_never_sent(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+) -> None:
+    async with serve(Receiver()) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        proposal = await approved(world, expiresInSeconds=60)
+        frozen_clock.advance(61)
+        assert await worker.deliver(proposal["id"]) == "ACTION_EXPIRED"
+    assert receiver.requests == []
+    state = await read(world, proposal["id"])
+    assert state["deliveryTerminal"] is True and state["lastErrorCode"] == "ACTION_EXPIRED"
+
+
+async def test_a_payload_changed_after_approval_is_never_sent(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+) -> None:
+    async with serve(Receiver()) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        proposal = await approved(world)
+        async with worker.services.sessionmaker() as session:
+            row = await session.get(Proposal, proposal["id"])
+            assert row is not None
+            row.payload = {"amount": 100_000, "currency": "EUR"}
+            await session.commit()
+        assert await worker.deliver(proposal["id"]) == "APPROVAL_DIGEST_MISMATCH"
+    assert receiver.requests == []
+
+
+async def test_bounded_auto_proposals_are_due_at_once(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+) -> None:
+    async with serve(Receiver()) as receiver:
+        world = await build_world(gql, url=receiver.url, approval_mode="BOUNDED_AUTO")
+        receiver.secret = world.signing_secret
+        proposal = (await world.propose())["proposal"]
+        assert proposal["state"] == "QUEUED"
+        assert await worker.deliver(proposal["id"]) == "APPLIED"
+    assert len(receiver.requests) == 1
