@@ -65,15 +65,18 @@ async def shutdown(ctx: dict[str, Any]) -> None:
         await ctx["engine"].dispose()
 
 
-def sweeps(interval_seconds: int) -> list[CronJob]:
-    """The sweeps, every ``interval_seconds`` (a divisor of 60); ``unique`` so one worker of
-    many runs each tick."""
+def sweeps(interval_seconds: int, queue_name: str) -> list[CronJob]:
+    """The sweeps, every ``interval_seconds`` (best as a divisor of 60).
+
+    ``unique`` makes one worker of many run each tick: arq gives the tick the job id
+    ``<name>:<time>``, and job ids are global to the Redis database, so the name carries
+    the queue name; otherwise workers of another queue would take this queue's ticks.
+    """
     seconds = set(range(0, 60, max(1, min(interval_seconds, 60))))
     return [
-        cron(sweep_deliveries, name="sweep_deliveries", second=seconds, run_at_startup=True,
-             unique=True, keep_result=0),
-        cron(expire_due_proposals, name="expire_due_proposals", second=seconds,
-             run_at_startup=True, unique=True, keep_result=0),
+        cron(job, name=f"{queue_name}:{job.__name__}", second=seconds, run_at_startup=True,
+             unique=True, keep_result=0)
+        for job in (sweep_deliveries, expire_due_proposals)
     ]
 
 
@@ -82,7 +85,7 @@ class WorkerSettings:
 
     functions: ClassVar[list[Function]] = [
         func(deliver_proposal, name=DELIVER_JOB, keep_result=0)]
-    cron_jobs: ClassVar[list[CronJob]] = sweeps(60)
+    cron_jobs: ClassVar[list[CronJob]] = sweeps(10, ARQ_QUEUE_DEFAULT)
     on_startup = startup
     on_shutdown = shutdown
     queue_name = ARQ_QUEUE_DEFAULT
@@ -100,7 +103,7 @@ def run(settings: Settings, *, job_timeout: int = JOB_TIMEOUT_SECONDS) -> None:
         WorkerSettings,  # type: ignore[arg-type]
         redis_settings=RedisSettings.from_dsn(settings.redis_url),
         queue_name=settings.arq_queue,
-        cron_jobs=sweeps(settings.sweep_interval_seconds),
+        cron_jobs=sweeps(settings.sweep_interval_seconds, settings.arq_queue),
         max_jobs=settings.worker_max_jobs,
         job_timeout=job_timeout,
         ctx={"settings": settings},

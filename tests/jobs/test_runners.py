@@ -1,0 +1,108 @@
+"""End to end: approving in the API gets the action delivered, by the in-process runner
+(embedded default) or by an arq worker on Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+import warnings
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from arq.connections import RedisSettings
+from arq.worker import Worker
+
+from signoff.config import Settings
+from signoff.jobs.worker import ArqJobs, WorkerSettings, shutdown, startup, sweeps
+from tests.conftest import REDIS_URL, requires_redis
+from tests.helpers import GraphQLClient, World, build_world
+from tests.jobs.test_delivery import approved, read
+from tests.receivers import Receiver, serve
+
+
+async def applied(world: World, proposal_id: str, timeout: float = 15) -> dict[str, Any]:
+    async with asyncio.timeout(timeout):
+        while (state := await read(world, proposal_id))["state"] != "APPLIED":
+            await asyncio.sleep(0.05)
+    return state
+
+
+class TestEmbedded:
+    @pytest.fixture
+    def settings(self, database_url: str) -> Settings:
+        return Settings(database_url=database_url)
+
+    async def test_approving_delivers_with_no_other_process(self, gql: GraphQLClient) -> None:
+        async with serve(Receiver()) as receiver:
+            world = await build_world(gql, url=receiver.url)
+            receiver.secret = world.signing_secret
+            proposal = await approved(world)
+            state = await applied(world, proposal["id"])
+        assert state["deliveryAttemptCount"] == 1
+        assert [r.webhook_id for r in receiver.requests] == [proposal["operationKey"]]
+
+
+def arq_settings(database_url: str, queue: str) -> Settings:
+    assert REDIS_URL is not None
+    return Settings(database_url=database_url, redis_url=REDIS_URL, arq_queue=queue,
+                    sweep_interval_seconds=1)
+
+
+@contextlib.asynccontextmanager
+async def arq_worker(settings: Settings) -> AsyncIterator[Worker]:
+    """An arq worker in this process, on the test's own queue."""
+    assert settings.redis_url is not None
+    worker = Worker(functions=WorkerSettings.functions,
+                    cron_jobs=sweeps(settings.sweep_interval_seconds, settings.arq_queue),
+                    on_startup=startup, on_shutdown=shutdown,
+                    redis_settings=RedisSettings.from_dsn(settings.redis_url),
+                    queue_name=settings.arq_queue, ctx={"settings": settings},
+                    handle_signals=False, poll_delay=0.05, keep_result=0)
+    task = asyncio.create_task(worker.async_run())
+    try:
+        yield worker
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        with warnings.catch_warnings():
+            # arq 0.28 closes its pool with redis' deprecated close(); nothing of ours.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            await worker.close()
+
+
+@requires_redis
+class TestArq:
+    @pytest.fixture
+    def settings(self, database_url: str) -> Settings:
+        return arq_settings(database_url, f"signoff:test:{uuid.uuid4().hex}")
+
+    async def test_approving_enqueues_and_a_worker_delivers(
+        self, gql: GraphQLClient, settings: Settings,
+    ) -> None:
+        async with serve(Receiver()) as receiver, arq_worker(settings):
+            world = await build_world(gql, url=receiver.url)
+            receiver.secret = world.signing_secret
+            proposal = await approved(world)
+            state = await applied(world, proposal["id"])
+        assert state["deliveryAttemptCount"] == 1
+        assert len(receiver.requests) == 1
+
+    async def test_one_job_per_attempt(self, settings: Settings) -> None:
+        jobs = ArqJobs(settings)
+        await jobs.start()
+        try:
+            assert jobs.redis is not None
+            await jobs.enqueue_delivery("p-1", 1)
+            await jobs.enqueue_delivery("p-1", 1)
+            await jobs.enqueue_delivery("p-1", 2)
+            queued = await jobs.redis.queued_jobs(queue_name=settings.arq_queue)
+            assert sorted(job.job_id or "" for job in queued) == ["deliver:p-1:1",
+                                                                  "deliver:p-1:2"]
+        finally:
+            if jobs.redis is not None:
+                await jobs.redis.delete(settings.arq_queue, "arq:job:deliver:p-1:1",
+                                        "arq:job:deliver:p-1:2")
+            await jobs.stop()

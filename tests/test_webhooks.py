@@ -1,0 +1,61 @@
+"""Standard Webhooks signing and ``signoff.webhooks.verify``."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+
+import pytest
+
+from signoff.resolvers.targets import new_signing_secret
+from signoff.webhooks import WebhookVerificationError, sign, verify
+
+BODY = b'{"action_id":"a-1"}'
+NOW = 1_700_000_000
+
+
+def test_signature_is_hmac_sha256_of_id_timestamp_body() -> None:
+    secret = new_signing_secret()
+    headers = sign(secret, "op-1", NOW, BODY)
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    expected = base64.b64encode(hmac.new(key, b"op-1.%d." % NOW + BODY,
+                                         hashlib.sha256).digest()).decode()
+    assert headers == {"webhook-id": "op-1", "webhook-timestamp": str(NOW),
+                       "webhook-signature": f"v1,{expected}"}
+    assert verify(secret, headers=headers, body=BODY, now=NOW) == "op-1"
+
+
+def test_header_names_are_case_insensitive_and_rotated_signatures_accepted() -> None:
+    old, new = new_signing_secret(), new_signing_secret()
+    headers = sign(new, "op-1", NOW, BODY)
+    both = f"{sign(old, 'op-1', NOW, BODY)['webhook-signature']} {headers['webhook-signature']}"
+    upper = {"Webhook-Id": "op-1", "Webhook-Timestamp": str(NOW), "Webhook-Signature": both}
+    assert verify(new, headers=upper, body=BODY, now=NOW) == "op-1"
+
+
+@pytest.mark.parametrize("tamper", ["body", "id", "timestamp", "secret", "missing", "stale"])
+def test_anything_else_is_refused(tamper: str) -> None:
+    secret = new_signing_secret()
+    headers = sign(secret, "op-1", NOW, BODY)
+    body, now = BODY, float(NOW)
+    if tamper == "body":
+        body = BODY.replace(b"a-1", b"a-2")
+    elif tamper == "id":
+        headers["webhook-id"] = "op-2"
+    elif tamper == "timestamp":
+        headers["webhook-timestamp"] = str(NOW + 1)
+    elif tamper == "secret":
+        secret = new_signing_secret()
+    elif tamper == "missing":
+        del headers["webhook-signature"]
+    else:
+        now = NOW + 301
+    with pytest.raises(WebhookVerificationError):
+        verify(secret, headers=headers, body=body, now=now)
+
+
+def test_the_freshness_check_can_be_skipped_for_stored_requests() -> None:
+    secret = new_signing_secret()
+    headers = sign(secret, "op-1", NOW, BODY)
+    assert verify(secret, headers=headers, body=BODY, tolerance_seconds=None) == "op-1"
