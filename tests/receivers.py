@@ -26,6 +26,7 @@ class Answer:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     hang: bool = False
+    delay: float = 0.0
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Receiver:
             headers=dict(request.headers), at=asyncio.get_running_loop().time()))
         if answer.hang:
             await self._release.wait()
+        await asyncio.sleep(answer.delay)
         content = b"" if answer.body is None else json.dumps(answer.body).encode()
         return Response(content, status_code=answer.status, headers=answer.headers,
                         media_type="application/json")
@@ -81,7 +83,9 @@ async def serve(receiver: Receiver) -> AsyncIterator[Receiver]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error",
                                            lifespan="off"))
     task = asyncio.create_task(server.serve())
-    while not server.started:
+    for _ in range(500):
+        if server.started:
+            break
         await asyncio.sleep(0.01)
     receiver.port = server.servers[0].sockets[0].getsockname()[1]
     try:

@@ -51,12 +51,18 @@ async def deliver_proposal(ctx: dict[str, Any], proposal_id: str) -> str:
 @contextlib.asynccontextmanager
 async def _renewing_lease(services: Services, proposal_id: str,
                           attempt: int) -> AsyncIterator[None]:
-    """Renew the lease every third of its length while the request is in flight."""
+    """Renew the lease every third of its length while the request is in flight.
+
+    The renewer is stopped by an event, not cancelled, so it never abandons a transaction.
+    """
     lease = services.settings.delivery_lease_seconds
+    finished = asyncio.Event()
 
     async def renew() -> None:
         while True:
-            await asyncio.sleep(lease / 3)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(finished.wait(), lease / 3)
+                return
             try:
                 async with services.sessionmaker() as session:
                     if not await renew_lease(session, proposal_id, attempt, lease_seconds=lease):
@@ -69,9 +75,8 @@ async def _renewing_lease(services: Services, proposal_id: str,
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        finished.set()
+        await task
 
 
 async def sweep_deliveries(ctx: dict[str, Any]) -> int:

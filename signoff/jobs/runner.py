@@ -24,6 +24,9 @@ from signoff.jobs.queue import delivery_job_id
 logger = logging.getLogger("signoff.jobs.runner")
 
 CONCURRENCY = 8
+# On shutdown, jobs in flight get this long to finish before they are cancelled (a cancelled
+# delivery is safe: its lease lapses and the sweep delivers it again).
+STOP_GRACE_SECONDS = 10.0
 
 
 class InProcessJobs:
@@ -37,6 +40,7 @@ class InProcessJobs:
         self._pending: set[str] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._running: set[asyncio.Task[Any]] = set()
 
     async def enqueue_delivery(self, proposal_id: str, attempt: int,
                                at: datetime | None = None) -> None:
@@ -63,7 +67,9 @@ class InProcessJobs:
         self._tasks.append(asyncio.create_task(self._every(
             self.settings.sweep_interval_seconds, sweep_deliveries, expire_due_proposals)))
 
-    async def stop(self) -> None:
+    async def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+        """Stop taking jobs, let the ones in flight finish (cancelling a job mid-transaction
+        would strand its connection), then close the HTTP client."""
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
@@ -73,17 +79,32 @@ class InProcessJobs:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        if self._running:
+            _, late = await asyncio.wait(self._running, timeout=grace_seconds)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
         services = self.ctx.pop(CTX_KEY, None)
         if isinstance(services, Services):
             await services.http.aclose()
+
+    async def _run(self, name: str, job: Awaitable[Any]) -> None:
+        """Run one job to its end even if the loop awaiting it is cancelled by ``stop``."""
+        task = asyncio.ensure_future(job)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.error("job %s failed: %s", name, type(exc).__name__)
 
     async def _work(self) -> None:
         while True:
             job_id, proposal_id = await self._queue.get()
             try:
-                await deliver_proposal(self.ctx, proposal_id)
-            except Exception as exc:
-                logger.error("job %s failed: %s", job_id, type(exc).__name__)
+                await self._run(job_id, deliver_proposal(self.ctx, proposal_id))
             finally:
                 self._pending.discard(job_id)
 
@@ -91,8 +112,5 @@ class InProcessJobs:
                      *jobs: Callable[[dict[str, Any]], Awaitable[int]]) -> None:
         while True:
             for job in jobs:
-                try:
-                    await job(self.ctx)
-                except Exception as exc:
-                    logger.error("periodic job %s failed: %s", job.__name__, type(exc).__name__)
+                await self._run(job.__name__, job(self.ctx))
             await asyncio.sleep(seconds)

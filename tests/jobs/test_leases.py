@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from signoff import clock
 from signoff.delivery import send
@@ -11,7 +12,7 @@ from signoff.resolvers.delivery import claim_delivery, record_outcome, renew_lea
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved, read
-from tests.receivers import Receiver, serve
+from tests.receivers import Answer, Receiver, serve
 
 
 async def test_a_lapsed_lease_lets_another_worker_take_over(
@@ -56,6 +57,24 @@ async def test_the_holder_renews_its_lease(
         frozen_clock.advance(41)
         again = await claim_delivery(session, proposal["id"], lease_seconds=60)
         assert again is not None and again.delivery_attempt_count == 2
+
+
+async def test_the_lease_is_renewed_while_the_receiver_takes_its_time(
+    gql: GraphQLClient, worker: Worker,
+) -> None:
+    """Real time: a 1 s lease, renewed every third of a second, outlives a 1.5 s response."""
+    worker.services.settings = dataclasses.replace(worker.services.settings,
+                                                   delivery_lease_seconds=1)
+    async with serve(Receiver([Answer(delay=1.5)])) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        proposal = await approved(world)
+        delivery = asyncio.create_task(worker.deliver(proposal["id"]))
+        await asyncio.sleep(1.2)
+        async with worker.services.sessionmaker() as session:
+            assert await claim_delivery(session, proposal["id"], lease_seconds=1) is None
+        assert await delivery == "APPLIED"
+    assert len(receiver.requests) == 1
 
 
 async def test_concurrent_claims_have_one_winner(

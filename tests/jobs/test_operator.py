@@ -21,8 +21,8 @@ mutation($input: ProposeCompensationInput!) {
 
 
 async def failed_terminally(gql: GraphQLClient, worker: Worker,
-                            answer: Answer = Answer(400)) -> tuple[World, dict[str, Any]]:
-    async with serve(Receiver([answer])) as receiver:
+                            status: int = 400) -> tuple[World, dict[str, Any]]:
+    async with serve(Receiver([Answer(status)])) as receiver:
         world = await build_world(gql, url=receiver.url)
         receiver.secret = world.signing_secret
         proposal = await approved(world)
@@ -68,7 +68,7 @@ async def test_concurrent_retries_queue_once(
 async def test_an_applied_action_can_be_compensated(
     gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
 ) -> None:
-    world, proposal = await failed_terminally(gql, worker, Answer(200))
+    world, proposal = await failed_terminally(gql, worker, 200)
     unavailable = await gql.error(COMPENSATE, {"input": {
         "proposalId": (await world.propose())["proposal"]["id"], "targetId": world.target_id,
         "actionCode": "refund.reverse", "payload": {"amount": 100, "currency": "EUR"},

@@ -18,7 +18,9 @@ from tests.receivers import Answer, Receiver, serve
 
 REPORT = """
 mutation($input: ReportActionResultInput!) {
-  reportActionResult(input: $input) { replayed proposal { id state lastErrorCode deliveryTerminal } }
+  reportActionResult(input: $input) {
+    replayed proposal { id state lastErrorCode deliveryTerminal }
+  }
 }
 """
 
@@ -101,7 +103,7 @@ async def test_report_before_approval_is_refused(gql: GraphQLClient) -> None:
 async def test_concurrent_reports_apply_once(gql: GraphQLClient, worker: Worker,
                                              frozen_clock: clock.FrozenClock,
                                              reports: int) -> None:
-    world, proposal, integration = await accepted(gql, worker)
+    _, proposal, integration = await accepted(gql, worker)
     answers = await asyncio.gather(*(gql.raw(REPORT, report(proposal), integration)
                                      for _ in range(reports)))
     replayed = [a["data"]["reportActionResult"]["replayed"] for a in answers]

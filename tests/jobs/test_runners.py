@@ -22,11 +22,14 @@ from tests.jobs.test_delivery import approved, read
 from tests.receivers import Receiver, serve
 
 
-async def applied(world: World, proposal_id: str, timeout: float = 15) -> dict[str, Any]:
-    async with asyncio.timeout(timeout):
-        while (state := await read(world, proposal_id))["state"] != "APPLIED":
-            await asyncio.sleep(0.05)
-    return state
+async def applied(world: World, proposal_id: str) -> dict[str, Any]:
+    """Poll the API (up to 15 s) until the proposal is applied."""
+    for _ in range(300):
+        state = await read(world, proposal_id)
+        if state["state"] == "APPLIED":
+            return state
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not applied: {state}")
 
 
 class TestEmbedded:
