@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
     DELIVERY_LEASE_SECONDS,
+    JOB_TIMEOUT_SECONDS,
     SWEEP_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
 )
@@ -33,6 +34,8 @@ class Settings:
     delivery_lease_seconds: int = DELIVERY_LEASE_SECONDS
     sweep_interval_seconds: int = SWEEP_INTERVAL_SECONDS
     worker_max_jobs: int = WORKER_MAX_JOBS
+    # arq's job timeout; a job taken by a worker that died is run again this long (+10 s) later.
+    job_timeout_seconds: int = JOB_TIMEOUT_SECONDS
     # Without Redis, `signoff serve` runs deliveries in-process unless this is off.
     embedded_worker: bool = True
 
@@ -62,6 +65,9 @@ class Settings:
                 env.get("SIGNOFF_SWEEP_INTERVAL_SECONDS", str(SWEEP_INTERVAL_SECONDS))
             ),
             worker_max_jobs=int(env.get("SIGNOFF_WORKER_MAX_JOBS", str(WORKER_MAX_JOBS))),
+            job_timeout_seconds=int(
+                env.get("SIGNOFF_JOB_TIMEOUT_SECONDS", str(JOB_TIMEOUT_SECONDS))
+            ),
             embedded_worker=env.get("SIGNOFF_EMBEDDED_WORKER", "1") not in {"0", "false", "no"},
         )
 

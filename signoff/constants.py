@@ -42,6 +42,8 @@ DELIVERY_SCHEMA_VERSION = "1"
 SWEEP_BATCH_SIZE = 500
 SWEEP_INTERVAL_SECONDS = 10
 WORKER_MAX_JOBS = 20
+# Longer than the longest target timeout (120 s) plus recording the outcome.
+JOB_TIMEOUT_SECONDS = 180
 
 # Job names and ids; the arq queue name is a setting (SIGNOFF_ARQ_QUEUE).
 ARQ_QUEUE_DEFAULT = "signoff:jobs"

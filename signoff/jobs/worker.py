@@ -11,14 +11,16 @@ from arq.cron import CronJob
 from arq.worker import Function, run_worker
 
 from signoff.config import Settings
-from signoff.constants import ARQ_QUEUE_DEFAULT, DELIVER_JOB, WORKER_MAX_JOBS
+from signoff.constants import (
+    ARQ_QUEUE_DEFAULT,
+    DELIVER_JOB,
+    JOB_TIMEOUT_SECONDS,
+    WORKER_MAX_JOBS,
+)
 from signoff.database import create_engine, create_sessionmaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
 from signoff.jobs.queue import delivery_job_id
-
-# Longer than the longest target timeout (120 s) plus recording the outcome.
-JOB_TIMEOUT_SECONDS = 180
 
 
 class ArqJobs:
@@ -96,7 +98,7 @@ class WorkerSettings:
     keep_result = 0
 
 
-def run(settings: Settings, *, job_timeout: int = JOB_TIMEOUT_SECONDS) -> None:
+def run(settings: Settings) -> None:
     """Run an arq worker against ``settings.redis_url`` until interrupted."""
     assert settings.redis_url is not None
     run_worker(
@@ -105,6 +107,6 @@ def run(settings: Settings, *, job_timeout: int = JOB_TIMEOUT_SECONDS) -> None:
         queue_name=settings.arq_queue,
         cron_jobs=sweeps(settings.sweep_interval_seconds, settings.arq_queue),
         max_jobs=settings.worker_max_jobs,
-        job_timeout=job_timeout,
+        job_timeout=settings.job_timeout_seconds,
         ctx={"settings": settings},
     )
