@@ -17,6 +17,9 @@ from signoff.constants import (
     JOB_TIMEOUT_SECONDS,
     WORKER_MAX_JOBS,
 )
+
+POLL_DELAY_SECONDS = 0.1
+STOP_GRACE_SECONDS = 10
 from signoff.database import create_engine, create_sessionmaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
@@ -93,6 +96,10 @@ class WorkerSettings:
     queue_name = ARQ_QUEUE_DEFAULT
     max_jobs = WORKER_MAX_JOBS
     job_timeout = JOB_TIMEOUT_SECONDS
+    # Latency of a delivery is mostly this poll; Redis takes ten polls a second easily.
+    poll_delay = POLL_DELAY_SECONDS
+    # On SIGTERM, jobs in flight get this long to finish before they are cancelled.
+    job_completion_wait = STOP_GRACE_SECONDS
     # Results of deliveries are not kept: the database is the record, and a kept result
     # would block the same job id (an attempt after retryProposal reset the count).
     keep_result = 0
