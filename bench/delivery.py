@@ -78,10 +78,15 @@ class Receiver:
 @asynccontextmanager
 async def serve(receiver: Receiver) -> AsyncIterator[int]:
     app = Starlette(routes=[Route("/hook", receiver.handle, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error",
-                                           lifespan="off", access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="error", lifespan="off", access_log=False
+        )
+    )
     task = asyncio.create_task(server.serve())
-    while not server.started:
+    for _ in range(500):
+        if server.started:
+            break
         await asyncio.sleep(0.01)
     try:
         yield server.servers[0].sockets[0].getsockname()[1]
@@ -108,11 +113,13 @@ async def fresh_database(url: str | None) -> AsyncIterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-async def viewer(sessionmaker: SessionMaker, role: Role, name: str,
-                 queues: list[str] | None = None) -> Viewer:
+async def viewer(
+    sessionmaker: SessionMaker, role: Role, name: str, queues: list[str] | None = None
+) -> Viewer:
     async with sessionmaker() as session:
-        token = (await create_token(session=session, name=name, role=role,
-                                    queue_slugs=queues or [])).token
+        token = (
+            await create_token(session=session, name=name, role=role, queue_slugs=queues or [])
+        ).token
     async with sessionmaker() as session:
         return await authenticate(session=session, token=token)
 
@@ -123,16 +130,22 @@ async def world(sessionmaker: SessionMaker, port: int) -> tuple[str, str, Viewer
         queue = await create_queue(session=session, viewer=admin, slug="bench", name="Bench")
     async with sessionmaker() as session:
         registered = await register_target(
-            session=session, viewer=admin, name="bench", url=f"http://127.0.0.1:{port}/hook",
-            input_schema={"type": "object"}, approval_mode=ApprovalMode.HUMAN,
-            queue_id=queue.id)
+            session=session,
+            viewer=admin,
+            name="bench",
+            url=f"http://127.0.0.1:{port}/hook",
+            input_schema={"type": "object"},
+            approval_mode=ApprovalMode.HUMAN,
+            queue_id=queue.id,
+        )
     agent = await viewer(sessionmaker, Role.AGENT, "bench-agent")
     reviewer = await viewer(sessionmaker, Role.REVIEWER, "bench-reviewer", ["bench"])
     return registered.target.id, registered.signing_secret, agent, reviewer
 
 
-async def approve_all(sessionmaker: SessionMaker, target_id: str, agent: Viewer,
-                      reviewer: Viewer, n: int) -> dict[str, float]:
+async def approve_all(
+    sessionmaker: SessionMaker, target_id: str, agent: Viewer, reviewer: Viewer, n: int
+) -> dict[str, float]:
     """Propose and approve ``n`` actions; returns operation key -> approval commit time."""
     committed: dict[str, float] = {}
     keys = iter(range(n))
@@ -141,14 +154,22 @@ async def approve_all(sessionmaker: SessionMaker, target_id: str, agent: Viewer,
         for i in keys:
             key = f"bench-{i}"
             async with sessionmaker() as session:
-                proposed = await propose_action(session=session, viewer=agent,
-                                                target_id=target_id, action_code="bench.run",
-                                                operation_key=key, payload={"i": i})
+                proposed = await propose_action(
+                    session=session,
+                    viewer=agent,
+                    target_id=target_id,
+                    action_code="bench.run",
+                    operation_key=key,
+                    payload={"i": i},
+                )
             async with sessionmaker() as session:
-                await decide_proposal(session=session, viewer=reviewer,
-                                      proposal_id=proposed.proposal.id,
-                                      decision=Decision.APPROVED,
-                                      payload_digest=proposed.proposal.payload_digest)
+                await decide_proposal(
+                    session=session,
+                    viewer=reviewer,
+                    proposal_id=proposed.proposal.id,
+                    decision=Decision.APPROVED,
+                    payload_digest=proposed.proposal.payload_digest,
+                )
             committed[key] = time.time()
 
     await asyncio.gather(*(approver() for _ in range(APPROVERS)))
@@ -157,16 +178,23 @@ async def approve_all(sessionmaker: SessionMaker, target_id: str, agent: Viewer,
 
 def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     assert settings.redis_url is not None
-    env = {**os.environ, "SIGNOFF_DATABASE_URL": settings.database_url,
-           "SIGNOFF_REDIS_URL": settings.redis_url, "SIGNOFF_ARQ_QUEUE": settings.arq_queue,
-           "SIGNOFF_LOG_LEVEL": "warning"}
+    env = {
+        **os.environ,
+        "SIGNOFF_DATABASE_URL": settings.database_url,
+        "SIGNOFF_REDIS_URL": settings.redis_url,
+        "SIGNOFF_ARQ_QUEUE": settings.arq_queue,
+        "SIGNOFF_LOG_LEVEL": "warning",
+    }
     return subprocess.Popen([sys.executable, "-m", "signoff", "worker"], env=env)
 
 
 async def run(n: int, database_url: str | None, redis_url: str | None, backlog: bool) -> None:
     async with fresh_database(database_url) as url:
-        settings = Settings(database_url=normalise_database_url(url), redis_url=redis_url,
-                            arq_queue=f"signoff:bench:{uuid.uuid4().hex[:8]}")
+        settings = Settings(
+            database_url=normalise_database_url(url),
+            redis_url=redis_url,
+            arq_queue=f"signoff:bench:{uuid.uuid4().hex[:8]}",
+        )
         engine = create_engine(settings.database_url, pool_size=20)
         await migrate(engine)
         jobs = ArqJobs(settings) if redis_url else InProcessJobs(settings)
@@ -197,24 +225,31 @@ async def run(n: int, database_url: str | None, redis_url: str | None, backlog: 
                 worker.terminate()
                 worker.wait()
         await engine.dispose()
-    mode = ("PostgreSQL + Redis, one `signoff worker`" if redis_url
-            else "SQLite, in-process runner")
+    mode = "PostgreSQL + Redis, one `signoff worker`" if redis_url else "SQLite, in-process runner"
     print(f"{mode}: {n} deliveries, {'backlog' if backlog else 'live'}")
     if backlog:
         first = min(receiver.seen.values())
         print(f"  approvals (worker stopped): {n / (approved - started):.0f}/s")
-        print(f"  deliveries: {n / (finished - first):.0f}/s "
-              f"(first to last delivery, {finished - first:.1f} s)")
+        print(
+            f"  deliveries: {n / (finished - first):.0f}/s "
+            f"(first to last delivery, {finished - first:.1f} s)"
+        )
         return
     latencies = sorted((receiver.seen[k] - committed[k]) * 1000 for k in committed)
     print(f"  approvals: {n / (approved - started):.0f}/s")
-    print(f"  deliveries: {n / (finished - started):.0f}/s "
-          f"(first approval to last delivery, {finished - started:.1f} s)")
-    print(f"  approval commit -> receiver: p50 {statistics.median(latencies):.0f} ms, "
-          f"p99 {latencies[int(len(latencies) * 0.99) - 1]:.0f} ms, "
-          f"max {latencies[-1]:.0f} ms")
-    print(f"  machine: {platform.platform()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}")
+    print(
+        f"  deliveries: {n / (finished - started):.0f}/s "
+        f"(first approval to last delivery, {finished - started:.1f} s)"
+    )
+    print(
+        f"  approval commit -> receiver: p50 {statistics.median(latencies):.0f} ms, "
+        f"p99 {latencies[int(len(latencies) * 0.99) - 1]:.0f} ms, "
+        f"max {latencies[-1]:.0f} ms"
+    )
+    print(
+        f"  machine: {platform.platform()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def main() -> None:
@@ -222,8 +257,11 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=2000)
     parser.add_argument("--database-url", help="PostgreSQL server (default: a SQLite file)")
     parser.add_argument("--redis-url", help="Redis (default: the in-process runner)")
-    parser.add_argument("--backlog", action="store_true",
-                        help="approve all first, then start the worker: its drain rate")
+    parser.add_argument(
+        "--backlog",
+        action="store_true",
+        help="approve all first, then start the worker: its drain rate",
+    )
     args = parser.parse_args()
     asyncio.run(run(args.n, args.database_url, args.redis_url, args.backlog))
 

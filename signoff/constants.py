@@ -42,6 +42,10 @@ DELIVERY_SCHEMA_VERSION = "1"
 SWEEP_BATCH_SIZE = 500
 SWEEP_INTERVAL_SECONDS = 10
 WORKER_MAX_JOBS = 20
+WORKER_POLL_DELAY_SECONDS = 0.1
+# On shutdown, jobs in flight get this long to finish before they are cancelled (a cancelled
+# delivery is safe: its lease lapses and the sweep delivers it again).
+WORKER_STOP_GRACE_SECONDS = 10
 # Longer than the longest target timeout (120 s) plus recording the outcome.
 JOB_TIMEOUT_SECONDS = 180
 

@@ -55,27 +55,33 @@ class Outcome:
 
 def request_body(proposal: Proposal) -> bytes:
     """The delivered document: exactly the approved material, canonical JSON."""
-    return canonical_json({
-        "schema_version": DELIVERY_SCHEMA_VERSION,
-        "action_id": proposal.id,
-        "operation_key": proposal.operation_key,
-        "payload_digest": proposal.payload_digest,
-        "action_code": proposal.action_code,
-        "subject": proposal.subject,
-        "payload": proposal.payload,
-        "preconditions": proposal.preconditions,
-    }).encode("utf-8")
+    return canonical_json(
+        {
+            "schema_version": DELIVERY_SCHEMA_VERSION,
+            "action_id": proposal.id,
+            "operation_key": proposal.operation_key,
+            "payload_digest": proposal.payload_digest,
+            "action_code": proposal.action_code,
+            "subject": proposal.subject,
+            "payload": proposal.payload,
+            "preconditions": proposal.preconditions,
+        }
+    ).encode("utf-8")
 
 
-def request_headers(proposal: Proposal, target: Target, body: bytes, attempt: int
-                    ) -> dict[str, str]:
-    headers = sign(target.signing_secret, proposal.operation_key,
-                   int(clock.now().timestamp()), body)
-    headers.update({
-        "content-type": "application/json",
-        "user-agent": f"signoff/{__version__}",
-        "signoff-attempt": str(attempt),
-    })
+def request_headers(
+    proposal: Proposal, target: Target, body: bytes, attempt: int
+) -> dict[str, str]:
+    headers = sign(
+        target.signing_secret, proposal.operation_key, int(clock.now().timestamp()), body
+    )
+    headers.update(
+        {
+            "content-type": "application/json",
+            "user-agent": f"signoff/{__version__}",
+            "signoff-attempt": str(attempt),
+        }
+    )
     return headers
 
 
@@ -83,8 +89,9 @@ def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-async def send(http: httpx.AsyncClient, proposal: Proposal, target: Target, attempt: int
-               ) -> Outcome:
+async def send(
+    http: httpx.AsyncClient, proposal: Proposal, target: Target, attempt: int
+) -> Outcome:
     """Make one attempt; transport failures become outcomes, never exceptions."""
     body = request_body(proposal)
     headers = request_headers(proposal, target, body, attempt)
@@ -106,8 +113,9 @@ async def send(http: httpx.AsyncClient, proposal: Proposal, target: Target, atte
         response_class=response_class,
         error_code=code,
         status_code=status,
-        retry_after_seconds=(parse_retry_after(retry_after)
-                             if response_class is ResponseClass.RETRYABLE else None),
+        retry_after_seconds=(
+            parse_retry_after(retry_after) if response_class is ResponseClass.RETRYABLE else None
+        ),
         request_digest=_sha256(body),
         response_digest=None if content is None else _sha256(content),
         started_at=started_at,
@@ -116,8 +124,9 @@ async def send(http: httpx.AsyncClient, proposal: Proposal, target: Target, atte
     )
 
 
-async def _exchange(http: httpx.AsyncClient, target: Target, body: bytes,
-                    headers: dict[str, str]) -> tuple[int, bytes, str | None]:
+async def _exchange(
+    http: httpx.AsyncClient, target: Target, body: bytes, headers: dict[str, str]
+) -> tuple[int, bytes, str | None]:
     """Send, then read at most ``RESPONSE_BODY_MAX_BYTES`` (+1, to tell it was cut off)."""
     async with http.stream(target.method, target.url, content=body, headers=headers) as response:
         content = bytearray()
@@ -128,8 +137,9 @@ async def _exchange(http: httpx.AsyncClient, target: Target, body: bytes,
         return response.status_code, bytes(content), response.headers.get("retry-after")
 
 
-def classify(status: int, content: bytes, output_schema: dict[str, Any] | None
-             ) -> tuple[ResponseClass, str | None]:
+def classify(
+    status: int, content: bytes, output_schema: dict[str, Any] | None
+) -> tuple[ResponseClass, str | None]:
     """Design section 4, "Response classes"."""
     if status == 202:
         return ResponseClass.ACCEPTED, None
@@ -175,6 +185,7 @@ def parse_retry_after(value: str | None) -> float | None:
 
 def backoff_seconds(attempt: int, jitter: Jitter | None = None) -> float:
     """``min(6 h, 15 s * 2^(attempt - 1))``, spread over its upper half so retries scatter."""
-    base: int = min(DELIVERY_BACKOFF_MAX_SECONDS,
-                    DELIVERY_BACKOFF_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+    base: int = min(
+        DELIVERY_BACKOFF_MAX_SECONDS, DELIVERY_BACKOFF_BASE_SECONDS * 2 ** max(attempt - 1, 0)
+    )
     return float(base) * (0.5 + 0.5 * (jitter or random.random)())

@@ -19,8 +19,9 @@ from starlette.routing import Route
 from signoff.webhooks import WebhookVerificationError, verify
 
 
-def create_receiver(secret: str | None, *, status: int = 200, out: TextIO = sys.stdout
-                    ) -> Starlette:
+def create_receiver(
+    secret: str | None, *, status: int = 200, out: TextIO = sys.stdout
+) -> Starlette:
     """A receiver accepting any path; without ``secret`` signatures are shown, not checked."""
     seen: set[str] = set()
 
@@ -42,10 +43,14 @@ def create_receiver(secret: str | None, *, status: int = 200, out: TextIO = sys.
             shown = json.dumps(json.loads(body), indent=2, sort_keys=True)
         except ValueError:
             shown = body.decode("utf-8", "replace")
-        print(f"{request.method} {request.url.path} webhook-id={msg_id} "
-              f"attempt={request.headers.get('signoff-attempt')} {verdict}{repeat}\n{shown}",
-              file=out, flush=True)
+        print(
+            f"{request.method} {request.url.path} webhook-id={msg_id} "
+            f"attempt={request.headers.get('signoff-attempt')} {verdict}{repeat}\n{shown}",
+            file=out,
+            flush=True,
+        )
         return JSONResponse({"received": True}, status_code=status)
 
-    return Starlette(routes=[Route("/{path:path}", receive, methods=["POST", "PUT", "PATCH",
-                                                                    "DELETE"])])
+    return Starlette(
+        routes=[Route("/{path:path}", receive, methods=["POST", "PUT", "PATCH", "DELETE"])]
+    )

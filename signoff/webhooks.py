@@ -88,7 +88,10 @@ def verify(
             raise WebhookVerificationError("webhook-timestamp is outside the tolerance.")
     expected = signature(secret, msg_id, timestamp, body).encode()
     # The header may carry several space-separated signatures (secret rotation).
-    if not any(hmac.compare_digest(expected, candidate.encode())
-               for candidate in signatures.split(" ") if candidate):
+    if not any(
+        hmac.compare_digest(expected, candidate.encode())
+        for candidate in signatures.split(" ")
+        if candidate
+    ):
         raise WebhookVerificationError("No signature matches.")
     return msg_id

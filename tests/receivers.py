@@ -58,30 +58,39 @@ class Receiver:
         assert self.secret is not None, "set receiver.secret to the target's signing secret"
         try:
             # The receiver shares the test's clock, so a frozen clock keeps timestamps fresh.
-            verify(self.secret, headers=request.headers, body=body,
-                   now=clock.now().timestamp())
+            verify(self.secret, headers=request.headers, body=body, now=clock.now().timestamp())
         except WebhookVerificationError:
             self.refused += 1
             return Response(status_code=401)
         answer = self.script[min(len(self.requests), len(self.script) - 1)]
-        self.requests.append(Received(
-            webhook_id=request.headers["webhook-id"],
-            attempt=int(request.headers["signoff-attempt"]), body=json.loads(body),
-            headers=dict(request.headers), at=asyncio.get_running_loop().time()))
+        self.requests.append(
+            Received(
+                webhook_id=request.headers["webhook-id"],
+                attempt=int(request.headers["signoff-attempt"]),
+                body=json.loads(body),
+                headers=dict(request.headers),
+                at=asyncio.get_running_loop().time(),
+            )
+        )
         if answer.hang:
             await self._release.wait()
         await asyncio.sleep(answer.delay)
         content = b"" if answer.body is None else json.dumps(answer.body).encode()
-        return Response(content, status_code=answer.status, headers=answer.headers,
-                        media_type="application/json")
+        return Response(
+            content,
+            status_code=answer.status,
+            headers=answer.headers,
+            media_type="application/json",
+        )
 
 
 @contextlib.asynccontextmanager
 async def serve(receiver: Receiver) -> AsyncIterator[Receiver]:
     """Run ``receiver`` with uvicorn on 127.0.0.1, on a free port."""
     app = Starlette(routes=[Route("/hook", receiver.handle, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error",
-                                           lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="off")
+    )
     task = asyncio.create_task(server.serve())
     for _ in range(500):
         if server.started:

@@ -14,33 +14,45 @@ from signoff.models import ResponseClass
 SCHEMA = {"type": "object", "required": ["id"]}
 
 
-@pytest.mark.parametrize(("status", "body", "expected"), [
-    (200, b"", (ResponseClass.APPLIED, None)),
-    (204, b"", (ResponseClass.APPLIED, None)),
-    (202, b"", (ResponseClass.ACCEPTED, None)),
-    (408, b"", (ResponseClass.RETRYABLE, "RECEIVER_TIMEOUT")),
-    (425, b"", (ResponseClass.RETRYABLE, "TOO_EARLY")),
-    (429, b"", (ResponseClass.RETRYABLE, "RATE_LIMITED")),
-    (500, b"", (ResponseClass.RETRYABLE, "RECEIVER_ERROR")),
-    (503, b"", (ResponseClass.RETRYABLE, "RECEIVER_ERROR")),
-    (409, b"", (ResponseClass.TERMINAL, "PRECONDITION_FAILED")),
-    (412, b"", (ResponseClass.TERMINAL, "PRECONDITION_FAILED")),
-    (400, b"", (ResponseClass.TERMINAL, "REQUEST_REJECTED")),
-    (404, b"", (ResponseClass.TERMINAL, "REQUEST_REJECTED")),
-    (301, b"", (ResponseClass.TERMINAL, "UNEXPECTED_STATUS")),
-])
-def test_response_classes(status: int, body: bytes,
-                          expected: tuple[ResponseClass, str | None]) -> None:
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (200, b"", (ResponseClass.APPLIED, None)),
+        (204, b"", (ResponseClass.APPLIED, None)),
+        (202, b"", (ResponseClass.ACCEPTED, None)),
+        (408, b"", (ResponseClass.RETRYABLE, "RECEIVER_TIMEOUT")),
+        (425, b"", (ResponseClass.RETRYABLE, "TOO_EARLY")),
+        (429, b"", (ResponseClass.RETRYABLE, "RATE_LIMITED")),
+        (500, b"", (ResponseClass.RETRYABLE, "RECEIVER_ERROR")),
+        (503, b"", (ResponseClass.RETRYABLE, "RECEIVER_ERROR")),
+        (409, b"", (ResponseClass.TERMINAL, "PRECONDITION_FAILED")),
+        (412, b"", (ResponseClass.TERMINAL, "PRECONDITION_FAILED")),
+        (400, b"", (ResponseClass.TERMINAL, "REQUEST_REJECTED")),
+        (404, b"", (ResponseClass.TERMINAL, "REQUEST_REJECTED")),
+        (301, b"", (ResponseClass.TERMINAL, "UNEXPECTED_STATUS")),
+    ],
+)
+def test_response_classes(
+    status: int, body: bytes, expected: tuple[ResponseClass, str | None]
+) -> None:
     assert classify(status, body, None) == expected
 
 
-@pytest.mark.parametrize(("body", "applied"), [
-    (b'{"id": "r-1"}', True), (b'{"other": 1}', False), (b"not json", False),
-    (b'{"id": "' + b"x" * 70_000 + b'"}', False),
-])
+@pytest.mark.parametrize(
+    ("body", "applied"),
+    [
+        (b'{"id": "r-1"}', True),
+        (b'{"other": 1}', False),
+        (b"not json", False),
+        (b'{"id": "' + b"x" * 70_000 + b'"}', False),
+    ],
+)
 def test_2xx_bodies_must_meet_the_output_schema(body: bytes, applied: bool) -> None:
-    expected = (ResponseClass.APPLIED, None) if applied \
+    expected = (
+        (ResponseClass.APPLIED, None)
+        if applied
         else (ResponseClass.TERMINAL, "RESPONSE_SCHEMA_INVALID")
+    )
     assert classify(200, body, SCHEMA) == expected
 
 
@@ -54,8 +66,9 @@ def test_backoff_doubles_from_15_seconds_up_to_6_hours_with_jitter() -> None:
 
 def test_retry_after_seconds_or_http_date(frozen_clock: clock.FrozenClock) -> None:
     assert parse_retry_after("120") == 120
-    assert parse_retry_after(format_datetime(clock.now() + timedelta(seconds=90),
-                                             usegmt=True)) == pytest.approx(90, abs=1)
+    assert parse_retry_after(
+        format_datetime(clock.now() + timedelta(seconds=90), usegmt=True)
+    ) == pytest.approx(90, abs=1)
     assert parse_retry_after("999999") == 6 * 3600
     assert parse_retry_after("soon") is None
     assert parse_retry_after(None) is None

@@ -19,10 +19,14 @@ def test_signature_is_hmac_sha256_of_id_timestamp_body() -> None:
     secret = new_signing_secret()
     headers = sign(secret, "op-1", NOW, BODY)
     key = base64.b64decode(secret.removeprefix("whsec_"))
-    expected = base64.b64encode(hmac.new(key, b"op-1.%d." % NOW + BODY,
-                                         hashlib.sha256).digest()).decode()
-    assert headers == {"webhook-id": "op-1", "webhook-timestamp": str(NOW),
-                       "webhook-signature": f"v1,{expected}"}
+    expected = base64.b64encode(
+        hmac.new(key, b"op-1.%d." % NOW + BODY, hashlib.sha256).digest()
+    ).decode()
+    assert headers == {
+        "webhook-id": "op-1",
+        "webhook-timestamp": str(NOW),
+        "webhook-signature": f"v1,{expected}",
+    }
     assert verify(secret, headers=headers, body=BODY, now=NOW) == "op-1"
 
 

@@ -43,14 +43,21 @@ async def deliver_proposal(ctx: dict[str, Any], proposal_id: str) -> str:
         outcome = await send(services.http, proposal, target, attempt)
     async with services.sessionmaker() as session:
         state = await record_outcome(session, proposal, target, outcome, jitter=services.jitter)
-    logger.info("delivery proposal=%s attempt=%d class=%s code=%s state=%s", proposal_id,
-                attempt, outcome.response_class, outcome.error_code, state or "SUPERSEDED")
+    logger.info(
+        "delivery proposal=%s attempt=%d class=%s code=%s state=%s",
+        proposal_id,
+        attempt,
+        outcome.response_class,
+        outcome.error_code,
+        state or "SUPERSEDED",
+    )
     return state.value if state is not None else "SUPERSEDED"
 
 
 @contextlib.asynccontextmanager
-async def _renewing_lease(services: Services, proposal_id: str,
-                          attempt: int) -> AsyncIterator[None]:
+async def _renewing_lease(
+    services: Services, proposal_id: str, attempt: int
+) -> AsyncIterator[None]:
     """Renew the lease every third of its length while the request is in flight.
 
     The renewer is stopped by an event, not cancelled, so it never abandons a transaction.
@@ -68,8 +75,9 @@ async def _renewing_lease(services: Services, proposal_id: str,
                     if not await renew_lease(session, proposal_id, attempt, lease_seconds=lease):
                         return
             except Exception as exc:
-                logger.warning("lease renewal failed proposal=%s: %s", proposal_id,
-                               type(exc).__name__)
+                logger.warning(
+                    "lease renewal failed proposal=%s: %s", proposal_id, type(exc).__name__
+                )
 
     task = asyncio.create_task(renew())
     try:

@@ -16,8 +16,9 @@ from signoff.database import after_commit
 
 
 class JobQueue(Protocol):
-    async def enqueue_delivery(self, proposal_id: str, attempt: int,
-                               at: datetime | None = None) -> None:
+    async def enqueue_delivery(
+        self, proposal_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
         """Schedule delivery attempt ``attempt`` of a proposal, at ``at`` or now."""
 
 
@@ -26,8 +27,9 @@ def delivery_job_id(proposal_id: str, attempt: int) -> str:
     return DELIVER_JOB_ID.format(proposal_id=proposal_id, attempt=attempt)
 
 
-def enqueue_delivery_after_commit(session: AsyncSession, proposal_id: str, attempt: int,
-                                  at: datetime | None = None) -> None:
+def enqueue_delivery_after_commit(
+    session: AsyncSession, proposal_id: str, attempt: int, at: datetime | None = None
+) -> None:
     """Enqueue once the transaction that made the proposal due has committed."""
     jobs: JobQueue | None = session.info.get("jobs")
     if jobs is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from signoff import clock
 from signoff.config import Settings
+from signoff.constants import WORKER_STOP_GRACE_SECONDS
 from signoff.database import SessionMaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
@@ -24,9 +25,6 @@ from signoff.jobs.queue import delivery_job_id
 logger = logging.getLogger("signoff.jobs.runner")
 
 CONCURRENCY = 8
-# On shutdown, jobs in flight get this long to finish before they are cancelled (a cancelled
-# delivery is safe: its lease lapses and the sweep delivers it again).
-STOP_GRACE_SECONDS = 10.0
 
 
 class InProcessJobs:
@@ -42,8 +40,9 @@ class InProcessJobs:
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[Any]] = set()
 
-    async def enqueue_delivery(self, proposal_id: str, attempt: int,
-                               at: datetime | None = None) -> None:
+    async def enqueue_delivery(
+        self, proposal_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
         job_id = delivery_job_id(proposal_id, attempt)
         if job_id in self._pending:
             return
@@ -53,7 +52,8 @@ class InProcessJobs:
             self._queue.put_nowait((job_id, proposal_id))
             return
         self._timers[job_id] = asyncio.get_running_loop().call_later(
-            delay, self._release, job_id, proposal_id)
+            delay, self._release, job_id, proposal_id
+        )
 
     def _release(self, job_id: str, proposal_id: str) -> None:
         self._timers.pop(job_id, None)
@@ -61,13 +61,19 @@ class InProcessJobs:
 
     async def start(self, sessionmaker: SessionMaker) -> None:
         """Open the shared HTTP client and start the workers and the sweeps."""
-        self.ctx[CTX_KEY] = Services(settings=self.settings, sessionmaker=sessionmaker,
-                                     http=open_http_client(), jobs=self)
+        self.ctx[CTX_KEY] = Services(
+            settings=self.settings, sessionmaker=sessionmaker, http=open_http_client(), jobs=self
+        )
         self._tasks = [asyncio.create_task(self._work()) for _ in range(self.concurrency)]
-        self._tasks.append(asyncio.create_task(self._every(
-            self.settings.sweep_interval_seconds, sweep_deliveries, expire_due_proposals)))
+        self._tasks.append(
+            asyncio.create_task(
+                self._every(
+                    self.settings.sweep_interval_seconds, sweep_deliveries, expire_due_proposals
+                )
+            )
+        )
 
-    async def stop(self, grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+    async def stop(self, grace_seconds: float = WORKER_STOP_GRACE_SECONDS) -> None:
         """Stop taking jobs, let the ones in flight finish (cancelling a job mid-transaction
         would strand its connection), then close the HTTP client."""
         for timer in self._timers.values():
@@ -108,8 +114,9 @@ class InProcessJobs:
             finally:
                 self._pending.discard(job_id)
 
-    async def _every(self, seconds: float,
-                     *jobs: Callable[[dict[str, Any]], Awaitable[int]]) -> None:
+    async def _every(
+        self, seconds: float, *jobs: Callable[[dict[str, Any]], Awaitable[int]]
+    ) -> None:
         while True:
             for job in jobs:
                 await self._run(job.__name__, job(self.ctx))

@@ -16,10 +16,9 @@ from signoff.constants import (
     DELIVER_JOB,
     JOB_TIMEOUT_SECONDS,
     WORKER_MAX_JOBS,
+    WORKER_POLL_DELAY_SECONDS,
+    WORKER_STOP_GRACE_SECONDS,
 )
-
-POLL_DELAY_SECONDS = 0.1
-STOP_GRACE_SECONDS = 10
 from signoff.database import create_engine, create_sessionmaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
@@ -37,20 +36,27 @@ class ArqJobs:
     async def start(self) -> None:
         if self.redis is None:
             assert self.settings.redis_url is not None
-            self.redis = await create_pool(RedisSettings.from_dsn(self.settings.redis_url),
-                                           default_queue_name=self.settings.arq_queue)
+            self.redis = await create_pool(
+                RedisSettings.from_dsn(self.settings.redis_url),
+                default_queue_name=self.settings.arq_queue,
+            )
 
     async def stop(self) -> None:
         if self.redis is not None:
             await self.redis.aclose()
             self.redis = None
 
-    async def enqueue_delivery(self, proposal_id: str, attempt: int,
-                               at: datetime | None = None) -> None:
+    async def enqueue_delivery(
+        self, proposal_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
         assert self.redis is not None, "ArqJobs.start() first"
-        await self.redis.enqueue_job(DELIVER_JOB, proposal_id,
-                                     _job_id=delivery_job_id(proposal_id, attempt),
-                                     _queue_name=self.settings.arq_queue, _defer_until=at)
+        await self.redis.enqueue_job(
+            DELIVER_JOB,
+            proposal_id,
+            _job_id=delivery_job_id(proposal_id, attempt),
+            _queue_name=self.settings.arq_queue,
+            _defer_until=at,
+        )
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -58,8 +64,12 @@ async def startup(ctx: dict[str, Any]) -> None:
     settings: Settings = ctx.get("settings") or Settings.from_env()
     engine = create_engine(settings.database_url)
     jobs = ArqJobs(settings, ctx["redis"])
-    ctx[CTX_KEY] = Services(settings=settings, http=open_http_client(), jobs=jobs,
-                            sessionmaker=create_sessionmaker(engine, jobs=jobs))
+    ctx[CTX_KEY] = Services(
+        settings=settings,
+        http=open_http_client(),
+        jobs=jobs,
+        sessionmaker=create_sessionmaker(engine, jobs=jobs),
+    )
     ctx["engine"] = engine
 
 
@@ -79,8 +89,14 @@ def sweeps(interval_seconds: int, queue_name: str) -> list[CronJob]:
     """
     seconds = set(range(0, 60, max(1, min(interval_seconds, 60))))
     return [
-        cron(job, name=f"{queue_name}:{job.__name__}", second=seconds, run_at_startup=True,
-             unique=True, keep_result=0)
+        cron(
+            job,
+            name=f"{queue_name}:{job.__name__}",
+            second=seconds,
+            run_at_startup=True,
+            unique=True,
+            keep_result=0,
+        )
         for job in (sweep_deliveries, expire_due_proposals)
     ]
 
@@ -88,8 +104,7 @@ def sweeps(interval_seconds: int, queue_name: str) -> list[CronJob]:
 class WorkerSettings:
     """``arq signoff.jobs.worker.WorkerSettings`` works too; ``signoff worker`` is preferred."""
 
-    functions: ClassVar[list[Function]] = [
-        func(deliver_proposal, name=DELIVER_JOB, keep_result=0)]
+    functions: ClassVar[list[Function]] = [func(deliver_proposal, name=DELIVER_JOB, keep_result=0)]
     cron_jobs: ClassVar[list[CronJob]] = sweeps(10, ARQ_QUEUE_DEFAULT)
     on_startup = startup
     on_shutdown = shutdown
@@ -97,9 +112,9 @@ class WorkerSettings:
     max_jobs = WORKER_MAX_JOBS
     job_timeout = JOB_TIMEOUT_SECONDS
     # Latency of a delivery is mostly this poll; Redis takes ten polls a second easily.
-    poll_delay = POLL_DELAY_SECONDS
+    poll_delay = WORKER_POLL_DELAY_SECONDS
     # On SIGTERM, jobs in flight get this long to finish before they are cancelled.
-    job_completion_wait = STOP_GRACE_SECONDS
+    job_completion_wait = WORKER_STOP_GRACE_SECONDS
     # Results of deliveries are not kept: the database is the record, and a kept result
     # would block the same job id (an attempt after retryProposal reset the count).
     keep_result = 0

@@ -20,8 +20,9 @@ from signoff.models.base import new_id
 from signoff.resolvers import audit
 
 
-async def record_delivery_dead_letter(session: AsyncSession, proposal: Proposal,
-                                      error_code: str, **details: Any) -> DeadLetter:
+async def record_delivery_dead_letter(
+    session: AsyncSession, proposal: Proposal, error_code: str, **details: Any
+) -> DeadLetter:
     """Dead-letter a proposal's delivery and open (or count and re-open) its incident."""
     incident_id = await upsert_incident(
         session,
@@ -33,30 +34,62 @@ async def record_delivery_dead_letter(session: AsyncSession, proposal: Proposal,
         error_code=error_code,
     )
     letter = DeadLetter(
-        incident_id=incident_id, job_type=DELIVER_JOB, job_id=proposal.id,
-        proposal_id=proposal.id, error_code=error_code,
-        attempt_count=proposal.delivery_attempt_count, details=details, created_at=clock.now(),
+        incident_id=incident_id,
+        job_type=DELIVER_JOB,
+        job_id=proposal.id,
+        proposal_id=proposal.id,
+        error_code=error_code,
+        attempt_count=proposal.delivery_attempt_count,
+        details=details,
+        created_at=clock.now(),
     )
     session.add(letter)
-    audit.record(session, actor_id=None, action="proposal.dead_lettered", target_type="proposal",
-                 target_id=proposal.id, dead_letter_id=letter.id, incident_id=incident_id,
-                 error_code=error_code, attempts=proposal.delivery_attempt_count)
+    audit.record(
+        session,
+        actor_id=None,
+        action="proposal.dead_lettered",
+        target_type="proposal",
+        target_id=proposal.id,
+        dead_letter_id=letter.id,
+        incident_id=incident_id,
+        error_code=error_code,
+        attempts=proposal.delivery_attempt_count,
+    )
     return letter
 
 
-async def upsert_incident(session: AsyncSession, *, fingerprint: str, kind: str, title: str,
-                          entity_type: str, entity_id: str, error_code: str) -> str:
+async def upsert_incident(
+    session: AsyncSession,
+    *,
+    fingerprint: str,
+    kind: str,
+    title: str,
+    entity_type: str,
+    entity_id: str,
+    error_code: str,
+) -> str:
     """Insert the incident, or count another occurrence and re-open it; one statement, so two
     concurrent occurrences both count. Returns the incident id."""
     now = clock.now()
-    insert = (postgresql.insert if session.bind.dialect.name == "postgresql"  # type: ignore[union-attr]
-              else sqlite.insert)
+    insert = (
+        postgresql.insert
+        if session.bind.dialect.name == "postgresql"  # type: ignore[union-attr]
+        else sqlite.insert
+    )
     table = Incident.__table__  # type: ignore[attr-defined]
     stmt = insert(table).values(
-        id=new_id(), fingerprint=fingerprint, kind=kind, severity="HIGH",
-        state=IncidentState.OPEN.value, title=title, entity_type=entity_type,
-        entity_id=entity_id, occurrence_count=1, last_error_code=error_code,
-        first_seen_at=now, last_seen_at=now,
+        id=new_id(),
+        fingerprint=fingerprint,
+        kind=kind,
+        severity="HIGH",
+        state=IncidentState.OPEN.value,
+        title=title,
+        entity_type=entity_type,
+        entity_id=entity_id,
+        occurrence_count=1,
+        last_error_code=error_code,
+        first_seen_at=now,
+        last_seen_at=now,
     )
     upsert = stmt.on_conflict_do_update(
         index_elements=[table.c.fingerprint],

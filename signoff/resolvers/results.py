@@ -41,8 +41,12 @@ class ResultStatus(StrEnum):
 
 
 DONE = (ProposalState.APPLIED, ProposalState.COMPENSATION_REQUIRED)
-NOT_DELIVERED = (ProposalState.APPROVAL_REQUIRED, ProposalState.APPROVED,
-                 ProposalState.REJECTED, ProposalState.CANCELLED)
+NOT_DELIVERED = (
+    ProposalState.APPROVAL_REQUIRED,
+    ProposalState.APPROVED,
+    ProposalState.REJECTED,
+    ProposalState.CANCELLED,
+)
 
 
 @dataclass(frozen=True)
@@ -79,8 +83,7 @@ async def report_action_result(
     if proposal is None:
         raise NotFound("No such proposal.")
     if proposal.operation_key != operation_key or proposal.payload_digest != payload_digest:
-        raise ResultIdentityMismatch(
-            "operationKey and payloadDigest must be the proposal's own.")
+        raise ResultIdentityMismatch("operationKey and payloadDigest must be the proposal's own.")
     replayed = _replay(proposal, result)
     if replayed is not None:
         return replayed
@@ -94,10 +97,17 @@ async def report_action_result(
         if replayed is None:
             raise ResultTerminal("The proposal changed while this result was recorded; retry.")
         return replayed
-    audit.record(session, actor_id=viewer.id, action="proposal.result_reported",
-                 target_type="proposal", target_id=proposal.id, status=result.status.value,
-                 terminal=result.terminal, error_code=result.error_code,
-                 provider_request_id=result.provider_request_id)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="proposal.result_reported",
+        target_type="proposal",
+        target_id=proposal.id,
+        status=result.status.value,
+        terminal=result.terminal,
+        error_code=result.error_code,
+        provider_request_id=result.provider_request_id,
+    )
     await commit(session)
     return ReportResult(proposal=moved, replayed=False)
 
@@ -107,39 +117,52 @@ def _check(result: ActionResult) -> None:
         require_text(result.error_code, "errorCode", 1, 64)
     if result.provider_request_id is not None:
         require_text(result.provider_request_id, "providerRequestId", 1, 200)
-    if result.retry_after_seconds is not None \
-            and not 0 <= result.retry_after_seconds <= DELIVERY_BACKOFF_MAX_SECONDS:
+    if (
+        result.retry_after_seconds is not None
+        and not 0 <= result.retry_after_seconds <= DELIVERY_BACKOFF_MAX_SECONDS
+    ):
         raise ValidationFailed(
             f"retryAfterSeconds must be 0 to {DELIVERY_BACKOFF_MAX_SECONDS}.",
-            field="retryAfterSeconds")
+            field="retryAfterSeconds",
+        )
 
 
 def _replay(proposal: Proposal, result: ActionResult) -> ReportResult | None:
     """The answer for a proposal whose delivery already ended, or ``None`` if it has not."""
     state = ProposalState(proposal.state)
     if state in NOT_DELIVERED:
-        raise ResultNotExpected(f"The proposal is {state}; it was never sent for delivery.",
-                                state=state)
+        raise ResultNotExpected(
+            f"The proposal is {state}; it was never sent for delivery.", state=state
+        )
     if state in DONE:
         if result.status is ResultStatus.APPLIED:
             return ReportResult(proposal=proposal, replayed=True)
-        raise ResultTerminal(f"The action was already recorded as applied ({state}).",
-                             state=state)
+        raise ResultTerminal(f"The action was already recorded as applied ({state}).", state=state)
     if proposal.delivery_terminal:
         if result.status is ResultStatus.FAILED and result.terminal:
             return ReportResult(proposal=proposal, replayed=True)
-        raise ResultTerminal("The delivery already failed terminally; an operator may retry it.",
-                             state=state)
+        raise ResultTerminal(
+            "The delivery already failed terminally; an operator may retry it.", state=state
+        )
     return None
 
 
-async def _apply(session: AsyncSession, viewer: Viewer, proposal: Proposal,
-                 result: ActionResult, jitter: Jitter | None) -> Proposal | None:
-    open_ = and_(col(Proposal.state).in_([*PENDING, ProposalState.APPLYING.value]),
-                 col(Proposal.delivery_terminal).is_(False))
+async def _apply(
+    session: AsyncSession,
+    viewer: Viewer,
+    proposal: Proposal,
+    result: ActionResult,
+    jitter: Jitter | None,
+) -> Proposal | None:
+    open_ = and_(
+        col(Proposal.state).in_([*PENDING, ProposalState.APPLYING.value]),
+        col(Proposal.delivery_terminal).is_(False),
+    )
     now = clock.now()
-    details: dict[str, Any] = {"reported_by": viewer.id,
-                               "provider_request_id": result.provider_request_id}
+    details: dict[str, Any] = {
+        "reported_by": viewer.id,
+        "provider_request_id": result.provider_request_id,
+    }
     if result.status is ResultStatus.APPLIED:
         return await mark_applied(session, proposal.id, open_, now, **details)
     code = result.error_code or "REPORTED_FAILURE"
@@ -147,6 +170,9 @@ async def _apply(session: AsyncSession, viewer: Viewer, proposal: Proposal,
     assert target is not None
     if result.terminal or proposal.delivery_attempt_count >= target.max_attempts:
         return await fail_terminally(session, proposal.id, open_, code, **details)
-    delay = (result.retry_after_seconds if result.retry_after_seconds is not None
-             else backoff_seconds(proposal.delivery_attempt_count, jitter))
+    delay = (
+        result.retry_after_seconds
+        if result.retry_after_seconds is not None
+        else backoff_seconds(proposal.delivery_attempt_count, jitter)
+    )
     return await schedule_retry(session, proposal.id, open_, code, now + timedelta(seconds=delay))

@@ -40,34 +40,61 @@ class RetryResult:
     replayed: bool
 
 
-async def retry_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: str,
-                         payload_digest: str, idempotency_key: str | None = None) -> RetryResult:
+async def retry_proposal(
+    *,
+    session: AsyncSession,
+    viewer: Viewer,
+    proposal_id: str,
+    payload_digest: str,
+    idempotency_key: str | None = None,
+) -> RetryResult:
     """Queue a terminally failed proposal again with its attempts reset (operators)."""
     require_role(viewer, Role.OPERATOR)
     request = {"proposal_id": proposal_id, "payload_digest": payload_digest}
-    stored = await idempotency.find_replay(session, viewer, "retryProposal", idempotency_key,
-                                           request)
+    stored = await idempotency.find_replay(
+        session, viewer, "retryProposal", idempotency_key, request
+    )
     if stored is not None:
         return RetryResult(proposal=await _load(session, stored["proposal_id"]), replayed=True)
     proposal = await _load(session, proposal_id)
     if proposal.payload_digest != payload_digest:
-        raise RetryDigestMismatch("payloadDigest does not match the proposal.",
-                                  expected=proposal.payload_digest)
+        raise RetryDigestMismatch(
+            "payloadDigest does not match the proposal.", expected=proposal.payload_digest
+        )
     seen, previous_error = ProposalState(proposal.state), proposal.last_error_code
-    terminal = and_(col(Proposal.state) == ProposalState.FAILED.value,
-                    col(Proposal.delivery_terminal).is_(True))
+    terminal = and_(
+        col(Proposal.state) == ProposalState.FAILED.value, col(Proposal.delivery_terminal).is_(True)
+    )
     retried = await transition(
-        session, proposal.id, terminal, state=ProposalState.QUEUED.value,
-        delivery_terminal=False, delivery_attempt_count=0, next_attempt_at=clock.now(),
-        lease_expires_at=None, last_error_code=None, accepted_at=None)
+        session,
+        proposal.id,
+        terminal,
+        state=ProposalState.QUEUED.value,
+        delivery_terminal=False,
+        delivery_attempt_count=0,
+        next_attempt_at=clock.now(),
+        lease_expires_at=None,
+        last_error_code=None,
+        accepted_at=None,
+    )
     if retried is None:
         await rollback(session)
-        raise NotRetryable(f"Only a terminally failed proposal can be retried; it was {seen} "
-                           "when asked (another retry may have just queued it).", state=seen)
-    audit.record(session, actor_id=viewer.id, action="proposal.retried", target_type="proposal",
-                 target_id=retried.id, previous_error_code=previous_error)
-    idempotency.remember(session, viewer, "retryProposal", idempotency_key, request,
-                         {"proposal_id": proposal.id})
+        raise NotRetryable(
+            f"Only a terminally failed proposal can be retried; it was {seen} "
+            "when asked (another retry may have just queued it).",
+            state=seen,
+        )
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="proposal.retried",
+        target_type="proposal",
+        target_id=retried.id,
+        previous_error_code=previous_error,
+    )
+    idempotency.remember(
+        session, viewer, "retryProposal", idempotency_key, request, {"proposal_id": proposal.id}
+    )
     enqueue_delivery_after_commit(session, proposal.id, 1)
     try:
         await session.flush()
@@ -107,46 +134,77 @@ async def propose_compensation(
         action_code=require_text(action_code, "actionCode", 1, 200),
         subject=require_object({} if subject is None else subject, "subject"),
         payload=require_object(payload, "payload"),
-        preconditions=require_object({} if preconditions is None else preconditions,
-                                     "preconditions"),
+        preconditions=require_object(
+            {} if preconditions is None else preconditions, "preconditions"
+        ),
         operation_key=f"compensation:{proposal_id}:{idempotency_key}",
         expires_in_seconds=require_range(
-            expires_in_seconds, "expiresInSeconds", PROPOSAL_EXPIRY_MIN_SECONDS,
-            PROPOSAL_EXPIRY_MAX_SECONDS, PROPOSAL_EXPIRY_DEFAULT_SECONDS),
+            expires_in_seconds,
+            "expiresInSeconds",
+            PROPOSAL_EXPIRY_MIN_SECONDS,
+            PROPOSAL_EXPIRY_MAX_SECONDS,
+            PROPOSAL_EXPIRY_DEFAULT_SECONDS,
+        ),
     )
     key_request = {"proposal_id": proposal_id, "digest": request.digest()}
-    stored = await idempotency.find_replay(session, viewer, "proposeCompensation",
-                                           idempotency_key, key_request)
+    stored = await idempotency.find_replay(
+        session, viewer, "proposeCompensation", idempotency_key, key_request
+    )
     if stored is not None:
         return await _compensation(session, stored["proposal_id"], replayed=True)
     original = await _load(session, proposal_id)
     target = await _compensation_target(session, original, target_id)
     validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
-    proposal, task = new_proposal(viewer, target, request, human=True,
-                                  compensates_proposal_id=original.id)
+    proposal, task = new_proposal(
+        viewer, target, request, human=True, compensates_proposal_id=original.id
+    )
     session.add(proposal)
     session.add(task)
     marked = await transition(
-        session, original.id,
-        col(Proposal.state).in_([ProposalState.APPLIED.value,
-                                 ProposalState.COMPENSATION_REQUIRED.value]),
-        state=ProposalState.COMPENSATION_REQUIRED.value)
+        session,
+        original.id,
+        col(Proposal.state).in_(
+            [ProposalState.APPLIED.value, ProposalState.COMPENSATION_REQUIRED.value]
+        ),
+        state=ProposalState.COMPENSATION_REQUIRED.value,
+    )
     if marked is None:
         await rollback(session)
         raise CompensationUnavailable("The action is no longer applied.")
-    audit.record(session, actor_id=viewer.id, action="proposal.proposed", target_type="proposal",
-                 target_id=proposal.id, state=proposal.state, compensates=original.id,
-                 payload_digest=proposal.payload_digest, operation_key=request.operation_key)
-    audit.record(session, actor_id=viewer.id, action="proposal.compensation_required",
-                 target_type="proposal", target_id=original.id, compensation_id=proposal.id)
-    idempotency.remember(session, viewer, "proposeCompensation", idempotency_key, key_request,
-                         {"proposal_id": proposal.id})
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="proposal.proposed",
+        target_type="proposal",
+        target_id=proposal.id,
+        state=proposal.state,
+        compensates=original.id,
+        payload_digest=proposal.payload_digest,
+        operation_key=request.operation_key,
+    )
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="proposal.compensation_required",
+        target_type="proposal",
+        target_id=original.id,
+        compensation_id=proposal.id,
+    )
+    idempotency.remember(
+        session,
+        viewer,
+        "proposeCompensation",
+        idempotency_key,
+        key_request,
+        {"proposal_id": proposal.id},
+    )
     try:
         await session.flush()
     except IntegrityError:
         await rollback(session)
-        stored = await idempotency.find_replay(session, viewer, "proposeCompensation",
-                                               idempotency_key, key_request)
+        stored = await idempotency.find_replay(
+            session, viewer, "proposeCompensation", idempotency_key, key_request
+        )
         if stored is None:
             raise
         return await _compensation(session, stored["proposal_id"], replayed=True)
@@ -154,12 +212,12 @@ async def propose_compensation(
     return ProposeResult(proposal=proposal, task=task, replayed=False)
 
 
-async def _compensation_target(session: AsyncSession, original: Proposal,
-                               target_id: str) -> Target:
+async def _compensation_target(session: AsyncSession, original: Proposal, target_id: str) -> Target:
     if original.state not in (ProposalState.APPLIED, ProposalState.COMPENSATION_REQUIRED):
         raise CompensationUnavailable(
             f"Only an applied action can be compensated; this one is {original.state}.",
-            state=original.state)
+            state=original.state,
+        )
     target = await session.get(Target, target_id)
     if target is None:
         raise NotFound("No such target.", field="targetId")
@@ -168,13 +226,16 @@ async def _compensation_target(session: AsyncSession, original: Proposal,
     if target.queue_id is None:
         raise CompensationUnavailable(
             f"Target {target.name!r} has no approval queue; compensations are always "
-            "approved by a person.")
+            "approved by a person."
+        )
     return target
 
 
-async def _compensation(session: AsyncSession, proposal_id: str, *,
-                        replayed: bool) -> ProposeResult:
+async def _compensation(
+    session: AsyncSession, proposal_id: str, *, replayed: bool
+) -> ProposeResult:
     proposal = await _load(session, proposal_id)
-    task = (await session.exec(select(HumanTask).where(HumanTask.proposal_id == proposal_id))
-            ).first()
+    task = (
+        await session.exec(select(HumanTask).where(HumanTask.proposal_id == proposal_id))
+    ).first()
     return ProposeResult(proposal=proposal, task=task, replayed=replayed)

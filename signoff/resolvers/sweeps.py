@@ -21,13 +21,16 @@ from signoff.resolvers import audit
 from signoff.resolvers.delivery import due
 
 
-async def enqueue_due_deliveries(session: AsyncSession, jobs: JobQueue, *,
-                                 limit: int = SWEEP_BATCH_SIZE) -> int:
+async def enqueue_due_deliveries(
+    session: AsyncSession, jobs: JobQueue, *, limit: int = SWEEP_BATCH_SIZE
+) -> int:
     """Enqueue the next attempt of every due proposal, oldest first; returns how many."""
-    stmt = (select(Proposal.id, Proposal.delivery_attempt_count)
-            .where(due(clock.now()))
-            .order_by(col(Proposal.next_attempt_at))
-            .limit(limit))
+    stmt = (
+        select(Proposal.id, Proposal.delivery_attempt_count)
+        .where(due(clock.now()))
+        .order_by(col(Proposal.next_attempt_at))
+        .limit(limit)
+    )
     rows = list((await session.exec(stmt)).all())
     await session.rollback()  # release the connection before talking to the queue
     for proposal_id, attempts in rows:
@@ -38,17 +41,23 @@ async def enqueue_due_deliveries(session: AsyncSession, jobs: JobQueue, *,
 async def expire_proposals(session: AsyncSession, *, limit: int = SWEEP_BATCH_SIZE) -> list[str]:
     """Cancel proposals whose approval deadline has passed, and expire their tasks."""
     now = clock.now()
-    lapsed = (select(Proposal.id)
-              .where(col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
-                     col(Proposal.expires_at) <= now)
-              .limit(limit))
+    lapsed = (
+        select(Proposal.id)
+        .where(
+            col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
+            col(Proposal.expires_at) <= now,
+        )
+        .limit(limit)
+    )
     candidates = list((await session.exec(lapsed)).all())
     if not candidates:
         return []
     cancelled = await session.exec(
         update(Proposal)
-        .where(col(Proposal.id).in_(candidates),
-               col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value)
+        .where(
+            col(Proposal.id).in_(candidates),
+            col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
+        )
         .values(state=ProposalState.CANCELLED.value, decided_at=now, updated_at=now)
         .returning(col(Proposal.id))
     )
@@ -56,13 +65,25 @@ async def expire_proposals(session: AsyncSession, *, limit: int = SWEEP_BATCH_SI
     if ids:
         await session.exec(
             update(HumanTask)
-            .where(col(HumanTask.proposal_id).in_(ids),
-                   col(HumanTask.state).in_([TaskState.OPEN.value, TaskState.CLAIMED.value]))
-            .values(state=TaskState.EXPIRED.value, assignee_id=None, claim_expires_at=None,
-                    updated_at=now)
+            .where(
+                col(HumanTask.proposal_id).in_(ids),
+                col(HumanTask.state).in_([TaskState.OPEN.value, TaskState.CLAIMED.value]),
+            )
+            .values(
+                state=TaskState.EXPIRED.value,
+                assignee_id=None,
+                claim_expires_at=None,
+                updated_at=now,
+            )
         )
     for proposal_id in ids:
-        audit.record(session, actor_id=None, action="proposal.expired", target_type="proposal",
-                     target_id=proposal_id, state=ProposalState.CANCELLED.value)
+        audit.record(
+            session,
+            actor_id=None,
+            action="proposal.expired",
+            target_type="proposal",
+            target_id=proposal_id,
+            state=ProposalState.CANCELLED.value,
+        )
     await commit(session)
     return ids

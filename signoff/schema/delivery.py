@@ -29,7 +29,8 @@ class DeliveryAttempt:
     error_code: str | None
     request_digest: str = strawberry.field(description="sha256 of the exact request body sent.")
     response_digest: str | None = strawberry.field(
-        description="sha256 of the response body as read (at most 64 KiB).")
+        description="sha256 of the response body as read (at most 64 KiB)."
+    )
     duration_ms: int
     started_at: datetime
     finished_at: datetime
@@ -37,11 +38,16 @@ class DeliveryAttempt:
     @classmethod
     def from_model(cls, a: models.DeliveryAttempt) -> DeliveryAttempt:
         return cls(
-            id=strawberry.ID(a.id), attempt_number=a.attempt_number,
-            response_class=models.ResponseClass(a.response_class), status_code=a.status_code,
-            error_code=a.error_code, request_digest=a.request_digest,
-            response_digest=a.response_digest, duration_ms=a.duration_ms,
-            started_at=a.started_at, finished_at=a.finished_at,
+            id=strawberry.ID(a.id),
+            attempt_number=a.attempt_number,
+            response_class=models.ResponseClass(a.response_class),
+            status_code=a.status_code,
+            error_code=a.error_code,
+            request_digest=a.request_digest,
+            response_digest=a.response_digest,
+            duration_ms=a.duration_ms,
+            started_at=a.started_at,
+            finished_at=a.finished_at,
         )
 
 
@@ -52,7 +58,8 @@ class ReportActionResultInput:
     payload_digest: str
     status: ResultStatus
     terminal: bool = strawberry.field(
-        default=False, description="For FAILED: true ends delivery; false retries it.")
+        default=False, description="For FAILED: true ends delivery; false retries it."
+    )
     retry_after_seconds: int | None = None
     error_code: str | None = None
     provider_request_id: str | None = None
@@ -86,4 +93,3 @@ class ProposeCompensationInput:
     idempotency_key: str
     subject: JSON | None = None
     preconditions: JSON | None = None
-

@@ -24,8 +24,9 @@ class RecordingJobs:
 
     enqueued: list[tuple[str, datetime | None]] = field(default_factory=list)
 
-    async def enqueue_delivery(self, proposal_id: str, attempt: int,
-                               at: datetime | None = None) -> None:
+    async def enqueue_delivery(
+        self, proposal_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
         self.enqueued.append((delivery_job_id(proposal_id, attempt), at))
 
 
@@ -49,12 +50,18 @@ def settings(database_url: str) -> Settings:
 
 
 @pytest.fixture
-async def worker(engine: AsyncEngine, settings: Settings,
-                 clean_database: None) -> AsyncIterator[Worker]:
+async def worker(
+    engine: AsyncEngine, settings: Settings, clean_database: None
+) -> AsyncIterator[Worker]:
     """A worker process's ``ctx``; jitter is pinned so backoff is exactly its upper bound."""
     jobs = RecordingJobs()
     http = open_http_client()
-    services = Services(settings=settings, sessionmaker=create_sessionmaker(engine, jobs=jobs),
-                        http=http, jobs=jobs, jitter=lambda: 1.0)
+    services = Services(
+        settings=settings,
+        sessionmaker=create_sessionmaker(engine, jobs=jobs),
+        http=http,
+        jobs=jobs,
+        jitter=lambda: 1.0,
+    )
     yield Worker(ctx={CTX_KEY: services}, jobs=jobs)
     await http.aclose()

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,20 +48,26 @@ class Workers:
     def __init__(self, settings: Settings, logs: Path) -> None:
         assert settings.redis_url is not None
         self.logs = logs
-        self.env = {**os.environ,
-                    "SIGNOFF_DATABASE_URL": settings.database_url,
-                    "SIGNOFF_REDIS_URL": settings.redis_url,
-                    "SIGNOFF_ARQ_QUEUE": settings.arq_queue,
-                    "SIGNOFF_DELIVERY_LEASE_SECONDS": "5",
-                    "SIGNOFF_SWEEP_INTERVAL_SECONDS": "1",
-                    "SIGNOFF_JOB_TIMEOUT_SECONDS": "10",
-                    "SIGNOFF_LOG_LEVEL": "warning"}
+        self.env = {
+            **os.environ,
+            "SIGNOFF_DATABASE_URL": settings.database_url,
+            "SIGNOFF_REDIS_URL": settings.redis_url,
+            "SIGNOFF_ARQ_QUEUE": settings.arq_queue,
+            "SIGNOFF_DELIVERY_LEASE_SECONDS": "5",
+            "SIGNOFF_SWEEP_INTERVAL_SECONDS": "1",
+            "SIGNOFF_JOB_TIMEOUT_SECONDS": "10",
+            "SIGNOFF_LOG_LEVEL": "warning",
+        }
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> subprocess.Popen[bytes]:
         with (self.logs / f"worker-{len(self.processes)}.log").open("wb") as log:
-            process = subprocess.Popen([sys.executable, "-m", "signoff", "worker"],
-                                       env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "signoff", "worker"],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         self.processes.append(process)
         return process
 
@@ -96,15 +102,34 @@ async def approve_many(world: World, count: int) -> list[dict[str, Any]]:
     return proposals
 
 
+async def eventually(check: Callable[[], Any], seconds: float, until: Any = True) -> None:
+    """Poll ``check`` (a function or a coroutine function) until it returns ``until``."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value == until:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"still not {until} after {seconds} s")
+
+
 async def applied_count(sessionmaker: SessionMaker) -> int:
     async with sessionmaker() as session:
-        count: int = (await session.exec(select(func.count()).where(
-            col(Proposal.state) == ProposalState.APPLIED.value))).one()
+        count: int = (
+            await session.exec(
+                select(func.count()).where(col(Proposal.state) == ProposalState.APPLIED.value)
+            )
+        ).one()
     return count
 
 
 async def test_killing_a_worker_midway_loses_nothing(
-    gql: GraphQLClient, settings: Settings, workers: Workers, sessionmaker: SessionMaker,
+    gql: GraphQLClient,
+    settings: Settings,
+    workers: Workers,
+    sessionmaker: SessionMaker,
 ) -> None:
     async with serve(Receiver([Answer(delay=0.02)])) as receiver:
         world = await build_world(gql, url=receiver.url)
@@ -112,16 +137,12 @@ async def test_killing_a_worker_midway_loses_nothing(
         proposals = await approve_many(world, PROPOSALS)
         victim = workers.start()
         workers.start()
-        async with asyncio.timeout(60):
-            while len(receiver.requests) < KILL_AFTER:
-                await asyncio.sleep(0.02)
+        await eventually(lambda: len(receiver.requests) >= KILL_AFTER, 60)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         killed_at = len(receiver.requests)
         workers.start()
-        async with asyncio.timeout(100):
-            while await applied_count(sessionmaker) < PROPOSALS:
-                await asyncio.sleep(0.25)
+        await eventually(lambda: applied_count(sessionmaker), 100, until=PROPOSALS)
 
     keys = {p["id"]: p["operationKey"] for p in proposals}
     seen = Counter(r.body["action_id"] for r in receiver.requests)
@@ -129,9 +150,15 @@ async def test_killing_a_worker_midway_loses_nothing(
     assert all(r.webhook_id == keys[r.body["action_id"]] for r in receiver.requests)
     assert receiver.refused == 0
     repeats = sum(n - 1 for n in seen.values())
-    logger.warning("crash test: %d proposals, worker killed after %d requests, %d requests "
-                   "in all, %d repeats (same webhook-id) on %d proposals", PROPOSALS, killed_at,
-                   len(receiver.requests), repeats, sum(1 for n in seen.values() if n > 1))
+    logger.warning(
+        "crash test: %d proposals, worker killed after %d requests, %d requests "
+        "in all, %d repeats (same webhook-id) on %d proposals",
+        PROPOSALS,
+        killed_at,
+        len(receiver.requests),
+        repeats,
+        sum(1 for n in seen.values() if n > 1),
+    )
     assert REDIS_URL is not None
     redis = Redis.from_url(REDIS_URL)
     await redis.delete(settings.arq_queue)

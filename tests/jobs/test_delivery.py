@@ -45,7 +45,9 @@ async def read(world: World, proposal_id: str) -> dict[str, Any]:
 
 
 async def test_receiver_answering_200_applies(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)
@@ -58,10 +60,14 @@ async def test_receiver_answering_200_applies(
     [request] = receiver.requests
     assert request.webhook_id == proposal["operationKey"]
     assert request.body == {
-        "schema_version": "1", "action_id": proposal["id"],
-        "operation_key": proposal["operationKey"], "payload_digest": proposal["payloadDigest"],
-        "action_code": "refund.create", "subject": {"order": "o-1"},
-        "payload": {"amount": 100, "currency": "EUR"}, "preconditions": {},
+        "schema_version": "1",
+        "action_id": proposal["id"],
+        "operation_key": proposal["operationKey"],
+        "payload_digest": proposal["payloadDigest"],
+        "action_code": "refund.create",
+        "subject": {"order": "o-1"},
+        "payload": {"amount": 100, "currency": "EUR"},
+        "preconditions": {},
     }
     assert request.headers["webhook-signature"].startswith("v1,")
     assert request.headers["content-type"] == "application/json"
@@ -79,7 +85,9 @@ async def test_receiver_answering_200_applies(
 
 
 async def test_500_twice_then_200_applies_on_the_third_attempt_with_one_webhook_id(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     script = [Answer(500), Answer(503), Answer(200)]
     async with serve(Receiver(script)) as receiver:
@@ -91,13 +99,16 @@ async def test_500_twice_then_200_applies_on_the_third_attempt_with_one_webhook_
         # Backoff 15 s x 2^(attempt-1); jitter pinned to its upper bound.
         assert state["lastErrorCode"] == "RECEIVER_ERROR"
         assert state["nextAttemptAt"] == _iso(clock.now() + timedelta(seconds=15))
-        assert worker.jobs.enqueued[-1] == (f"deliver:{proposal['id']}:2",
-                                            clock.now() + timedelta(seconds=15))
+        assert worker.jobs.enqueued[-1] == (
+            f"deliver:{proposal['id']}:2",
+            clock.now() + timedelta(seconds=15),
+        )
         assert await worker.deliver(proposal["id"]) == "NOT_DUE"
         frozen_clock.advance(15)
         assert await worker.deliver(proposal["id"]) == "FAILED"
         assert (await read(world, proposal["id"]))["nextAttemptAt"] == _iso(
-            clock.now() + timedelta(seconds=30))
+            clock.now() + timedelta(seconds=30)
+        )
         frozen_clock.advance(30)
         assert await worker.deliver(proposal["id"]) == "APPLIED"
 
@@ -105,12 +116,15 @@ async def test_500_twice_then_200_applies_on_the_third_attempt_with_one_webhook_
     assert {r.webhook_id for r in receiver.requests} == {proposal["operationKey"]}
     state = await read(world, proposal["id"])
     assert state["state"] == "APPLIED" and state["deliveryAttemptCount"] == 3
-    assert [(a["attemptNumber"], a["responseClass"], a["statusCode"]) for a in state["attempts"]] \
-        == [(1, "RETRYABLE", 500), (2, "RETRYABLE", 503), (3, "APPLIED", 200)]
+    assert [
+        (a["attemptNumber"], a["responseClass"], a["statusCode"]) for a in state["attempts"]
+    ] == [(1, "RETRYABLE", 500), (2, "RETRYABLE", 503), (3, "APPLIED", 200)]
 
 
 async def test_429_with_retry_after_is_honoured(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     script = [Answer(429, headers={"retry-after": "120"}), Answer(200)]
     async with serve(Receiver(script)) as receiver:
@@ -127,11 +141,16 @@ async def test_429_with_retry_after_is_honoured(
         assert await worker.deliver(proposal["id"]) == "APPLIED"
 
 
-@pytest.mark.parametrize(("status", "code"), [(400, "REQUEST_REJECTED"),
-                                              (412, "PRECONDITION_FAILED"),
-                                              (409, "PRECONDITION_FAILED")])
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(400, "REQUEST_REJECTED"), (412, "PRECONDITION_FAILED"), (409, "PRECONDITION_FAILED")],
+)
 async def test_client_errors_are_terminal(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock, status: int, code: str,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+    status: int,
+    code: str,
 ) -> None:
     async with serve(Receiver([Answer(status)])) as receiver:
         world = await build_world(gql, url=receiver.url)
@@ -147,12 +166,15 @@ async def test_client_errors_are_terminal(
     assert state["attempts"][0]["responseClass"] == "TERMINAL"
     incidents, letters = await _incidents(worker)
     assert [(i.fingerprint, i.occurrence_count) for i in incidents] == [
-        (f"deliver_proposal:{proposal['id']}", 1)]
+        (f"deliver_proposal:{proposal['id']}", 1)
+    ]
     assert [(d.error_code, d.attempt_count) for d in letters] == [(code, 1)]
 
 
 async def test_hanging_receiver_times_out_and_is_retried(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     async with serve(Receiver([Answer(hang=True), Answer(200)])) as receiver:
         world = await build_world(gql, url=receiver.url, timeoutSeconds=1)
@@ -168,7 +190,9 @@ async def test_hanging_receiver_times_out_and_is_retried(
 
 
 async def test_unreachable_receiver_is_retried(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     world = await build_world(gql, url="http://127.0.0.1:9/hook")
     proposal = await approved(world)
@@ -177,10 +201,15 @@ async def test_unreachable_receiver_is_retried(
 
 
 async def test_response_breaking_the_output_schema_is_terminal(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
-    schema = {"type": "object", "required": ["refund_id"],
-              "properties": {"refund_id": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "required": ["refund_id"],
+        "properties": {"refund_id": {"type": "string"}},
+    }
     async with serve(Receiver([Answer(200, body={"refund": 7})])) as receiver:
         world = await build_world(gql, url=receiver.url, output_schema=schema)
         receiver.secret = world.signing_secret
@@ -193,7 +222,9 @@ async def test_response_breaking_the_output_schema_is_terminal(
 
 
 async def test_response_meeting_the_output_schema_applies(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     schema = {"type": "object", "required": ["refund_id"]}
     async with serve(Receiver([Answer(201, body={"refund_id": "r-1"})])) as receiver:
@@ -204,7 +235,9 @@ async def test_response_meeting_the_output_schema_applies(
 
 
 async def test_exhausted_attempts_dead_letter_and_a_second_exhaustion_counts(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     async with serve(Receiver([Answer(500)])) as receiver:
         world = await build_world(gql, url=receiver.url, maxAttempts=2)
@@ -219,9 +252,17 @@ async def test_exhausted_attempts_dead_letter_and_a_second_exhaustion_counts(
         assert incident.occurrence_count == 1 and letter.error_code == "RECEIVER_ERROR"
         await _resolve(worker, incident.id)
 
-        retried = await gql(RETRY, {"input": {"proposalId": proposal["id"],
-                                              "payloadDigest": proposal["payloadDigest"],
-                                              "idempotencyKey": "retry-1"}}, world.admin)
+        retried = await gql(
+            RETRY,
+            {
+                "input": {
+                    "proposalId": proposal["id"],
+                    "payloadDigest": proposal["payloadDigest"],
+                    "idempotencyKey": "retry-1",
+                }
+            },
+            world.admin,
+        )
         assert retried["retryProposal"]["proposal"]["state"] == "QUEUED"
         assert retried["retryProposal"]["proposal"]["deliveryAttemptCount"] == 0
         assert await worker.deliver(proposal["id"]) == "FAILED"

@@ -16,7 +16,9 @@ from tests.receivers import Answer, Receiver, serve
 
 
 async def test_a_lapsed_lease_lets_another_worker_take_over(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     async with serve(Receiver()) as receiver:
         world = await build_world(gql, url=receiver.url)
@@ -42,7 +44,9 @@ async def test_a_lapsed_lease_lets_another_worker_take_over(
 
 
 async def test_the_holder_renews_its_lease(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     world = await build_world(gql)
     proposal = await approved(world)
@@ -60,11 +64,13 @@ async def test_the_holder_renews_its_lease(
 
 
 async def test_the_lease_is_renewed_while_the_receiver_takes_its_time(
-    gql: GraphQLClient, worker: Worker,
+    gql: GraphQLClient,
+    worker: Worker,
 ) -> None:
     """Real time: a 1 s lease, renewed every third of a second, outlives a 1.5 s response."""
-    worker.services.settings = dataclasses.replace(worker.services.settings,
-                                                   delivery_lease_seconds=1)
+    worker.services.settings = dataclasses.replace(
+        worker.services.settings, delivery_lease_seconds=1
+    )
     async with serve(Receiver([Answer(delay=1.5)])) as receiver:
         world = await build_world(gql, url=receiver.url)
         receiver.secret = world.signing_secret
@@ -78,7 +84,9 @@ async def test_the_lease_is_renewed_while_the_receiver_takes_its_time(
 
 
 async def test_concurrent_claims_have_one_winner(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     world = await build_world(gql)
     proposal = await approved(world)
@@ -93,7 +101,9 @@ async def test_concurrent_claims_have_one_winner(
 
 
 async def test_an_expired_action_is_never_sent(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     async with serve(Receiver()) as receiver:
         world = await build_world(gql, url=receiver.url)
@@ -107,7 +117,9 @@ async def test_an_expired_action_is_never_sent(
 
 
 async def test_a_payload_changed_after_approval_is_never_sent(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     async with serve(Receiver()) as receiver:
         world = await build_world(gql, url=receiver.url)
@@ -123,7 +135,9 @@ async def test_a_payload_changed_after_approval_is_never_sent(
 
 
 async def test_bounded_auto_proposals_are_due_at_once(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     async with serve(Receiver()) as receiver:
         world = await build_world(gql, url=receiver.url, approval_mode="BOUNDED_AUTO")

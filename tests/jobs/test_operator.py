@@ -20,8 +20,9 @@ mutation($input: ProposeCompensationInput!) {
 """
 
 
-async def failed_terminally(gql: GraphQLClient, worker: Worker,
-                            status: int = 400) -> tuple[World, dict[str, Any]]:
+async def failed_terminally(
+    gql: GraphQLClient, worker: Worker, status: int = 400
+) -> tuple[World, dict[str, Any]]:
     async with serve(Receiver([Answer(status)])) as receiver:
         world = await build_world(gql, url=receiver.url)
         receiver.secret = world.signing_secret
@@ -31,12 +32,20 @@ async def failed_terminally(gql: GraphQLClient, worker: Worker,
 
 
 def retry(proposal: dict[str, Any], key: str | None = "k-1", **extra: Any) -> dict[str, Any]:
-    return {"input": {"proposalId": proposal["id"], "payloadDigest": proposal["payloadDigest"],
-                      "idempotencyKey": key, **extra}}
+    return {
+        "input": {
+            "proposalId": proposal["id"],
+            "payloadDigest": proposal["payloadDigest"],
+            "idempotencyKey": key,
+            **extra,
+        }
+    }
 
 
 async def test_retry_is_for_terminal_failures_with_the_exact_digest(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     world, proposal = await failed_terminally(gql, worker)
     mismatch = await gql.error(RETRY, retry(proposal, payloadDigest="sha256:00"), world.admin)
@@ -55,30 +64,50 @@ async def test_retry_is_for_terminal_failures_with_the_exact_digest(
 
 
 async def test_concurrent_retries_queue_once(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     world, proposal = await failed_terminally(gql, worker)
-    answers = await asyncio.gather(*(gql.raw(RETRY, retry(proposal, key=f"k-{i}"), world.admin)
-                                     for i in range(6)))
-    codes = sorted(a["errors"][0]["extensions"]["code"] if a.get("errors") else "OK"
-                   for a in answers)
+    answers = await asyncio.gather(
+        *(gql.raw(RETRY, retry(proposal, key=f"k-{i}"), world.admin) for i in range(6))
+    )
+    codes = sorted(
+        a["errors"][0]["extensions"]["code"] if a.get("errors") else "OK" for a in answers
+    )
     assert codes == ["NOT_RETRYABLE"] * 5 + ["OK"]
 
 
 async def test_an_applied_action_can_be_compensated(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     world, proposal = await failed_terminally(gql, worker, 200)
-    unavailable = await gql.error(COMPENSATE, {"input": {
-        "proposalId": (await world.propose())["proposal"]["id"], "targetId": world.target_id,
-        "actionCode": "refund.reverse", "payload": {"amount": 100, "currency": "EUR"},
-        "idempotencyKey": "c-0"}}, world.admin)
+    unavailable = await gql.error(
+        COMPENSATE,
+        {
+            "input": {
+                "proposalId": (await world.propose())["proposal"]["id"],
+                "targetId": world.target_id,
+                "actionCode": "refund.reverse",
+                "payload": {"amount": 100, "currency": "EUR"},
+                "idempotencyKey": "c-0",
+            }
+        },
+        world.admin,
+    )
     assert unavailable.code == "COMPENSATION_UNAVAILABLE"
 
-    request = {"input": {"proposalId": proposal["id"], "targetId": world.target_id,
-                         "actionCode": "refund.reverse",
-                         "payload": {"amount": 100, "currency": "EUR"},
-                         "idempotencyKey": "c-1"}}
+    request = {
+        "input": {
+            "proposalId": proposal["id"],
+            "targetId": world.target_id,
+            "actionCode": "refund.reverse",
+            "payload": {"amount": 100, "currency": "EUR"},
+            "idempotencyKey": "c-1",
+        }
+    }
     made = (await gql(COMPENSATE, request, world.admin))["proposeCompensation"]
     assert made["replayed"] is False
     assert made["proposal"]["state"] == "APPROVAL_REQUIRED"

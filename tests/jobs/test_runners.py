@@ -49,20 +49,27 @@ class TestEmbedded:
 
 def arq_settings(database_url: str, queue: str) -> Settings:
     assert REDIS_URL is not None
-    return Settings(database_url=database_url, redis_url=REDIS_URL, arq_queue=queue,
-                    sweep_interval_seconds=1)
+    return Settings(
+        database_url=database_url, redis_url=REDIS_URL, arq_queue=queue, sweep_interval_seconds=1
+    )
 
 
 @contextlib.asynccontextmanager
 async def arq_worker(settings: Settings) -> AsyncIterator[Worker]:
     """An arq worker in this process, on the test's own queue."""
     assert settings.redis_url is not None
-    worker = Worker(functions=WorkerSettings.functions,
-                    cron_jobs=sweeps(settings.sweep_interval_seconds, settings.arq_queue),
-                    on_startup=startup, on_shutdown=shutdown,
-                    redis_settings=RedisSettings.from_dsn(settings.redis_url),
-                    queue_name=settings.arq_queue, ctx={"settings": settings},
-                    handle_signals=False, poll_delay=0.05, keep_result=0)
+    worker = Worker(
+        functions=WorkerSettings.functions,
+        cron_jobs=sweeps(settings.sweep_interval_seconds, settings.arq_queue),
+        on_startup=startup,
+        on_shutdown=shutdown,
+        redis_settings=RedisSettings.from_dsn(settings.redis_url),
+        queue_name=settings.arq_queue,
+        ctx={"settings": settings},
+        handle_signals=False,
+        poll_delay=0.05,
+        keep_result=0,
+    )
     task = asyncio.create_task(worker.async_run())
     try:
         yield worker
@@ -83,7 +90,9 @@ class TestArq:
         return arq_settings(database_url, f"signoff:test:{uuid.uuid4().hex}")
 
     async def test_approving_enqueues_and_a_worker_delivers(
-        self, gql: GraphQLClient, settings: Settings,
+        self,
+        gql: GraphQLClient,
+        settings: Settings,
     ) -> None:
         async with serve(Receiver()) as receiver, arq_worker(settings):
             world = await build_world(gql, url=receiver.url)
@@ -102,10 +111,10 @@ class TestArq:
             await jobs.enqueue_delivery("p-1", 1)
             await jobs.enqueue_delivery("p-1", 2)
             queued = await jobs.redis.queued_jobs(queue_name=settings.arq_queue)
-            assert sorted(job.job_id or "" for job in queued) == ["deliver:p-1:1",
-                                                                  "deliver:p-1:2"]
+            assert sorted(job.job_id or "" for job in queued) == ["deliver:p-1:1", "deliver:p-1:2"]
         finally:
             if jobs.redis is not None:
-                await jobs.redis.delete(settings.arq_queue, "arq:job:deliver:p-1:1",
-                                        "arq:job:deliver:p-1:2")
+                await jobs.redis.delete(
+                    settings.arq_queue, "arq:job:deliver:p-1:1", "arq:job:deliver:p-1:2"
+                )
             await jobs.stop()

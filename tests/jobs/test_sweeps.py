@@ -14,7 +14,9 @@ from tests.jobs.test_delivery import approved, read
 
 
 async def test_sweep_enqueues_due_proposals_and_lapsed_leases(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     world = await build_world(gql)
     proposal = await approved(world)
@@ -32,7 +34,9 @@ async def test_sweep_enqueues_due_proposals_and_lapsed_leases(
 
 
 async def test_lapsed_approvals_are_cancelled_and_their_tasks_expired(
-    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock,
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
 ) -> None:
     world = await build_world(gql)
     proposed = await world.propose(expiresInSeconds=60)
@@ -42,17 +46,30 @@ async def test_lapsed_approvals_are_cancelled_and_their_tasks_expired(
     assert await expire_due_proposals(worker.ctx) == 1
     assert await expire_due_proposals(worker.ctx) == 0
 
-    state = await world.gql("query($id: ID!) { proposal(id: $id) { state task { state } } }",
-                            {"id": proposal["id"]}, world.admin)
+    state = await world.gql(
+        "query($id: ID!) { proposal(id: $id) { state task { state } } }",
+        {"id": proposal["id"]},
+        world.admin,
+    )
     assert state["proposal"] == {"state": "CANCELLED", "task": {"state": "EXPIRED"}}
     refused = await world.gql.error(
         "mutation($i: DecideProposalInput!) { decideProposal(input: $i) { replayed } }",
-        {"i": {"proposalId": proposal["id"], "decision": "APPROVED",
-               "payloadDigest": proposal["payloadDigest"]}}, world.reviewers[0])
+        {
+            "i": {
+                "proposalId": proposal["id"],
+                "decision": "APPROVED",
+                "payloadDigest": proposal["payloadDigest"],
+            }
+        },
+        world.reviewers[0],
+    )
     assert refused.code == "NOT_AWAITING_APPROVAL"
     async with worker.services.sessionmaker() as session:
-        events = (await session.exec(select(AuditEvent.action).where(
-            AuditEvent.target_id == proposal["id"]))).all()
+        events = (
+            await session.exec(
+                select(AuditEvent.action).where(AuditEvent.target_id == proposal["id"])
+            )
+        ).all()
     assert "proposal.expired" in events
     assert task["state"] == "OPEN"
     assert (await read(world, proposal["id"]))["nextAttemptAt"] is None

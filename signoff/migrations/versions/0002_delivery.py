@@ -21,21 +21,25 @@ JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgres
 
 def upgrade() -> None:
     with op.batch_alter_table("proposals", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("delivery_attempt_count", sa.Integer(), nullable=False,
-                                      server_default="0"))
-        batch_op.add_column(sa.Column("delivery_terminal", sa.Boolean(), nullable=False,
-                                      server_default=sa.false()))
-        batch_op.add_column(sa.Column("next_attempt_at", sa.DateTime(timezone=True),
-                                      nullable=True))
-        batch_op.add_column(sa.Column("lease_expires_at", sa.DateTime(timezone=True),
-                                      nullable=True))
+        batch_op.add_column(
+            sa.Column("delivery_attempt_count", sa.Integer(), nullable=False, server_default="0")
+        )
+        batch_op.add_column(
+            sa.Column("delivery_terminal", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
+        batch_op.add_column(sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(
+            sa.Column("lease_expires_at", sa.DateTime(timezone=True), nullable=True)
+        )
         batch_op.add_column(sa.Column("last_error_code", sa.String(length=64), nullable=True))
         batch_op.add_column(sa.Column("accepted_at", sa.DateTime(timezone=True), nullable=True))
         batch_op.add_column(sa.Column("applied_at", sa.DateTime(timezone=True), nullable=True))
-        batch_op.add_column(sa.Column("compensates_proposal_id", sa.String(length=36),
-                                      nullable=True))
-        batch_op.create_foreign_key("fk_proposals_compensates", "proposals",
-                                    ["compensates_proposal_id"], ["id"])
+        batch_op.add_column(
+            sa.Column("compensates_proposal_id", sa.String(length=36), nullable=True)
+        )
+        batch_op.create_foreign_key(
+            "fk_proposals_compensates", "proposals", ["compensates_proposal_id"], ["id"]
+        )
         batch_op.create_index("ix_proposals_due", ["state", "next_attempt_at"], unique=False)
         batch_op.create_index("ix_proposals_lease", ["state", "lease_expires_at"], unique=False)
     # Work already queued when this migration runs is due now.
@@ -58,8 +62,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("delivery_attempts", schema=None) as batch_op:
-        batch_op.create_index("ix_attempts_proposal", ["proposal_id", "started_at", "id"],
-                              unique=False)
+        batch_op.create_index(
+            "ix_attempts_proposal", ["proposal_id", "started_at", "id"], unique=False
+        )
 
     op.create_table(
         "incidents",
@@ -81,8 +86,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("fingerprint"),
     )
     with op.batch_alter_table("incidents", schema=None) as batch_op:
-        batch_op.create_index("ix_incidents_state_seen", ["state", "last_seen_at", "id"],
-                              unique=False)
+        batch_op.create_index(
+            "ix_incidents_state_seen", ["state", "last_seen_at", "id"], unique=False
+        )
 
     op.create_table(
         "dead_letters",
@@ -100,10 +106,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("dead_letters", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_dead_letters_incident_id"), ["incident_id"],
-                              unique=False)
-        batch_op.create_index(batch_op.f("ix_dead_letters_proposal_id"), ["proposal_id"],
-                              unique=False)
+        batch_op.create_index(
+            batch_op.f("ix_dead_letters_incident_id"), ["incident_id"], unique=False
+        )
+        batch_op.create_index(
+            batch_op.f("ix_dead_letters_proposal_id"), ["proposal_id"], unique=False
+        )
 
 
 def downgrade() -> None:
@@ -114,7 +122,14 @@ def downgrade() -> None:
         batch_op.drop_index("ix_proposals_lease")
         batch_op.drop_index("ix_proposals_due")
         batch_op.drop_constraint("fk_proposals_compensates", type_="foreignkey")
-        for column in ("compensates_proposal_id", "applied_at", "accepted_at", "last_error_code",
-                       "lease_expires_at", "next_attempt_at", "delivery_terminal",
-                       "delivery_attempt_count"):
+        for column in (
+            "compensates_proposal_id",
+            "applied_at",
+            "accepted_at",
+            "last_error_code",
+            "lease_expires_at",
+            "next_attempt_at",
+            "delivery_terminal",
+            "delivery_attempt_count",
+        ):
             batch_op.drop_column(column)
