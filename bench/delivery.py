@@ -144,14 +144,23 @@ async def world(sessionmaker: SessionMaker, port: int) -> tuple[str, str, Viewer
 
 
 async def approve_all(
-    sessionmaker: SessionMaker, target_id: str, agent: Viewer, reviewer: Viewer, n: int
+    sessionmaker: SessionMaker,
+    target_id: str,
+    agent: Viewer,
+    reviewer: Viewer,
+    n: int,
+    rate: float | None,
 ) -> dict[str, float]:
-    """Propose and approve ``n`` actions; returns operation key -> approval commit time."""
+    """Propose and approve ``n`` actions, paced at ``rate`` per second if given;
+    returns operation key -> approval commit time."""
     committed: dict[str, float] = {}
     keys = iter(range(n))
+    start = time.time()
 
     async def approver() -> None:
         for i in keys:
+            if rate is not None:
+                await asyncio.sleep(max(0.0, start + i / rate - time.time()))
             key = f"bench-{i}"
             async with sessionmaker() as session:
                 proposed = await propose_action(
@@ -188,7 +197,9 @@ def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "signoff", "worker"], env=env)
 
 
-async def run(n: int, database_url: str | None, redis_url: str | None, backlog: bool) -> None:
+async def run(
+    n: int, database_url: str | None, redis_url: str | None, backlog: bool, rate: float | None
+) -> None:
     async with fresh_database(database_url) as url:
         settings = Settings(
             database_url=normalise_database_url(url),
@@ -201,32 +212,35 @@ async def run(n: int, database_url: str | None, redis_url: str | None, backlog: 
         sessionmaker = create_sessionmaker(engine, jobs=jobs)
         receiver = Receiver(expected=n)
         worker = None
-        async with serve(receiver) as port:
-            target_id, receiver.secret, agent, reviewer = await world(sessionmaker, port)
-            if isinstance(jobs, ArqJobs):
-                await jobs.start()
-            started = time.time()
-            if backlog:
-                committed = await approve_all(sessionmaker, target_id, agent, reviewer, n)
-                approved = time.time()
-            if isinstance(jobs, ArqJobs):
-                worker = start_worker(settings)
-            else:
-                await jobs.start(sessionmaker)
-            if not backlog:
-                await asyncio.sleep(2)  # let the worker connect before the clock starts
+        try:
+            async with serve(receiver) as port:
+                target_id, receiver.secret, agent, reviewer = await world(sessionmaker, port)
+                if isinstance(jobs, ArqJobs):
+                    await jobs.start()
                 started = time.time()
-                committed = await approve_all(sessionmaker, target_id, agent, reviewer, n)
-                approved = time.time()
-            await asyncio.wait_for(receiver.done.wait(), timeout=600)
-            finished = max(receiver.seen.values())
+                if backlog:
+                    committed = await approve_all(sessionmaker, target_id, agent, reviewer, n, rate)
+                    approved = time.time()
+                if isinstance(jobs, ArqJobs):
+                    worker = start_worker(settings)
+                else:
+                    await jobs.start(sessionmaker)
+                if not backlog:
+                    await asyncio.sleep(2)  # let the worker connect before the clock starts
+                    started = time.time()
+                    committed = await approve_all(sessionmaker, target_id, agent, reviewer, n, rate)
+                    approved = time.time()
+                await asyncio.wait_for(receiver.done.wait(), timeout=600)
+                finished = max(receiver.seen.values())
+        finally:
             await jobs.stop()
             if worker is not None:
                 worker.terminate()
                 worker.wait()
         await engine.dispose()
     mode = "PostgreSQL + Redis, one `signoff worker`" if redis_url else "SQLite, in-process runner"
-    print(f"{mode}: {n} deliveries, {'backlog' if backlog else 'live'}")
+    pace = "backlog" if backlog else f"live, approvals paced at {rate}/s" if rate else "live"
+    print(f"{mode}: {n} deliveries, {pace}")
     if backlog:
         first = min(receiver.seen.values())
         print(f"  approvals (worker stopped): {n / (approved - started):.0f}/s")
@@ -262,8 +276,9 @@ def main() -> None:
         action="store_true",
         help="approve all first, then start the worker: its drain rate",
     )
+    parser.add_argument("--rate", type=float, help="approvals per second (default: flat out)")
     args = parser.parse_args()
-    asyncio.run(run(args.n, args.database_url, args.redis_url, args.backlog))
+    asyncio.run(run(args.n, args.database_url, args.redis_url, args.backlog, args.rate))
 
 
 if __name__ == "__main__":
