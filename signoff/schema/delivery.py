@@ -9,22 +9,23 @@ import strawberry
 from strawberry.scalars import JSON
 
 from signoff import models
-from signoff.resolvers.results import ResultStatus as ResultStatusModel
+from signoff.resolvers.results import ResultStatus
 
 if TYPE_CHECKING:
     from signoff.schema.proposal import Proposal
 
 LazyProposal = Annotated["Proposal", strawberry.lazy("signoff.schema.proposal")]
 
-ResponseClass = strawberry.enum(models.ResponseClass, name="ResponseClass")
-ResultStatus = strawberry.enum(ResultStatusModel, name="ResultStatus")
+# strawberry.enum registers the enum class itself, so the model enums annotate the fields.
+strawberry.enum(models.ResponseClass, name="ResponseClass")
+strawberry.enum(ResultStatus, name="ResultStatus")
 
 
 @strawberry.type(description="One HTTP attempt to deliver a proposal. Digests, never bodies.")
 class DeliveryAttempt:
     id: strawberry.ID
     attempt_number: int
-    response_class: ResponseClass
+    response_class: models.ResponseClass
     status_code: int | None
     error_code: str | None
     request_digest: str = strawberry.field(description="sha256 of the exact request body sent.")
