@@ -18,8 +18,9 @@ from signoff.models import Role
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = Settings.from_env()
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     try:
         args.run(args, settings)
     except SignoffError as exc:
@@ -42,11 +43,17 @@ def _parser() -> argparse.ArgumentParser:
     token = commands.add_parser("token", help="manage API tokens")
     token_commands = token.add_subparsers(required=True, metavar="ACTION")
     create = token_commands.add_parser(
-        "create", help="create (or reuse) an actor and print a new token on the last line")
+        "create", help="create (or reuse) an actor and print a new token on the last line"
+    )
     create.add_argument("--name", required=True)
     create.add_argument("--role", required=True, choices=[r.value for r in Role])
-    create.add_argument("--queue", action="append", default=[], metavar="SLUG",
-                        help="queue the actor reviews (repeatable)")
+    create.add_argument(
+        "--queue",
+        action="append",
+        default=[],
+        metavar="SLUG",
+        help="queue the actor reviews (repeatable)",
+    )
     create.set_defaults(run=_token_create)
     return parser
 
@@ -87,13 +94,15 @@ def _token_create(args: argparse.Namespace, settings: Settings) -> None:
         try:
             await migrate(engine)
             async with create_sessionmaker(engine)() as session:
-                created = await create_token(session=session, name=args.name,
-                                             role=Role(args.role), queue_slugs=args.queue)
+                created = await create_token(
+                    session=session, name=args.name, role=Role(args.role), queue_slugs=args.queue
+                )
                 return created.token
         finally:
             await engine.dispose()
 
     token = asyncio.run(run())
-    print(f"Token for {args.name} ({args.role}); it is shown once, keep it secret:",
-          file=sys.stderr)
+    print(
+        f"Token for {args.name} ({args.role}); it is shown once, keep it secret:", file=sys.stderr
+    )
     print(token)

@@ -94,12 +94,16 @@ async def propose_action(
         action_code=require_text(action_code, "actionCode", 1, 200),
         subject=require_object({} if subject is None else subject, "subject"),
         payload=require_object(payload, "payload"),
-        preconditions=require_object({} if preconditions is None else preconditions,
-                                     "preconditions"),
+        preconditions=require_object(
+            {} if preconditions is None else preconditions, "preconditions"
+        ),
         operation_key=require_text(operation_key, "operationKey", 1, 200),
         expires_in_seconds=require_range(
-            expires_in_seconds, "expiresInSeconds", PROPOSAL_EXPIRY_MIN_SECONDS,
-            PROPOSAL_EXPIRY_MAX_SECONDS, PROPOSAL_EXPIRY_DEFAULT_SECONDS,
+            expires_in_seconds,
+            "expiresInSeconds",
+            PROPOSAL_EXPIRY_MIN_SECONDS,
+            PROPOSAL_EXPIRY_MAX_SECONDS,
+            PROPOSAL_EXPIRY_DEFAULT_SECONDS,
         ),
     )
     replay = await _replay(session, viewer, request)
@@ -115,9 +119,16 @@ async def propose_action(
     session.add(proposal)
     if task is not None:
         session.add(task)
-    audit.record(session, actor_id=viewer.id, action="proposal.proposed",
-                 target_type="proposal", target_id=proposal.id, state=proposal.state,
-                 payload_digest=proposal.payload_digest, operation_key=request.operation_key)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="proposal.proposed",
+        target_type="proposal",
+        target_id=proposal.id,
+        state=proposal.state,
+        payload_digest=proposal.payload_digest,
+        operation_key=request.operation_key,
+    )
     try:
         await session.flush()
     except IntegrityError:
@@ -227,8 +238,10 @@ async def get_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: st
     return proposal
 
 
-PROPOSAL_ORDER = (Order(col(Proposal.created_at), descending=True),
-                  Order(col(Proposal.id), descending=True))
+PROPOSAL_ORDER = (
+    Order(col(Proposal.created_at), descending=True),
+    Order(col(Proposal.id), descending=True),
+)
 
 
 async def list_proposals(

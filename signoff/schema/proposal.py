@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.scalars import JSON
 
+import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.schema.actor import Actor, load_actor
-from signoff.schema.enums import Decision, ProposalState
 from signoff.schema.queue import Queue, load_queue
 from signoff.schema.target import Target, load_target
 
@@ -23,7 +23,7 @@ LazyTask = Annotated["HumanTask", strawberry.lazy("signoff.schema.task")]
 @strawberry.type(description="One reviewer's decision on a proposal.")
 class Approval:
     id: strawberry.ID
-    decision: Decision
+    decision: models.Decision
     payload_digest: str
     reason: str | None
     created_at: datetime
@@ -37,21 +37,27 @@ class Approval:
 
     @classmethod
     def from_model(cls, approval: models.Approval) -> Approval:
-        return cls(id=strawberry.ID(approval.id), decision=models.Decision(approval.decision),
-                   payload_digest=approval.payload_digest, reason=approval.reason,
-                   created_at=approval.created_at, approver_id=approval.approver_id)
+        return cls(
+            id=strawberry.ID(approval.id),
+            decision=models.Decision(approval.decision),
+            payload_digest=approval.payload_digest,
+            reason=approval.reason,
+            created_at=approval.created_at,
+            approver_id=approval.approver_id,
+        )
 
 
 @strawberry.type(description="A proposed side-effecting action and where it stands.")
 class Proposal:
     id: strawberry.ID
-    state: ProposalState
+    state: models.ProposalState
     action_code: str
     subject: JSON
     payload: JSON
     preconditions: JSON
     payload_digest: str = strawberry.field(
-        description="What a reviewer approves: decideProposal must name this exact digest.")
+        description="What a reviewer approves: decideProposal must name this exact digest."
+    )
     operation_key: str
     required_approvals: int
     approval_count: int
@@ -92,13 +98,23 @@ class Proposal:
     @classmethod
     def from_model(cls, p: models.Proposal) -> Proposal:
         return cls(
-            id=strawberry.ID(p.id), state=models.ProposalState(p.state),
-            action_code=p.action_code, subject=p.subject, payload=p.payload,
-            preconditions=p.preconditions, payload_digest=p.payload_digest,
-            operation_key=p.operation_key, required_approvals=p.required_approvals,
-            approval_count=p.approval_count, expires_at=p.expires_at, decided_at=p.decided_at,
-            created_at=p.created_at, updated_at=p.updated_at, target_id=p.target_id,
-            queue_id=p.queue_id, proposed_by_id=p.proposed_by_id,
+            id=strawberry.ID(p.id),
+            state=models.ProposalState(p.state),
+            action_code=p.action_code,
+            subject=JSON(p.subject),
+            payload=JSON(p.payload),
+            preconditions=JSON(p.preconditions),
+            payload_digest=p.payload_digest,
+            operation_key=p.operation_key,
+            required_approvals=p.required_approvals,
+            approval_count=p.approval_count,
+            expires_at=p.expires_at,
+            decided_at=p.decided_at,
+            created_at=p.created_at,
+            updated_at=p.updated_at,
+            target_id=p.target_id,
+            queue_id=p.queue_id,
+            proposed_by_id=p.proposed_by_id,
         )
 
 
@@ -108,11 +124,13 @@ class ProposeActionInput:
     action_code: str
     payload: JSON
     operation_key: str = strawberry.field(
-        description="Your idempotency key: the same key with the same content replays.")
+        description="Your idempotency key: the same key with the same content replays."
+    )
     subject: JSON | None = None
     preconditions: JSON | None = None
     expires_in_seconds: int | None = strawberry.field(
-        default=None, description="Approval deadline, 60 s to 31 days (default 24 h).")
+        default=None, description="Approval deadline, 60 s to 31 days (default 24 h)."
+    )
 
 
 @strawberry.type
@@ -125,7 +143,7 @@ class ProposeActionPayload:
 @strawberry.input
 class DecideProposalInput:
     proposal_id: strawberry.ID
-    decision: Decision
+    decision: models.Decision
     payload_digest: str
     reason: str | None = None
     idempotency_key: str | None = None
