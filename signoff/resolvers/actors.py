@@ -108,4 +108,6 @@ async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:
     if not rows:
         raise Unauthenticated("The API token is not valid.")
     actor = rows[0][0]
+    # Detached, so that a rollback later in the request cannot expire who is asking.
+    session.expunge(actor)
     return Viewer(actor=actor, queue_ids=frozenset(q for _, q in rows if q is not None))
