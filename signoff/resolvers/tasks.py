@@ -126,17 +126,10 @@ async def claim_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> 
     assert queue is not None  # tasks reference their queue
     now = clock.now()
     previous = task.assignee_id if claim_lapsed(task, now) else None
-    claimable = or_(
-        col(HumanTask.state) == TaskState.OPEN.value,
-        and_(
-            col(HumanTask.state) == TaskState.CLAIMED.value,
-            or_(col(HumanTask.assignee_id) == viewer.id, col(HumanTask.claim_expires_at) <= now),
-        ),
-    )
     claimed = await _transition(
         session,
         task.id,
-        claimable,
+        _workable_by(viewer, now),
         state=TaskState.CLAIMED.value,
         assignee_id=viewer.id,
         claim_expires_at=now + timedelta(seconds=queue.claim_ttl_seconds),
@@ -287,17 +280,10 @@ async def _complete_approval(
 async def _complete_free(
     session: AsyncSession, viewer: Viewer, task: HumanTask, response: dict[str, Any], now: datetime
 ) -> HumanTask:
-    open_or_mine = or_(
-        col(HumanTask.state) == TaskState.OPEN.value,
-        and_(
-            col(HumanTask.state) == TaskState.CLAIMED.value,
-            or_(col(HumanTask.assignee_id) == viewer.id, col(HumanTask.claim_expires_at) <= now),
-        ),
-    )
     done = await _transition(
         session,
         task.id,
-        open_or_mine,
+        _workable_by(viewer, now),
         state=TaskState.COMPLETED.value,
         response=response,
         completed_by_id=viewer.id,
@@ -319,6 +305,17 @@ async def _complete_free(
         response=response,
     )
     return done
+
+
+def _workable_by(viewer: Viewer, now: datetime) -> Any:
+    """Open, held by ``viewer``, or held by someone whose lease has lapsed."""
+    return or_(
+        col(HumanTask.state) == TaskState.OPEN.value,
+        and_(
+            col(HumanTask.state) == TaskState.CLAIMED.value,
+            or_(col(HumanTask.assignee_id) == viewer.id, col(HumanTask.claim_expires_at) <= now),
+        ),
+    )
 
 
 async def _transition(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from signoff.clock import FrozenClock
-from tests.helpers import CLAIM, GraphQLClient, build_world
+from tests.helpers import CLAIM, DECIDE, GraphQLClient, build_world
 
 TASK = "query($id: ID!) { task(id: $id) { state claimExpiresAt assignee { name } } }"
 RELEASE = """mutation($id: ID!) { releaseTask(input: {taskId: $id, reason: "Lunch"})
@@ -54,3 +54,24 @@ async def test_an_operator_can_release_a_stuck_claim(gql: GraphQLClient) -> None
     await gql(CLAIM, {"id": task_id}, world.reviewers[0])
     released = (await gql(RELEASE, {"id": task_id}, world.admin))["releaseTask"]
     assert released["state"] == "OPEN"
+
+
+async def test_a_proposal_past_its_deadline_cannot_be_decided(
+    gql: GraphQLClient, frozen_clock: FrozenClock
+) -> None:
+    world = await build_world(gql)
+    proposal = (await world.propose(expiresInSeconds=60))["proposal"]
+    frozen_clock.advance(61)
+    error = await gql.error(
+        DECIDE,
+        {
+            "input": {
+                "proposalId": proposal["id"],
+                "decision": "APPROVED",
+                "payloadDigest": proposal["payloadDigest"],
+            }
+        },
+        world.reviewers[0],
+    )
+    assert error.code == "NOT_AWAITING_APPROVAL"
+    assert "deadline" in error.errors[0]["message"]
