@@ -26,8 +26,8 @@ test: $(BIN)/signoff
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(BIN)/signoff
-	$(BIN)/ruff check signoff tests bench
-	$(BIN)/ruff format --check signoff tests bench
+	$(BIN)/ruff check signoff tests $(wildcard bench)
+	$(BIN)/ruff format --check signoff tests $(wildcard bench)
 
 typecheck: $(BIN)/signoff
 	$(BIN)/mypy signoff

@@ -69,8 +69,14 @@ class BodySizeLimit:
 
 def _too_large(limit: int) -> Response:
     return JSONResponse(
-        {"errors": [{"message": f"The request body is over {limit} bytes.",
-                     "extensions": {"code": "REQUEST_TOO_LARGE"}}]},
+        {
+            "errors": [
+                {
+                    "message": f"The request body is over {limit} bytes.",
+                    "extensions": {"code": "REQUEST_TOO_LARGE"},
+                }
+            ]
+        },
         status_code=413,
     )
 
@@ -113,8 +119,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 await conn.execute(text("SELECT 1"))
         except Exception as exc:
             logger.warning("readiness check failed: %s", type(exc).__name__)
-            return JSONResponse({"status": "unavailable", "database": "unreachable"},
-                                status_code=503)
+            return JSONResponse(
+                {"status": "unavailable", "database": "unreachable"}, status_code=503
+            )
         return JSONResponse({"status": "ok", "database": "ok"})
 
     @asynccontextmanager

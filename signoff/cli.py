@@ -18,8 +18,9 @@ from signoff.models import Role
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = Settings.from_env()
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     try:
         args.run(args, settings)
     except SignoffError as exc:
@@ -37,15 +38,20 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
 
     worker = commands.add_parser(
-        "worker", help="run an arq worker that delivers approved actions (needs SIGNOFF_REDIS_URL)")
+        "worker", help="run an arq worker that delivers approved actions (needs SIGNOFF_REDIS_URL)"
+    )
     worker.set_defaults(run=_worker)
 
     receiver = commands.add_parser(
-        "receiver", help="run a demo webhook receiver that verifies signatures and prints")
+        "receiver", help="run a demo webhook receiver that verifies signatures and prints"
+    )
     receiver.add_argument("--host", default="127.0.0.1")
     receiver.add_argument("--port", type=int, default=9000)
-    receiver.add_argument("--secret", help="the target's whsec_ signing secret "
-                          "(default: SIGNOFF_RECEIVER_SECRET; without it nothing is verified)")
+    receiver.add_argument(
+        "--secret",
+        help="the target's whsec_ signing secret "
+        "(default: SIGNOFF_RECEIVER_SECRET; without it nothing is verified)",
+    )
     receiver.add_argument("--status", type=int, default=200, help="HTTP status to answer")
     receiver.set_defaults(run=_receiver)
 
@@ -55,11 +61,17 @@ def _parser() -> argparse.ArgumentParser:
     token = commands.add_parser("token", help="manage API tokens")
     token_commands = token.add_subparsers(required=True, metavar="ACTION")
     create = token_commands.add_parser(
-        "create", help="create (or reuse) an actor and print a new token on the last line")
+        "create", help="create (or reuse) an actor and print a new token on the last line"
+    )
     create.add_argument("--name", required=True)
     create.add_argument("--role", required=True, choices=[r.value for r in Role])
-    create.add_argument("--queue", action="append", default=[], metavar="SLUG",
-                        help="queue the actor reviews (repeatable)")
+    create.add_argument(
+        "--queue",
+        action="append",
+        default=[],
+        metavar="SLUG",
+        help="queue the actor reviews (repeatable)",
+    )
     create.set_defaults(run=_token_create)
     return parser
 
@@ -84,8 +96,10 @@ def _worker(_: argparse.Namespace, settings: Settings) -> None:
     from signoff.jobs.worker import run
 
     if settings.redis_url is None:
-        raise ValidationFailed("signoff worker needs SIGNOFF_REDIS_URL; without Redis, "
-                               "`signoff serve` delivers in-process.")
+        raise ValidationFailed(
+            "signoff worker needs SIGNOFF_REDIS_URL; without Redis, "
+            "`signoff serve` delivers in-process."
+        )
     asyncio.run(_migrate_only(settings))
     run(settings)
 
@@ -98,11 +112,17 @@ def _receiver(args: argparse.Namespace, settings: Settings) -> None:
     from signoff.receiver import create_receiver
 
     secret = args.secret or os.environ.get("SIGNOFF_RECEIVER_SECRET")
-    print(f"Receiving on http://{args.host}:{args.port}/ "
-          f"({'verifying signatures' if secret else 'NOT verifying: pass --secret'})",
-          file=sys.stderr)
-    uvicorn.run(create_receiver(secret, status=args.status), host=args.host, port=args.port,
-                log_level="warning")
+    print(
+        f"Receiving on http://{args.host}:{args.port}/ "
+        f"({'verifying signatures' if secret else 'NOT verifying: pass --secret'})",
+        file=sys.stderr,
+    )
+    uvicorn.run(
+        create_receiver(secret, status=args.status),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+    )
 
 
 def _migrate(_: argparse.Namespace, settings: Settings) -> None:
@@ -126,13 +146,15 @@ def _token_create(args: argparse.Namespace, settings: Settings) -> None:
         try:
             await migrate(engine)
             async with create_sessionmaker(engine)() as session:
-                created = await create_token(session=session, name=args.name,
-                                             role=Role(args.role), queue_slugs=args.queue)
+                created = await create_token(
+                    session=session, name=args.name, role=Role(args.role), queue_slugs=args.queue
+                )
                 return created.token
         finally:
             await engine.dispose()
 
     token = asyncio.run(run())
-    print(f"Token for {args.name} ({args.role}); it is shown once, keep it secret:",
-          file=sys.stderr)
+    print(
+        f"Token for {args.name} ({args.role}); it is shown once, keep it secret:", file=sys.stderr
+    )
     print(token)

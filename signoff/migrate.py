@@ -32,9 +32,7 @@ async def migrate(engine: AsyncEngine, revision: str = "head") -> None:
             await conn.commit()
         finally:
             if conn.dialect.name == "postgresql":
-                await conn.execute(
-                    text("SELECT pg_advisory_unlock(:id)"), {"id": ADVISORY_LOCK_ID}
-                )
+                await conn.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": ADVISORY_LOCK_ID})
                 await conn.commit()
 
 

@@ -31,18 +31,20 @@ class GraphQLClient:
     http: AsyncClient
     sessionmaker: SessionMaker
 
-    async def raw(self, query: str, variables: dict[str, Any] | None = None,
-                  token: str | None = None) -> dict[str, Any]:
+    async def raw(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        response = await self.http.post("/graphql", json={"query": query,
-                                                          "variables": variables or {}},
-                                        headers=headers)
+        response = await self.http.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
         assert response.status_code == 200, response.text
         body: dict[str, Any] = response.json()
         return body
 
-    async def __call__(self, query: str, variables: dict[str, Any] | None = None,
-                       token: str | None = None) -> dict[str, Any]:
+    async def __call__(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
         """Run an operation that must succeed; return its ``data``."""
         body = await self.raw(query, variables, token)
         if body.get("errors"):
@@ -50,19 +52,24 @@ class GraphQLClient:
         data: dict[str, Any] = body["data"]
         return data
 
-    async def error(self, query: str, variables: dict[str, Any] | None = None,
-                    token: str | None = None) -> GraphQLError:
+    async def error(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> GraphQLError:
         """Run an operation that must be refused; return the error."""
         body = await self.raw(query, variables, token)
         assert body.get("errors"), f"expected an error, got {body}"
         return GraphQLError(body["errors"])
 
-    async def token(self, role: Role | str, name: str | None = None,
-                    queues: Sequence[str] = ()) -> str:
+    async def token(
+        self, role: Role | str, name: str | None = None, queues: Sequence[str] = ()
+    ) -> str:
         async with self.sessionmaker() as session:
-            created = await create_token(session=session,
-                                         name=name or f"{Role(role).value}-{uuid.uuid4().hex[:6]}",
-                                         role=Role(role), queue_slugs=queues)
+            created = await create_token(
+                session=session,
+                name=name or f"{Role(role).value}-{uuid.uuid4().hex[:6]}",
+                role=Role(role),
+                queue_slugs=queues,
+            )
         return created.token
 
 
@@ -97,10 +104,14 @@ mutation($input: DecideProposalInput!) {
 }
 """
 
-CLAIM = "mutation($id: ID!) { claimTask(input: {taskId: $id}) { id state claimExpiresAt assignee { name } } }"
+CLAIM = """mutation($id: ID!) {
+  claimTask(input: {taskId: $id}) { id state claimExpiresAt assignee { name } }
+}"""
 
 COMPLETE = """
-mutation($input: CompleteTaskInput!) { completeTask(input: $input) { replayed task { id state response } } }
+mutation($input: CompleteTaskInput!) {
+  completeTask(input: $input) { replayed task { id state response } }
+}
 """
 
 PAYMENT_SCHEMA: dict[str, Any] = {
@@ -123,42 +134,90 @@ class World:
     target_id: str
     signing_secret: str
 
-    async def propose(self, payload: dict[str, Any] | None = None, *,
-                      operation_key: str | None = None, **extra: Any) -> dict[str, Any]:
-        data = await self.gql(PROPOSE, {"input": {
-            "targetId": self.target_id, "actionCode": "refund.create",
-            "subject": {"order": "o-1"}, "payload": payload or {"amount": 100, "currency": "EUR"},
-            "operationKey": operation_key or uuid.uuid4().hex, **extra}}, self.agent)
+    async def propose(
+        self,
+        payload: dict[str, Any] | None = None,
+        *,
+        operation_key: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        data = await self.gql(
+            PROPOSE,
+            {
+                "input": {
+                    "targetId": self.target_id,
+                    "actionCode": "refund.create",
+                    "subject": {"order": "o-1"},
+                    "payload": payload or {"amount": 100, "currency": "EUR"},
+                    "operationKey": operation_key or uuid.uuid4().hex,
+                    **extra,
+                }
+            },
+            self.agent,
+        )
         result: dict[str, Any] = data["proposeAction"]
         return result
 
-    async def decide(self, reviewer: str, proposal: dict[str, Any], decision: str = "APPROVED",
-                     **extra: Any) -> dict[str, Any]:
-        data = await self.gql(DECIDE, {"input": {
-            "proposalId": proposal["id"], "decision": decision,
-            "payloadDigest": proposal["payloadDigest"], **extra}}, reviewer)
+    async def decide(
+        self, reviewer: str, proposal: dict[str, Any], decision: str = "APPROVED", **extra: Any
+    ) -> dict[str, Any]:
+        data = await self.gql(
+            DECIDE,
+            {
+                "input": {
+                    "proposalId": proposal["id"],
+                    "decision": decision,
+                    "payloadDigest": proposal["payloadDigest"],
+                    **extra,
+                }
+            },
+            reviewer,
+        )
         result: dict[str, Any] = data["decideProposal"]
         return result
 
 
-async def build_world(gql: GraphQLClient, *, reviewers: int = 2, required_approvals: int = 1,
-                      approval_mode: str = "HUMAN", url: str = "http://127.0.0.1:9/hook",
-                      output_schema: dict[str, Any] | None = None,
-                      **target: Any) -> World:
+async def build_world(
+    gql: GraphQLClient,
+    *,
+    reviewers: int = 2,
+    required_approvals: int = 1,
+    approval_mode: str = "HUMAN",
+    url: str = "http://127.0.0.1:9/hook",
+    output_schema: dict[str, Any] | None = None,
+    **target: Any,
+) -> World:
     admin = await gql.token(Role.ADMIN, name="admin")
     slug = f"q-{uuid.uuid4().hex[:8]}"
-    queue = (await gql(CREATE_QUEUE, {"input": {"slug": slug, "name": "Payments"}},
-                       admin))["createQueue"]
-    registered = (await gql(REGISTER_TARGET, {"input": {
-        "name": f"refunds-{uuid.uuid4().hex[:6]}", "url": url, "inputSchema": PAYMENT_SCHEMA,
-        "outputSchema": output_schema, "approvalMode": approval_mode, "queueId": queue["id"],
-        "requiredApprovals": required_approvals, **target}}, admin))["registerTarget"]
+    queue = (await gql(CREATE_QUEUE, {"input": {"slug": slug, "name": "Payments"}}, admin))[
+        "createQueue"
+    ]
+    registered = (
+        await gql(
+            REGISTER_TARGET,
+            {
+                "input": {
+                    "name": f"refunds-{uuid.uuid4().hex[:6]}",
+                    "url": url,
+                    "inputSchema": PAYMENT_SCHEMA,
+                    "outputSchema": output_schema,
+                    "approvalMode": approval_mode,
+                    "queueId": queue["id"],
+                    "requiredApprovals": required_approvals,
+                    **target,
+                }
+            },
+            admin,
+        )
+    )["registerTarget"]
     return World(
         gql=gql,
         admin=admin,
         agent=await gql.token(Role.AGENT, name="agent"),
-        reviewers=[await gql.token(Role.REVIEWER, name=f"reviewer-{i}", queues=[slug])
-                   for i in range(reviewers)],
+        reviewers=[
+            await gql.token(Role.REVIEWER, name=f"reviewer-{i}", queues=[slug])
+            for i in range(reviewers)
+        ],
         queue_id=queue["id"],
         queue_slug=slug,
         target_id=registered["target"]["id"],

@@ -47,8 +47,6 @@ class QueueMembership(SQLModel, table=True):
         sa_column=sa.Column(sa.String(36), sa.ForeignKey("queues.id"), primary_key=True)
     )
     actor_id: str = Field(
-        sa_column=sa.Column(
-            sa.String(36), sa.ForeignKey("actors.id"), primary_key=True, index=True
-        )
+        sa_column=sa.Column(sa.String(36), sa.ForeignKey("actors.id"), primary_key=True, index=True)
     )
     created_at: datetime = time_field(default_now=True)

@@ -61,9 +61,7 @@ def id_field() -> Any:
 def fk_field(target: str, *, nullable: bool = False, index: bool = True) -> Any:
     return Field(
         default=None if nullable else ...,
-        sa_column=sa.Column(
-            sa.String(36), sa.ForeignKey(target), nullable=nullable, index=index
-        ),
+        sa_column=sa.Column(sa.String(36), sa.ForeignKey(target), nullable=nullable, index=index),
     )
 
 

@@ -44,14 +44,28 @@ async def create_token(
         session.add(actor)
         await session.flush()
     elif actor.role != role:
-        audit.record(session, actor_id=None, action="actor.role_changed", target_type="actor",
-                     target_id=actor.id, before=actor.role, after=role)
+        audit.record(
+            session,
+            actor_id=None,
+            action="actor.role_changed",
+            target_type="actor",
+            target_id=actor.id,
+            before=actor.role,
+            after=role,
+        )
         actor.role = role
     await _add_memberships(session, actor, queues)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(ApiToken(actor_id=actor.id, token_hash=hash_token(token)))
-    audit.record(session, actor_id=None, action="actor.token_created", target_type="actor",
-                 target_id=actor.id, role=role.value, queues=sorted(q.slug for q in queues))
+    audit.record(
+        session,
+        actor_id=None,
+        action="actor.token_created",
+        target_type="actor",
+        target_id=actor.id,
+        role=role.value,
+        queues=sorted(q.slug for q in queues),
+    )
     await commit(session)
     return NewToken(actor=actor, token=token)
 
@@ -94,4 +108,6 @@ async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:
     if not rows:
         raise Unauthenticated("The API token is not valid.")
     actor = rows[0][0]
+    # Detached, so that a rollback later in the request cannot expire who is asking.
+    session.expunge(actor)
     return Viewer(actor=actor, queue_ids=frozenset(q for _, q in rows if q is not None))

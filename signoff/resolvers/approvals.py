@@ -59,10 +59,15 @@ async def decide_proposal(
     idempotency_key: str | None = None,
 ) -> DecideResult:
     """Record one reviewer's decision; the last approval of a quorum queues the proposal."""
-    request = {"proposal_id": proposal_id, "decision": decision.value,
-               "payload_digest": payload_digest, "reason": reason}
-    stored = await idempotency.find_replay(session, viewer, "decideProposal", idempotency_key,
-                                           request)
+    request = {
+        "proposal_id": proposal_id,
+        "decision": decision.value,
+        "payload_digest": payload_digest,
+        "reason": reason,
+    }
+    stored = await idempotency.find_replay(
+        session, viewer, "decideProposal", idempotency_key, request
+    )
     if stored is not None:
         return await _load_result(session, stored, replayed=True)
     proposal = await get_proposal(session=session, viewer=viewer, proposal_id=proposal_id)
@@ -72,14 +77,21 @@ async def decide_proposal(
             expected=proposal.payload_digest,
         )
     result = await apply_decision(session, viewer, proposal, decision, reason)
-    idempotency.remember(session, viewer, "decideProposal", idempotency_key, request,
-                         {"approval_id": result.approval.id})
+    idempotency.remember(
+        session,
+        viewer,
+        "decideProposal",
+        idempotency_key,
+        request,
+        {"approval_id": result.approval.id},
+    )
     try:
         await session.flush()
     except IntegrityError:
         await rollback(session)
-        stored = await idempotency.find_replay(session, viewer, "decideProposal",
-                                               idempotency_key, request)
+        stored = await idempotency.find_replay(
+            session, viewer, "decideProposal", idempotency_key, request
+        )
         if stored is None:
             raise
         return await _load_result(session, stored, replayed=True)
@@ -107,8 +119,14 @@ async def apply_decision(
     if await _decision_of(session, proposal.id, viewer.id) is not None:
         raise AlreadyDecided("You have already decided this proposal.")
 
-    approval = Approval(proposal_id=proposal.id, approver_id=viewer.id, decision=decision,
-                        payload_digest=proposal.payload_digest, reason=reason, created_at=now)
+    approval = Approval(
+        proposal_id=proposal.id,
+        approver_id=viewer.id,
+        decision=decision,
+        payload_digest=proposal.payload_digest,
+        reason=reason,
+        created_at=now,
+    )
     session.add(approval)
     try:
         await session.flush()
@@ -135,13 +153,15 @@ def _require_awaiting(proposal: Proposal, now: Any) -> None:
             f"The proposal is {proposal.state}, not waiting for approval.", state=proposal.state
         )
     if proposal.expires_at <= now:
-        raise NotAwaitingApproval("The proposal's approval deadline has passed.",
-                                  state="EXPIRED")
+        raise NotAwaitingApproval("The proposal's approval deadline has passed.", state="EXPIRED")
 
 
 def _held_by_other(task: HumanTask, viewer: Viewer, now: Any) -> bool:
-    return (task.state == TaskState.CLAIMED and task.assignee_id != viewer.id
-            and not claim_lapsed(task, now))
+    return (
+        task.state == TaskState.CLAIMED
+        and task.assignee_id != viewer.id
+        and not claim_lapsed(task, now)
+    )
 
 
 async def _approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | None:
@@ -150,8 +170,9 @@ async def _approval_task(session: AsyncSession, proposal_id: str) -> HumanTask |
 
 
 async def _decision_of(session: AsyncSession, proposal_id: str, actor_id: str) -> Approval | None:
-    stmt = select(Approval).where(Approval.proposal_id == proposal_id,
-                                  Approval.approver_id == actor_id)
+    stmt = select(Approval).where(
+        Approval.proposal_id == proposal_id, Approval.approver_id == actor_id
+    )
     return (await session.exec(stmt)).first()
 
 
@@ -173,18 +194,21 @@ async def _advance(
         values = {"state": ProposalState.REJECTED.value, "decided_at": now}
     stmt = (
         update(Proposal)
-        .where(col(Proposal.id) == proposal_id,
-               col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
-               col(Proposal.expires_at) > now)
+        .where(
+            col(Proposal.id) == proposal_id,
+            col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
+            col(Proposal.expires_at) > now,
+        )
         .values(updated_at=now, **values)
         .returning(Proposal)
         .execution_options(populate_existing=True)
     )
-    return (await session.exec(stmt)).scalars().first()  # type: ignore[call-overload]
+    return (await session.exec(stmt)).scalars().first()
 
 
-def _settle_task(task: HumanTask, viewer: Viewer, decision: Decision, reason: str | None,
-                 decided: bool, now: Any) -> None:
+def _settle_task(
+    task: HumanTask, viewer: Viewer, decision: Decision, reason: str | None, decided: bool, now: Any
+) -> None:
     """A final decision completes the task; a partial quorum reopens it for the next reviewer."""
     task.assignee_id = None
     task.claim_expires_at = None
@@ -198,21 +222,38 @@ def _settle_task(task: HumanTask, viewer: Viewer, decision: Decision, reason: st
         task.state = TaskState.OPEN
 
 
-def _audit(session: AsyncSession, viewer: Viewer, proposal: Proposal, approval: Approval,
-           decided: bool) -> None:
-    audit.record(session, actor_id=viewer.id, action=f"approval.{approval.decision.lower()}",
-                 target_type="proposal", target_id=proposal.id, approval_id=approval.id,
-                 payload_digest=approval.payload_digest, reason=approval.reason,
-                 approvals=proposal.approval_count, required=proposal.required_approvals)
+def _audit(
+    session: AsyncSession, viewer: Viewer, proposal: Proposal, approval: Approval, decided: bool
+) -> None:
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action=f"approval.{approval.decision.lower()}",
+        target_type="proposal",
+        target_id=proposal.id,
+        approval_id=approval.id,
+        payload_digest=approval.payload_digest,
+        reason=approval.reason,
+        approvals=proposal.approval_count,
+        required=proposal.required_approvals,
+    )
     if decided:
-        action = ("proposal.rejected" if proposal.state == ProposalState.REJECTED
-                  else "proposal.approved")
-        audit.record(session, actor_id=viewer.id, action=action, target_type="proposal",
-                     target_id=proposal.id, state=proposal.state)
+        action = (
+            "proposal.rejected" if proposal.state == ProposalState.REJECTED else "proposal.approved"
+        )
+        audit.record(
+            session,
+            actor_id=viewer.id,
+            action=action,
+            target_type="proposal",
+            target_id=proposal.id,
+            state=proposal.state,
+        )
 
 
-async def _load_result(session: AsyncSession, stored: dict[str, Any], *,
-                       replayed: bool) -> DecideResult:
+async def _load_result(
+    session: AsyncSession, stored: dict[str, Any], *, replayed: bool
+) -> DecideResult:
     approval = await session.get(Approval, stored["approval_id"])
     assert approval is not None  # approvals are never deleted
     proposal = await session.get(Proposal, approval.proposal_id)

@@ -33,8 +33,10 @@ def record(
     return event
 
 
-AUDIT_ORDER = (Order(col(AuditEvent.created_at), descending=True),
-               Order(col(AuditEvent.id), descending=True))
+AUDIT_ORDER = (
+    Order(col(AuditEvent.created_at), descending=True),
+    Order(col(AuditEvent.id), descending=True),
+)
 
 
 async def list_audit_events(

@@ -8,10 +8,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from sqlalchemy import and_, or_
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.orm import InstrumentedAttribute, Mapped
 from sqlmodel.ext.asyncio.session import AsyncSession
 from sqlmodel.sql.expression import SelectOfScalar
 
@@ -24,11 +24,15 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Order:
-    column: InstrumentedAttribute[Any]
+    column: Mapped[Any]
     descending: bool = False
 
+    @property
+    def attribute(self) -> InstrumentedAttribute[Any]:
+        return cast(InstrumentedAttribute[Any], self.column)
+
     def value_of(self, item: Any) -> Any:
-        return getattr(item, self.column.key)
+        return getattr(item, self.attribute.key)
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,7 @@ def decode_cursor(cursor: str, order: Sequence[Order]) -> list[Any]:
         if not isinstance(values, list) or len(values) != len(order):
             raise ValueError
         return [
-            datetime.fromisoformat(v) if isinstance(o.column.type, UTCDateTime) else v
+            datetime.fromisoformat(v) if isinstance(o.attribute.type, UTCDateTime) else v
             for o, v in zip(order, values, strict=True)
         ]
     except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):

@@ -95,12 +95,16 @@ async def propose_action(
         action_code=require_text(action_code, "actionCode", 1, 200),
         subject=require_object({} if subject is None else subject, "subject"),
         payload=require_object(payload, "payload"),
-        preconditions=require_object({} if preconditions is None else preconditions,
-                                     "preconditions"),
+        preconditions=require_object(
+            {} if preconditions is None else preconditions, "preconditions"
+        ),
         operation_key=require_text(operation_key, "operationKey", 1, 200),
         expires_in_seconds=require_range(
-            expires_in_seconds, "expiresInSeconds", PROPOSAL_EXPIRY_MIN_SECONDS,
-            PROPOSAL_EXPIRY_MAX_SECONDS, PROPOSAL_EXPIRY_DEFAULT_SECONDS,
+            expires_in_seconds,
+            "expiresInSeconds",
+            PROPOSAL_EXPIRY_MIN_SECONDS,
+            PROPOSAL_EXPIRY_MAX_SECONDS,
+            PROPOSAL_EXPIRY_DEFAULT_SECONDS,
         ),
     )
     replay = await _replay(session, viewer, request)
@@ -118,9 +122,16 @@ async def propose_action(
         session.add(task)
     else:
         enqueue_delivery_after_commit(session, proposal.id, 1)
-    audit.record(session, actor_id=viewer.id, action="proposal.proposed",
-                 target_type="proposal", target_id=proposal.id, state=proposal.state,
-                 payload_digest=proposal.payload_digest, operation_key=request.operation_key)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="proposal.proposed",
+        target_type="proposal",
+        target_id=proposal.id,
+        state=proposal.state,
+        payload_digest=proposal.payload_digest,
+        operation_key=request.operation_key,
+    )
     try:
         await session.flush()
     except IntegrityError:
@@ -160,8 +171,12 @@ async def _replay(
 
 
 def new_proposal(
-    viewer: Viewer, target: Target, request: ProposalRequest, *,
-    human: bool | None = None, compensates_proposal_id: str | None = None,
+    viewer: Viewer,
+    target: Target,
+    request: ProposalRequest,
+    *,
+    human: bool | None = None,
+    compensates_proposal_id: str | None = None,
 ) -> tuple[Proposal, HumanTask | None]:
     """The proposal and, when it needs human approval, its approval task (not yet added)."""
     now = clock.now()
@@ -235,8 +250,10 @@ async def get_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: st
     return proposal
 
 
-PROPOSAL_ORDER = (Order(col(Proposal.created_at), descending=True),
-                  Order(col(Proposal.id), descending=True))
+PROPOSAL_ORDER = (
+    Order(col(Proposal.created_at), descending=True),
+    Order(col(Proposal.id), descending=True),
+)
 
 
 async def list_proposals(

@@ -46,8 +46,14 @@ async def create_queue(
         ),
     )
     session.add(queue)
-    audit.record(session, actor_id=viewer.id, action="queue.created", target_type="queue",
-                 target_id=queue.id, slug=slug)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="queue.created",
+        target_type="queue",
+        target_id=queue.id,
+        slug=slug,
+    )
     try:
         await session.flush()
     except IntegrityError:

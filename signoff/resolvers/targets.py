@@ -61,11 +61,13 @@ async def register_target(
     name = require_text(name, "name", 1, 200)
     method = (method or "POST").upper()
     if method not in METHODS:
-        raise ValidationFailed(f"method must be one of {', '.join(sorted(METHODS))}.",
-                               field="method")
+        raise ValidationFailed(
+            f"method must be one of {', '.join(sorted(METHODS))}.", field="method"
+        )
     if approval_mode is ApprovalMode.HUMAN and queue_id is None:
-        raise ValidationFailed("A HUMAN target needs the queueId its approvals go to.",
-                               field="queueId")
+        raise ValidationFailed(
+            "A HUMAN target needs the queueId its approvals go to.", field="queueId"
+        )
     if queue_id is not None and await session.get(Queue, queue_id) is None:
         raise NotFound("No such queue.", field="queueId")
     secret = new_signing_secret()
@@ -74,24 +76,32 @@ async def register_target(
         url=_check_url(url),
         method=method,
         input_schema=check_schema(input_schema, "inputSchema"),
-        output_schema=None if output_schema is None else check_schema(output_schema,
-                                                                      "outputSchema"),
+        output_schema=None
+        if output_schema is None
+        else check_schema(output_schema, "outputSchema"),
         approval_mode=approval_mode,
         required_approvals=require_range(
             required_approvals, "requiredApprovals", 1, REQUIRED_APPROVALS_MAX, 1
         ),
         queue_id=queue_id,
-        max_attempts=require_range(max_attempts, "maxAttempts", 1, 20,
-                                   TARGET_MAX_ATTEMPTS_DEFAULT),
-        timeout_seconds=require_range(timeout_seconds, "timeoutSeconds", 1, 120,
-                                      TARGET_TIMEOUT_DEFAULT_SECONDS),
+        max_attempts=require_range(max_attempts, "maxAttempts", 1, 20, TARGET_MAX_ATTEMPTS_DEFAULT),
+        timeout_seconds=require_range(
+            timeout_seconds, "timeoutSeconds", 1, 120, TARGET_TIMEOUT_DEFAULT_SECONDS
+        ),
         signing_secret=secret,
         created_by_id=viewer.id,
     )
     session.add(target)
-    audit.record(session, actor_id=viewer.id, action="target.registered", target_type="target",
-                 target_id=target.id, name=name, url=target.url,
-                 approval_mode=approval_mode.value)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="target.registered",
+        target_type="target",
+        target_id=target.id,
+        name=name,
+        url=target.url,
+        approval_mode=approval_mode.value,
+    )
     try:
         await session.flush()
     except IntegrityError:
@@ -114,8 +124,13 @@ async def retire_target(*, session: AsyncSession, viewer: Viewer, target_id: str
     target = await get_target(session=session, viewer=viewer, target_id=target_id)
     if target.retired_at is None:
         target.retired_at = clock.now()
-        audit.record(session, actor_id=viewer.id, action="target.retired", target_type="target",
-                     target_id=target.id)
+        audit.record(
+            session,
+            actor_id=viewer.id,
+            action="target.retired",
+            target_type="target",
+            target_id=target.id,
+        )
         await commit(session)
     return target
 

@@ -70,15 +70,15 @@ async def create_task(
     if queue is None:
         raise NotFound("No such queue.", field="queueId")
     now = clock.now()
-    due = require_range(due_in_seconds, "dueInSeconds", 60, 31 * 86_400,
-                        queue.default_due_seconds)
+    due = require_range(due_in_seconds, "dueInSeconds", 60, 31 * 86_400, queue.default_due_seconds)
     task = HumanTask(
         queue_id=queue.id,
         kind=kind,
         title=require_text(title, "title", 1, 500),
         context=require_object({} if context is None else context, "context"),
-        response_schema=check_schema({} if response_schema is None else response_schema,
-                                     "responseSchema"),
+        response_schema=check_schema(
+            {} if response_schema is None else response_schema, "responseSchema"
+        ),
         priority=require_range(priority, "priority", -1000, 1000, 0),
         due_at=now + timedelta(seconds=due),
         created_by_id=viewer.id,
@@ -86,8 +86,15 @@ async def create_task(
         updated_at=now,
     )
     session.add(task)
-    audit.record(session, actor_id=viewer.id, action="task.created", target_type="task",
-                 target_id=task.id, queue_id=queue.id, kind=kind)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="task.created",
+        target_type="task",
+        target_id=task.id,
+        queue_id=queue.id,
+        kind=kind,
+    )
     await commit(session)
     return task
 
@@ -119,24 +126,28 @@ async def claim_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> 
     assert queue is not None  # tasks reference their queue
     now = clock.now()
     previous = task.assignee_id if claim_lapsed(task, now) else None
-    claimable = or_(
-        col(HumanTask.state) == TaskState.OPEN.value,
-        and_(col(HumanTask.state) == TaskState.CLAIMED.value,
-             or_(col(HumanTask.assignee_id) == viewer.id,
-                 col(HumanTask.claim_expires_at) <= now)),
-    )
     claimed = await _transition(
-        session, task.id, claimable,
-        state=TaskState.CLAIMED.value, assignee_id=viewer.id,
-        claim_expires_at=now + timedelta(seconds=queue.claim_ttl_seconds), updated_at=now,
+        session,
+        task.id,
+        _workable_by(viewer, now),
+        state=TaskState.CLAIMED.value,
+        assignee_id=viewer.id,
+        claim_expires_at=now + timedelta(seconds=queue.claim_ttl_seconds),
+        updated_at=now,
     )
     if claimed is None:
         await rollback(session)
         await _raise_not_claimable(session, viewer, task_id)
     assert claimed is not None
-    audit.record(session, actor_id=viewer.id, action="task.claimed", target_type="task",
-                 target_id=task.id, claim_expires_at=claimed.claim_expires_at.isoformat()
-                 if claimed.claim_expires_at else None, lapsed_claim_of=previous)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="task.claimed",
+        target_type="task",
+        target_id=task.id,
+        claim_expires_at=claimed.claim_expires_at.isoformat() if claimed.claim_expires_at else None,
+        lapsed_claim_of=previous,
+    )
     await commit(session)
     return claimed
 
@@ -147,8 +158,11 @@ async def _require_may_decide(session: AsyncSession, viewer: Viewer, task: Human
     if proposal.proposed_by_id == viewer.id:
         raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
     decided = (
-        await session.exec(select(Approval.id).where(Approval.proposal_id == proposal.id,
-                                                    Approval.approver_id == viewer.id))
+        await session.exec(
+            select(Approval.id).where(
+                Approval.proposal_id == proposal.id, Approval.approver_id == viewer.id
+            )
+        )
     ).first()
     if decided is not None:
         raise AlreadyDecided("You have already decided this proposal.")
@@ -158,9 +172,10 @@ async def _raise_not_claimable(session: AsyncSession, viewer: Viewer, task_id: s
     task = await session.get(HumanTask, task_id)
     assert task is not None
     if task.state == TaskState.CLAIMED and task.assignee_id != viewer.id:
-        raise TaskClaimedByOther("Another reviewer holds this task.",
-                                 claimExpiresAt=task.claim_expires_at.isoformat()
-                                 if task.claim_expires_at else None)
+        raise TaskClaimedByOther(
+            "Another reviewer holds this task.",
+            claimExpiresAt=task.claim_expires_at.isoformat() if task.claim_expires_at else None,
+        )
     raise TaskNotClaimable(f"The task is {task.state} and cannot be claimed.", state=task.state)
 
 
@@ -173,17 +188,32 @@ async def release_task(
     now = clock.now()
     if not viewer.sees_everything:
         require_reviewer_of(viewer, task.queue_id)
-    holder = (col(HumanTask.assignee_id) == viewer.id if not viewer.sees_everything
-              else col(HumanTask.assignee_id).is_not(None))
+    holder = (
+        col(HumanTask.assignee_id) == viewer.id
+        if not viewer.sees_everything
+        else col(HumanTask.assignee_id).is_not(None)
+    )
     released = await _transition(
-        session, task.id, and_(col(HumanTask.state) == TaskState.CLAIMED.value, holder),
-        state=TaskState.OPEN.value, assignee_id=None, claim_expires_at=None, updated_at=now,
+        session,
+        task.id,
+        and_(col(HumanTask.state) == TaskState.CLAIMED.value, holder),
+        state=TaskState.OPEN.value,
+        assignee_id=None,
+        claim_expires_at=None,
+        updated_at=now,
     )
     if released is None:
         await rollback(session)
         raise TaskNotClaimed()
-    audit.record(session, actor_id=viewer.id, action="task.released", target_type="task",
-                 target_id=task.id, holder=task.assignee_id, reason=reason)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="task.released",
+        target_type="task",
+        target_id=task.id,
+        holder=task.assignee_id,
+        reason=reason,
+    )
     await commit(session)
     return released
 
@@ -198,18 +228,23 @@ async def complete_task(
 ) -> CompleteResult:
     """Complete a task with a response that fits its schema; approval tasks decide."""
     request = {"task_id": task_id, "response": response}
-    stored = await idempotency.find_replay(session, viewer, "completeTask", idempotency_key,
-                                           request)
+    stored = await idempotency.find_replay(
+        session, viewer, "completeTask", idempotency_key, request
+    )
     if stored is not None:
         return CompleteResult(task=await _reload(session, stored["task_id"]), replayed=True)
     task = await get_task(session=session, viewer=viewer, task_id=task_id)
     require_reviewer_of(viewer, task.queue_id)
     now = clock.now()
     if task.state not in (TaskState.OPEN, TaskState.CLAIMED):
-        raise TaskNotClaimable(f"The task is {task.state} and cannot be completed.",
-                               state=task.state)
-    if task.state == TaskState.CLAIMED and task.assignee_id != viewer.id \
-            and not claim_lapsed(task, now):
+        raise TaskNotClaimable(
+            f"The task is {task.state} and cannot be completed.", state=task.state
+        )
+    if (
+        task.state == TaskState.CLAIMED
+        and task.assignee_id != viewer.id
+        and not claim_lapsed(task, now)
+    ):
         raise TaskClaimedByOther("Another reviewer holds this task; only they can complete it.")
     require_object(response, "response")
     validate_against(response, task.response_schema, ResponseInvalid, "response")
@@ -217,8 +252,9 @@ async def complete_task(
         done = await _complete_approval(session, viewer, task, response)
     else:
         done = await _complete_free(session, viewer, task, response, now)
-    idempotency.remember(session, viewer, "completeTask", idempotency_key, request,
-                         {"task_id": done.id})
+    idempotency.remember(
+        session, viewer, "completeTask", idempotency_key, request, {"task_id": done.id}
+    )
     try:
         await session.flush()
     except IntegrityError:
@@ -228,41 +264,63 @@ async def complete_task(
     return CompleteResult(task=done, replayed=False)
 
 
-async def _complete_approval(session: AsyncSession, viewer: Viewer, task: HumanTask,
-                             response: dict[str, Any]) -> HumanTask:
+async def _complete_approval(
+    session: AsyncSession, viewer: Viewer, task: HumanTask, response: dict[str, Any]
+) -> HumanTask:
     """Completing an approval task is deciding its proposal: the same rule, the same checks."""
     proposal = await session.get(Proposal, task.proposal_id)
     assert proposal is not None
-    result = await apply_decision(session, viewer, proposal, Decision(response["decision"]),
-                                  response.get("reason"))
+    result = await apply_decision(
+        session, viewer, proposal, Decision(response["decision"]), response.get("reason")
+    )
     assert result.task is not None
     return result.task
 
 
-async def _complete_free(session: AsyncSession, viewer: Viewer, task: HumanTask,
-                         response: dict[str, Any], now: datetime) -> HumanTask:
-    open_or_mine = or_(
-        col(HumanTask.state) == TaskState.OPEN.value,
-        and_(col(HumanTask.state) == TaskState.CLAIMED.value,
-             or_(col(HumanTask.assignee_id) == viewer.id,
-                 col(HumanTask.claim_expires_at) <= now)),
-    )
+async def _complete_free(
+    session: AsyncSession, viewer: Viewer, task: HumanTask, response: dict[str, Any], now: datetime
+) -> HumanTask:
     done = await _transition(
-        session, task.id, open_or_mine,
-        state=TaskState.COMPLETED.value, response=response, completed_by_id=viewer.id,
-        completed_at=now, assignee_id=None, claim_expires_at=None, updated_at=now,
+        session,
+        task.id,
+        _workable_by(viewer, now),
+        state=TaskState.COMPLETED.value,
+        response=response,
+        completed_by_id=viewer.id,
+        completed_at=now,
+        assignee_id=None,
+        claim_expires_at=None,
+        updated_at=now,
     )
     if done is None:
         await rollback(session)
         await _raise_not_claimable(session, viewer, task.id)
     assert done is not None
-    audit.record(session, actor_id=viewer.id, action="task.completed", target_type="task",
-                 target_id=task.id, response=response)
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action="task.completed",
+        target_type="task",
+        target_id=task.id,
+        response=response,
+    )
     return done
 
 
-async def _transition(session: AsyncSession, task_id: str, condition: Any,
-                      **values: Any) -> HumanTask | None:
+def _workable_by(viewer: Viewer, now: datetime) -> Any:
+    """Open, held by ``viewer``, or held by someone whose lease has lapsed."""
+    return or_(
+        col(HumanTask.state) == TaskState.OPEN.value,
+        and_(
+            col(HumanTask.state) == TaskState.CLAIMED.value,
+            or_(col(HumanTask.assignee_id) == viewer.id, col(HumanTask.claim_expires_at) <= now),
+        ),
+    )
+
+
+async def _transition(
+    session: AsyncSession, task_id: str, condition: Any, **values: Any
+) -> HumanTask | None:
     """Compare-and-set: apply ``values`` only while ``condition`` holds; the winner gets the row."""
     stmt = (
         update(HumanTask)
@@ -271,7 +329,7 @@ async def _transition(session: AsyncSession, task_id: str, condition: Any,
         .returning(HumanTask)
         .execution_options(populate_existing=True)
     )
-    return (await session.exec(stmt)).scalars().first()  # type: ignore[call-overload]
+    return (await session.exec(stmt)).scalars().first()
 
 
 async def _reload(session: AsyncSession, task_id: str) -> HumanTask:
@@ -316,11 +374,13 @@ async def list_tasks(
 
 def _state_is(state: TaskState, now: datetime) -> Any:
     """Filter by the state a reader sees: a lapsed claim counts as open."""
-    lapsed = and_(col(HumanTask.state) == TaskState.CLAIMED.value,
-                  col(HumanTask.claim_expires_at) <= now)
+    lapsed = and_(
+        col(HumanTask.state) == TaskState.CLAIMED.value, col(HumanTask.claim_expires_at) <= now
+    )
     if state is TaskState.OPEN:
         return or_(col(HumanTask.state) == TaskState.OPEN.value, lapsed)
     if state is TaskState.CLAIMED:
-        return and_(col(HumanTask.state) == TaskState.CLAIMED.value,
-                    col(HumanTask.claim_expires_at) > now)
+        return and_(
+            col(HumanTask.state) == TaskState.CLAIMED.value, col(HumanTask.claim_expires_at) > now
+        )
     return col(HumanTask.state) == state.value

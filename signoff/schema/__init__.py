@@ -27,7 +27,7 @@ from signoff.schema.query import Query
 class CloseSession(SchemaExtension):
     """Return the request's database connection to the pool when the operation ends."""
 
-    async def on_operation(self) -> AsyncIterator[None]:  # type: ignore[override]
+    async def on_operation(self) -> AsyncIterator[None]:
         yield
         context = self.execution_context.context
         if isinstance(context, Context):

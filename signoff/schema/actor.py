@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
+import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
-from signoff.schema.enums import Role
 
 if TYPE_CHECKING:
     from signoff.schema.queue import Queue
@@ -18,13 +18,17 @@ if TYPE_CHECKING:
 class Actor:
     id: strawberry.ID
     name: str
-    role: Role
+    role: models.Role
     created_at: datetime
 
     @classmethod
     def from_model(cls, actor: models.Actor) -> Actor:
-        return cls(id=strawberry.ID(actor.id), name=actor.name, role=models.Role(actor.role),
-                   created_at=actor.created_at)
+        return cls(
+            id=strawberry.ID(actor.id),
+            name=actor.name,
+            role=models.Role(actor.role),
+            created_at=actor.created_at,
+        )
 
 
 @strawberry.type(description="The authenticated actor and the queues it reviews.")

@@ -27,6 +27,12 @@ class AuditEvent:
 
     @classmethod
     def from_model(cls, event: models.AuditEvent) -> AuditEvent:
-        return cls(id=strawberry.ID(event.id), action=event.action,
-                   target_type=event.target_type, target_id=strawberry.ID(event.target_id),
-                   details=event.details, created_at=event.created_at, actor_id=event.actor_id)
+        return cls(
+            id=strawberry.ID(event.id),
+            action=event.action,
+            target_type=event.target_type,
+            target_id=strawberry.ID(event.target_id),
+            details=JSON(event.details),
+            created_at=event.created_at,
+            actor_id=event.actor_id,
+        )

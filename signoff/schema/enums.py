@@ -1,4 +1,8 @@
-"""The model enums, exposed to GraphQL under their own names."""
+"""Register the model enums with Strawberry, so GraphQL and the tables share one definition.
+
+Schema modules annotate fields with the model enums themselves (``models.ProposalState``);
+importing this module is what makes them GraphQL enums.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,11 @@ import strawberry
 
 from signoff import models
 
-Role = strawberry.enum(models.Role, name="Role")
-ProposalState = strawberry.enum(models.ProposalState, name="ProposalState")
-TaskState = strawberry.enum(models.TaskState, name="TaskState")
-ApprovalMode = strawberry.enum(models.ApprovalMode, name="ApprovalMode")
-Decision = strawberry.enum(models.Decision, name="Decision")
+for _enum in (
+    models.Role,
+    models.ProposalState,
+    models.TaskState,
+    models.ApprovalMode,
+    models.Decision,
+):
+    strawberry.enum(_enum)

@@ -30,8 +30,12 @@ def describe(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return type(exc).__name__
-    ours = [f for f in frames if f"{os.sep}signoff{os.sep}" in f.filename
-            and f"{os.sep}site-packages{os.sep}" not in f.filename]
+    ours = [
+        f
+        for f in frames
+        if f"{os.sep}signoff{os.sep}" in f.filename
+        and f"{os.sep}site-packages{os.sep}" not in f.filename
+    ]
     where = [ours[-1]] if ours else []
     if frames[-1] not in where:
         where.append(frames[-1])

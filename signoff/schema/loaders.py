@@ -29,8 +29,9 @@ class Loaders:
         self.approvals_by_proposal = self._many_by(Approval, "proposal_id", "created_at")
         self.attempts_by_proposal = self._many_by(DeliveryAttempt, "proposal_id", "started_at")
 
-    async def _fetch(self, model: type[M], column: str, keys: Sequence[str],
-                     order_by: str | None = None) -> list[M]:
+    async def _fetch(
+        self, model: type[M], column: str, keys: Sequence[str], order_by: str | None = None
+    ) -> list[M]:
         stmt = select(model).where(col(getattr(model, column)).in_(keys))
         if order_by is not None:
             stmt = stmt.order_by(col(getattr(model, order_by)))

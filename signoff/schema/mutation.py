@@ -47,9 +47,14 @@ def _task(task: models.HumanTask | None) -> HumanTask | None:
 class Mutation:
     @strawberry.mutation(description="Operators and admins.")
     async def create_queue(self, info: strawberry.Info, input: CreateQueueInput) -> Queue:
-        queue = await call(info, queues.create_queue, slug=input.slug, name=input.name,
-                           claim_ttl_seconds=input.claim_ttl_seconds,
-                           default_due_seconds=input.default_due_seconds)
+        queue = await call(
+            info,
+            queues.create_queue,
+            slug=input.slug,
+            name=input.name,
+            claim_ttl_seconds=input.claim_ttl_seconds,
+            default_due_seconds=input.default_due_seconds,
+        )
         return Queue.from_model(queue)
 
     @strawberry.mutation(description="Operators and admins. The signing secret is shown once.")
@@ -57,15 +62,22 @@ class Mutation:
         self, info: strawberry.Info, input: RegisterTargetInput
     ) -> RegisterTargetPayload:
         registered = await call(
-            info, targets.register_target, name=input.name, url=input.url,
+            info,
+            targets.register_target,
+            name=input.name,
+            url=input.url,
             input_schema=input.input_schema,
-            approval_mode=models.ApprovalMode(input.approval_mode), queue_id=input.queue_id,
-            method=input.method, output_schema=input.output_schema,
-            required_approvals=input.required_approvals, max_attempts=input.max_attempts,
+            approval_mode=input.approval_mode,
+            queue_id=input.queue_id,
+            method=input.method,
+            output_schema=input.output_schema,
+            required_approvals=input.required_approvals,
+            max_attempts=input.max_attempts,
             timeout_seconds=input.timeout_seconds,
         )
-        return RegisterTargetPayload(target=Target.from_model(registered.target),
-                                     signing_secret=registered.signing_secret)
+        return RegisterTargetPayload(
+            target=Target.from_model(registered.target), signing_secret=registered.signing_secret
+        )
 
     @strawberry.mutation(description="Operators and admins: the target takes no new proposals.")
     async def retire_target(self, info: strawberry.Info, input: RetireTargetInput) -> Target:
@@ -77,33 +89,54 @@ class Mutation:
         self, info: strawberry.Info, input: ProposeActionInput
     ) -> ProposeActionPayload:
         result = await call(
-            info, proposals.propose_action, target_id=input.target_id,
-            action_code=input.action_code, operation_key=input.operation_key,
-            payload=input.payload, subject=input.subject, preconditions=input.preconditions,
+            info,
+            proposals.propose_action,
+            target_id=input.target_id,
+            action_code=input.action_code,
+            operation_key=input.operation_key,
+            payload=input.payload,
+            subject=input.subject,
+            preconditions=input.preconditions,
             expires_in_seconds=input.expires_in_seconds,
         )
-        return ProposeActionPayload(proposal=Proposal.from_model(result.proposal),
-                                    task=_task(result.task), replayed=result.replayed)
+        return ProposeActionPayload(
+            proposal=Proposal.from_model(result.proposal),
+            task=_task(result.task),
+            replayed=result.replayed,
+        )
 
     @strawberry.mutation(description="Reviewers of the proposal's queue.")
     async def decide_proposal(
         self, info: strawberry.Info, input: DecideProposalInput
     ) -> DecideProposalPayload:
         result = await call(
-            info, approvals.decide_proposal, proposal_id=input.proposal_id,
-            decision=models.Decision(input.decision), payload_digest=input.payload_digest,
-            reason=input.reason, idempotency_key=input.idempotency_key,
+            info,
+            approvals.decide_proposal,
+            proposal_id=input.proposal_id,
+            decision=input.decision,
+            payload_digest=input.payload_digest,
+            reason=input.reason,
+            idempotency_key=input.idempotency_key,
         )
-        return DecideProposalPayload(proposal=Proposal.from_model(result.proposal),
-                                     approval=Approval.from_model(result.approval),
-                                     task=_task(result.task), replayed=result.replayed)
+        return DecideProposalPayload(
+            proposal=Proposal.from_model(result.proposal),
+            approval=Approval.from_model(result.approval),
+            task=_task(result.task),
+            replayed=result.replayed,
+        )
 
     @strawberry.mutation
     async def create_task(self, info: strawberry.Info, input: CreateTaskInput) -> HumanTask:
         task = await call(
-            info, tasks.create_task, queue_id=input.queue_id, kind=input.kind,
-            title=input.title, context=input.context, response_schema=input.response_schema,
-            priority=input.priority, due_in_seconds=input.due_in_seconds,
+            info,
+            tasks.create_task,
+            queue_id=input.queue_id,
+            kind=input.kind,
+            title=input.title,
+            context=input.context,
+            response_schema=input.response_schema,
+            priority=input.priority,
+            due_in_seconds=input.due_in_seconds,
         )
         return HumanTask.from_model(task)
 
@@ -120,45 +153,69 @@ class Mutation:
     async def complete_task(
         self, info: strawberry.Info, input: CompleteTaskInput
     ) -> CompleteTaskPayload:
-        result = await call(info, tasks.complete_task, task_id=input.task_id,
-                            response=input.response, idempotency_key=input.idempotency_key)
-        return CompleteTaskPayload(task=HumanTask.from_model(result.task),
-                                   replayed=result.replayed)
+        result = await call(
+            info,
+            tasks.complete_task,
+            task_id=input.task_id,
+            response=input.response,
+            idempotency_key=input.idempotency_key,
+        )
+        return CompleteTaskPayload(task=HumanTask.from_model(result.task), replayed=result.replayed)
 
     @strawberry.mutation(description="Integrations: how an accepted (202) action ended.")
     async def report_action_result(
         self, info: strawberry.Info, input: ReportActionResultInput
     ) -> ReportActionResultPayload:
         result = await call(
-            info, results.report_action_result, proposal_id=input.proposal_id,
-            operation_key=input.operation_key, payload_digest=input.payload_digest,
+            info,
+            results.report_action_result,
+            proposal_id=input.proposal_id,
+            operation_key=input.operation_key,
+            payload_digest=input.payload_digest,
             result=results.ActionResult(
-                status=results.ResultStatus(input.status), terminal=input.terminal,
-                retry_after_seconds=input.retry_after_seconds, error_code=input.error_code,
-                provider_request_id=input.provider_request_id),
+                status=results.ResultStatus(input.status),
+                terminal=input.terminal,
+                retry_after_seconds=input.retry_after_seconds,
+                error_code=input.error_code,
+                provider_request_id=input.provider_request_id,
+            ),
         )
-        return ReportActionResultPayload(proposal=Proposal.from_model(result.proposal),
-                                         replayed=result.replayed)
+        return ReportActionResultPayload(
+            proposal=Proposal.from_model(result.proposal), replayed=result.replayed
+        )
 
     @strawberry.mutation(description="Operators: deliver a terminally failed proposal again.")
     async def retry_proposal(
         self, info: strawberry.Info, input: RetryProposalInput
     ) -> RetryProposalPayload:
-        result = await call(info, retries.retry_proposal, proposal_id=input.proposal_id,
-                            payload_digest=input.payload_digest,
-                            idempotency_key=input.idempotency_key)
-        return RetryProposalPayload(proposal=Proposal.from_model(result.proposal),
-                                    replayed=result.replayed)
+        result = await call(
+            info,
+            retries.retry_proposal,
+            proposal_id=input.proposal_id,
+            payload_digest=input.payload_digest,
+            idempotency_key=input.idempotency_key,
+        )
+        return RetryProposalPayload(
+            proposal=Proposal.from_model(result.proposal), replayed=result.replayed
+        )
 
     @strawberry.mutation(description="Operators: propose the action that undoes an applied one.")
     async def propose_compensation(
         self, info: strawberry.Info, input: ProposeCompensationInput
     ) -> ProposeActionPayload:
         result = await call(
-            info, retries.propose_compensation, proposal_id=input.proposal_id,
-            target_id=input.target_id, action_code=input.action_code, payload=input.payload,
-            idempotency_key=input.idempotency_key, subject=input.subject,
+            info,
+            retries.propose_compensation,
+            proposal_id=input.proposal_id,
+            target_id=input.target_id,
+            action_code=input.action_code,
+            payload=input.payload,
+            idempotency_key=input.idempotency_key,
+            subject=input.subject,
             preconditions=input.preconditions,
         )
-        return ProposeActionPayload(proposal=Proposal.from_model(result.proposal),
-                                    task=_task(result.task), replayed=result.replayed)
+        return ProposeActionPayload(
+            proposal=Proposal.from_model(result.proposal),
+            task=_task(result.task),
+            replayed=result.replayed,
+        )

@@ -39,8 +39,10 @@ class Connection(Generic[T]):
 
 def connection(page: Page[M], convert: Callable[[M], T]) -> Connection[T]:
     return Connection(
-        edges=[Edge(cursor=c, node=convert(item)) for c, item in zip(page.cursors, page.items,
-                                                                      strict=True)],
+        edges=[
+            Edge(cursor=c, node=convert(item))
+            for c, item in zip(page.cursors, page.items, strict=True)
+        ],
         page_info=PageInfo(
             has_next_page=page.has_next_page,
             has_previous_page=page.has_previous_page,

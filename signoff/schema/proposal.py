@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.scalars import JSON
 
+import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.schema.actor import Actor, load_actor
 from signoff.schema.delivery import DeliveryAttempt
-from signoff.schema.enums import Decision, ProposalState
 from signoff.schema.queue import Queue, load_queue
 from signoff.schema.target import Target, load_target
 
@@ -24,7 +24,7 @@ LazyTask = Annotated["HumanTask", strawberry.lazy("signoff.schema.task")]
 @strawberry.type(description="One reviewer's decision on a proposal.")
 class Approval:
     id: strawberry.ID
-    decision: Decision
+    decision: models.Decision
     payload_digest: str
     reason: str | None
     created_at: datetime
@@ -38,21 +38,27 @@ class Approval:
 
     @classmethod
     def from_model(cls, approval: models.Approval) -> Approval:
-        return cls(id=strawberry.ID(approval.id), decision=models.Decision(approval.decision),
-                   payload_digest=approval.payload_digest, reason=approval.reason,
-                   created_at=approval.created_at, approver_id=approval.approver_id)
+        return cls(
+            id=strawberry.ID(approval.id),
+            decision=models.Decision(approval.decision),
+            payload_digest=approval.payload_digest,
+            reason=approval.reason,
+            created_at=approval.created_at,
+            approver_id=approval.approver_id,
+        )
 
 
 @strawberry.type(description="A proposed side-effecting action and where it stands.")
 class Proposal:
     id: strawberry.ID
-    state: ProposalState
+    state: models.ProposalState
     action_code: str
     subject: JSON
     payload: JSON
     preconditions: JSON
     payload_digest: str = strawberry.field(
-        description="What a reviewer approves: decideProposal must name this exact digest.")
+        description="What a reviewer approves: decideProposal must name this exact digest."
+    )
     operation_key: str
     required_approvals: int
     approval_count: int
@@ -61,9 +67,11 @@ class Proposal:
     created_at: datetime
     updated_at: datetime
     delivery_attempt_count: int = strawberry.field(
-        description="Attempts of the current delivery (retryProposal resets it).")
+        description="Attempts of the current delivery (retryProposal resets it)."
+    )
     delivery_terminal: bool = strawberry.field(
-        description="Delivery has given up: dead-lettered until an operator retries it.")
+        description="Delivery has given up: dead-lettered until an operator retries it."
+    )
     next_attempt_at: datetime | None
     last_error_code: str | None
     applied_at: datetime | None
@@ -106,19 +114,33 @@ class Proposal:
     @classmethod
     def from_model(cls, p: models.Proposal) -> Proposal:
         return cls(
-            id=strawberry.ID(p.id), state=models.ProposalState(p.state),
-            action_code=p.action_code, subject=p.subject, payload=p.payload,
-            preconditions=p.preconditions, payload_digest=p.payload_digest,
-            operation_key=p.operation_key, required_approvals=p.required_approvals,
-            approval_count=p.approval_count, expires_at=p.expires_at, decided_at=p.decided_at,
-            created_at=p.created_at, updated_at=p.updated_at,
+            id=strawberry.ID(p.id),
+            state=models.ProposalState(p.state),
+            action_code=p.action_code,
+            subject=JSON(p.subject),
+            payload=JSON(p.payload),
+            preconditions=JSON(p.preconditions),
+            payload_digest=p.payload_digest,
+            operation_key=p.operation_key,
+            required_approvals=p.required_approvals,
+            approval_count=p.approval_count,
+            expires_at=p.expires_at,
+            decided_at=p.decided_at,
+            created_at=p.created_at,
+            updated_at=p.updated_at,
             delivery_attempt_count=p.delivery_attempt_count,
-            delivery_terminal=p.delivery_terminal, next_attempt_at=p.next_attempt_at,
-            last_error_code=p.last_error_code, applied_at=p.applied_at,
-            compensates_proposal_id=(None if p.compensates_proposal_id is None
-                                     else strawberry.ID(p.compensates_proposal_id)),
+            delivery_terminal=p.delivery_terminal,
+            next_attempt_at=p.next_attempt_at,
+            last_error_code=p.last_error_code,
+            applied_at=p.applied_at,
+            compensates_proposal_id=(
+                None
+                if p.compensates_proposal_id is None
+                else strawberry.ID(p.compensates_proposal_id)
+            ),
             target_id=p.target_id,
-            queue_id=p.queue_id, proposed_by_id=p.proposed_by_id,
+            queue_id=p.queue_id,
+            proposed_by_id=p.proposed_by_id,
         )
 
 
@@ -128,11 +150,13 @@ class ProposeActionInput:
     action_code: str
     payload: JSON
     operation_key: str = strawberry.field(
-        description="Your idempotency key: the same key with the same content replays.")
+        description="Your idempotency key: the same key with the same content replays."
+    )
     subject: JSON | None = None
     preconditions: JSON | None = None
     expires_in_seconds: int | None = strawberry.field(
-        default=None, description="Approval deadline, 60 s to 31 days (default 24 h).")
+        default=None, description="Approval deadline, 60 s to 31 days (default 24 h)."
+    )
 
 
 @strawberry.type
@@ -145,7 +169,7 @@ class ProposeActionPayload:
 @strawberry.input
 class DecideProposalInput:
     proposal_id: strawberry.ID
-    decision: Decision
+    decision: models.Decision
     payload_digest: str
     reason: str | None = None
     idempotency_key: str | None = None

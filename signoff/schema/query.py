@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import strawberry
 
+import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.resolvers import audit, proposals, queues, targets, tasks
 from signoff.schema.actor import Actor, Viewer
 from signoff.schema.audit import AuditEvent
 from signoff.schema.call import call
 from signoff.schema.context import context_of
-from signoff.schema.enums import ProposalState, TaskState
 from signoff.schema.pagination import Connection, connection
 from signoff.schema.proposal import Proposal
 from signoff.schema.queue import Queue
@@ -23,8 +23,10 @@ class Query:
     @strawberry.field(description="Who the token belongs to.")
     async def viewer(self, info: strawberry.Info) -> Viewer:
         viewer = await context_of(info).viewer()
-        return Viewer(actor=Actor.from_model(viewer.actor),
-                      queue_ids=[strawberry.ID(q) for q in sorted(viewer.queue_ids)])
+        return Viewer(
+            actor=Actor.from_model(viewer.actor),
+            queue_ids=[strawberry.ID(q) for q in sorted(viewer.queue_ids)],
+        )
 
     @strawberry.field
     async def queues(self, info: strawberry.Info) -> list[Queue]:
@@ -50,14 +52,14 @@ class Query:
     async def proposals(
         self,
         info: strawberry.Info,
-        state: ProposalState | None = None,
+        state: models.ProposalState | None = None,
         queue_id: strawberry.ID | None = None,
         first: int | None = None,
         after: str | None = None,
     ) -> Connection[Proposal]:
-        page = await call(info, proposals.list_proposals,
-                          state=None if state is None else models.ProposalState(state),
-                          queue_id=queue_id, first=first, after=after)
+        page = await call(
+            info, proposals.list_proposals, state=state, queue_id=queue_id, first=first, after=after
+        )
         return connection(page, Proposal.from_model)
 
     @strawberry.field
@@ -69,13 +71,13 @@ class Query:
         self,
         info: strawberry.Info,
         queue_id: strawberry.ID | None = None,
-        state: TaskState | None = None,
+        state: models.TaskState | None = None,
         first: int | None = None,
         after: str | None = None,
     ) -> Connection[HumanTask]:
-        page = await call(info, tasks.list_tasks, queue_id=queue_id,
-                          state=None if state is None else models.TaskState(state),
-                          first=first, after=after)
+        page = await call(
+            info, tasks.list_tasks, queue_id=queue_id, state=state, first=first, after=after
+        )
         return connection(page, HumanTask.from_model)
 
     @strawberry.field(description="Newest first. Operators and admins.")
@@ -87,6 +89,12 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> Connection[AuditEvent]:
-        page = await call(info, audit.list_audit_events, target_type=target_type,
-                          target_id=target_id, first=first, after=after)
+        page = await call(
+            info,
+            audit.list_audit_events,
+            target_type=target_type,
+            target_id=target_id,
+            first=first,
+            after=after,
+        )
         return connection(page, AuditEvent.from_model)

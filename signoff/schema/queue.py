@@ -20,9 +20,14 @@ class Queue:
 
     @classmethod
     def from_model(cls, queue: models.Queue) -> Queue:
-        return cls(id=strawberry.ID(queue.id), slug=queue.slug, name=queue.name,
-                   claim_ttl_seconds=queue.claim_ttl_seconds,
-                   default_due_seconds=queue.default_due_seconds, created_at=queue.created_at)
+        return cls(
+            id=strawberry.ID(queue.id),
+            slug=queue.slug,
+            name=queue.name,
+            claim_ttl_seconds=queue.claim_ttl_seconds,
+            default_due_seconds=queue.default_due_seconds,
+            created_at=queue.created_at,
+        )
 
 
 @strawberry.input
@@ -30,9 +35,11 @@ class CreateQueueInput:
     slug: str
     name: str
     claim_ttl_seconds: int | None = strawberry.field(
-        default=None, description="How long a claim lasts (30 s to 1 day; default 15 min).")
+        default=None, description="How long a claim lasts (30 s to 1 day; default 15 min)."
+    )
     default_due_seconds: int | None = strawberry.field(
-        default=None, description="Due time of new tasks (60 s to 31 days; default 24 h).")
+        default=None, description="Due time of new tasks (60 s to 31 days; default 24 h)."
+    )
 
 
 async def load_queue(info: strawberry.Info, queue_id: str | None) -> Queue | None:

@@ -7,8 +7,8 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
+import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
-from signoff.schema.enums import ApprovalMode
 from signoff.schema.queue import Queue, load_queue
 
 
@@ -20,7 +20,7 @@ class Target:
     method: str
     input_schema: JSON
     output_schema: JSON | None
-    approval_mode: ApprovalMode
+    approval_mode: models.ApprovalMode
     required_approvals: int
     max_attempts: int
     timeout_seconds: int
@@ -39,12 +39,19 @@ class Target:
     @classmethod
     def from_model(cls, target: models.Target) -> Target:
         return cls(
-            id=strawberry.ID(target.id), name=target.name, url=target.url, method=target.method,
-            input_schema=target.input_schema, output_schema=target.output_schema,
+            id=strawberry.ID(target.id),
+            name=target.name,
+            url=target.url,
+            method=target.method,
+            input_schema=JSON(target.input_schema),
+            output_schema=JSON(target.output_schema),
             approval_mode=models.ApprovalMode(target.approval_mode),
-            required_approvals=target.required_approvals, max_attempts=target.max_attempts,
-            timeout_seconds=target.timeout_seconds, retired_at=target.retired_at,
-            created_at=target.created_at, queue_id=target.queue_id,
+            required_approvals=target.required_approvals,
+            max_attempts=target.max_attempts,
+            timeout_seconds=target.timeout_seconds,
+            retired_at=target.retired_at,
+            created_at=target.created_at,
+            queue_id=target.queue_id,
         )
 
 
@@ -53,13 +60,15 @@ class RegisterTargetInput:
     name: str
     url: str
     input_schema: JSON = strawberry.field(description="JSON Schema every payload must meet.")
-    approval_mode: ApprovalMode = models.ApprovalMode.HUMAN
+    approval_mode: models.ApprovalMode = models.ApprovalMode.HUMAN
     queue_id: strawberry.ID | None = strawberry.field(
-        default=None, description="The queue approvals go to (required for HUMAN).")
+        default=None, description="The queue approvals go to (required for HUMAN)."
+    )
     method: str | None = None
     output_schema: JSON | None = None
     required_approvals: int | None = strawberry.field(
-        default=None, description="Distinct reviewers who must approve (1-5, default 1).")
+        default=None, description="Distinct reviewers who must approve (1-5, default 1)."
+    )
     max_attempts: int | None = None
     timeout_seconds: int | None = None
 
@@ -68,7 +77,8 @@ class RegisterTargetInput:
 class RegisterTargetPayload:
     target: Target
     signing_secret: str = strawberry.field(
-        description="The webhook signing secret. Shown here once and never again.")
+        description="The webhook signing secret. Shown here once and never again."
+    )
 
 
 @strawberry.input

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.scalars import JSON
 
+import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import clock, models
 from signoff.models.task import effective_state
 from signoff.schema.actor import Actor, load_actor
-from signoff.schema.enums import TaskState
 from signoff.schema.queue import Queue, load_queue
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class HumanTask:
     model: strawberry.Private[models.HumanTask]
 
     @strawberry.field(description="A claim whose lease has lapsed reads as OPEN.")
-    def state(self) -> TaskState:
+    def state(self) -> models.TaskState:
         return effective_state(self.model, clock.now())
 
     @strawberry.field
@@ -71,10 +71,18 @@ class HumanTask:
     @classmethod
     def from_model(cls, t: models.HumanTask) -> HumanTask:
         return cls(
-            id=strawberry.ID(t.id), kind=t.kind, title=t.title, context=t.context,
-            response_schema=t.response_schema, response=t.response, priority=t.priority,
-            due_at=t.due_at, created_at=t.created_at, updated_at=t.updated_at,
-            completed_at=t.completed_at, model=t,
+            id=strawberry.ID(t.id),
+            kind=t.kind,
+            title=t.title,
+            context=JSON(t.context),
+            response_schema=JSON(t.response_schema),
+            response=JSON(t.response),
+            priority=t.priority,
+            due_at=t.due_at,
+            created_at=t.created_at,
+            updated_at=t.updated_at,
+            completed_at=t.completed_at,
+            model=t,
         )
 
 
@@ -85,9 +93,11 @@ class CreateTaskInput:
     title: str
     context: JSON | None = None
     response_schema: JSON | None = strawberry.field(
-        default=None, description="JSON Schema the response must meet (default: any object).")
+        default=None, description="JSON Schema the response must meet (default: any object)."
+    )
     priority: int | None = strawberry.field(
-        default=None, description="Higher comes first (-1000 to 1000, default 0).")
+        default=None, description="Higher comes first (-1000 to 1000, default 0)."
+    )
     due_in_seconds: int | None = None
 
 

@@ -23,8 +23,12 @@ async def test_agent_proposes_reviewer_claims_and_approves(gql: GraphQLClient) -
     assert decided["approval"]["decision"] == "APPROVED"
     assert decided["task"]["state"] == "COMPLETED"
 
-    audit = await gql("""query($id: ID!) { auditEvents(targetType: "proposal", targetId: $id)
-        { edges { node { action actor { name } } } } }""", {"id": proposal["id"]}, world.admin)
+    audit = await gql(
+        """query($id: ID!) { auditEvents(targetType: "proposal", targetId: $id)
+        { edges { node { action actor { name } } } } }""",
+        {"id": proposal["id"]},
+        world.admin,
+    )
     actions = [e["node"]["action"] for e in audit["auditEvents"]["edges"]]
     assert actions == ["proposal.approved", "approval.approved", "proposal.proposed"]
 
@@ -35,10 +39,23 @@ async def test_completing_the_approval_task_decides_the_proposal(gql: GraphQLCli
     task_id = proposed["task"]["id"]
     reviewer = world.reviewers[0]
     await gql(CLAIM, {"id": task_id}, reviewer)
-    done = (await gql(COMPLETE, {"input": {"taskId": task_id, "response": {
-        "decision": "REJECTED", "reason": "Wrong customer."}}}, reviewer))["completeTask"]
+    done = (
+        await gql(
+            COMPLETE,
+            {
+                "input": {
+                    "taskId": task_id,
+                    "response": {"decision": "REJECTED", "reason": "Wrong customer."},
+                }
+            },
+            reviewer,
+        )
+    )["completeTask"]
     assert done["task"]["state"] == "COMPLETED"
     assert done["task"]["response"] == {"decision": "REJECTED", "reason": "Wrong customer."}
-    proposal = await gql("query($id: ID!) { proposal(id: $id) { state approvals { decision } } }",
-                         {"id": proposed["proposal"]["id"]}, world.agent)
+    proposal = await gql(
+        "query($id: ID!) { proposal(id: $id) { state approvals { decision } } }",
+        {"id": proposed["proposal"]["id"]},
+        world.agent,
+    )
     assert proposal["proposal"] == {"state": "REJECTED", "approvals": [{"decision": "REJECTED"}]}

@@ -1,0 +1,84 @@
+"""Running real ``signoff`` processes from tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def signoff_env(database_url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNOFF_")}
+    env.update({"SIGNOFF_DATABASE_URL": database_url, "SIGNOFF_LOG_LEVEL": "warning", **extra})
+    return env
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "signoff", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@contextmanager
+def serving(env: dict[str, str], timeout: float = 30) -> Iterator[str]:
+    """Start ``signoff serve`` on a free port; yield its base URL once /readyz answers."""
+    port = free_port()
+    with tempfile.TemporaryFile(mode="w+") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "signoff", "serve", "--port", str(port)],
+            env=env,
+            cwd=ROOT,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            _wait_ready(process, base, output, timeout)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_ready(process: subprocess.Popen[str], base: str, output: IO[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            output.seek(0)
+            raise RuntimeError(f"signoff serve exited: {output.read()}")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError("signoff serve did not become ready")
+        time.sleep(0.1)

@@ -1,0 +1,139 @@
+"""Keyset pages in the documented order, and nested fields at a constant query cost."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+from starlette.applications import Starlette
+
+from tests.helpers import GraphQLClient, build_world
+
+PAGE = """query($after: String) { proposals(first: 100, after: $after) {
+  pageInfo { hasNextPage endCursor }
+  edges { cursor node { id state
+    target { id name }
+    task { id state }
+    approvals { id decision } } } } }"""
+
+FULL_PAGE = """query($first: Int) { proposals(first: $first) { edges { node { id
+  target { name queue { slug } } queue { slug } proposedBy { name }
+  task { state queue { slug } assignee { name } }
+  approvals { decision approver { name } } } } } }"""
+
+
+@contextmanager
+def counting_statements(app: Starlette) -> Iterator[list[str]]:
+    """Every SQL statement the app's engine sends, transaction control aside."""
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if not statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK")):
+            seen.append(statement)
+
+    engine = app.state.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+async def test_a_page_of_100_proposals_costs_at_most_six_statements(
+    gql: GraphQLClient, app: Starlette
+) -> None:
+    world = await build_world(gql)
+    proposals = [(await world.propose())["proposal"] for _ in range(100)]
+    for proposal in proposals[::3]:
+        await world.decide(world.reviewers[0], proposal)
+
+    with counting_statements(app) as statements:
+        page = await gql(PAGE, {}, world.admin)
+    edges = page["proposals"]["edges"]
+    assert len(edges) == 100
+    assert all(e["node"]["target"]["id"] == world.target_id for e in edges)
+    assert sum(len(e["node"]["approvals"]) for e in edges) == 34
+    assert len(statements) <= 6, statements
+
+
+async def test_nested_cost_does_not_grow_with_the_page(gql: GraphQLClient, app: Starlette) -> None:
+    world = await build_world(gql)
+    for _ in range(30):
+        proposal = (await world.propose())["proposal"]
+        await world.decide(world.reviewers[0], proposal)
+    costs = []
+    for first in (3, 30):
+        with counting_statements(app) as statements:
+            await gql(FULL_PAGE, {"first": first}, world.admin)
+        costs.append(len(statements))
+    assert costs[0] == costs[1], costs
+
+
+async def test_pages_walk_every_proposal_once_newest_first(gql: GraphQLClient) -> None:
+    world = await build_world(gql)
+    ids = [(await world.propose())["proposal"]["id"] for _ in range(7)]
+    seen: list[str] = []
+    after = None
+    while True:
+        page = (
+            await gql(
+                """query($after: String) { proposals(first: 3, after: $after) {
+            pageInfo { hasNextPage endCursor } edges { node { id } } } }""",
+                {"after": after},
+                world.admin,
+            )
+        )["proposals"]
+        seen += [e["node"]["id"] for e in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == list(reversed(ids))
+
+
+async def test_tasks_come_by_priority_then_due_time_then_age(gql: GraphQLClient) -> None:
+    world = await build_world(gql)
+    create = """mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }"""
+    made = {}
+    for name, priority, due in [
+        ("low", 0, 3600),
+        ("urgent", 10, 7200),
+        ("soon", 0, 600),
+        ("later", 0, 3600),
+    ]:
+        made[name] = (
+            await gql(
+                create,
+                {
+                    "input": {
+                        "queueId": world.queue_id,
+                        "kind": "REVIEW",
+                        "title": name,
+                        "priority": priority,
+                        "dueInSeconds": due,
+                    }
+                },
+                world.agent,
+            )
+        )["createTask"]["id"]
+    page = await gql(
+        "{ tasks(first: 2) { pageInfo { endCursor } edges { node { title } } } }",
+        token=world.reviewers[0],
+    )
+    rest = await gql(
+        "query($a: String) { tasks(after: $a) { edges { node { title } } } }",
+        {"a": page["tasks"]["pageInfo"]["endCursor"]},
+        world.reviewers[0],
+    )
+    titles = [e["node"]["title"] for e in page["tasks"]["edges"] + rest["tasks"]["edges"]]
+    assert titles == ["urgent", "soon", "low", "later"]
+
+
+async def test_a_forged_cursor_is_refused(gql: GraphQLClient) -> None:
+    world = await build_world(gql)
+    error = await gql.error(
+        '{ proposals(after: "not-a-cursor") { edges { cursor } } }', token=world.admin
+    )
+    assert error.code == "VALIDATION_FAILED"
+    assert error.errors[0]["extensions"]["field"] == "after"

@@ -1,0 +1,122 @@
+"""A real ``signoff serve`` process, tokens made with the CLI, the flow over real HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import PG_URL
+from tests.helpers import CLAIM, CREATE_QUEUE, DECIDE, PAYMENT_SCHEMA, PROPOSE, REGISTER_TARGET
+from tests.processes import run_cli, serving, signoff_env
+
+
+def new_token(env: dict[str, str], *args: str) -> str:
+    result = run_cli("token", "create", *args, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def call(base: str, token: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    response = httpx.post(
+        f"{base}/graphql",
+        json={"query": query, "variables": variables},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    body: dict[str, Any] = response.json()
+    assert not body.get("errors"), body
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+@pytest.fixture
+def server_database(tmp_path: Any, database_url: str) -> str:
+    """The serve process gets a database of its own: a new SQLite file, or the test PG one."""
+    return database_url if PG_URL else f"sqlite:///{tmp_path / 'served.db'}"
+
+
+def test_the_flow_against_a_real_server(server_database: str, clean_database: None) -> None:
+    env = signoff_env(server_database)
+    admin = new_token(env, "--name", "ops", "--role", "admin")
+    with serving(env) as base:
+        assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
+        page = httpx.get(f"{base}/graphql", headers={"Accept": "text/html"})
+        assert page.status_code == 200 and "graphiql" in page.text.lower()
+
+        queue = call(
+            base, admin, CREATE_QUEUE, {"input": {"slug": "payments", "name": "Payments"}}
+        )["createQueue"]
+        target = call(
+            base,
+            admin,
+            REGISTER_TARGET,
+            {
+                "input": {
+                    "name": "refunds",
+                    "url": "http://127.0.0.1:9/hook",
+                    "inputSchema": PAYMENT_SCHEMA,
+                    "approvalMode": "HUMAN",
+                    "queueId": queue["id"],
+                }
+            },
+        )["registerTarget"]["target"]
+        agent = new_token(env, "--name", "bot", "--role", "agent")
+        reviewer = new_token(env, "--name", "alice", "--role", "reviewer", "--queue", "payments")
+
+        proposed = call(
+            base,
+            agent,
+            PROPOSE,
+            {
+                "input": {
+                    "targetId": target["id"],
+                    "actionCode": "refund.create",
+                    "operationKey": "r-1",
+                    "payload": {"amount": 1200, "currency": "EUR"},
+                }
+            },
+        )["proposeAction"]
+        call(base, reviewer, CLAIM, {"id": proposed["task"]["id"]})
+        decided = call(
+            base,
+            reviewer,
+            DECIDE,
+            {
+                "input": {
+                    "proposalId": proposed["proposal"]["id"],
+                    "decision": "APPROVED",
+                    "payloadDigest": proposed["proposal"]["payloadDigest"],
+                }
+            },
+        )["decideProposal"]
+        assert decided["proposal"]["state"] == "QUEUED"
+        assert decided["approval"]["approver"]["name"] == "alice"
+
+        too_big = httpx.post(
+            f"{base}/graphql",
+            content=b"x" * 2_000_000,
+            headers={"content-type": "application/json"},
+        )
+        assert too_big.status_code == 413
+        assert too_big.json()["errors"][0]["extensions"]["code"] == "REQUEST_TOO_LARGE"
+
+
+def test_token_create_refuses_an_unknown_queue_cleanly(
+    server_database: str, clean_database: None
+) -> None:
+    result = run_cli(
+        "token",
+        "create",
+        "--name",
+        "bob",
+        "--role",
+        "reviewer",
+        "--queue",
+        "nowhere",
+        env=signoff_env(server_database),
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: No queue with slug nowhere."
+    assert "Traceback" not in result.stderr and result.stdout == ""
