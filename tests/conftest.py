@@ -78,7 +78,9 @@ def sessionmaker(engine: AsyncEngine, clean_database: None) -> SessionMaker:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url)
+    """The app without its embedded delivery worker: approved proposals stay QUEUED unless a
+    test delivers them (``tests/jobs``) or asks for the worker (``embedded_worker=True``)."""
+    return Settings(database_url=database_url, embedded_worker=False)
 
 
 @pytest.fixture

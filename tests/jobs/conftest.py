@@ -1,5 +1,5 @@
-"""Delivery fixtures: the app without its embedded worker, so each test drives the job
-functions itself, and a worker ``ctx`` whose enqueues are recorded."""
+"""Delivery fixtures: a worker ``ctx`` whose enqueues are recorded, so each test drives the
+job functions itself (the app fixture runs without its embedded worker)."""
 
 from __future__ import annotations
 
@@ -42,11 +42,6 @@ class Worker:
 
     async def deliver(self, proposal_id: str) -> str:
         return await deliver_proposal(self.ctx, proposal_id)
-
-
-@pytest.fixture
-def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, embedded_worker=False)
 
 
 @pytest.fixture
