@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from signoff.models import Proposal, ProposalState
 from tests.conftest import REDIS_URL, requires_postgres, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_runners import arq_settings
+from tests.processes import signoff_env
 from tests.receivers import Answer, Receiver, serve
 
 logger = logging.getLogger("tests.crash")
@@ -48,16 +48,14 @@ class Workers:
     def __init__(self, settings: Settings, logs: Path) -> None:
         assert settings.redis_url is not None
         self.logs = logs
-        self.env = {
-            **os.environ,
-            "SIGNOFF_DATABASE_URL": settings.database_url,
-            "SIGNOFF_REDIS_URL": settings.redis_url,
-            "SIGNOFF_ARQ_QUEUE": settings.arq_queue,
-            "SIGNOFF_DELIVERY_LEASE_SECONDS": "5",
-            "SIGNOFF_SWEEP_INTERVAL_SECONDS": "1",
-            "SIGNOFF_JOB_TIMEOUT_SECONDS": "10",
-            "SIGNOFF_LOG_LEVEL": "warning",
-        }
+        self.env = signoff_env(
+            settings.database_url,
+            SIGNOFF_REDIS_URL=settings.redis_url,
+            SIGNOFF_ARQ_QUEUE=settings.arq_queue,
+            SIGNOFF_DELIVERY_LEASE_SECONDS="5",
+            SIGNOFF_SWEEP_INTERVAL_SECONDS="1",
+            SIGNOFF_JOB_TIMEOUT_SECONDS="10",
+        )
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> subprocess.Popen[bytes]:
