@@ -171,38 +171,42 @@ async def record_outcome(
             finished_at=outcome.finished_at,
         )
     )
-    now = clock.now()
-    settled: Proposal | None
-    if outcome.response_class is ResponseClass.APPLIED:
-        settled = await mark_applied(session, proposal.id, holding(attempt), now)
-    elif outcome.response_class is ResponseClass.ACCEPTED:
-        settled = await transition(
-            session,
-            proposal.id,
-            holding(attempt),
-            accepted_at=now,
-            last_error_code=None,
-            lease_expires_at=now + timedelta(seconds=DELIVERY_ACCEPTED_WAIT_SECONDS),
-        )
-    elif outcome.response_class is ResponseClass.RETRYABLE and attempt < target.max_attempts:
-        delay = outcome.retry_after_seconds
-        settled = await schedule_retry(
-            session,
-            proposal.id,
-            holding(attempt),
-            outcome.error_code or "RETRYABLE",
-            now + timedelta(seconds=backoff_seconds(attempt, jitter) if delay is None else delay),
-        )
-    else:
-        settled = await fail_terminally(
-            session,
-            proposal.id,
-            holding(attempt),
-            outcome.error_code or "ATTEMPTS_EXHAUSTED",
-            status_code=outcome.status_code,
-        )
+    settled = await _settle(session, proposal.id, attempt, target, outcome, jitter)
     await commit(session)
     return None if settled is None else ProposalState(settled.state)
+
+
+async def _settle(
+    session: AsyncSession,
+    proposal_id: str,
+    attempt: int,
+    target: Target,
+    outcome: Outcome,
+    jitter: Jitter | None,
+) -> Proposal | None:
+    """Design section 4: applied, waiting for a result, retrying, or failed for good."""
+    now, held = clock.now(), holding(attempt)
+    if outcome.response_class is ResponseClass.APPLIED:
+        return await mark_applied(session, proposal_id, held, now)
+    if outcome.response_class is ResponseClass.ACCEPTED:
+        wait = timedelta(seconds=DELIVERY_ACCEPTED_WAIT_SECONDS)
+        return await transition(
+            session,
+            proposal_id,
+            held,
+            accepted_at=now,
+            lease_expires_at=now + wait,
+            last_error_code=None,
+        )
+    code = outcome.error_code or "ATTEMPTS_EXHAUSTED"
+    if outcome.response_class is ResponseClass.RETRYABLE and attempt < target.max_attempts:
+        delay = outcome.retry_after_seconds
+        if delay is None:
+            delay = backoff_seconds(attempt, jitter)
+        return await schedule_retry(
+            session, proposal_id, held, code, now + timedelta(seconds=delay)
+        )
+    return await fail_terminally(session, proposal_id, held, code, status_code=outcome.status_code)
 
 
 async def mark_applied(

@@ -5,7 +5,16 @@ from __future__ import annotations
 import strawberry
 
 from signoff import models
-from signoff.resolvers import approvals, proposals, queues, results, retries, targets, tasks
+from signoff.resolvers import (
+    approvals,
+    compensations,
+    proposals,
+    queues,
+    results,
+    retries,
+    targets,
+    tasks,
+)
 from signoff.schema.call import call
 from signoff.schema.delivery import (
     ProposeCompensationInput,
@@ -205,7 +214,7 @@ class Mutation:
     ) -> ProposeActionPayload:
         result = await call(
             info,
-            retries.propose_compensation,
+            compensations.propose_compensation,
             proposal_id=input.proposal_id,
             target_id=input.target_id,
             action_code=input.action_code,
