@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import PG_URL
 from tests.helpers import CREATE_QUEUE, DECIDE, PAYMENT_SCHEMA, PROPOSE, REGISTER_TARGET
-from tests.processes import ROOT, free_port, serving, signoff_env
+from tests.processes import ROOT, free_port, run_cli, serving, signoff_env
 from tests.test_server import call, new_token
 
 
@@ -118,3 +118,9 @@ def test_an_approved_action_arrives_at_the_demo_receiver(
     assert '"amount": 1200' in printed
     assert registered["signingSecret"] not in printed
     assert state["proposal"]["state"] == "APPLIED"
+
+
+def test_worker_without_redis_says_what_to_do(tmp_path: Path) -> None:
+    result = run_cli("worker", env=signoff_env(f"sqlite:///{tmp_path / 'w.db'}"))
+    assert result.returncode == 2
+    assert "needs SIGNOFF_REDIS_URL" in result.stderr

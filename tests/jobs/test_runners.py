@@ -18,8 +18,8 @@ from signoff.config import Settings
 from signoff.jobs.worker import ArqJobs, WorkerSettings, shutdown, startup, sweeps
 from tests.conftest import REDIS_URL, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
-from tests.jobs.test_delivery import approved, read
-from tests.receivers import Receiver, serve
+from tests.jobs.test_delivery import RETRY, approved, read
+from tests.receivers import Answer, Receiver, serve
 
 
 async def applied(world: World, proposal_id: str) -> dict[str, Any]:
@@ -101,6 +101,31 @@ class TestArq:
             state = await applied(world, proposal["id"])
         assert state["deliveryAttemptCount"] == 1
         assert len(receiver.requests) == 1
+
+    async def test_a_retried_proposal_is_delivered_again_under_the_same_job_id(
+        self,
+        gql: GraphQLClient,
+        settings: Settings,
+    ) -> None:
+        """After retryProposal the attempt count restarts, so ``deliver:<id>:1`` comes again:
+        arq must not swallow it as a duplicate of the finished first job."""
+        async with serve(Receiver([Answer(400), Answer(200)])) as receiver, arq_worker(settings):
+            world = await build_world(gql, url=receiver.url)
+            receiver.secret = world.signing_secret
+            proposal = await approved(world)
+            for _ in range(300):
+                if (await read(world, proposal["id"]))["deliveryTerminal"]:
+                    break
+                await asyncio.sleep(0.05)
+            retry = {
+                "proposalId": proposal["id"],
+                "payloadDigest": proposal["payloadDigest"],
+                "idempotencyKey": "again",
+            }
+            await gql(RETRY, {"input": retry}, world.admin)
+            state = await applied(world, proposal["id"])
+        assert [r.attempt for r in receiver.requests] == [1, 1]
+        assert [a["attemptNumber"] for a in state["attempts"]] == [1, 1]
 
     async def test_one_job_per_attempt(self, settings: Settings) -> None:
         jobs = ArqJobs(settings)
