@@ -27,7 +27,8 @@ class Loaders:
         self.task = self._by_id(HumanTask)
         self.task_by_proposal = self._one_by(HumanTask, "proposal_id")
         self.approvals_by_proposal = self._many_by(Approval, "proposal_id", "created_at")
-        self.attempts_by_proposal = self._many_by(DeliveryAttempt, "proposal_id", "started_at")
+        # Attempt ids are UUIDv7, so id order is the order they were recorded in.
+        self.attempts_by_proposal = self._many_by(DeliveryAttempt, "proposal_id", "id")
 
     async def _fetch(
         self, model: type[M], column: str, keys: Sequence[str], order_by: str | None = None
