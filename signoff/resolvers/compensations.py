@@ -12,21 +12,16 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.constants import (
-    PROPOSAL_EXPIRY_DEFAULT_SECONDS,
-    PROPOSAL_EXPIRY_MAX_SECONDS,
-    PROPOSAL_EXPIRY_MIN_SECONDS,
-)
 from signoff.database import commit, rollback
 from signoff.errors import CompensationUnavailable, NotFound, PayloadSchemaInvalid
-from signoff.jsonvalues import require_object, validate_against
+from signoff.jsonvalues import validate_against
 from signoff.models import HumanTask, Proposal, ProposalState, Role, Target
 from signoff.resolvers import audit, idempotency
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.delivery import transition
-from signoff.resolvers.proposals import ProposalRequest, ProposeResult, new_proposal
+from signoff.resolvers.proposals import ProposeResult, checked_request, new_proposal
 from signoff.resolvers.retries import load_proposal
-from signoff.validation import require_range, require_text
+from signoff.validation import require_text
 
 COMPENSABLE = (ProposalState.APPLIED, ProposalState.COMPENSATION_REQUIRED)
 
@@ -47,22 +42,14 @@ async def propose_compensation(
     """Propose a compensating action for an applied one; idempotent by key."""
     require_role(viewer, Role.OPERATOR)
     idempotency_key = require_text(idempotency_key, "idempotencyKey", 1, 150)
-    request = ProposalRequest(
+    request = checked_request(
         target_id=target_id,
-        action_code=require_text(action_code, "actionCode", 1, 200),
-        subject=require_object({} if subject is None else subject, "subject"),
-        payload=require_object(payload, "payload"),
-        preconditions=require_object(
-            {} if preconditions is None else preconditions, "preconditions"
-        ),
+        action_code=action_code,
         operation_key=f"compensation:{proposal_id}:{idempotency_key}",
-        expires_in_seconds=require_range(
-            expires_in_seconds,
-            "expiresInSeconds",
-            PROPOSAL_EXPIRY_MIN_SECONDS,
-            PROPOSAL_EXPIRY_MAX_SECONDS,
-            PROPOSAL_EXPIRY_DEFAULT_SECONDS,
-        ),
+        payload=payload,
+        subject=subject,
+        preconditions=preconditions,
+        expires_in_seconds=expires_in_seconds,
     )
     key_request = {"proposal_id": proposal_id, "digest": request.digest()}
     stored = await _replay(session, viewer, idempotency_key, key_request)

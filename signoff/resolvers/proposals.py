@@ -76,6 +76,36 @@ class ProposalRequest:
         )
 
 
+def checked_request(
+    *,
+    target_id: str,
+    action_code: str,
+    operation_key: str,
+    payload: Any,
+    subject: Any,
+    preconditions: Any,
+    expires_in_seconds: int | None,
+) -> ProposalRequest:
+    """A proposal request with every field checked (sizes, lengths, expiry range)."""
+    return ProposalRequest(
+        target_id=target_id,
+        action_code=require_text(action_code, "actionCode", 1, 200),
+        subject=require_object({} if subject is None else subject, "subject"),
+        payload=require_object(payload, "payload"),
+        preconditions=require_object(
+            {} if preconditions is None else preconditions, "preconditions"
+        ),
+        operation_key=operation_key,
+        expires_in_seconds=require_range(
+            expires_in_seconds,
+            "expiresInSeconds",
+            PROPOSAL_EXPIRY_MIN_SECONDS,
+            PROPOSAL_EXPIRY_MAX_SECONDS,
+            PROPOSAL_EXPIRY_DEFAULT_SECONDS,
+        ),
+    )
+
+
 async def propose_action(
     *,
     session: AsyncSession,
@@ -90,22 +120,14 @@ async def propose_action(
 ) -> ProposeResult:
     """Propose an action; the same operation key with the same material replays."""
     require_role(viewer, Role.AGENT)
-    request = ProposalRequest(
+    request = checked_request(
         target_id=target_id,
-        action_code=require_text(action_code, "actionCode", 1, 200),
-        subject=require_object({} if subject is None else subject, "subject"),
-        payload=require_object(payload, "payload"),
-        preconditions=require_object(
-            {} if preconditions is None else preconditions, "preconditions"
-        ),
+        action_code=action_code,
         operation_key=require_text(operation_key, "operationKey", 1, 200),
-        expires_in_seconds=require_range(
-            expires_in_seconds,
-            "expiresInSeconds",
-            PROPOSAL_EXPIRY_MIN_SECONDS,
-            PROPOSAL_EXPIRY_MAX_SECONDS,
-            PROPOSAL_EXPIRY_DEFAULT_SECONDS,
-        ),
+        payload=payload,
+        subject=subject,
+        preconditions=preconditions,
+        expires_in_seconds=expires_in_seconds,
     )
     replay = await _replay(session, viewer, request)
     if replay is not None:
