@@ -22,6 +22,12 @@ class Settings:
     log_level: str = "info"
     max_body_bytes: int = 1_048_576
     graphiql: bool = True
+    # Live events (design section 8).
+    events_channel: str = "signoff:events"
+    subscriber_buffer: int = 256
+    events_relay_seconds: float = 1.0
+    events_retention_days: float = 7.0
+    events_auth_refresh_seconds: float = 30.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -41,6 +47,20 @@ class Settings:
             log_level=env.get("SIGNOFF_LOG_LEVEL", cls.log_level).lower(),
             max_body_bytes=int(env.get("SIGNOFF_MAX_BODY_BYTES", str(cls.max_body_bytes))),
             graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
+            events_channel=env.get("SIGNOFF_EVENTS_CHANNEL") or cls.events_channel,
+            subscriber_buffer=int(
+                env.get("SIGNOFF_SUBSCRIBER_BUFFER", str(cls.subscriber_buffer))
+            ),
+            events_relay_seconds=float(
+                env.get("SIGNOFF_EVENTS_RELAY_SECONDS", str(cls.events_relay_seconds))
+            ),
+            events_retention_days=float(
+                env.get("SIGNOFF_EVENTS_RETENTION_DAYS", str(cls.events_retention_days))
+            ),
+            events_auth_refresh_seconds=float(
+                env.get("SIGNOFF_EVENTS_AUTH_REFRESH_SECONDS",
+                        str(cls.events_auth_refresh_seconds))
+            ),
         )
 
 

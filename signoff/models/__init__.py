@@ -3,6 +3,7 @@
 from signoff.models.actor import Actor, ApiToken, QueueMembership, Role
 from signoff.models.approval import Approval, Decision
 from signoff.models.audit import AuditEvent
+from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.idempotency import IdempotencyRecord
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
@@ -17,6 +18,9 @@ __all__ = [
     "Approval",
     "ApprovalMode",
     "AuditEvent",
+    "ChangeEvent",
+    "ChangeFeedState",
+    "ChangeKind",
     "Decision",
     "HumanTask",
     "IdempotencyRecord",

@@ -11,9 +11,10 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff.constants import QUEUE_CLAIM_TTL_DEFAULT_SECONDS, QUEUE_DUE_DEFAULT_SECONDS
 from signoff.database import commit, rollback
 from signoff.errors import AlreadyExists, Forbidden, NotFound, ValidationFailed
-from signoff.models import Queue, Role
+from signoff.models import ChangeKind, Queue, Role
 from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.changes import record_change
 from signoff.validation import require_range, require_text
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -48,6 +49,8 @@ async def create_queue(
     session.add(queue)
     audit.record(session, actor_id=viewer.id, action="queue.created", target_type="queue",
                  target_id=queue.id, slug=slug)
+    record_change(session, kind=ChangeKind.QUEUE_CREATED, entity_type="queue", entity_id=queue.id,
+                  queue_id=queue.id, actor_id=viewer.id, snapshot={"slug": slug})
     try:
         await session.flush()
     except IntegrityError:

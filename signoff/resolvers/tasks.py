@@ -28,6 +28,7 @@ from signoff.jsonvalues import check_schema, require_object, validate_against
 from signoff.models import (
     APPROVAL_KIND,
     Approval,
+    ChangeKind,
     Decision,
     HumanTask,
     Proposal,
@@ -39,6 +40,7 @@ from signoff.models.task import claim_lapsed
 from signoff.resolvers import audit, idempotency
 from signoff.resolvers.access import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approvals import apply_decision
+from signoff.resolvers.changes import record_task_change
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.validation import optional_text, require_range, require_text
 
@@ -88,6 +90,7 @@ async def create_task(
     session.add(task)
     audit.record(session, actor_id=viewer.id, action="task.created", target_type="task",
                  target_id=task.id, queue_id=queue.id, kind=kind)
+    await _record_change(session, ChangeKind.TASK_CREATED, task, viewer)
     await commit(session)
     return task
 
@@ -137,6 +140,7 @@ async def claim_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> 
     audit.record(session, actor_id=viewer.id, action="task.claimed", target_type="task",
                  target_id=task.id, claim_expires_at=claimed.claim_expires_at.isoformat()
                  if claimed.claim_expires_at else None, lapsed_claim_of=previous)
+    await _record_change(session, ChangeKind.TASK_CLAIMED, claimed, viewer)
     await commit(session)
     return claimed
 
@@ -184,6 +188,7 @@ async def release_task(
         raise TaskNotClaimed()
     audit.record(session, actor_id=viewer.id, action="task.released", target_type="task",
                  target_id=task.id, holder=task.assignee_id, reason=reason)
+    await _record_change(session, ChangeKind.TASK_RELEASED, released, viewer)
     await commit(session)
     return released
 
@@ -258,7 +263,16 @@ async def _complete_free(session: AsyncSession, viewer: Viewer, task: HumanTask,
     assert done is not None
     audit.record(session, actor_id=viewer.id, action="task.completed", target_type="task",
                  target_id=task.id, response=response)
+    await _record_change(session, ChangeKind.TASK_COMPLETED, done, viewer)
     return done
+
+
+async def _record_change(session: AsyncSession, kind: ChangeKind, task: HumanTask,
+                         viewer: Viewer) -> None:
+    """Approval tasks carry their proposer, so the agent that proposed may follow them."""
+    proposal = None if task.proposal_id is None else await session.get(Proposal, task.proposal_id)
+    record_task_change(session, kind, task, viewer.id,
+                       proposed_by_id=None if proposal is None else proposal.proposed_by_id)
 
 
 async def _transition(session: AsyncSession, task_id: str, condition: Any,
