@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import text
@@ -15,19 +16,33 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 
 from signoff.config import Settings
+from signoff.constants import WS_CONNECTION_INIT_TIMEOUT_SECONDS
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
+from signoff.errors import Unauthenticated
+from signoff.events import EventHub, create_event_service
+from signoff.resolvers.actors import authenticate
 from signoff.schema import build_schema
 from signoff.schema.context import Context, bearer_token
+from signoff.schema.loaders import FeedLoaders
 
 logger = logging.getLogger("signoff.app")
 
 
 class SignoffGraphQL(GraphQL[Context, None]):
-    def __init__(self, sessionmaker: SessionMaker, settings: Settings) -> None:
+    """GraphQL over HTTP and websockets at one path; websockets authenticate in
+    ``connection_init`` (``{"authorization": "Bearer <token>"}``), else close 4403."""
+
+    connection_init_wait_timeout = timedelta(seconds=WS_CONNECTION_INIT_TIMEOUT_SECONDS)
+
+    def __init__(self, sessionmaker: SessionMaker, settings: Settings,
+                 hub: EventHub | None = None) -> None:
         super().__init__(build_schema(), graphql_ide="graphiql" if settings.graphiql else None)
         self.sessionmaker = sessionmaker
+        self.hub = hub
+        self.feed_loaders = FeedLoaders(sessionmaker)
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
@@ -37,7 +52,21 @@ class SignoffGraphQL(GraphQL[Context, None]):
             token=bearer_token(request.headers.get("authorization")),
             request=request,
             response=response,
+            hub=self.hub,
+            feed_loaders=self.feed_loaders,
         )
+
+    async def on_ws_connect(self, context: Context) -> None:
+        params = context.connection_params or {}
+        header = params.get("authorization") or params.get("Authorization")
+        token = bearer_token(header) if isinstance(header, str) else None
+        try:
+            async with self.sessionmaker() as session:
+                viewer = await authenticate(session=session, token=token)
+        except Unauthenticated:
+            raise ConnectionRejectionError() from None
+        context.token = token
+        context._viewer = viewer
 
 
 class BodySizeLimit:
@@ -90,8 +119,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; the database schema must already be migrated (``signoff serve`` does it)."""
     settings = settings or Settings.from_env()
     engine = create_engine(settings.database_url)
-    sessionmaker = create_sessionmaker(engine)
-    view = SignoffGraphQL(sessionmaker, settings)
+    events = create_event_service(settings, create_sessionmaker(engine))
+    sessionmaker = create_sessionmaker(engine, events=events)
+    view = SignoffGraphQL(sessionmaker, settings, events.hub)
 
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -108,8 +138,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        yield
-        await engine.dispose()
+        await events.start()
+        try:
+            yield
+        finally:
+            await events.stop()
+            await engine.dispose()
 
     graphql: Any = BodySizeLimit(view, settings.max_body_bytes)
     app = Starlette(
@@ -124,4 +158,5 @@ def create_app(settings: Settings | None = None) -> Starlette:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = sessionmaker
+    app.state.events = events
     return app

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -26,6 +26,7 @@ from signoff.config import Settings, normalise_database_url
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.migrate import migrate
 from tests.helpers import GraphQLClient
+from tests.live import Server, start_server
 
 PG_URL = os.environ.get("SIGNOFF_TEST_DATABASE_URL")
 REDIS_URL = os.environ.get("SIGNOFF_TEST_REDIS_URL")
@@ -106,3 +107,21 @@ def frozen_clock() -> Iterator[clock.FrozenClock]:
     clock.set_clock(frozen)
     yield frozen
     clock.set_clock(None)
+
+
+@pytest.fixture
+async def serve(
+    database_url: str, clean_database: None, tmp_path: Path
+) -> AsyncIterator[Callable[..., Awaitable[Server]]]:
+    """Start ``signoff serve`` processes on this run's database; all stop after the test."""
+    servers: list[Server] = []
+
+    async def start(**env: str) -> Server:
+        server = await start_server(database_url, tmp_path, **env)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+

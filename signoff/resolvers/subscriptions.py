@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,7 +148,7 @@ async def watch_changes(
     scope: FeedScope,
     after: str | None = None,
     on_overflow: Callable[[], None] | None = None,
-) -> AsyncIterator[Change]:
+) -> AsyncGenerator[Change, None]:
     """Replay the events after ``after`` (if given), then go live, with no gap or duplicate.
 
     The live subscription is registered before the replay reads the table. The
@@ -197,3 +197,10 @@ async def _replay(sessionmaker: SessionMaker, scope: FeedScope, viewer: Viewer,
             return
         assert rows[-1].cursor is not None
         after = rows[-1].cursor
+
+
+async def current_cursor(*, session: AsyncSession, viewer: Viewer) -> str:
+    """The newest cursor: read a queue, then subscribe ``after`` it, and miss nothing between."""
+    state = await feed.feed_state(session)
+    await session.commit()
+    return encode_cursor(state.last_cursor)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from signoff import models
-from signoff.resolvers import audit, proposals, queues, targets, tasks
+from signoff.resolvers import audit, proposals, queues, subscriptions, targets, tasks
 from signoff.schema.actor import Actor, Viewer
 from signoff.schema.audit import AuditEvent
 from signoff.schema.call import call
@@ -25,6 +25,12 @@ class Query:
         viewer = await context_of(info).viewer()
         return Viewer(actor=Actor.from_model(viewer.actor),
                       queue_ids=[strawberry.ID(q) for q in sorted(viewer.queue_ids)])
+
+    @strawberry.field(description=(
+        "The change feed's newest cursor. Load what you display, then subscribe with "
+        "`after` set to this value: nothing committed in between is missed."))
+    async def change_feed_cursor(self, info: strawberry.Info) -> str:
+        return await call(info, subscriptions.current_cursor)
 
     @strawberry.field
     async def queues(self, info: strawberry.Info) -> list[Queue]:

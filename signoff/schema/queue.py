@@ -35,6 +35,12 @@ class CreateQueueInput:
         default=None, description="Due time of new tasks (60 s to 31 days; default 24 h).")
 
 
+@strawberry.input
+class QueueMemberInput:
+    queue_id: strawberry.ID
+    actor_id: strawberry.ID
+
+
 async def load_queue(info: strawberry.Info, queue_id: str | None) -> Queue | None:
     if queue_id is None:
         return None
