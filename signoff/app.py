@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
+from starlette.websockets import WebSocket, WebSocketState
+from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 
 from signoff.config import Settings
@@ -31,15 +31,29 @@ from signoff.schema.loaders import FeedLoaders
 logger = logging.getLogger("signoff.app")
 
 
+class ClosingAwareWebSocketAdapter(ASGIWebSocketAdapter):
+    """Drops what a subscription still sends after the server closed the socket (a
+    subscriber cut off for being too slow), instead of failing the operation task."""
+
+    async def send_json(self, message: Any) -> None:
+        if self.ws.application_state == WebSocketState.DISCONNECTED:
+            return
+        await super().send_json(message)
+
+
 class SignoffGraphQL(GraphQL[Context, None]):
     """GraphQL over HTTP and websockets at one path; websockets authenticate in
     ``connection_init`` (``{"authorization": "Bearer <token>"}``), else close 4403."""
 
-    connection_init_wait_timeout = timedelta(seconds=WS_CONNECTION_INIT_TIMEOUT_SECONDS)
+    websocket_adapter_class = ClosingAwareWebSocketAdapter
 
     def __init__(self, sessionmaker: SessionMaker, settings: Settings,
                  hub: EventHub | None = None) -> None:
-        super().__init__(build_schema(), graphql_ide="graphiql" if settings.graphiql else None)
+        super().__init__(
+            build_schema(),
+            graphql_ide="graphiql" if settings.graphiql else None,
+            connection_init_wait_timeout=timedelta(seconds=WS_CONNECTION_INIT_TIMEOUT_SECONDS),
+        )
         self.sessionmaker = sessionmaker
         self.hub = hub
         self.feed_loaders = FeedLoaders(sessionmaker)

@@ -26,7 +26,7 @@ from signoff.config import Settings, normalise_database_url
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.migrate import migrate
 from tests.helpers import GraphQLClient
-from tests.live import Server, start_server
+from tests.live import Server, start_server, unique_channel
 
 PG_URL = os.environ.get("SIGNOFF_TEST_DATABASE_URL")
 REDIS_URL = os.environ.get("SIGNOFF_TEST_REDIS_URL")
@@ -117,6 +117,9 @@ async def serve(
     servers: list[Server] = []
 
     async def start(**env: str) -> Server:
+        if REDIS_URL is not None:  # with Redis configured, every server uses it
+            env = {"SIGNOFF_REDIS_URL": REDIS_URL, "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
+                   **env}
         server = await start_server(database_url, tmp_path, **env)
         servers.append(server)
         return server
