@@ -191,3 +191,10 @@ async def feed_settled(sessionmaker: SessionMaker, timeout: float = 10) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("change events were not stamped in time")
         await asyncio.sleep(0.05)
+
+
+async def stamp_now(sessionmaker: SessionMaker) -> None:
+    """Stamp committed events from the test itself, as a relay tick would."""
+    async with sessionmaker() as session:
+        await feed.stamp_pending(session)
+        await session.commit()
