@@ -28,8 +28,10 @@ from typing import Any
 
 import httpx
 
-SUBSCRIBE = ("subscription($q: ID, $a: String) "
-             "{ queueEvents(queueId: $q, after: $a) { cursor kind entityId } }")
+SUBSCRIBE = (
+    "subscription($q: ID, $a: String) "
+    "{ queueEvents(queueId: $q, after: $a) { cursor kind entityId } }"
+)
 CREATE_TASK = "mutation($i: CreateTaskInput!) { createTask(input: $i) { id } }"
 
 
@@ -47,18 +49,39 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-async def _subscriber(url: str, token: str, queue_id: str, after: str, mutations: int,
-                      arrivals: dict[str, list[float]], ready: asyncio.Event,
-                      counter: list[int], total: int) -> None:
+async def _subscriber(
+    url: str,
+    token: str,
+    queue_id: str,
+    after: str,
+    mutations: int,
+    arrivals: dict[str, list[float]],
+    ready: asyncio.Event,
+    counter: list[int],
+    total: int,
+) -> None:
     from websockets.asyncio.client import connect
 
-    async with connect(url, subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
-                       max_size=None, open_timeout=60, ping_interval=None) as ws:
-        await ws.send(json.dumps({"type": "connection_init",
-                                  "payload": {"authorization": f"Bearer {token}"}}))
+    async with connect(
+        url,
+        subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+        max_size=None,
+        open_timeout=60,
+        ping_interval=None,
+    ) as ws:
+        await ws.send(
+            json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}})
+        )
         assert json.loads(await ws.recv())["type"] == "connection_ack"
-        await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": {
-            "query": SUBSCRIBE, "variables": {"q": queue_id, "a": after}}}))
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "subscribe",
+                    "id": "1",
+                    "payload": {"query": SUBSCRIBE, "variables": {"q": queue_id, "a": after}},
+                }
+            )
+        )
         counter[0] += 1
         if counter[0] == total:
             ready.set()
@@ -75,16 +98,22 @@ async def _subscriber(url: str, token: str, queue_id: str, after: str, mutations
                 raise RuntimeError(f"subscription ended: {message}")
 
 
-def _worker(pipe: Connection, url: str, token: str, queue_id: str, after: str, count: int,
-            mutations: int) -> None:
+def _worker(
+    pipe: Connection, url: str, token: str, queue_id: str, after: str, count: int, mutations: int
+) -> None:
     async def run() -> dict[str, list[float]]:
         arrivals: dict[str, list[float]] = {}
         ready = asyncio.Event()
         counter = [0]
         tasks = []
         for _ in range(count):
-            tasks.append(asyncio.create_task(_subscriber(url, token, queue_id, after, mutations,
-                                                         arrivals, ready, counter, count)))
+            tasks.append(
+                asyncio.create_task(
+                    _subscriber(
+                        url, token, queue_id, after, mutations, arrivals, ready, counter, count
+                    )
+                )
+            )
             await asyncio.sleep(0.002)  # do not storm the accept queue
         await ready.wait()
         pipe.send("ready")
@@ -108,28 +137,45 @@ async def _setup(base: str, database_url: str) -> tuple[str, str, str]:
         admin = (await create_token(session=session, name="bench-admin", role=Role.ADMIN)).token
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         slug = f"bench-{os.getpid()}"
-        created = (await http.post("/graphql", headers={"Authorization": f"Bearer {admin}"},
-                                   json={"query": "mutation($s: String!) { createQueue(input: "
-                                         "{slug: $s, name: \"Bench\"}) { id } }",
-                                         "variables": {"s": slug}})).json()
+        created = (
+            await http.post(
+                "/graphql",
+                headers={"Authorization": f"Bearer {admin}"},
+                json={
+                    "query": "mutation($s: String!) { createQueue(input: "
+                    '{slug: $s, name: "Bench"}) { id } }',
+                    "variables": {"s": slug},
+                },
+            )
+        ).json()
         queue_id = created["data"]["createQueue"]["id"]
     async with sessionmaker() as session:
-        reviewer = (await create_token(session=session, name="bench-reviewer",
-                                       role=Role.REVIEWER, queue_slugs=[slug])).token
+        reviewer = (
+            await create_token(
+                session=session, name="bench-reviewer", role=Role.REVIEWER, queue_slugs=[slug]
+            )
+        ).token
     await engine.dispose()
     return admin, reviewer, queue_id
 
 
-async def _mutate(base: str, admin: str, queue_id: str, mutations: int,
-                  rate: float) -> dict[str, float]:
+async def _mutate(
+    base: str, admin: str, queue_id: str, mutations: int, rate: float
+) -> dict[str, float]:
     sent: dict[str, float] = {}
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         for i in range(mutations):
             started = time.monotonic()
-            response = await http.post("/graphql", headers={"Authorization": f"Bearer {admin}"},
-                                       json={"query": CREATE_TASK, "variables": {"i": {
-                                           "queueId": queue_id, "kind": "REVIEW",
-                                           "title": f"bench {i}"}}})
+            response = await http.post(
+                "/graphql",
+                headers={"Authorization": f"Bearer {admin}"},
+                json={
+                    "query": CREATE_TASK,
+                    "variables": {
+                        "i": {"queueId": queue_id, "kind": "REVIEW", "title": f"bench {i}"}
+                    },
+                },
+            )
             sent[response.json()["data"]["createTask"]["id"]] = time.time()
             await asyncio.sleep(max(0.0, 1 / rate - (time.monotonic() - started)))
     return sent
@@ -141,8 +187,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--subscribers", type=int, default=1000)
     parser.add_argument("--mutations", type=int, default=200)
     parser.add_argument("--rate", type=float, default=20.0, help="mutations per second")
@@ -153,11 +200,17 @@ def main() -> None:
 
     database_url = args.database_url or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/bench.db"
     port = free_port()
-    env = {**os.environ, "SIGNOFF_DATABASE_URL": database_url, "SIGNOFF_PORT": str(port),
-           "SIGNOFF_LOG_LEVEL": "warning", "SIGNOFF_SUBSCRIBER_BUFFER": "1024"}
+    env = {
+        **os.environ,
+        "SIGNOFF_DATABASE_URL": database_url,
+        "SIGNOFF_PORT": str(port),
+        "SIGNOFF_LOG_LEVEL": "warning",
+        "SIGNOFF_SUBSCRIBER_BUFFER": "1024",
+    }
     if args.redis_url:
-        env.update(SIGNOFF_REDIS_URL=args.redis_url,
-                   SIGNOFF_EVENTS_CHANNEL=f"signoff:bench:{os.getpid()}")
+        env.update(
+            SIGNOFF_REDIS_URL=args.redis_url, SIGNOFF_EVENTS_CHANNEL=f"signoff:bench:{os.getpid()}"
+        )
     server = subprocess.Popen([sys.executable, "-m", "signoff", "serve"], env=env)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -169,9 +222,11 @@ def main() -> None:
                 time.sleep(0.1)
         admin, reviewer, queue_id = asyncio.run(_setup(base, database_url))
         time.sleep(1.5)  # the relay stamps the setup's own events
-        after = httpx.post(f"{base}/graphql", headers={"Authorization": f"Bearer {reviewer}"},
-                           json={"query": "{ changeFeedCursor }"}).json()["data"][
-                               "changeFeedCursor"]
+        after = httpx.post(
+            f"{base}/graphql",
+            headers={"Authorization": f"Bearer {reviewer}"},
+            json={"query": "{ changeFeedCursor }"},
+        ).json()["data"]["changeFeedCursor"]
         rss_idle = rss_kib(server.pid)
 
         pipes = []
@@ -180,9 +235,19 @@ def main() -> None:
         ctx = multiprocessing.get_context("spawn")
         for count in per_worker:
             parent, child = ctx.Pipe()
-            ctx.Process(target=_worker, args=(child, f"ws://127.0.0.1:{port}/graphql",
-                                              reviewer, queue_id, after, count,
-                                              args.mutations), daemon=True).start()
+            ctx.Process(
+                target=_worker,
+                args=(
+                    child,
+                    f"ws://127.0.0.1:{port}/graphql",
+                    reviewer,
+                    queue_id,
+                    after,
+                    count,
+                    args.mutations,
+                ),
+                daemon=True,
+            ).start()
             pipes.append(parent)
         for pipe in pipes:
             assert pipe.recv() == "ready"
@@ -209,16 +274,22 @@ def main() -> None:
     delivered = len(latencies)
     expected = args.subscribers * args.mutations
     ms = [x * 1000 for x in latencies]
-    print(f"subscribers={args.subscribers} mutations={args.mutations} rate={args.rate}/s "
-          f"workers={args.workers} database={'postgresql' if 'postgres' in database_url else 'sqlite'}"
-          f" hub={'redis' if args.redis_url else 'memory'}")
+    print(
+        f"subscribers={args.subscribers} mutations={args.mutations} rate={args.rate}/s "
+        f"workers={args.workers} database={'postgresql' if 'postgres' in database_url else 'sqlite'}"
+        f" hub={'redis' if args.redis_url else 'memory'}"
+    )
     print(f"frames delivered: {delivered} of {expected}")
-    print(f"latency ms: p50={percentile(ms, 0.50):.1f} p95={percentile(ms, 0.95):.1f} "
-          f"p99={percentile(ms, 0.99):.1f} max={max(ms):.1f} mean={statistics.fmean(ms):.1f}")
+    print(
+        f"latency ms: p50={percentile(ms, 0.50):.1f} p95={percentile(ms, 0.95):.1f} "
+        f"p99={percentile(ms, 0.99):.1f} max={max(ms):.1f} mean={statistics.fmean(ms):.1f}"
+    )
     print(f"events delivered per second: {delivered / (last_arrival - started):.0f}")
-    print(f"server RSS: idle {rss_idle / 1024:.1f} MiB, with subscribers "
-          f"{rss_connected / 1024:.1f} MiB, after {rss_end / 1024:.1f} MiB; per connection "
-          f"{(rss_connected - rss_idle) / args.subscribers:.1f} KiB")
+    print(
+        f"server RSS: idle {rss_idle / 1024:.1f} MiB, with subscribers "
+        f"{rss_connected / 1024:.1f} MiB, after {rss_end / 1024:.1f} MiB; per connection "
+        f"{(rss_connected - rss_idle) / args.subscribers:.1f} KiB"
+    )
 
 
 if __name__ == "__main__":

@@ -84,8 +84,12 @@ async def start_server(database_url: str, log_dir: Path, **env: str) -> Server:
         **env,
     }
     with log.open("wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "signoff", "serve"], env=environ,
-                                   stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "signoff", "serve"],
+            env=environ,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     server = Server(port=port, process=process, log=log)
     deadline = time.monotonic() + 30
     async with httpx.AsyncClient() as http:
@@ -136,7 +140,8 @@ class Subscription:
 
     async def _run(self) -> None:
         transport = WebsocketsTransport(
-            url=self.ws_url, init_payload={"authorization": f"Bearer {self.token}"},
+            url=self.ws_url,
+            init_payload={"authorization": f"Bearer {self.token}"},
             subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
         )
         try:
@@ -176,8 +181,14 @@ async def head_cursor(gql_client: GraphQLClient, token: str) -> str:
     return cursor
 
 
-def queue_subscription(server: Server, token: str, *, queue_id: str | None = None,
-                       after: str | None = None, query: str = QUEUE_EVENTS) -> Subscription:
+def queue_subscription(
+    server: Server,
+    token: str,
+    *,
+    queue_id: str | None = None,
+    after: str | None = None,
+    query: str = QUEUE_EVENTS,
+) -> Subscription:
     return Subscription(server.ws_url, token, query, {"queueId": queue_id, "after": after})
 
 

@@ -95,9 +95,7 @@ async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> l
 async def mark_published(session: AsyncSession, ids: Sequence[str]) -> None:
     if ids:
         await session.exec(
-            update(ChangeEvent)
-            .where(col(ChangeEvent.id).in_(ids))
-            .values(published_at=clock.now())
+            update(ChangeEvent).where(col(ChangeEvent.id).in_(ids)).values(published_at=clock.now())
         )
 
 
@@ -107,8 +105,11 @@ async def unpublished(
     """Stamped events whose publish never succeeded (a crash, Redis down)."""
     stmt = (
         select(ChangeEvent)
-        .where(col(ChangeEvent.published_at).is_(None), col(ChangeEvent.cursor).is_not(None),
-               col(ChangeEvent.occurred_at) < older_than)
+        .where(
+            col(ChangeEvent.published_at).is_(None),
+            col(ChangeEvent.cursor).is_not(None),
+            col(ChangeEvent.occurred_at) < older_than,
+        )
         .order_by(col(ChangeEvent.cursor))
         .limit(limit)
     )
@@ -145,9 +146,7 @@ async def prune(session: AsyncSession, before: datetime) -> int:
     ).first()
     if through is None or through <= state.pruned_through:
         return 0
-    result: Any = await session.exec(
-        delete(ChangeEvent).where(col(ChangeEvent.cursor) <= through)
-    )
+    result: Any = await session.exec(delete(ChangeEvent).where(col(ChangeEvent.cursor) <= through))
     state.pruned_through = through
     await session.flush()
     return int(result.rowcount or 0)

@@ -40,9 +40,17 @@ class Change:
     @classmethod
     def from_row(cls, row: ChangeEvent) -> Change:
         assert row.cursor is not None  # only stamped events travel
-        return cls(cursor=row.cursor, kind=row.kind, entity_type=row.entity_type,
-                   entity_id=row.entity_id, queue_id=row.queue_id, proposal_id=row.proposal_id,
-                   actor_id=row.actor_id, occurred_at=row.occurred_at, snapshot=row.snapshot)
+        return cls(
+            cursor=row.cursor,
+            kind=row.kind,
+            entity_type=row.entity_type,
+            entity_id=row.entity_id,
+            queue_id=row.queue_id,
+            proposal_id=row.proposal_id,
+            actor_id=row.actor_id,
+            occurred_at=row.occurred_at,
+            snapshot=row.snapshot,
+        )
 
     def to_wire(self) -> dict[str, Any]:
         return {**asdict(self), "occurred_at": self.occurred_at.isoformat()}
@@ -60,8 +68,12 @@ Resync = Callable[[], Awaitable[None]]
 class Subscriber:
     """One subscription's bounded buffer; overflowing it ends the subscription."""
 
-    def __init__(self, match: Callable[[Change], bool], buffer: int,
-                 on_overflow: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        match: Callable[[Change], bool],
+        buffer: int,
+        on_overflow: Callable[[], None] | None = None,
+    ) -> None:
         self.match = match
         self.on_overflow = on_overflow
         self.overflowed = False
@@ -166,8 +178,14 @@ class MemoryTransport:
 class EventHub:
     """Publish and subscribe, whatever the transport."""
 
-    def __init__(self, transport: Transport, load_after: LoadAfter, *, buffer: int,
-                 auth_refresh_seconds: float) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        load_after: LoadAfter,
+        *,
+        buffer: int,
+        auth_refresh_seconds: float,
+    ) -> None:
         self.transport = transport
         self.fanout = Fanout(load_after)
         self.buffer = buffer
@@ -185,8 +203,9 @@ class EventHub:
         await self.fanout.offer(changes)
         await self.transport.publish(changes)
 
-    def subscribe(self, match: Callable[[Change], bool],
-                  on_overflow: Callable[[], None] | None = None) -> Subscriber:
+    def subscribe(
+        self, match: Callable[[Change], bool], on_overflow: Callable[[], None] | None = None
+    ) -> Subscriber:
         subscriber = Subscriber(match, self.buffer, on_overflow)
         self.fanout.add(subscriber)
         return subscriber

@@ -60,8 +60,9 @@ class RedisTransport:
                     delay = RECONNECT_MIN_SECONDS
                     await resync()
                     while True:
-                        message = await pubsub.get_message(ignore_subscribe_messages=True,
-                                                           timeout=1.0)
+                        message = await pubsub.get_message(
+                            ignore_subscribe_messages=True, timeout=1.0
+                        )
                         if message is not None and message["type"] == "message":
                             data = json.loads(message["data"])
                             await deliver([Change.from_wire(item) for item in data])

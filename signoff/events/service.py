@@ -32,8 +32,14 @@ logger = logging.getLogger("signoff.events")
 
 
 class EventService:
-    def __init__(self, hub: EventHub, sessionmaker: SessionMaker, *, relay_seconds: float,
-                 retention: timedelta) -> None:
+    def __init__(
+        self,
+        hub: EventHub,
+        sessionmaker: SessionMaker,
+        *,
+        relay_seconds: float,
+        retention: timedelta,
+    ) -> None:
         self.hub = hub
         self.sessionmaker = sessionmaker
         self.relay_seconds = relay_seconds
@@ -123,8 +129,11 @@ class EventService:
         try:
             await self.hub.publish([Change.from_row(row) for row in rows])
         except Exception as exc:
-            logger.warning("publishing %d change events failed (%s); the relay retries",
-                           len(rows), type(exc).__name__)
+            logger.warning(
+                "publishing %d change events failed (%s); the relay retries",
+                len(rows),
+                type(exc).__name__,
+            )
             return False
         async with self.sessionmaker() as session:
             await feed.mark_published(session, [row.id for row in rows])
@@ -148,7 +157,15 @@ def create_event_service(settings: Settings, sessionmaker: SessionMaker) -> Even
             await session.commit()
         return [Change.from_row(row) for row in rows]
 
-    hub = EventHub(transport, load_after, buffer=settings.subscriber_buffer,
-                   auth_refresh_seconds=settings.events_auth_refresh_seconds)
-    return EventService(hub, sessionmaker, relay_seconds=settings.events_relay_seconds,
-                        retention=timedelta(days=settings.events_retention_days))
+    hub = EventHub(
+        transport,
+        load_after,
+        buffer=settings.subscriber_buffer,
+        auth_refresh_seconds=settings.events_auth_refresh_seconds,
+    )
+    return EventService(
+        hub,
+        sessionmaker,
+        relay_seconds=settings.events_relay_seconds,
+        retention=timedelta(days=settings.events_retention_days),
+    )

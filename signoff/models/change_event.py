@@ -59,9 +59,7 @@ class ChangeEvent(SQLModel, table=True):
     entity_id: str = Field(sa_column=sa.Column(sa.String(36), nullable=False))
     # No foreign keys: the feed outlives nothing it describes, and must never block a delete.
     queue_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
-    proposal_id: str | None = Field(
-        default=None, sa_column=sa.Column(sa.String(36), nullable=True)
-    )
+    proposal_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
     actor_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
     snapshot: dict[str, Any] = json_field(default={})
     occurred_at: datetime = time_field(default_now=True)

@@ -40,7 +40,7 @@ def decode_cursor(value: str) -> int:
         raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()
         if not raw.startswith(CURSOR_PREFIX):
             raise ValueError
-        cursor = int(raw[len(CURSOR_PREFIX):])
+        cursor = int(raw[len(CURSOR_PREFIX) :])
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise CursorInvalid() from None
     if cursor < 0:
@@ -123,8 +123,9 @@ class _Access:
     on a membership change of this actor makes a removal take effect at once.
     """
 
-    def __init__(self, sessionmaker: SessionMaker, token: str, viewer: Viewer,
-                 refresh_seconds: float) -> None:
+    def __init__(
+        self, sessionmaker: SessionMaker, token: str, viewer: Viewer, refresh_seconds: float
+    ) -> None:
         self._sessionmaker = sessionmaker
         self._token = token
         self.viewer = viewer
@@ -184,8 +185,9 @@ async def watch_changes(
         hub.unsubscribe(subscriber)
 
 
-async def _replay(sessionmaker: SessionMaker, scope: FeedScope, viewer: Viewer,
-                  after: int) -> AsyncIterator[Change]:
+async def _replay(
+    sessionmaker: SessionMaker, scope: FeedScope, viewer: Viewer, after: int
+) -> AsyncIterator[Change]:
     where = scope.where(viewer)
     while True:
         async with sessionmaker() as session:

@@ -20,7 +20,8 @@ from signoff.schema.task import HumanTask
 @strawberry.type(description="A change to a queue, proposal, task or incident.")
 class ChangeEvent:
     cursor: str = strawberry.field(
-        description="Opaque; pass it as `after` to resume right after this event.")
+        description="Opaque; pass it as `after` to resume right after this event."
+    )
     kind: str = strawberry.field(description="For example proposal.approved, task.claimed.")
     entity_type: str
     entity_id: strawberry.ID
@@ -57,9 +58,13 @@ class ChangeEvent:
     @classmethod
     def from_change(cls, change: Change) -> ChangeEvent:
         return cls(
-            cursor=encode_cursor(change.cursor), kind=change.kind,
-            entity_type=change.entity_type, entity_id=strawberry.ID(change.entity_id),
+            cursor=encode_cursor(change.cursor),
+            kind=change.kind,
+            entity_type=change.entity_type,
+            entity_id=strawberry.ID(change.entity_id),
             queue_id=None if change.queue_id is None else strawberry.ID(change.queue_id),
             proposal_id=None if change.proposal_id is None else strawberry.ID(change.proposal_id),
-            occurred_at=change.occurred_at, snapshot=cast(JSON, change.snapshot), change=change,
+            occurred_at=change.occurred_at,
+            snapshot=cast(JSON, change.snapshot),
+            change=change,
         )

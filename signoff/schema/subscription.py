@@ -35,11 +35,16 @@ class LiveEventsUnavailable(SignoffError):
 
 @strawberry.type
 class Subscription:
-    @strawberry.subscription(description=(
-        "Changes in one queue, or in every queue you may see when queueId is omitted. "
-        "With `after`, first replays what you missed."))
+    @strawberry.subscription(
+        description=(
+            "Changes in one queue, or in every queue you may see when queueId is omitted. "
+            "With `after`, first replays what you missed."
+        )
+    )
     async def queue_events(
-        self, info: strawberry.Info, queue_id: strawberry.ID | None = None,
+        self,
+        info: strawberry.Info,
+        queue_id: strawberry.ID | None = None,
         after: str | None = None,
     ) -> AsyncGenerator[ChangeEvent, None]:
         scope = FeedScope(queue_id=queue_id, all_queues=queue_id is None)
@@ -61,13 +66,20 @@ class Subscription:
             yield event
 
 
-async def _watch(info: strawberry.Info, scope: FeedScope,
-                 after: str | None) -> AsyncGenerator[ChangeEvent, None]:
+async def _watch(
+    info: strawberry.Info, scope: FeedScope, after: str | None
+) -> AsyncGenerator[ChangeEvent, None]:
     ctx = context_of(info)
     if ctx.hub is None:
         raise LiveEventsUnavailable()
-    stream = watch_changes(sessionmaker=ctx.sessionmaker, hub=ctx.hub, token=ctx.token,
-                           scope=scope, after=after, on_overflow=_closer(ctx))
+    stream = watch_changes(
+        sessionmaker=ctx.sessionmaker,
+        hub=ctx.hub,
+        token=ctx.token,
+        scope=scope,
+        after=after,
+        on_overflow=_closer(ctx),
+    )
     async with contextlib.aclosing(stream):
         async for change in stream:
             yield ChangeEvent.from_change(change)

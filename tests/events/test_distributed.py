@@ -42,15 +42,18 @@ async def test_a_subscriber_on_one_process_sees_mutations_made_through_another(
         reviewer = world.reviewers[0]
         await stamp_now(sessionmaker)  # the tokens' membership events, written directly
         after = await head_cursor(through_b, reviewer)
-        async with queue_subscription(a, reviewer, queue_id=world.queue_id,
-                                      after=after) as on_a:
+        async with queue_subscription(a, reviewer, queue_id=world.queue_id, after=after) as on_a:
             proposed = await world.propose()
             await through_b(CLAIM, {"id": proposed["task"]["id"]}, reviewer)
             await world.decide(reviewer, proposed["proposal"])
             events = await asyncio.wait_for(on_a.wait_for(5), timeout=5)
     assert [e["kind"] for e in events] == [
-        "proposal.proposed", "task.created", "task.claimed", "proposal.approved",
-        "task.completed"]
+        "proposal.proposed",
+        "task.created",
+        "task.claimed",
+        "proposal.approved",
+        "task.completed",
+    ]
 
 
 class ThrowawayRedis:
@@ -68,8 +71,20 @@ class ThrowawayRedis:
         binary = shutil.which("redis-server")
         assert binary is not None
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--bind",
+                "127.0.0.1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(100):
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -100,16 +115,18 @@ async def throwaway_redis() -> AsyncIterator[ThrowawayRedis]:
 async def test_events_made_while_redis_is_down_arrive_once_it_is_back(
     serve: Serve, sessionmaker: SessionMaker, throwaway_redis: ThrowawayRedis
 ) -> None:
-    env = {"SIGNOFF_REDIS_URL": throwaway_redis.url, "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
-           "SIGNOFF_EVENTS_RELAY_SECONDS": "0.3"}
+    env = {
+        "SIGNOFF_REDIS_URL": throwaway_redis.url,
+        "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
+        "SIGNOFF_EVENTS_RELAY_SECONDS": "0.3",
+    }
     a, b = await serve(**env), await serve(**env)
     async with http_gql(b, sessionmaker) as through_b:
         world = await build_world(through_b)
         reviewer = world.reviewers[0]
         await feed_settled(sessionmaker)
         after = await head_cursor(through_b, reviewer)
-        async with queue_subscription(a, reviewer, queue_id=world.queue_id,
-                                      after=after) as on_a:
+        async with queue_subscription(a, reviewer, queue_id=world.queue_id, after=after) as on_a:
             await world.propose()
             await on_a.wait_for(2)
             throwaway_redis.kill()
@@ -126,6 +143,9 @@ async def test_events_made_while_redis_is_down_arrive_once_it_is_back(
     assert ids[1:] == [p["proposal"]["id"] for p in proposals]
     await asyncio.sleep(1.0)  # the relay publishes what failed while Redis was down
     async with sessionmaker() as session:
-        unpublished = (await session.exec(
-            select(ChangeEvent.id).where(col(ChangeEvent.published_at).is_(None)))).all()
+        unpublished = (
+            await session.exec(
+                select(ChangeEvent.id).where(col(ChangeEvent.published_at).is_(None))
+            )
+        ).all()
     assert unpublished == []

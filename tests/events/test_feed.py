@@ -19,9 +19,14 @@ from tests.conftest import requires_postgres
 
 
 def _record(session: object, label: str) -> None:
-    record_change(session,  # type: ignore[arg-type]
-                  kind=ChangeKind.TASK_CREATED, entity_type="task", entity_id=str(uuid.uuid4()),
-                  queue_id="q", snapshot={"label": label})
+    record_change(
+        session,  # type: ignore[arg-type]
+        kind=ChangeKind.TASK_CREATED,
+        entity_type="task",
+        entity_id=str(uuid.uuid4()),
+        queue_id="q",
+        snapshot={"label": label},
+    )
 
 
 async def _stamp(sessionmaker: SessionMaker) -> list[tuple[int, str]]:
@@ -62,7 +67,8 @@ async def test_a_transaction_that_commits_late_gets_a_later_cursor(
 
 @requires_postgres
 async def test_crossing_writers_never_place_an_event_below_a_delivered_cursor(
-    engine: AsyncEngine, clean_database: None,
+    engine: AsyncEngine,
+    clean_database: None,
 ) -> None:
     """Twenty writers hold their transactions open for random, crossing spans while a
     sequencer stamps and a subscriber polls; the subscriber sees every event exactly
@@ -132,8 +138,16 @@ async def test_retention_prunes_through_a_cursor(sessionmaker: SessionMaker) -> 
 
 
 def _change(cursor: int, queue_id: str = "q") -> Change:
-    return Change(cursor=cursor, kind="task.created", entity_type="task", entity_id=f"t{cursor}",
-                  queue_id=queue_id, proposal_id=None, actor_id=None, occurred_at=clock.now())
+    return Change(
+        cursor=cursor,
+        kind="task.created",
+        entity_type="task",
+        entity_id=f"t{cursor}",
+        queue_id=queue_id,
+        proposal_id=None,
+        actor_id=None,
+        occurred_at=clock.now(),
+    )
 
 
 async def test_fanout_fills_gaps_from_the_store_and_drops_duplicates() -> None:

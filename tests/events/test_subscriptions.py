@@ -36,14 +36,18 @@ async def test_subscriber_sees_propose_claim_decide_in_order(
         reviewer = world.reviewers[0]
         await feed_settled(sessionmaker)
         after = await head_cursor(gql, reviewer)
-        async with queue_subscription(server, reviewer, queue_id=world.queue_id,
-                                      after=after) as sub:
+        async with queue_subscription(
+            server, reviewer, queue_id=world.queue_id, after=after
+        ) as sub:
             proposed = await world.propose()
             await gql(CLAIM, {"id": proposed["task"]["id"]}, reviewer)
             await world.decide(reviewer, proposed["proposal"])
             events = await sub.wait_for(5)
     assert [e["kind"] for e in events] == [
-        "proposal.proposed", "task.created", "task.claimed", "proposal.approved",
+        "proposal.proposed",
+        "task.created",
+        "task.claimed",
+        "proposal.approved",
         "task.completed",
     ]
     cursors = [e["cursor"] for e in events]
@@ -61,8 +65,11 @@ mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }
 async def _create_tasks(gql: GraphQLClient, world: World, count: int, label: str) -> list[str]:
     ids = []
     for i in range(count):
-        data = await gql(CREATE_TASK, {"input": {"queueId": world.queue_id, "kind": "REVIEW",
-                                                 "title": f"{label}-{i}"}}, world.admin)
+        data = await gql(
+            CREATE_TASK,
+            {"input": {"queueId": world.queue_id, "kind": "REVIEW", "title": f"{label}-{i}"}},
+            world.admin,
+        )
         ids.append(data["createTask"]["id"])
     return ids
 
@@ -76,14 +83,16 @@ async def test_resume_replays_exactly_what_was_missed_then_goes_live(
         reviewer = world.reviewers[0]
         await feed_settled(sessionmaker)
         start = await head_cursor(gql, reviewer)
-        async with queue_subscription(server, reviewer, queue_id=world.queue_id,
-                                      after=start) as first:
+        async with queue_subscription(
+            server, reviewer, queue_id=world.queue_id, after=start
+        ) as first:
             seen_before = await _create_tasks(gql, world, 2, "before")
             last = (await first.wait_for(2))[-1]["cursor"]
 
         missed = await _create_tasks(gql, world, 20, "missed")
-        async with queue_subscription(server, reviewer, queue_id=world.queue_id,
-                                      after=last) as second:
+        async with queue_subscription(
+            server, reviewer, queue_id=world.queue_id, after=last
+        ) as second:
             # Writers keep going while the replay runs: the seam must hold.
             during = asyncio.create_task(_create_tasks(gql, world, 10, "during"))
             events = await second.wait_for(20)
@@ -111,12 +120,14 @@ async def test_resuming_from_a_pruned_cursor_is_cursor_expired(
         async with sessionmaker() as session:
             await feed.prune(session, clock.now() + timedelta(seconds=1))
             await session.commit()
-        async with queue_subscription(server, world.admin, queue_id=world.queue_id,
-                                      after=old) as sub:
+        async with queue_subscription(
+            server, world.admin, queue_id=world.queue_id, after=old
+        ) as sub:
             with pytest.raises(AssertionError, match="CURSOR_EXPIRED"):
                 await sub.wait_for(1, timeout=5)
-        async with queue_subscription(server, world.admin, queue_id=world.queue_id,
-                                      after="not-a-cursor") as sub:
+        async with queue_subscription(
+            server, world.admin, queue_id=world.queue_id, after="not-a-cursor"
+        ) as sub:
             with pytest.raises(AssertionError, match="INVALID_CURSOR"):
                 await sub.wait_for(1, timeout=5)
 
@@ -131,8 +142,10 @@ async def test_a_reviewer_never_receives_another_queues_events(
         reviewer = await gql.token(Role.REVIEWER, name="only-mine", queues=[mine.queue_slug])
         await feed_settled(sessionmaker)
         after = await head_cursor(gql, reviewer)
-        async with queue_subscription(server, reviewer, after=after) as all_mine, \
-                queue_subscription(server, reviewer, queue_id=theirs.queue_id) as forbidden:
+        async with (
+            queue_subscription(server, reviewer, after=after) as all_mine,
+            queue_subscription(server, reviewer, queue_id=theirs.queue_id) as forbidden,
+        ):
             await theirs.propose()
             await mine.propose()
             events = await all_mine.wait_for(2)
@@ -158,14 +171,18 @@ async def test_a_reviewer_removed_from_a_queue_stops_receiving_it(
         me = (await gql("query { viewer { actor { id } } }", token=reviewer))["viewer"]
         await feed_settled(sessionmaker)
         after = await head_cursor(gql, reviewer)
-        async with queue_subscription(server, reviewer, after=after) as everything, \
-                queue_subscription(server, reviewer, queue_id=world.queue_id,
-                                   after=after) as one_queue:
+        async with (
+            queue_subscription(server, reviewer, after=after) as everything,
+            queue_subscription(server, reviewer, queue_id=world.queue_id, after=after) as one_queue,
+        ):
             await _create_tasks(gql, world, 1, "visible")
             await everything.wait_for(1)
             await one_queue.wait_for(1)
-            await gql(REMOVE_MEMBER, {"input": {"queueId": world.queue_id,
-                                                "actorId": me["actor"]["id"]}}, world.admin)
+            await gql(
+                REMOVE_MEMBER,
+                {"input": {"queueId": world.queue_id, "actorId": me["actor"]["id"]}},
+                world.admin,
+            )
             await _create_tasks(gql, world, 2, "hidden")
             with pytest.raises(AssertionError, match="FORBIDDEN"):
                 await one_queue.wait_for(2, timeout=5)
@@ -183,30 +200,39 @@ async def test_agents_follow_their_own_proposal(serve: Serve, sessionmaker: Sess
           proposalEvents(proposalId: $id, after: $after) {
             kind cursor proposal { id state approvalCount } task { state }
           } }"""
-        async with Subscription(server.ws_url, world.agent, query,
-                                {"id": proposal_id, "after": encode_cursor(0)}) as sub:
+        async with Subscription(
+            server.ws_url, world.agent, query, {"id": proposal_id, "after": encode_cursor(0)}
+        ) as sub:
             await world.decide(world.reviewers[0], proposed["proposal"])
             events = await sub.wait_for(4)
     assert [e["kind"] for e in events] == [
-        "proposal.proposed", "task.created", "proposal.approved", "task.completed"]
+        "proposal.proposed",
+        "task.created",
+        "proposal.approved",
+        "task.completed",
+    ]
     assert events[2]["proposal"] == {"id": proposal_id, "state": "QUEUED", "approvalCount": 1}
     assert events[3]["task"] == {"state": "COMPLETED"}
 
 
-async def test_incident_events_are_for_operators(
-    serve: Serve, sessionmaker: SessionMaker
-) -> None:
+async def test_incident_events_are_for_operators(serve: Serve, sessionmaker: SessionMaker) -> None:
     server = await serve()
     async with http_gql(server, sessionmaker) as gql:
         world = await build_world(gql)
         operator = await gql.token(Role.OPERATOR, name="operator")
         query = "subscription($after: String) { incidentEvents(after: $after) { kind entityId } }"
-        async with Subscription(server.ws_url, operator, query,
-                                {"after": encode_cursor(0)}) as ops, \
-                Subscription(server.ws_url, world.reviewers[0], query, {"after": None}) as rev:
+        async with (
+            Subscription(server.ws_url, operator, query, {"after": encode_cursor(0)}) as ops,
+            Subscription(server.ws_url, world.reviewers[0], query, {"after": None}) as rev,
+        ):
             async with sessionmaker() as session:  # as delivery's dead-letter job will
-                record_change(session, kind=ChangeKind.INCIDENT_OPENED, entity_type="incident",
-                              entity_id="incident-1", snapshot={"severity": "high"})
+                record_change(
+                    session,
+                    kind=ChangeKind.INCIDENT_OPENED,
+                    entity_type="incident",
+                    entity_id="incident-1",
+                    snapshot={"severity": "high"},
+                )
                 await session.commit()
             events = await ops.wait_for(1)
             with pytest.raises(AssertionError, match="FORBIDDEN"):

@@ -33,8 +33,10 @@ async def _close_code(ws: ClientConnection, timeout: float = 10) -> int | None:
     return ws.close_code
 
 
-@pytest.mark.parametrize("payload", [{}, {"authorization": "Bearer so_not-a-token"},
-                                     {"authorization": "so_missing-scheme"}])
+@pytest.mark.parametrize(
+    "payload",
+    [{}, {"authorization": "Bearer so_not-a-token"}, {"authorization": "so_missing-scheme"}],
+)
 async def test_connection_init_without_a_valid_token_closes_4403(
     serve: Serve, payload: dict[str, Any]
 ) -> None:
@@ -47,8 +49,9 @@ async def test_connection_init_without_a_valid_token_closes_4403(
 async def test_subscribing_before_connection_init_closes_4401(serve: Serve) -> None:
     server = await serve()
     async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
-        await ws.send(json.dumps({"type": "subscribe", "id": "1",
-                                  "payload": {"query": QUEUE_EVENTS}}))
+        await ws.send(
+            json.dumps({"type": "subscribe", "id": "1", "payload": {"query": QUEUE_EVENTS}})
+        )
         assert await _close_code(ws) == 4401
 
 
@@ -68,12 +71,25 @@ async def test_legacy_graphql_ws_protocol_streams_events(
         await feed_settled(sessionmaker)
         after = await head_cursor(gql, reviewer)
         async with connect(server.ws_url, subprotocols=["graphql-ws"]) as ws:  # type: ignore[list-item]
-            await ws.send(json.dumps({"type": "connection_init",
-                                      "payload": {"authorization": f"Bearer {reviewer}"}}))
+            # GraphiQL sends its Headers tab as the payload, capitalised.
+            await ws.send(
+                json.dumps(
+                    {"type": "connection_init", "payload": {"Authorization": f"Bearer {reviewer}"}}
+                )
+            )
             assert json.loads(await ws.recv())["type"] == "connection_ack"
-            await ws.send(json.dumps({"type": "start", "id": "1", "payload": {
-                "query": QUEUE_EVENTS, "variables": {"queueId": world.queue_id,
-                                                     "after": after}}}))
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "start",
+                        "id": "1",
+                        "payload": {
+                            "query": QUEUE_EVENTS,
+                            "variables": {"queueId": world.queue_id, "after": after},
+                        },
+                    }
+                )
+            )
             await world.propose()
             kinds = []
             while len(kinds) < 2:
@@ -92,19 +108,34 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
         reviewer = world.reviewers[0]
         await feed_settled(sessionmaker)
         after = await head_cursor(gql, reviewer)
-    subscribe = json.dumps({"type": "subscribe", "id": "1", "payload": {
-        "query": "subscription($q: ID, $a: String) { queueEvents(queueId: $q, after: $a) "
-                 "{ cursor snapshot } }", "variables": {"q": world.queue_id, "a": after}}})
-    init = json.dumps({"type": "connection_init",
-                       "payload": {"authorization": f"Bearer {reviewer}"}})
+    subscribe = json.dumps(
+        {
+            "type": "subscribe",
+            "id": "1",
+            "payload": {
+                "query": "subscription($q: ID, $a: String) { queueEvents(queueId: $q, after: $a) "
+                "{ cursor snapshot } }",
+                "variables": {"q": world.queue_id, "a": after},
+            },
+        }
+    )
+    init = json.dumps(
+        {"type": "connection_init", "payload": {"authorization": f"Bearer {reviewer}"}}
+    )
 
     slow_sock = socket.socket()
     slow_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     slow_sock.connect(("127.0.0.1", server.port))
     total = 1500
-    async with connect(server.ws_url, subprotocols=[TRANSPORT_WS],  # type: ignore[list-item]
-                       max_queue=1, sock=slow_sock) as slow, \
-            connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as fast:  # type: ignore[list-item]
+    async with (
+        connect(
+            server.ws_url,
+            subprotocols=[TRANSPORT_WS],  # type: ignore[list-item]
+            max_queue=1,
+            sock=slow_sock,
+        ) as slow,
+        connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as fast,
+    ):  # type: ignore[list-item]
         for ws in (slow, fast):
             await ws.send(init)
             assert json.loads(await ws.recv())["type"] == "connection_ack"
@@ -123,9 +154,14 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
         for batch in range(total // 10):  # paced: bursts stay well under the buffer
             async with sessionmaker() as session:
                 for i in range(10):
-                    record_change(session, kind=ChangeKind.TASK_CREATED, entity_type="task",
-                                  entity_id=f"t-{batch}-{i}", queue_id=world.queue_id,
-                                  snapshot={"padding": padding})
+                    record_change(
+                        session,
+                        kind=ChangeKind.TASK_CREATED,
+                        entity_type="task",
+                        entity_id=f"t-{batch}-{i}",
+                        queue_id=world.queue_id,
+                        snapshot={"padding": padding},
+                    )
                 await session.commit()
             await asyncio.sleep(0.02)
         assert await fast_task == total

@@ -42,9 +42,7 @@ def upgrade() -> None:
         batch_op.create_index("ix_change_events_published", ["published_at"], unique=False)
         batch_op.create_index("ix_change_events_occurred", ["occurred_at"], unique=False)
         batch_op.create_index("ix_change_events_queue", ["queue_id", "cursor"], unique=False)
-        batch_op.create_index(
-            "ix_change_events_proposal", ["proposal_id", "cursor"], unique=False
-        )
+        batch_op.create_index("ix_change_events_proposal", ["proposal_id", "cursor"], unique=False)
 
     op.create_table(
         "change_feed_state",
