@@ -276,7 +276,8 @@ def main() -> None:
     ms = [x * 1000 for x in latencies]
     print(
         f"subscribers={args.subscribers} mutations={args.mutations} rate={args.rate}/s "
-        f"workers={args.workers} database={'postgresql' if 'postgres' in database_url else 'sqlite'}"
+        f"workers={args.workers} "
+        f"database={'postgresql' if 'postgres' in database_url else 'sqlite'}"
         f" hub={'redis' if args.redis_url else 'memory'}"
     )
     print(f"frames delivered: {delivered} of {expected}")

@@ -72,6 +72,11 @@ class Server:
                 self.process.wait()
 
 
+def _spawn(argv: list[str], environ: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, env=environ, stdout=out, stderr=subprocess.STDOUT)
+
+
 async def start_server(database_url: str, log_dir: Path, **env: str) -> Server:
     """Start ``python -m signoff serve`` and wait until ``/healthz`` answers."""
     port = free_port()
@@ -83,13 +88,7 @@ async def start_server(database_url: str, log_dir: Path, **env: str) -> Server:
         "SIGNOFF_LOG_LEVEL": "warning",
         **env,
     }
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "signoff", "serve"],
-            env=environ,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    process = _spawn([sys.executable, "-m", "signoff", "serve"], environ, log)
     server = Server(port=port, process=process, log=log)
     deadline = time.monotonic() + 30
     async with httpx.AsyncClient() as http:
@@ -155,9 +154,9 @@ class Subscription:
             self.error = exc
             self._changed.set()
 
-    async def wait_for(self, count: int, timeout: float = 15) -> list[dict[str, Any]]:
+    async def wait_for(self, count: int, within: float = 15) -> list[dict[str, Any]]:
         """Wait until ``count`` events arrived (or fail with what did)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         while len(self.events) < count:
             if self.error is not None:
                 raise AssertionError(f"subscription failed: {self.error!r}") from self.error
@@ -192,9 +191,9 @@ def queue_subscription(
     return Subscription(server.ws_url, token, query, {"queueId": queue_id, "after": after})
 
 
-async def feed_settled(sessionmaker: SessionMaker, timeout: float = 10) -> None:
+async def feed_settled(sessionmaker: SessionMaker, within: float = 10) -> None:
     """Wait until every committed change event has its cursor (the relay stamps strays)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within
     while True:
         async with sessionmaker() as session:
             if not await feed.has_pending(session):

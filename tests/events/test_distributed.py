@@ -56,6 +56,15 @@ async def test_a_subscriber_on_one_process_sees_mutations_made_through_another(
     ]
 
 
+def _spawn_redis(port: int) -> subprocess.Popen[bytes]:
+    binary = shutil.which("redis-server")
+    assert binary is not None
+    argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no"]
+    return subprocess.Popen(
+        [*argv, "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
 class ThrowawayRedis:
     """A private redis-server on a free port that a test may kill and restart."""
 
@@ -68,23 +77,7 @@ class ThrowawayRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     async def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary is not None
-        self.process = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(self.port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--bind",
-                "127.0.0.1",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        self.process = _spawn_redis(self.port)
         for _ in range(100):
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -134,7 +127,7 @@ async def test_events_made_while_redis_is_down_arrive_once_it_is_back(
             assert all(p["proposal"]["state"] == "APPROVAL_REQUIRED" for p in proposals)
             await asyncio.sleep(1.0)
             await throwaway_redis.start()
-            events = await on_a.wait_for(12, timeout=20)
+            events = await on_a.wait_for(12, within=20)
             events = await on_a.quiet(0.5)
     assert [e["kind"] for e in events] == ["proposal.proposed", "task.created"] * 6
     cursors = [decode_cursor(e["cursor"]) for e in events]

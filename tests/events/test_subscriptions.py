@@ -124,12 +124,12 @@ async def test_resuming_from_a_pruned_cursor_is_cursor_expired(
             server, world.admin, queue_id=world.queue_id, after=old
         ) as sub:
             with pytest.raises(AssertionError, match="CURSOR_EXPIRED"):
-                await sub.wait_for(1, timeout=5)
+                await sub.wait_for(1, within=5)
         async with queue_subscription(
             server, world.admin, queue_id=world.queue_id, after="not-a-cursor"
         ) as sub:
             with pytest.raises(AssertionError, match="INVALID_CURSOR"):
-                await sub.wait_for(1, timeout=5)
+                await sub.wait_for(1, within=5)
 
 
 async def test_a_reviewer_never_receives_another_queues_events(
@@ -150,7 +150,7 @@ async def test_a_reviewer_never_receives_another_queues_events(
             await mine.propose()
             events = await all_mine.wait_for(2)
             with pytest.raises(AssertionError, match="FORBIDDEN"):
-                await forbidden.wait_for(1, timeout=5)
+                await forbidden.wait_for(1, within=5)
             events = await all_mine.quiet(0.5)
     assert {e["queueId"] for e in events} == {mine.queue_id}
     assert [e["kind"] for e in events] == ["proposal.proposed", "task.created"]
@@ -185,7 +185,7 @@ async def test_a_reviewer_removed_from_a_queue_stops_receiving_it(
             )
             await _create_tasks(gql, world, 2, "hidden")
             with pytest.raises(AssertionError, match="FORBIDDEN"):
-                await one_queue.wait_for(2, timeout=5)
+                await one_queue.wait_for(2, within=5)
             events = await everything.quiet(1.0)
     assert [e["kind"] for e in events] == ["task.created"]
 
@@ -236,5 +236,5 @@ async def test_incident_events_are_for_operators(serve: Serve, sessionmaker: Ses
                 await session.commit()
             events = await ops.wait_for(1)
             with pytest.raises(AssertionError, match="FORBIDDEN"):
-                await rev.wait_for(1, timeout=5)
+                await rev.wait_for(1, within=5)
     assert events == [{"kind": "incident.opened", "entityId": "incident-1"}]

@@ -25,9 +25,9 @@ Serve = Callable[..., Awaitable[Server]]
 TRANSPORT_WS = "graphql-transport-ws"
 
 
-async def _close_code(ws: ClientConnection, timeout: float = 10) -> int | None:
+async def _close_code(ws: ClientConnection, within: float = 10) -> int | None:
     with contextlib.suppress(ConnectionClosed):
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(within):
             while True:
                 await ws.recv()
     return ws.close_code
@@ -58,7 +58,7 @@ async def test_subscribing_before_connection_init_closes_4401(serve: Serve) -> N
 async def test_no_connection_init_within_five_seconds_closes_4408(serve: Serve) -> None:
     server = await serve()
     async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
-        assert await _close_code(ws, timeout=8) == 4408
+        assert await _close_code(ws, within=8) == 4408
 
 
 async def test_legacy_graphql_ws_protocol_streams_events(
@@ -166,5 +166,5 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
             await asyncio.sleep(0.02)
         assert await fast_task == total
         # The slow client now reads what the server managed to send, then the close.
-        assert await _close_code(slow, timeout=20) == 4429
+        assert await _close_code(slow, within=20) == 4429
         assert slow.close_reason == "subscriber too slow; resume with after"
