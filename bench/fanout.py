@@ -99,7 +99,14 @@ async def _subscriber(
 
 
 def _worker(
-    pipe: Connection, url: str, token: str, queue_id: str, after: str, count: int, mutations: int
+    interval: float,
+    pipe: Connection,
+    url: str,
+    token: str,
+    queue_id: str,
+    after: str,
+    count: int,
+    mutations: int,
 ) -> None:
     async def run() -> dict[str, list[float]]:
         arrivals: dict[str, list[float]] = {}
@@ -114,7 +121,7 @@ def _worker(
                     )
                 )
             )
-            await asyncio.sleep(0.002)  # do not storm the accept queue
+            await asyncio.sleep(interval)  # do not storm the accept queue
         await ready.wait()
         pipe.send("ready")
         results = await asyncio.gather(*tasks, return_exceptions=True)
@@ -194,6 +201,12 @@ def main() -> None:
     parser.add_argument("--mutations", type=int, default=200)
     parser.add_argument("--rate", type=float, default=20.0, help="mutations per second")
     parser.add_argument("--workers", type=int, default=2, help="client processes")
+    parser.add_argument(
+        "--connect-interval",
+        type=float,
+        default=0.004,
+        help="seconds between two connections of one client process",
+    )
     parser.add_argument("--database-url", help="default: a fresh SQLite file")
     parser.add_argument("--redis-url", help="default: the embedded in-memory hub")
     args = parser.parse_args()
@@ -238,6 +251,7 @@ def main() -> None:
             ctx.Process(
                 target=_worker,
                 args=(
+                    args.connect_interval,
                     child,
                     f"ws://127.0.0.1:{port}/graphql",
                     reviewer,

@@ -79,6 +79,11 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 viewer = await authenticate(session=session, token=token)
         except Unauthenticated:
             raise ConnectionRejectionError() from None
+        except Exception as exc:
+            # The database is unreachable or saturated: refuse without a traceback; the
+            # client retries. Only the exception's type is logged, never its message.
+            logger.warning("websocket authentication failed: %s", type(exc).__name__)
+            raise ConnectionRejectionError({"code": "UNAVAILABLE"}) from None
         context.token = token
         context._viewer = viewer
 

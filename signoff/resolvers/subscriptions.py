@@ -149,6 +149,7 @@ async def watch_changes(
     scope: FeedScope,
     after: str | None = None,
     on_overflow: Callable[[], None] | None = None,
+    viewer: Viewer | None = None,
 ) -> AsyncGenerator[Change, None]:
     """Replay the events after ``after`` (if given), then go live, with no gap or duplicate.
 
@@ -158,7 +159,8 @@ async def watch_changes(
     the buffer, and the overlap is dropped by cursor.
     """
     async with sessionmaker() as session:
-        viewer = await authenticate(session=session, token=token)
+        if viewer is None:  # the websocket's connection_init already authenticated it
+            viewer = await authenticate(session=session, token=token)
         await authorize_scope(session, viewer, scope)
         start = None if after is None else await check_resume(session, after)
     assert token is not None  # authenticate refused a missing token

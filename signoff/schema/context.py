@@ -66,9 +66,16 @@ class Context:
         return self._loaders
 
     async def reset(self) -> None:
-        """Between two events of a long-lived subscription: fresh loaders, no held connection."""
-        self._loaders = None
-        await self.close()
+        """Between two events of a long-lived subscription: fresh loaders, no held connection.
+
+        Under the lock, so a second subscription on the same socket never loses its
+        session halfway through a query.
+        """
+        async with self._lock:
+            self._loaders = None
+            if self._session is not None:
+                await self._session.close()
+                self._session = None
 
     async def close(self) -> None:
         if self._session is not None:

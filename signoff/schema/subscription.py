@@ -79,6 +79,7 @@ async def _watch(
         scope=scope,
         after=after,
         on_overflow=_closer(ctx),
+        viewer=ctx._viewer,
     )
     async with contextlib.aclosing(stream):
         async for change in stream:
