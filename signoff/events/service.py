@@ -47,6 +47,7 @@ class EventService:
         self._kicked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_prune = 0.0
+        self._serving = False
 
     async def kick(self) -> None:
         """After-commit hook: stamp and publish soon, without making the writer wait."""
@@ -58,6 +59,7 @@ class EventService:
             last = state.last_cursor
             await session.commit()
         await self.hub.start(last)
+        self._serving = True
         await self.tick()
         self._task = asyncio.create_task(self._run(), name="signoff-events")
 
@@ -90,6 +92,12 @@ class EventService:
         if time.monotonic() - self._last_prune >= FEED_RETENTION_CHECK_SECONDS:
             self._last_prune = time.monotonic()
             await self.prune()
+
+    async def relay_once(self) -> int:
+        """One relay pass without local subscribers (the arq cron job in ``events.jobs``)."""
+        published = await self.sequence() + await self.relay()
+        await self.prune()
+        return published
 
     async def sequence(self) -> int:
         """Stamp every committed, unstamped event in commit order and publish it."""
@@ -127,7 +135,7 @@ class EventService:
 
     async def _publish(self, rows: Sequence[ChangeEvent]) -> bool:
         try:
-            await self.hub.publish([Change.from_row(row) for row in rows])
+            await self.hub.publish([Change.from_row(row) for row in rows], local=self._serving)
         except Exception as exc:
             logger.warning(
                 "publishing %d change events failed (%s); the relay retries",
