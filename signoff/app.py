@@ -17,6 +17,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
 from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
+from strawberry.subscriptions.protocols.graphql_ws.types import ConnectionInitMessage
 
 from signoff.config import Settings
 from signoff.constants import WS_CONNECTION_INIT_TIMEOUT_SECONDS
@@ -41,14 +43,33 @@ class ClosingAwareWebSocketAdapter(ASGIWebSocketAdapter):
         await super().send_json(message)
 
 
+class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    """The legacy ``graphql-ws`` protocol refuses a bad token like graphql-transport-ws:
+    ``connection_error``, then close 4403 (Strawberry's default closes 1011)."""
+
+    async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
+        payload = message.get("payload")
+        if isinstance(self.context, Context) and isinstance(payload, dict):
+            self.context.connection_params = payload
+            try:
+                await self.view.on_ws_connect(self.context)
+            except ConnectionRejectionError as exc:
+                await self.send_message({"type": "connection_error", "payload": exc.payload})
+                await self.websocket.close(code=4403, reason="Forbidden")
+                return
+        await super().handle_connection_init(message)
+
+
 class SignoffGraphQL(GraphQL[Context, None]):
     """GraphQL over HTTP and websockets at one path; websockets authenticate in
     ``connection_init`` (``{"authorization": "Bearer <token>"}``), else close 4403."""
 
     websocket_adapter_class = ClosingAwareWebSocketAdapter
+    graphql_ws_handler_class = LegacyWSHandler
 
-    def __init__(self, sessionmaker: SessionMaker, settings: Settings,
-                 hub: EventHub | None = None) -> None:
+    def __init__(
+        self, sessionmaker: SessionMaker, settings: Settings, hub: EventHub | None = None
+    ) -> None:
         super().__init__(
             build_schema(),
             graphql_ide="graphiql" if settings.graphiql else None,
@@ -74,6 +95,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
         params = context.connection_params or {}
         header = params.get("authorization") or params.get("Authorization")
         token = bearer_token(header) if isinstance(header, str) else None
+        if context._viewer is not None and token is not None and token == context.token:
+            return  # already authenticated this connection_init (legacy graphql-ws)
         try:
             async with self.sessionmaker() as session:
                 viewer = await authenticate(session=session, token=token)

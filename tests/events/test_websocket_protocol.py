@@ -168,3 +168,13 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
         # The slow client now reads what the server managed to send, then the close.
         assert await _close_code(slow, within=20) == 4429
         assert slow.close_reason == "subscriber too slow; resume with after"
+
+
+async def test_legacy_graphql_ws_refuses_a_bad_token_with_4403(serve: Serve) -> None:
+    server = await serve()
+    async with connect(server.ws_url, subprotocols=["graphql-ws"]) as ws:  # type: ignore[list-item]
+        await ws.send(
+            json.dumps({"type": "connection_init", "payload": {"authorization": "Bearer so_wrong"}})
+        )
+        assert json.loads(await ws.recv())["type"] == "connection_error"
+        assert await _close_code(ws) == 4403
