@@ -18,7 +18,7 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.database import SessionMaker
-from signoff.errors import CursorExpired, CursorInvalid, Forbidden, NotFound
+from signoff.errors import CursorExpired, CursorInvalid, Forbidden, NotFound, Unauthenticated
 from signoff.events import feed
 from signoff.events.hub import Change, EventHub
 from signoff.models import ChangeEvent, Queue, Role
@@ -163,7 +163,8 @@ async def watch_changes(
             viewer = await authenticate(session=session, token=token)
         await authorize_scope(session, viewer, scope)
         start = None if after is None else await check_resume(session, after)
-    assert token is not None  # authenticate refused a missing token
+    if token is None:  # a viewer is only ever handed over with the token it came from
+        raise Unauthenticated()
     access = _Access(sessionmaker, token, viewer, hub.auth_refresh_seconds)
     subscriber = hub.subscribe(scope.matches, on_overflow)
     try:
