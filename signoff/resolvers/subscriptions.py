@@ -173,19 +173,26 @@ async def watch_changes(
             last = start
             async for change in _replay(sessionmaker, scope, viewer, start):
                 last = change.cursor
-                if can_see_change(viewer, change):
+                if await _deliverable(access, scope, change):
                     yield change
         while True:
             change = await subscriber.get()
             if change.cursor <= last:
                 continue
             last = change.cursor
-            if await access.allows(change):
+            if await _deliverable(access, scope, change):
                 yield change
-            elif scope.queue_id is not None and not access.viewer.can_see_queue(scope.queue_id):
-                raise Forbidden("You are no longer a reviewer of this queue.")
     finally:
         hub.unsubscribe(subscriber)
+
+
+async def _deliverable(access: _Access, scope: FeedScope, change: Change) -> bool:
+    """Whether the viewer may see ``change`` now; a queue subscription ends on losing the queue."""
+    if await access.allows(change):
+        return True
+    if scope.queue_id is not None and not access.viewer.can_see_queue(scope.queue_id):
+        raise Forbidden("You are no longer a reviewer of this queue.")
+    return False
 
 
 async def _replay(
