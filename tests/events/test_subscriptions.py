@@ -7,11 +7,14 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
+from sqlmodel import col
 
 from signoff import clock
 from signoff.database import SessionMaker
 from signoff.events import feed
-from signoff.models import ChangeKind, Role
+from signoff.models import ApiToken, ChangeKind, Role
+from signoff.resolvers.actors import hash_token
 from signoff.resolvers.changes import record_change
 from signoff.resolvers.subscriptions import decode_cursor, encode_cursor
 from tests.helpers import CLAIM, GraphQLClient, World, build_world
@@ -238,3 +241,32 @@ async def test_incident_events_are_for_operators(serve: Serve, sessionmaker: Ses
             with pytest.raises(AssertionError, match="FORBIDDEN"):
                 await rev.wait_for(1, within=5)
     assert events == [{"kind": "incident.opened", "entityId": "incident-1"}]
+
+
+async def test_a_revoked_token_ends_its_subscriptions(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Changes made outside the feed (a revoked token) take effect at the next re-read."""
+    server = await serve(SIGNOFF_EVENTS_AUTH_REFRESH_SECONDS="0.2")
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        reviewer = world.reviewers[0]
+        await feed_settled(sessionmaker)
+        after = await head_cursor(gql, reviewer)
+        async with queue_subscription(
+            server, reviewer, queue_id=world.queue_id, after=after
+        ) as sub:
+            await _create_tasks(gql, world, 1, "seen")
+            await sub.wait_for(1)
+            async with sessionmaker() as session:
+                await session.exec(
+                    update(ApiToken)
+                    .where(col(ApiToken.token_hash) == hash_token(reviewer))
+                    .values(revoked_at=clock.now())
+                )
+                await session.commit()
+            await asyncio.sleep(0.3)
+            await _create_tasks(gql, world, 1, "unseen")
+            with pytest.raises(AssertionError, match="UNAUTHENTICATED"):
+                await sub.wait_for(2, within=5)
+    assert [e["kind"] for e in sub.events] == ["task.created"]
