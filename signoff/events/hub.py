@@ -129,7 +129,7 @@ class Fanout:
                     continue
                 if change.cursor > self.last + 1:
                     await self._fill(change.cursor - 1)
-                self._deliver(change)
+                await self._deliver(change)
 
     async def catch_up(self) -> None:
         """Deliver whatever the database holds beyond ``last`` (after a transport outage)."""
@@ -140,18 +140,22 @@ class Fanout:
         while True:
             missing = await self._load_after(self.last, through)
             for change in missing:
-                self._deliver(change)
+                await self._deliver(change)
             if not missing or (through is not None and self.last >= through):
                 if through is not None:
                     # Retention may have deleted part of a very old gap; never stall on it.
                     self.last = max(self.last, through)
                 return
 
-    def _deliver(self, change: Change) -> None:
+    async def _deliver(self, change: Change) -> None:
         self.last = change.cursor
         for subscriber in list(self._subscribers):
             if subscriber.match(change) and not subscriber.offer(change):
                 self._subscribers.discard(subscriber)
+        # Let subscribers take and send what they were given before the next change of a
+        # burst (a batch, a gap fill, a catch-up): a fast consumer keeps its buffer near
+        # empty and only one that really falls behind overflows.
+        await asyncio.sleep(0)
 
 
 class Transport(Protocol):

@@ -206,3 +206,26 @@ async def test_the_relay_job_publishes_what_was_committed_without_a_publisher(
     async with sessionmaker() as session:
         rows = await feed.events_after(session, 0)
     assert [(r.cursor, r.published_at is not None) for r in rows] == [(1, True)]
+
+
+async def test_a_burst_larger_than_the_buffer_reaches_a_fast_subscriber() -> None:
+    """A catch-up of 1,000 events after an outage, against buffers of 10."""
+    store = {c: _change(c) for c in range(1, 1001)}
+
+    async def load_after(after: int, through: int | None) -> list[Change]:
+        top = min(through if through is not None else 1000, after + 500)
+        return [store[c] for c in range(after + 1, top + 1)]
+
+    fanout = Fanout(load_after)
+    fast = Subscriber(lambda c: True, buffer=10)
+    fanout.add(fast)
+    received: list[int] = []
+
+    async def consume() -> None:
+        while len(received) < 1000:
+            received.append((await fast.get()).cursor)
+
+    consuming = asyncio.create_task(consume())
+    await fanout.catch_up()
+    await asyncio.wait_for(consuming, timeout=5)
+    assert received == list(range(1, 1001)) and not fast.overflowed
