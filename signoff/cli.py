@@ -87,7 +87,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         host=args.host or settings.host,
         port=args.port or settings.port,
         log_level=settings.log_level,
-        ws="websockets",
+        ws="websockets-sansio",
     )
 
 

@@ -38,6 +38,12 @@ class Settings:
     job_timeout_seconds: int = JOB_TIMEOUT_SECONDS
     # Without Redis, `signoff serve` runs deliveries in-process unless this is off.
     embedded_worker: bool = True
+    # Live events (design section 8).
+    events_channel: str = "signoff:events"
+    subscriber_buffer: int = 256
+    events_relay_seconds: float = 1.0
+    events_retention_days: float = 7.0
+    events_auth_refresh_seconds: float = 30.0
 
     @property
     def is_sqlite(self) -> bool:
@@ -69,6 +75,17 @@ class Settings:
                 env.get("SIGNOFF_JOB_TIMEOUT_SECONDS", str(JOB_TIMEOUT_SECONDS))
             ),
             embedded_worker=env.get("SIGNOFF_EMBEDDED_WORKER", "1") not in {"0", "false", "no"},
+            events_channel=env.get("SIGNOFF_EVENTS_CHANNEL") or cls.events_channel,
+            subscriber_buffer=int(env.get("SIGNOFF_SUBSCRIBER_BUFFER", str(cls.subscriber_buffer))),
+            events_relay_seconds=float(
+                env.get("SIGNOFF_EVENTS_RELAY_SECONDS", str(cls.events_relay_seconds))
+            ),
+            events_retention_days=float(
+                env.get("SIGNOFF_EVENTS_RETENTION_DAYS", str(cls.events_retention_days))
+            ),
+            events_auth_refresh_seconds=float(
+                env.get("SIGNOFF_EVENTS_AUTH_REFRESH_SECONDS", str(cls.events_auth_refresh_seconds))
+            ),
         )
 
 

@@ -54,3 +54,11 @@ ARQ_QUEUE_DEFAULT = "signoff:jobs"
 DELIVER_JOB = "deliver_proposal"
 DELIVER_JOB_ID = "deliver:{proposal_id}:{attempt}"
 DELIVERY_INCIDENT_FINGERPRINT = "deliver_proposal:{proposal_id}"
+# Live events
+WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
+WS_CLOSE_TOO_SLOW = 4429
+WS_CLOSE_TOO_SLOW_REASON = "subscriber too slow; resume with after"
+FEED_PAGE_SIZE = 500
+FEED_RELAY_GRACE_SECONDS = 2.0
+FEED_RETENTION_CHECK_SECONDS = 3600.0
+FEED_LOADER_CACHE_SIZE = 2048

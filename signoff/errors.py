@@ -177,3 +177,28 @@ class CompensationUnavailable(SignoffError):
     """Only an applied action can be compensated, through a target with an approval queue."""
 
     code = "COMPENSATION_UNAVAILABLE"
+
+
+# Live events
+class CursorInvalid(SignoffError):
+    """The ``after`` cursor is not one this change feed handed out."""
+
+    code = "INVALID_CURSOR"
+    default_message = "The cursor is not valid; resubscribe without `after`."
+
+
+class CursorExpired(SignoffError):
+    """The events after this cursor have been deleted by retention."""
+
+    code = "CURSOR_EXPIRED"
+    default_message = (
+        "Events after this cursor are past the feed's retention; reload the queue and "
+        "resubscribe without `after`."
+    )
+
+
+class SubscriberTooSlow(SignoffError):
+    """The subscriber fell behind its bounded buffer and was disconnected."""
+
+    code = "SUBSCRIBER_TOO_SLOW"
+    default_message = "Subscriber too slow; resubscribe with `after` set to the last cursor seen."

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -26,6 +26,7 @@ from signoff.config import Settings, normalise_database_url
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.migrate import migrate
 from tests.helpers import GraphQLClient
+from tests.live import Server, start_server, unique_channel
 
 PG_URL = os.environ.get("SIGNOFF_TEST_DATABASE_URL")
 REDIS_URL = os.environ.get("SIGNOFF_TEST_REDIS_URL")
@@ -108,3 +109,30 @@ def frozen_clock() -> Iterator[clock.FrozenClock]:
     clock.set_clock(frozen)
     yield frozen
     clock.set_clock(None)
+
+
+@pytest.fixture
+async def serve(
+    database_url: str, clean_database: None, tmp_path: Path
+) -> AsyncIterator[Callable[..., Awaitable[Server]]]:
+    """Start ``signoff serve`` processes on this run's database; all stop after the test."""
+    servers: list[Server] = []
+
+    async def start(**env: str) -> Server:
+        # These servers test the API and its events: nothing delivers their approved
+        # proposals, in-process or through a queue shared with other test runs.
+        env = {"SIGNOFF_EMBEDDED_WORKER": "0", **env}
+        if REDIS_URL is not None:  # with Redis configured, every server uses it
+            env = {
+                "SIGNOFF_REDIS_URL": REDIS_URL,
+                "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
+                "SIGNOFF_ARQ_QUEUE": f"signoff:test:{unique_channel()}",
+                **env,
+            }
+        server = await start_server(database_url, tmp_path, **env)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

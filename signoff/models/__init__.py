@@ -3,6 +3,7 @@
 from signoff.models.actor import Actor, ApiToken, QueueMembership, Role
 from signoff.models.approval import Approval, Decision
 from signoff.models.audit import AuditEvent
+from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.idempotency import IdempotencyRecord
 from signoff.models.incident import DeadLetter, Incident, IncidentState
@@ -19,6 +20,9 @@ __all__ = [
     "Approval",
     "ApprovalMode",
     "AuditEvent",
+    "ChangeEvent",
+    "ChangeFeedState",
+    "ChangeKind",
     "DeadLetter",
     "Decision",
     "DeliveryAttempt",

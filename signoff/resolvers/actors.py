@@ -13,9 +13,10 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff.constants import TOKEN_PREFIX
 from signoff.database import commit
 from signoff.errors import NotFound, Unauthenticated, ValidationFailed
-from signoff.models import Actor, ApiToken, Queue, QueueMembership, Role
+from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer
+from signoff.resolvers.changes import record_change
 
 NAME_MAX_CHARS = 200
 
@@ -91,6 +92,14 @@ async def _add_memberships(session: AsyncSession, actor: Actor, queues: list[Que
     for queue in queues:
         if queue.id not in existing:
             session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
+            record_change(
+                session,
+                kind=ChangeKind.QUEUE_MEMBER_ADDED,
+                entity_type="actor",
+                entity_id=actor.id,
+                queue_id=queue.id,
+                snapshot={"role": actor.role},
+            )
 
 
 async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:

@@ -32,10 +32,19 @@ from signoff.errors import (
     TaskClaimedByOther,
 )
 from signoff.jobs.queue import enqueue_delivery_after_commit
-from signoff.models import Approval, Decision, HumanTask, Proposal, ProposalState, TaskState
+from signoff.models import (
+    Approval,
+    ChangeKind,
+    Decision,
+    HumanTask,
+    Proposal,
+    ProposalState,
+    TaskState,
+)
 from signoff.models.task import claim_lapsed
 from signoff.resolvers import audit, idempotency
 from signoff.resolvers.access import Viewer, require_reviewer_of
+from signoff.resolvers.changes import record_proposal_change, record_task_change
 from signoff.resolvers.proposals import get_proposal
 from signoff.validation import optional_text
 
@@ -144,6 +153,7 @@ async def apply_decision(
     if task is not None:
         _settle_task(task, viewer, decision, reason, decided, now)
     _audit(session, viewer, updated, approval, decided)
+    _record_changes(session, viewer, updated, task, decided)
     return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)
 
 
@@ -248,6 +258,26 @@ def _audit(
             target_type="proposal",
             target_id=proposal.id,
             state=proposal.state,
+        )
+
+
+def _record_changes(
+    session: AsyncSession, viewer: Viewer, proposal: Proposal, task: HumanTask | None, decided: bool
+) -> None:
+    if not decided:
+        kind = ChangeKind.PROPOSAL_APPROVAL_ADDED
+    elif proposal.state == ProposalState.REJECTED:
+        kind = ChangeKind.PROPOSAL_REJECTED
+    else:
+        kind = ChangeKind.PROPOSAL_APPROVED
+    record_proposal_change(session, kind, proposal, viewer.id)
+    if task is not None:
+        record_task_change(
+            session,
+            ChangeKind.TASK_COMPLETED if decided else ChangeKind.TASK_REOPENED,
+            task,
+            viewer.id,
+            proposed_by_id=proposal.proposed_by_id,
         )
 
 

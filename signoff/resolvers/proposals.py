@@ -31,6 +31,7 @@ from signoff.models import (
     APPROVAL_KIND,
     APPROVAL_RESPONSE_SCHEMA,
     ApprovalMode,
+    ChangeKind,
     HumanTask,
     Proposal,
     ProposalState,
@@ -40,6 +41,7 @@ from signoff.models import (
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.changes import record_proposal_change, record_task_change
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.validation import require_range, require_text
 
@@ -154,6 +156,15 @@ async def propose_action(
         payload_digest=proposal.payload_digest,
         operation_key=request.operation_key,
     )
+    record_proposal_change(session, ChangeKind.PROPOSAL_PROPOSED, proposal, viewer.id)
+    if task is not None:
+        record_task_change(
+            session,
+            ChangeKind.TASK_CREATED,
+            task,
+            viewer.id,
+            proposed_by_id=proposal.proposed_by_id,
+        )
     try:
         await session.flush()
     except IntegrityError:

@@ -11,9 +11,10 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff.constants import QUEUE_CLAIM_TTL_DEFAULT_SECONDS, QUEUE_DUE_DEFAULT_SECONDS
 from signoff.database import commit, rollback
 from signoff.errors import AlreadyExists, Forbidden, NotFound, ValidationFailed
-from signoff.models import Queue, Role
+from signoff.models import Actor, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.changes import record_change
 from signoff.validation import require_range, require_text
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -54,6 +55,15 @@ async def create_queue(
         target_id=queue.id,
         slug=slug,
     )
+    record_change(
+        session,
+        kind=ChangeKind.QUEUE_CREATED,
+        entity_type="queue",
+        entity_id=queue.id,
+        queue_id=queue.id,
+        actor_id=viewer.id,
+        snapshot={"slug": slug},
+    )
     try:
         await session.flush()
     except IntegrityError:
@@ -79,3 +89,75 @@ async def list_queues(*, session: AsyncSession, viewer: Viewer) -> list[Queue]:
     if viewer.role is Role.REVIEWER:
         stmt = stmt.where(col(Queue.id).in_(viewer.queue_ids))
     return list((await session.exec(stmt)).all())
+
+
+async def add_queue_member(
+    *, session: AsyncSession, viewer: Viewer, queue_id: str, actor_id: str
+) -> Queue:
+    """Make a reviewer a member of a queue (operators and admins); idempotent."""
+    queue, actor = await _queue_and_reviewer(session, viewer, queue_id, actor_id)
+    if await session.get(QueueMembership, (queue.id, actor.id)) is None:
+        session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
+        audit.record(
+            session,
+            actor_id=viewer.id,
+            action="queue.member_added",
+            target_type="queue",
+            target_id=queue.id,
+            member_id=actor.id,
+        )
+        record_change(
+            session,
+            kind=ChangeKind.QUEUE_MEMBER_ADDED,
+            entity_type="actor",
+            entity_id=actor.id,
+            queue_id=queue.id,
+            actor_id=viewer.id,
+            snapshot={"role": actor.role},
+        )
+        await commit(session)
+    return queue
+
+
+async def remove_queue_member(
+    *, session: AsyncSession, viewer: Viewer, queue_id: str, actor_id: str
+) -> Queue:
+    """Take a reviewer off a queue; its live subscriptions stop receiving the queue at once."""
+    queue, actor = await _queue_and_reviewer(session, viewer, queue_id, actor_id)
+    membership = await session.get(QueueMembership, (queue.id, actor.id))
+    if membership is not None:
+        await session.delete(membership)
+        audit.record(
+            session,
+            actor_id=viewer.id,
+            action="queue.member_removed",
+            target_type="queue",
+            target_id=queue.id,
+            member_id=actor.id,
+        )
+        record_change(
+            session,
+            kind=ChangeKind.QUEUE_MEMBER_REMOVED,
+            entity_type="actor",
+            entity_id=actor.id,
+            queue_id=queue.id,
+            actor_id=viewer.id,
+            snapshot={"role": actor.role},
+        )
+        await commit(session)
+    return queue
+
+
+async def _queue_and_reviewer(
+    session: AsyncSession, viewer: Viewer, queue_id: str, actor_id: str
+) -> tuple[Queue, Actor]:
+    require_role(viewer, Role.OPERATOR)
+    queue = await session.get(Queue, queue_id)
+    if queue is None:
+        raise NotFound("No such queue.", field="queueId")
+    actor = await session.get(Actor, actor_id)
+    if actor is None:
+        raise NotFound("No such actor.", field="actorId")
+    if actor.role != Role.REVIEWER:
+        raise ValidationFailed("Only reviewers are members of queues.", field="actorId")
+    return queue, actor

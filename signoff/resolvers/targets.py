@@ -22,9 +22,10 @@ from signoff.constants import (
 from signoff.database import commit, rollback
 from signoff.errors import AlreadyExists, NotFound, ValidationFailed
 from signoff.jsonvalues import check_schema
-from signoff.models import ApprovalMode, Queue, Role, Target
+from signoff.models import ApprovalMode, ChangeKind, Queue, Role, Target
 from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.changes import record_change
 from signoff.validation import require_range, require_text
 
 METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -102,6 +103,15 @@ async def register_target(
         url=target.url,
         approval_mode=approval_mode.value,
     )
+    record_change(
+        session,
+        kind=ChangeKind.TARGET_REGISTERED,
+        entity_type="target",
+        entity_id=target.id,
+        queue_id=target.queue_id,
+        actor_id=viewer.id,
+        snapshot={"name": name, "approvalMode": approval_mode.value},
+    )
     try:
         await session.flush()
     except IntegrityError:
@@ -130,6 +140,15 @@ async def retire_target(*, session: AsyncSession, viewer: Viewer, target_id: str
             action="target.retired",
             target_type="target",
             target_id=target.id,
+        )
+        record_change(
+            session,
+            kind=ChangeKind.TARGET_RETIRED,
+            entity_type="target",
+            entity_id=target.id,
+            queue_id=target.queue_id,
+            actor_id=viewer.id,
+            snapshot={"name": target.name},
         )
         await commit(session)
     return target

@@ -28,6 +28,7 @@ from signoff.jsonvalues import check_schema, require_object, validate_against
 from signoff.models import (
     APPROVAL_KIND,
     Approval,
+    ChangeKind,
     Decision,
     HumanTask,
     Proposal,
@@ -39,6 +40,7 @@ from signoff.models.task import claim_lapsed
 from signoff.resolvers import audit, idempotency
 from signoff.resolvers.access import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approvals import apply_decision
+from signoff.resolvers.changes import record_task_change
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.validation import optional_text, require_range, require_text
 
@@ -95,6 +97,7 @@ async def create_task(
         queue_id=queue.id,
         kind=kind,
     )
+    await _record_change(session, ChangeKind.TASK_CREATED, task, viewer)
     await commit(session)
     return task
 
@@ -148,6 +151,7 @@ async def claim_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> 
         claim_expires_at=claimed.claim_expires_at.isoformat() if claimed.claim_expires_at else None,
         lapsed_claim_of=previous,
     )
+    await _record_change(session, ChangeKind.TASK_CLAIMED, claimed, viewer)
     await commit(session)
     return claimed
 
@@ -214,6 +218,7 @@ async def release_task(
         holder=task.assignee_id,
         reason=reason,
     )
+    await _record_change(session, ChangeKind.TASK_RELEASED, released, viewer)
     await commit(session)
     return released
 
@@ -304,6 +309,7 @@ async def _complete_free(
         target_id=task.id,
         response=response,
     )
+    await _record_change(session, ChangeKind.TASK_COMPLETED, done, viewer)
     return done
 
 
@@ -315,6 +321,20 @@ def _workable_by(viewer: Viewer, now: datetime) -> Any:
             col(HumanTask.state) == TaskState.CLAIMED.value,
             or_(col(HumanTask.assignee_id) == viewer.id, col(HumanTask.claim_expires_at) <= now),
         ),
+    )
+
+
+async def _record_change(
+    session: AsyncSession, kind: ChangeKind, task: HumanTask, viewer: Viewer
+) -> None:
+    """Approval tasks carry their proposer, so the agent that proposed may follow them."""
+    proposal = None if task.proposal_id is None else await session.get(Proposal, task.proposal_id)
+    record_task_change(
+        session,
+        kind,
+        task,
+        viewer.id,
+        proposed_by_id=None if proposal is None else proposal.proposed_by_id,
     )
 
 

@@ -22,6 +22,7 @@ from signoff.schema.context import Context
 from signoff.schema.errors import ErrorMapping
 from signoff.schema.mutation import Mutation
 from signoff.schema.query import Query
+from signoff.schema.subscription import Subscription
 
 
 class CloseSession(SchemaExtension):
@@ -45,6 +46,7 @@ def build_schema(**extra: Any) -> strawberry.Schema:
     return SignoffSchema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         extensions=[
             CloseSession,
             lambda: QueryDepthLimiter(max_depth=QUERY_MAX_DEPTH),

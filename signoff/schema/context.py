@@ -22,7 +22,8 @@ from signoff.resolvers.access import Viewer
 from signoff.resolvers.actors import authenticate
 
 if TYPE_CHECKING:
-    from signoff.schema.loaders import Loaders
+    from signoff.events import EventHub
+    from signoff.schema.loaders import FeedLoaders, Loaders
 
 
 @dataclass
@@ -32,6 +33,11 @@ class Context:
     request: Any = None
     response: Any = None
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    # Live events: the process's hub and shared loaders; set by the websocket view.
+    hub: EventHub | None = None
+    feed_loaders: FeedLoaders | None = None
+    # graphql-transport-ws / graphql-ws ``connection_init`` payload (Strawberry sets it).
+    connection_params: dict[str, Any] | None = None
     _session: AsyncSession | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _viewer: Viewer | None = None
@@ -58,6 +64,18 @@ class Context:
 
             self._loaders = Loaders(self)
         return self._loaders
+
+    async def reset(self) -> None:
+        """Between two events of a long-lived subscription: fresh loaders, no held connection.
+
+        Under the lock, so a second subscription on the same socket never loses its
+        session halfway through a query.
+        """
+        async with self._lock:
+            self._loaders = None
+            if self._session is not None:
+                await self._session.close()
+                self._session = None
 
     async def close(self) -> None:
         if self._session is not None:

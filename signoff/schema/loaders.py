@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from asyncio import Future
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlmodel import SQLModel, col, select
-from strawberry.dataloader import DataLoader
+from strawberry.dataloader import AbstractCache, DataLoader
 
+from signoff.constants import FEED_LOADER_CACHE_SIZE
+from signoff.database import SessionMaker
 from signoff.models import Actor, Approval, DeliveryAttempt, HumanTask, Proposal, Queue, Target
 
 if TYPE_CHECKING:
     from signoff.schema.context import Context
 
 M = TypeVar("M", bound=SQLModel)
+K = TypeVar("K")
+T = TypeVar("T")
 
 
 class Loaders:
@@ -61,3 +66,56 @@ class Loaders:
             return [groups[key] for key in keys]
 
         return DataLoader(load_fn=load)
+
+
+class _LRUCache(AbstractCache[K, T]):
+    """A bounded DataLoader cache: a process-wide loader must not grow without bound."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._entries: OrderedDict[K, Future[T]] = OrderedDict()
+
+    def get(self, key: K) -> Future[T] | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def set(self, key: K, value: Future[T]) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.maxsize:
+            self._entries.popitem(last=False)
+
+    def delete(self, key: K) -> None:
+        self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+class FeedLoaders:
+    """Process-wide loaders for the objects change events point at.
+
+    Keyed by (id, cursor): every subscriber that receives one event shares one
+    query for its object, and a later event reloads the object's newer state.
+    """
+
+    def __init__(self, sessionmaker: SessionMaker) -> None:
+        self._sessionmaker = sessionmaker
+        self.proposal = self._at(Proposal)
+        self.task = self._at(HumanTask)
+
+    def _at(self, model: type[M]) -> DataLoader[tuple[str, int], M | None]:
+        async def load(keys: list[tuple[str, int]]) -> list[M | None]:
+            table: Any = model
+            ids = sorted({key[0] for key in keys})
+            async with self._sessionmaker() as session:
+                stmt = select(model).where(col(table.id).in_(ids))
+                rows: dict[str, M] = {
+                    row.id: row  # type: ignore[attr-defined]
+                    for row in (await session.exec(stmt)).all()
+                }
+            return [rows.get(key[0]) for key in keys]
+
+        return DataLoader(load_fn=load, cache_map=_LRUCache(FEED_LOADER_CACHE_SIZE))

@@ -31,7 +31,7 @@ from signoff.schema.proposal import (
     ProposeActionInput,
     ProposeActionPayload,
 )
-from signoff.schema.queue import CreateQueueInput, Queue
+from signoff.schema.queue import CreateQueueInput, Queue, QueueMemberInput
 from signoff.schema.target import (
     RegisterTargetInput,
     RegisterTargetPayload,
@@ -63,6 +63,25 @@ class Mutation:
             name=input.name,
             claim_ttl_seconds=input.claim_ttl_seconds,
             default_due_seconds=input.default_due_seconds,
+        )
+        return Queue.from_model(queue)
+
+    @strawberry.mutation(description="Operators and admins: make a reviewer a queue member.")
+    async def add_queue_member(self, info: strawberry.Info, input: QueueMemberInput) -> Queue:
+        queue = await call(
+            info, queues.add_queue_member, queue_id=input.queue_id, actor_id=input.actor_id
+        )
+        return Queue.from_model(queue)
+
+    @strawberry.mutation(
+        description=(
+            "Operators and admins: take a reviewer off a queue; its live subscriptions stop "
+            "receiving the queue's events at once."
+        )
+    )
+    async def remove_queue_member(self, info: strawberry.Info, input: QueueMemberInput) -> Queue:
+        queue = await call(
+            info, queues.remove_queue_member, queue_id=input.queue_id, actor_id=input.actor_id
         )
         return Queue.from_model(queue)
 

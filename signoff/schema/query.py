@@ -6,7 +6,7 @@ import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
-from signoff.resolvers import audit, proposals, queues, targets, tasks
+from signoff.resolvers import audit, proposals, queues, subscriptions, targets, tasks
 from signoff.schema.actor import Actor, Viewer
 from signoff.schema.audit import AuditEvent
 from signoff.schema.call import call
@@ -27,6 +27,15 @@ class Query:
             actor=Actor.from_model(viewer.actor),
             queue_ids=[strawberry.ID(q) for q in sorted(viewer.queue_ids)],
         )
+
+    @strawberry.field(
+        description=(
+            "The change feed's newest cursor. Load what you display, then subscribe with "
+            "`after` set to this value: nothing committed in between is missed."
+        )
+    )
+    async def change_feed_cursor(self, info: strawberry.Info) -> str:
+        return await call(info, subscriptions.current_cursor)
 
     @strawberry.field
     async def queues(self, info: strawberry.Info) -> list[Queue]:

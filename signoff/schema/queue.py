@@ -42,6 +42,12 @@ class CreateQueueInput:
     )
 
 
+@strawberry.input
+class QueueMemberInput:
+    queue_id: strawberry.ID
+    actor_id: strawberry.ID
+
+
 async def load_queue(info: strawberry.Info, queue_id: str | None) -> Queue | None:
     if queue_id is None:
         return None

@@ -1,0 +1,222 @@
+"""The event hub: one ordered, gap-free stream of changes per process, fanned out to
+local subscribers, each with a bounded buffer.
+
+Transports only move changes between processes (in memory for the embedded
+default, Redis pub/sub when distributed). Whatever a transport loses, reorders or
+duplicates, ``Fanout`` repairs: cursors are dense, so a change above ``last + 1``
+means a gap, which it fills from the database before delivering; anything at or
+below ``last`` is a duplicate and is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from signoff.errors import SubscriberTooSlow
+from signoff.models import ChangeEvent
+
+logger = logging.getLogger("signoff.events")
+
+
+@dataclass(frozen=True)
+class Change:
+    """A stamped change event as it travels between processes and to subscribers."""
+
+    cursor: int
+    kind: str
+    entity_type: str
+    entity_id: str
+    queue_id: str | None
+    proposal_id: str | None
+    actor_id: str | None
+    occurred_at: datetime
+    snapshot: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: ChangeEvent) -> Change:
+        assert row.cursor is not None  # only stamped events travel
+        return cls(
+            cursor=row.cursor,
+            kind=row.kind,
+            entity_type=row.entity_type,
+            entity_id=row.entity_id,
+            queue_id=row.queue_id,
+            proposal_id=row.proposal_id,
+            actor_id=row.actor_id,
+            occurred_at=row.occurred_at,
+            snapshot=row.snapshot,
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {**asdict(self), "occurred_at": self.occurred_at.isoformat()}
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Change:
+        return cls(**{**data, "occurred_at": datetime.fromisoformat(data["occurred_at"])})
+
+
+LoadAfter = Callable[[int, int | None], Awaitable[list[Change]]]
+Deliver = Callable[[Sequence[Change]], Awaitable[None]]
+Resync = Callable[[], Awaitable[None]]
+
+
+class Subscriber:
+    """One subscription's bounded buffer; overflowing it ends the subscription."""
+
+    def __init__(
+        self,
+        match: Callable[[Change], bool],
+        buffer: int,
+        on_overflow: Callable[[], None] | None = None,
+    ) -> None:
+        self.match = match
+        self.on_overflow = on_overflow
+        self.overflowed = False
+        # One extra slot so the overflow marker always fits.
+        self._queue: asyncio.Queue[Change | None] = asyncio.Queue(buffer + 1)
+        self._buffer = buffer
+
+    def offer(self, change: Change) -> bool:
+        """Buffer ``change`` without waiting; ``False`` once the subscriber overflowed."""
+        if self.overflowed:
+            return False
+        if self._queue.qsize() < self._buffer:
+            self._queue.put_nowait(change)
+            return True
+        self.overflowed = True
+        while not self._queue.empty():  # free the memory now, not when the socket closes
+            self._queue.get_nowait()
+        self._queue.put_nowait(None)
+        if self.on_overflow is not None:
+            self.on_overflow()
+        return False
+
+    async def get(self) -> Change:
+        change = await self._queue.get()
+        if change is None:
+            raise SubscriberTooSlow()
+        return change
+
+
+class Fanout:
+    """Delivers changes in cursor order, exactly once, to every matching local subscriber."""
+
+    def __init__(self, load_after: LoadAfter) -> None:
+        self.last = 0
+        self._load_after = load_after
+        self._subscribers: set[Subscriber] = set()
+        self._lock = asyncio.Lock()
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def add(self, subscriber: Subscriber) -> None:
+        self._subscribers.add(subscriber)
+
+    def discard(self, subscriber: Subscriber) -> None:
+        self._subscribers.discard(subscriber)
+
+    async def offer(self, changes: Sequence[Change]) -> None:
+        async with self._lock:
+            for change in sorted(changes, key=lambda c: c.cursor):
+                if change.cursor <= self.last:
+                    continue
+                if change.cursor > self.last + 1:
+                    await self._fill(change.cursor - 1)
+                await self._deliver(change)
+
+    async def catch_up(self) -> None:
+        """Deliver whatever the database holds beyond ``last`` (after a transport outage)."""
+        async with self._lock:
+            await self._fill(None)
+
+    async def _fill(self, through: int | None) -> None:
+        while True:
+            missing = await self._load_after(self.last, through)
+            for change in missing:
+                await self._deliver(change)
+            if not missing or (through is not None and self.last >= through):
+                if through is not None:
+                    # Retention may have deleted part of a very old gap; never stall on it.
+                    self.last = max(self.last, through)
+                return
+
+    async def _deliver(self, change: Change) -> None:
+        self.last = change.cursor
+        for subscriber in list(self._subscribers):
+            if subscriber.match(change) and not subscriber.offer(change):
+                self._subscribers.discard(subscriber)
+        # Let subscribers take and send what they were given before the next change of a
+        # burst (a batch, a gap fill, a catch-up): a fast consumer keeps its buffer near
+        # empty and only one that really falls behind overflows.
+        await asyncio.sleep(0)
+
+
+class Transport(Protocol):
+    async def start(self, deliver: Deliver, resync: Resync) -> None: ...
+
+    async def publish(self, changes: Sequence[Change]) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class MemoryTransport:
+    """The embedded default: one process, so the local fanout is the whole audience."""
+
+    async def start(self, deliver: Deliver, resync: Resync) -> None:
+        return None
+
+    async def publish(self, changes: Sequence[Change]) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+class EventHub:
+    """Publish and subscribe, whatever the transport."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        load_after: LoadAfter,
+        *,
+        buffer: int,
+        auth_refresh_seconds: float,
+    ) -> None:
+        self.transport = transport
+        self.fanout = Fanout(load_after)
+        self.buffer = buffer
+        self.auth_refresh_seconds = auth_refresh_seconds
+
+    async def start(self, last_cursor: int) -> None:
+        self.fanout.last = last_cursor
+        await self.transport.start(self.fanout.offer, self.fanout.catch_up)
+
+    async def stop(self) -> None:
+        await self.transport.stop()
+
+    async def publish(self, changes: Sequence[Change], *, local: bool = True) -> None:
+        """Deliver locally at once, then to other processes; raises if the transport failed.
+
+        ``local=False`` is for processes without subscribers (the arq worker's relay job).
+        """
+        if local:
+            await self.fanout.offer(changes)
+        await self.transport.publish(changes)
+
+    def subscribe(
+        self, match: Callable[[Change], bool], on_overflow: Callable[[], None] | None = None
+    ) -> Subscriber:
+        subscriber = Subscriber(match, self.buffer, on_overflow)
+        self.fanout.add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self.fanout.discard(subscriber)

@@ -1,0 +1,77 @@
+"""The distributed transport: Redis pub/sub, one subscription per process.
+
+Publishing raises when Redis is unreachable, so the caller leaves the events
+unpublished for the relay. The listener reconnects with backoff and, each time it
+(re)subscribes, asks the fanout to catch up from the database, so whatever was
+published while it was away still arrives, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Sequence
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from signoff.events.hub import Change, Deliver, Resync
+
+logger = logging.getLogger("signoff.events.redis")
+
+RECONNECT_MIN_SECONDS = 0.2
+RECONNECT_MAX_SECONDS = 5.0
+
+
+class RedisTransport:
+    def __init__(self, url: str, channel: str) -> None:
+        self.channel = channel
+        self._publisher = Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._listener = Redis.from_url(url, socket_connect_timeout=2, health_check_interval=10)
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, deliver: Deliver, resync: Resync) -> None:
+        self._task = asyncio.create_task(self._listen(deliver, resync), name="redis-events")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._publisher.aclose()
+        await self._listener.aclose()
+
+    async def publish(self, changes: Sequence[Change]) -> None:
+        if changes:
+            await self._publisher.publish(
+                self.channel, json.dumps([c.to_wire() for c in changes], separators=(",", ":"))
+            )
+
+    async def _listen(self, deliver: Deliver, resync: Resync) -> None:
+        delay = RECONNECT_MIN_SECONDS
+        while True:
+            try:
+                async with self._listener.pubsub() as pubsub:
+                    await pubsub.subscribe(self.channel)
+                    if delay > RECONNECT_MIN_SECONDS:
+                        logger.info("event subscription restored")
+                    delay = RECONNECT_MIN_SECONDS
+                    await resync()
+                    while True:
+                        message = await pubsub.get_message(
+                            ignore_subscribe_messages=True, timeout=1.0
+                        )
+                        if message is not None and message["type"] == "message":
+                            data = json.loads(message["data"])
+                            await deliver([Change.from_wire(item) for item in data])
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                if delay == RECONNECT_MIN_SECONDS:
+                    logger.warning("event subscription lost (%s); retrying", type(exc).__name__)
+            except Exception as exc:
+                logger.error("event listener failed: %s", type(exc).__name__)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECONNECT_MAX_SECONDS)

@@ -1,0 +1,179 @@
+"""The per-process event service: the sequencer, the relay and retention, in one loop.
+
+Every committed change event is stamped (``feed.stamp_pending``) and published
+after commit. The loop runs when a local commit kicks it and at least every
+``relay_seconds``; each tick also republishes stamped events whose publish failed
+(a crash between commit and publish, Redis down) and lets the local fanout catch
+up from the database. So a crash or an outage delays events; it never loses them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+
+from signoff import clock
+from signoff.config import Settings
+from signoff.constants import (
+    FEED_PAGE_SIZE,
+    FEED_RELAY_GRACE_SECONDS,
+    FEED_RETENTION_CHECK_SECONDS,
+)
+from signoff.database import SessionMaker
+from signoff.events import feed
+from signoff.events.hub import Change, EventHub, MemoryTransport, Transport
+from signoff.models import ChangeEvent
+
+logger = logging.getLogger("signoff.events")
+
+
+class EventService:
+    def __init__(
+        self,
+        hub: EventHub,
+        sessionmaker: SessionMaker,
+        *,
+        relay_seconds: float,
+        retention: timedelta,
+    ) -> None:
+        self.hub = hub
+        self.sessionmaker = sessionmaker
+        self.relay_seconds = relay_seconds
+        self.retention = retention
+        self._kicked = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._last_prune = 0.0
+        self._serving = False
+
+    async def kick(self) -> None:
+        """After-commit hook: stamp and publish soon, without making the writer wait."""
+        self._kicked.set()
+
+    async def start(self) -> None:
+        async with self.sessionmaker() as session:
+            state = await feed.feed_state(session)
+            last = state.last_cursor
+            await session.commit()
+        await self.hub.start(last)
+        self._serving = True
+        await self.tick()
+        self._task = asyncio.create_task(self._run(), name="signoff-events")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.hub.stop()
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kicked.wait(), timeout=self.relay_seconds)
+            kicked = self._kicked.is_set()
+            self._kicked.clear()
+            try:
+                if kicked:
+                    await self.sequence()
+                else:
+                    await self.tick()
+            except Exception as exc:
+                logger.warning("event loop tick failed: %s", type(exc).__name__)
+
+    async def tick(self) -> None:
+        """The relay: stamp, republish what was never published, catch up, prune."""
+        await self.sequence()
+        await self.relay()
+        await self.hub.fanout.catch_up()
+        if time.monotonic() - self._last_prune >= FEED_RETENTION_CHECK_SECONDS:
+            self._last_prune = time.monotonic()
+            await self.prune()
+
+    async def relay_once(self) -> int:
+        """One relay pass without local subscribers (the arq cron job in ``events.jobs``)."""
+        published = await self.sequence() + await self.relay()
+        await self.prune()
+        return published
+
+    async def sequence(self) -> int:
+        """Stamp every committed, unstamped event in commit order and publish it."""
+        total = 0
+        while True:
+            async with self.sessionmaker() as session:
+                if not await feed.has_pending(session):
+                    await session.commit()
+                    return total
+                stamped = await feed.stamp_pending(session)
+                await session.commit()
+            await self._publish(stamped)
+            total += len(stamped)
+            if len(stamped) < FEED_PAGE_SIZE:
+                return total
+
+    async def relay(self) -> int:
+        total = 0
+        while True:
+            async with self.sessionmaker() as session:
+                cutoff = clock.now() - timedelta(seconds=FEED_RELAY_GRACE_SECONDS)
+                rows = await feed.unpublished(session, cutoff)
+                await session.commit()
+            if not rows or not await self._publish(rows):
+                return total
+            total += len(rows)
+
+    async def prune(self) -> int:
+        async with self.sessionmaker() as session:
+            deleted = await feed.prune(session, clock.now() - self.retention)
+            await session.commit()
+        if deleted:
+            logger.info("pruned %d change events", deleted)
+        return deleted
+
+    async def _publish(self, rows: Sequence[ChangeEvent]) -> bool:
+        try:
+            await self.hub.publish([Change.from_row(row) for row in rows], local=self._serving)
+        except Exception as exc:
+            logger.warning(
+                "publishing %d change events failed (%s); the relay retries",
+                len(rows),
+                type(exc).__name__,
+            )
+            return False
+        async with self.sessionmaker() as session:
+            await feed.mark_published(session, [row.id for row in rows])
+            await session.commit()
+        return True
+
+
+def create_event_service(settings: Settings, sessionmaker: SessionMaker) -> EventService:
+    """The embedded hub, or Redis pub/sub when ``SIGNOFF_REDIS_URL`` is set."""
+    transport: Transport
+    if settings.redis_url:
+        from signoff.events.redis import RedisTransport
+
+        transport = RedisTransport(settings.redis_url, settings.events_channel)
+    else:
+        transport = MemoryTransport()
+
+    async def load_after(after: int, through: int | None) -> list[Change]:
+        async with sessionmaker() as session:
+            rows = await feed.events_after(session, after, through=through)
+            await session.commit()
+        return [Change.from_row(row) for row in rows]
+
+    hub = EventHub(
+        transport,
+        load_after,
+        buffer=settings.subscriber_buffer,
+        auth_refresh_seconds=settings.events_auth_refresh_seconds,
+    )
+    return EventService(
+        hub,
+        sessionmaker,
+        relay_seconds=settings.events_relay_seconds,
+        retention=timedelta(days=settings.events_retention_days),
+    )

@@ -1,0 +1,76 @@
+"""The change feed: one row per state change, written in the transaction that made it.
+
+A row is inserted with ``cursor`` NULL. The sequencer (``signoff.events.feed``)
+stamps cursors after commit, in commit order, and records the last one it handed
+out in ``ChangeFeedState``; see ``stamp_pending`` for why that order is safe.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from signoff.models.base import id_field, json_field, time_field
+
+
+class ChangeKind(StrEnum):
+    QUEUE_CREATED = "queue.created"
+    QUEUE_MEMBER_ADDED = "queue.member_added"
+    QUEUE_MEMBER_REMOVED = "queue.member_removed"
+    TARGET_REGISTERED = "target.registered"
+    TARGET_RETIRED = "target.retired"
+    PROPOSAL_PROPOSED = "proposal.proposed"
+    PROPOSAL_APPROVAL_ADDED = "proposal.approval_added"
+    PROPOSAL_APPROVED = "proposal.approved"
+    PROPOSAL_REJECTED = "proposal.rejected"
+    PROPOSAL_APPLIED = "proposal.applied"
+    PROPOSAL_FAILED = "proposal.failed"
+    TASK_CREATED = "task.created"
+    TASK_CLAIMED = "task.claimed"
+    TASK_RELEASED = "task.released"
+    TASK_REOPENED = "task.reopened"
+    TASK_COMPLETED = "task.completed"
+    TASK_EXPIRED = "task.expired"
+    INCIDENT_OPENED = "incident.opened"
+
+
+MEMBERSHIP_KINDS = frozenset({ChangeKind.QUEUE_MEMBER_ADDED, ChangeKind.QUEUE_MEMBER_REMOVED})
+
+
+class ChangeEvent(SQLModel, table=True):
+    __tablename__ = "change_events"
+    __table_args__ = (
+        sa.Index("ix_change_events_cursor", "cursor", unique=True),
+        sa.Index("ix_change_events_published", "published_at"),
+        sa.Index("ix_change_events_occurred", "occurred_at"),
+        sa.Index("ix_change_events_queue", "queue_id", "cursor"),
+        sa.Index("ix_change_events_proposal", "proposal_id", "cursor"),
+    )
+
+    id: str = id_field()
+    # Stamped after commit, in commit order; NULL until then.
+    cursor: int | None = Field(default=None, sa_column=sa.Column(sa.BigInteger, nullable=True))
+    kind: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    entity_type: str = Field(sa_column=sa.Column(sa.String(32), nullable=False))
+    entity_id: str = Field(sa_column=sa.Column(sa.String(36), nullable=False))
+    # No foreign keys: the feed outlives nothing it describes, and must never block a delete.
+    queue_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
+    proposal_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
+    actor_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
+    snapshot: dict[str, Any] = json_field(default={})
+    occurred_at: datetime = time_field(default_now=True)
+    published_at: datetime | None = time_field(nullable=True)
+
+
+class ChangeFeedState(SQLModel, table=True):
+    """One row: the last cursor handed out, and the last one retention deleted."""
+
+    __tablename__ = "change_feed_state"
+
+    id: int = Field(default=1, primary_key=True)
+    last_cursor: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    pruned_through: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))

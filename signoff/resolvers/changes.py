@@ -1,0 +1,89 @@
+"""Recording changes in the change feed.
+
+``record_change`` is the one way state changes enter the feed: every resolver and
+job that changes state calls it next to its ``audit.record``, in the same
+transaction. The event gets its cursor after commit (``signoff.events.feed``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff.database import after_commit
+from signoff.models import ChangeEvent, ChangeKind, HumanTask, Proposal
+
+
+def record_change(
+    session: AsyncSession,
+    *,
+    kind: ChangeKind,
+    entity_type: str,
+    entity_id: str,
+    queue_id: str | None = None,
+    proposal_id: str | None = None,
+    actor_id: str | None = None,
+    snapshot: dict[str, Any] | None = None,
+) -> ChangeEvent:
+    """Add a change event to the session; it commits with the change and is published after."""
+    event = ChangeEvent(
+        kind=kind.value,
+        entity_type=entity_type,
+        entity_id=entity_id,
+        queue_id=queue_id,
+        proposal_id=proposal_id,
+        actor_id=actor_id,
+        snapshot=snapshot or {},
+    )
+    session.add(event)
+    service = session.info.get("events")
+    if service is not None and service.kick not in session.info.get("after_commit", []):
+        after_commit(session, service.kick)
+    return event
+
+
+def record_proposal_change(
+    session: AsyncSession, kind: ChangeKind, proposal: Proposal, actor_id: str | None
+) -> ChangeEvent:
+    return record_change(
+        session,
+        kind=kind,
+        entity_type="proposal",
+        entity_id=proposal.id,
+        queue_id=proposal.queue_id,
+        proposal_id=proposal.id,
+        actor_id=actor_id,
+        snapshot={
+            "state": str(proposal.state),
+            "actionCode": proposal.action_code,
+            "approvalCount": proposal.approval_count,
+            "proposedById": proposal.proposed_by_id,
+        },
+    )
+
+
+def record_task_change(
+    session: AsyncSession,
+    kind: ChangeKind,
+    task: HumanTask,
+    actor_id: str | None,
+    proposed_by_id: str | None = None,
+) -> ChangeEvent:
+    snapshot: dict[str, Any] = {
+        "state": str(task.state),
+        "kind": task.kind,
+        "assigneeId": task.assignee_id,
+    }
+    if proposed_by_id is not None:
+        snapshot["proposedById"] = proposed_by_id
+    return record_change(
+        session,
+        kind=kind,
+        entity_type="task",
+        entity_id=task.id,
+        queue_id=task.queue_id,
+        proposal_id=task.proposal_id,
+        actor_id=actor_id,
+        snapshot=snapshot,
+    )

@@ -1,0 +1,70 @@
+"""The ``ChangeEvent`` type: one entry of the change feed, as subscribers receive it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import cast
+
+import strawberry
+from strawberry.scalars import JSON
+
+from signoff.events import Change
+from signoff.resolvers.subscriptions import encode_cursor
+from signoff.schema.actor import Actor, load_actor
+from signoff.schema.context import context_of
+from signoff.schema.proposal import Proposal
+from signoff.schema.queue import Queue, load_queue
+from signoff.schema.task import HumanTask
+
+
+@strawberry.type(description="A change to a queue, proposal, task or incident.")
+class ChangeEvent:
+    cursor: str = strawberry.field(
+        description="Opaque; pass it as `after` to resume right after this event."
+    )
+    kind: str = strawberry.field(description="For example proposal.approved, task.claimed.")
+    entity_type: str
+    entity_id: strawberry.ID
+    queue_id: strawberry.ID | None
+    proposal_id: strawberry.ID | None
+    occurred_at: datetime
+    snapshot: JSON = strawberry.field(description="A few fields of the entity as it changed.")
+    change: strawberry.Private[Change]
+
+    @strawberry.field(description="Who made the change; null for the system.")
+    async def actor(self, info: strawberry.Info) -> Actor | None:
+        return await load_actor(info, self.change.actor_id)
+
+    @strawberry.field
+    async def queue(self, info: strawberry.Info) -> Queue | None:
+        return await load_queue(info, self.change.queue_id)
+
+    @strawberry.field(description="The proposal this event is about, as it is now.")
+    async def proposal(self, info: strawberry.Info) -> Proposal | None:
+        loaders = context_of(info).feed_loaders
+        if self.change.proposal_id is None or loaders is None:
+            return None
+        row = await loaders.proposal.load((self.change.proposal_id, self.change.cursor))
+        return None if row is None else Proposal.from_model(row)
+
+    @strawberry.field(description="The task this event is about, as it is now.")
+    async def task(self, info: strawberry.Info) -> HumanTask | None:
+        loaders = context_of(info).feed_loaders
+        if self.change.entity_type != "task" or loaders is None:
+            return None
+        row = await loaders.task.load((self.change.entity_id, self.change.cursor))
+        return None if row is None else HumanTask.from_model(row)
+
+    @classmethod
+    def from_change(cls, change: Change) -> ChangeEvent:
+        return cls(
+            cursor=encode_cursor(change.cursor),
+            kind=change.kind,
+            entity_type=change.entity_type,
+            entity_id=strawberry.ID(change.entity_id),
+            queue_id=None if change.queue_id is None else strawberry.ID(change.queue_id),
+            proposal_id=None if change.proposal_id is None else strawberry.ID(change.proposal_id),
+            occurred_at=change.occurred_at,
+            snapshot=cast(JSON, change.snapshot),
+            change=change,
+        )

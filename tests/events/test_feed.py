@@ -1,0 +1,231 @@
+"""The change feed in the database: cursors in commit order, dense, pruned by retention."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from signoff import clock
+from signoff.config import Settings
+from signoff.database import SessionMaker, create_sessionmaker
+from signoff.events import create_event_service, feed
+from signoff.events.hub import Change, Fanout, Subscriber
+from signoff.events.jobs import relay_change_events
+from signoff.models import ChangeKind
+from signoff.resolvers.changes import record_change
+from tests.conftest import requires_postgres
+
+
+def _record(session: object, label: str) -> None:
+    record_change(
+        session,  # type: ignore[arg-type]
+        kind=ChangeKind.TASK_CREATED,
+        entity_type="task",
+        entity_id=str(uuid.uuid4()),
+        queue_id="q",
+        snapshot={"label": label},
+    )
+
+
+async def _stamp(sessionmaker: SessionMaker) -> list[tuple[int, str]]:
+    async with sessionmaker() as session:
+        stamped = await feed.stamp_pending(session)
+        await session.commit()
+    return [(e.cursor or 0, e.snapshot["label"]) for e in stamped]
+
+
+async def _visible_after(sessionmaker: SessionMaker, after: int) -> list[tuple[int, str]]:
+    async with sessionmaker() as session:
+        rows = await feed.events_after(session, after)
+        await session.commit()
+    return [(e.cursor or 0, e.snapshot["label"]) for e in rows]
+
+
+@requires_postgres
+async def test_a_transaction_that_commits_late_gets_a_later_cursor(
+    sessionmaker: SessionMaker,
+) -> None:
+    """Writer A inserts first but commits last; B's event is delivered in between.
+
+    With an insert-time sequence A would hold the lower number and a subscriber that
+    resumed after B's cursor would never see A. Stamped in commit order, A comes after B.
+    """
+    async with sessionmaker() as a, sessionmaker() as b:
+        _record(a, "A")
+        await a.flush()  # A's row exists, uncommitted, before B's
+        _record(b, "B")
+        await b.commit()
+        assert await _stamp(sessionmaker) == [(1, "B")]  # A is invisible, not skipped
+        delivered = await _visible_after(sessionmaker, 0)
+        assert delivered == [(1, "B")]
+        await a.commit()
+    assert await _stamp(sessionmaker) == [(2, "A")]
+    assert await _visible_after(sessionmaker, 1) == [(2, "A")]  # resuming after B finds A
+
+
+@requires_postgres
+async def test_crossing_writers_never_place_an_event_below_a_delivered_cursor(
+    engine: AsyncEngine,
+    clean_database: None,
+) -> None:
+    """Twenty writers hold their transactions open for random, crossing spans while a
+    sequencer stamps and a subscriber polls; the subscriber sees every event exactly
+    once, in a dense, increasing run of cursors, and never one below its position."""
+    sessionmaker = create_sessionmaker(engine)
+    writers = 20
+    rng = random.Random(7)
+    done = asyncio.Event()
+    inserted: list[int] = []
+    committed: list[int] = []
+
+    async def writer(i: int) -> None:
+        async with sessionmaker() as session:
+            await asyncio.sleep(rng.uniform(0, 0.2))
+            _record(session, f"w{i}")
+            await session.flush()
+            inserted.append(i)
+            await asyncio.sleep(rng.uniform(0, 0.4))  # hold the transaction open
+            await session.commit()
+            committed.append(i)
+
+    async def sequencer() -> None:
+        while not done.is_set():
+            await _stamp(sessionmaker)
+            await asyncio.sleep(0.005)
+        await _stamp(sessionmaker)
+
+    seen: list[tuple[int, str]] = []
+
+    async def subscriber() -> None:
+        position = 0
+        while len(seen) < writers:
+            for cursor, label in await _visible_after(sessionmaker, position):
+                assert cursor == position + 1, "a gap or an event below the position"
+                position = cursor
+                seen.append((cursor, label))
+            await asyncio.sleep(0.005)
+
+    watching = asyncio.create_task(subscriber())
+    # Two sequencers, as two processes would run: the state row lock serialises them.
+    stamping = [asyncio.create_task(sequencer()) for _ in range(2)]
+    await asyncio.gather(*(writer(i) for i in range(writers)))
+    done.set()
+    await asyncio.gather(*stamping)
+    assert inserted != committed, "the writers' transactions should have crossed"
+    await asyncio.wait_for(watching, timeout=10)
+    assert sorted(label for _, label in seen) == sorted(f"w{i}" for i in range(writers))
+    assert [c for c, _ in seen] == list(range(1, writers + 1))
+
+
+async def test_retention_prunes_through_a_cursor(sessionmaker: SessionMaker) -> None:
+    async with sessionmaker() as session:
+        for i in range(3):
+            _record(session, f"e{i}")
+        await session.commit()
+    await _stamp(sessionmaker)
+    async with sessionmaker() as session:
+        deleted = await feed.prune(session, clock.now() + timedelta(seconds=1))
+        await session.commit()
+        state = await feed.feed_state(session)
+    assert deleted == 3
+    assert (state.last_cursor, state.pruned_through) == (3, 3)
+    async with sessionmaker() as session:
+        _record(session, "after")
+        await session.commit()
+    assert await _stamp(sessionmaker) == [(4, "after")]  # cursors never restart
+
+
+def _change(cursor: int, queue_id: str = "q") -> Change:
+    return Change(
+        cursor=cursor,
+        kind="task.created",
+        entity_type="task",
+        entity_id=f"t{cursor}",
+        queue_id=queue_id,
+        proposal_id=None,
+        actor_id=None,
+        occurred_at=clock.now(),
+    )
+
+
+async def test_fanout_fills_gaps_from_the_store_and_drops_duplicates() -> None:
+    store = {c: _change(c) for c in range(1, 8)}
+
+    async def load_after(after: int, through: int | None) -> list[Change]:
+        top = through if through is not None else max(store)
+        return [store[c] for c in range(after + 1, top + 1)]
+
+    fanout = Fanout(load_after)
+    sub = Subscriber(lambda c: True, buffer=100)
+    fanout.add(sub)
+    await fanout.offer([_change(1)])
+    await fanout.offer([_change(4), _change(3)])  # 2 was lost, 3 and 4 arrive reordered
+    await fanout.offer([_change(2), _change(4)])  # late and duplicate
+    await fanout.catch_up()  # a transport outage: 5..7 only in the store
+    got = [(await sub.get()).cursor for _ in range(7)]
+    assert got == [1, 2, 3, 4, 5, 6, 7]
+
+
+async def test_a_slow_subscriber_overflows_without_affecting_others() -> None:
+    async def load_after(after: int, through: int | None) -> list[Change]:
+        return []
+
+    closed: list[str] = []
+    fanout = Fanout(load_after)
+    slow = Subscriber(lambda c: True, buffer=5, on_overflow=lambda: closed.append("slow"))
+    fast = Subscriber(lambda c: True, buffer=5)
+    fanout.add(slow)
+    fanout.add(fast)
+    received = []
+    for cursor in range(1, 21):
+        await fanout.offer([_change(cursor)])
+        received.append((await fast.get()).cursor)
+    assert received == list(range(1, 21))
+    assert closed == ["slow"] and fanout.subscriber_count == 1
+    try:
+        await slow.get()
+    except Exception as exc:
+        assert getattr(exc, "code", None) == "SUBSCRIBER_TOO_SLOW"
+    else:
+        raise AssertionError("the slow subscriber should have been cut off")
+
+
+async def test_the_relay_job_publishes_what_was_committed_without_a_publisher(
+    sessionmaker: SessionMaker, settings: Settings
+) -> None:
+    """A crash between commit and publish, or a worker's change: the cron job catches up."""
+    async with sessionmaker() as session:  # no event service in this session
+        _record(session, "orphan")
+        await session.commit()
+    service = create_event_service(settings, sessionmaker)
+    assert await relay_change_events({"events": service}) == 1
+    async with sessionmaker() as session:
+        rows = await feed.events_after(session, 0)
+    assert [(r.cursor, r.published_at is not None) for r in rows] == [(1, True)]
+
+
+async def test_a_burst_larger_than_the_buffer_reaches_a_fast_subscriber() -> None:
+    """A catch-up of 1,000 events after an outage, against buffers of 10."""
+    store = {c: _change(c) for c in range(1, 1001)}
+
+    async def load_after(after: int, through: int | None) -> list[Change]:
+        top = min(through if through is not None else 1000, after + 500)
+        return [store[c] for c in range(after + 1, top + 1)]
+
+    fanout = Fanout(load_after)
+    fast = Subscriber(lambda c: True, buffer=10)
+    fanout.add(fast)
+    received: list[int] = []
+
+    async def consume() -> None:
+        while len(received) < 1000:
+            received.append((await fast.get()).cursor)
+
+    consuming = asyncio.create_task(consume())
+    await fanout.catch_up()
+    await asyncio.wait_for(consuming, timeout=5)
+    assert received == list(range(1, 1001)) and not fast.overflowed

@@ -1,0 +1,272 @@
+"""Subscriptions over real websockets against a real ``signoff serve`` process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+from sqlmodel import col
+
+from signoff import clock
+from signoff.database import SessionMaker
+from signoff.events import feed
+from signoff.models import ApiToken, ChangeKind, Role
+from signoff.resolvers.actors import hash_token
+from signoff.resolvers.changes import record_change
+from signoff.resolvers.subscriptions import decode_cursor, encode_cursor
+from tests.helpers import CLAIM, GraphQLClient, World, build_world
+from tests.live import (
+    Server,
+    Subscription,
+    feed_settled,
+    head_cursor,
+    http_gql,
+    queue_subscription,
+)
+
+Serve = Callable[..., Awaitable[Server]]
+
+
+async def test_subscriber_sees_propose_claim_decide_in_order(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        reviewer = world.reviewers[0]
+        await feed_settled(sessionmaker)
+        after = await head_cursor(gql, reviewer)
+        async with queue_subscription(
+            server, reviewer, queue_id=world.queue_id, after=after
+        ) as sub:
+            proposed = await world.propose()
+            await gql(CLAIM, {"id": proposed["task"]["id"]}, reviewer)
+            await world.decide(reviewer, proposed["proposal"])
+            events = await sub.wait_for(5)
+    assert [e["kind"] for e in events] == [
+        "proposal.proposed",
+        "task.created",
+        "task.claimed",
+        "proposal.approved",
+        "task.completed",
+    ]
+    cursors = [decode_cursor(e["cursor"]) for e in events]
+    assert cursors == sorted(set(cursors))  # strictly increasing
+    assert all(e["queueId"] == world.queue_id for e in events)
+    assert events[3]["snapshot"]["state"] == "QUEUED"
+    assert events[2]["actor"]["name"] == "reviewer-0"
+
+
+CREATE_TASK = """
+mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }
+"""
+
+
+async def _create_tasks(gql: GraphQLClient, world: World, count: int, label: str) -> list[str]:
+    ids = []
+    for i in range(count):
+        data = await gql(
+            CREATE_TASK,
+            {"input": {"queueId": world.queue_id, "kind": "REVIEW", "title": f"{label}-{i}"}},
+            world.admin,
+        )
+        ids.append(data["createTask"]["id"])
+    return ids
+
+
+async def test_resume_replays_exactly_what_was_missed_then_goes_live(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        reviewer = world.reviewers[0]
+        await feed_settled(sessionmaker)
+        start = await head_cursor(gql, reviewer)
+        async with queue_subscription(
+            server, reviewer, queue_id=world.queue_id, after=start
+        ) as first:
+            seen_before = await _create_tasks(gql, world, 2, "before")
+            last = (await first.wait_for(2))[-1]["cursor"]
+
+        missed = await _create_tasks(gql, world, 20, "missed")
+        async with queue_subscription(
+            server, reviewer, queue_id=world.queue_id, after=last
+        ) as second:
+            # Writers keep going while the replay runs: the seam must hold.
+            during = asyncio.create_task(_create_tasks(gql, world, 10, "during"))
+            events = await second.wait_for(20)
+            concurrent = await during
+            live = await _create_tasks(gql, world, 3, "live")
+            events = await second.wait_for(33)
+            extra = await second.quiet(0.5)
+
+    ids = [e["entityId"] for e in extra]
+    assert ids == missed + concurrent + live
+    assert not set(ids) & set(seen_before)
+    cursors = [decode_cursor(e["cursor"]) for e in events]
+    assert cursors == sorted(cursors) and len(set(cursors)) == len(cursors)
+
+
+async def test_resuming_from_a_pruned_cursor_is_cursor_expired(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        await _create_tasks(gql, world, 3, "old")
+        await feed_settled(sessionmaker)
+        old = encode_cursor(1)
+        async with sessionmaker() as session:
+            await feed.prune(session, clock.now() + timedelta(seconds=1))
+            await session.commit()
+        async with queue_subscription(
+            server, world.admin, queue_id=world.queue_id, after=old
+        ) as sub:
+            with pytest.raises(AssertionError, match="CURSOR_EXPIRED"):
+                await sub.wait_for(1, within=5)
+        async with queue_subscription(
+            server, world.admin, queue_id=world.queue_id, after="not-a-cursor"
+        ) as sub:
+            with pytest.raises(AssertionError, match="INVALID_CURSOR"):
+                await sub.wait_for(1, within=5)
+
+
+async def test_a_reviewer_never_receives_another_queues_events(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        mine = await build_world(gql)
+        theirs = await build_world(gql)
+        reviewer = await gql.token(Role.REVIEWER, name="only-mine", queues=[mine.queue_slug])
+        await feed_settled(sessionmaker)
+        after = await head_cursor(gql, reviewer)
+        async with (
+            queue_subscription(server, reviewer, after=after) as all_mine,
+            queue_subscription(server, reviewer, queue_id=theirs.queue_id) as forbidden,
+        ):
+            await theirs.propose()
+            await mine.propose()
+            events = await all_mine.wait_for(2)
+            with pytest.raises(AssertionError, match="FORBIDDEN"):
+                await forbidden.wait_for(1, within=5)
+            events = await all_mine.quiet(0.5)
+    assert {e["queueId"] for e in events} == {mine.queue_id}
+    assert [e["kind"] for e in events] == ["proposal.proposed", "task.created"]
+
+
+REMOVE_MEMBER = """
+mutation($input: QueueMemberInput!) { removeQueueMember(input: $input) { id } }
+"""
+
+
+async def test_a_reviewer_removed_from_a_queue_stops_receiving_it(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        reviewer = world.reviewers[0]
+        me = (await gql("query { viewer { actor { id } } }", token=reviewer))["viewer"]
+        await feed_settled(sessionmaker)
+        after = await head_cursor(gql, reviewer)
+        async with (
+            queue_subscription(server, reviewer, after=after) as everything,
+            queue_subscription(server, reviewer, queue_id=world.queue_id, after=after) as one_queue,
+        ):
+            await _create_tasks(gql, world, 1, "visible")
+            await everything.wait_for(1)
+            await one_queue.wait_for(1)
+            await gql(
+                REMOVE_MEMBER,
+                {"input": {"queueId": world.queue_id, "actorId": me["actor"]["id"]}},
+                world.admin,
+            )
+            await _create_tasks(gql, world, 2, "hidden")
+            with pytest.raises(AssertionError, match="FORBIDDEN"):
+                await one_queue.wait_for(2, within=5)
+            events = await everything.quiet(1.0)
+    assert [e["kind"] for e in events] == ["task.created"]
+
+
+async def test_agents_follow_their_own_proposal(serve: Serve, sessionmaker: SessionMaker) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        proposed = await world.propose()
+        proposal_id = proposed["proposal"]["id"]
+        query = """subscription($id: ID!, $after: String) {
+          proposalEvents(proposalId: $id, after: $after) {
+            kind cursor proposal { id state approvalCount } task { state }
+          } }"""
+        async with Subscription(
+            server.ws_url, world.agent, query, {"id": proposal_id, "after": encode_cursor(0)}
+        ) as sub:
+            await world.decide(world.reviewers[0], proposed["proposal"])
+            events = await sub.wait_for(4)
+    assert [e["kind"] for e in events] == [
+        "proposal.proposed",
+        "task.created",
+        "proposal.approved",
+        "task.completed",
+    ]
+    assert events[2]["proposal"] == {"id": proposal_id, "state": "QUEUED", "approvalCount": 1}
+    assert events[3]["task"] == {"state": "COMPLETED"}
+
+
+async def test_incident_events_are_for_operators(serve: Serve, sessionmaker: SessionMaker) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        operator = await gql.token(Role.OPERATOR, name="operator")
+        query = "subscription($after: String) { incidentEvents(after: $after) { kind entityId } }"
+        async with (
+            Subscription(server.ws_url, operator, query, {"after": encode_cursor(0)}) as ops,
+            Subscription(server.ws_url, world.reviewers[0], query, {"after": None}) as rev,
+        ):
+            async with sessionmaker() as session:  # as delivery's dead-letter job will
+                record_change(
+                    session,
+                    kind=ChangeKind.INCIDENT_OPENED,
+                    entity_type="incident",
+                    entity_id="incident-1",
+                    snapshot={"severity": "high"},
+                )
+                await session.commit()
+            events = await ops.wait_for(1)
+            with pytest.raises(AssertionError, match="FORBIDDEN"):
+                await rev.wait_for(1, within=5)
+    assert events == [{"kind": "incident.opened", "entityId": "incident-1"}]
+
+
+async def test_a_revoked_token_ends_its_subscriptions(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Changes made outside the feed (a revoked token) take effect at the next re-read."""
+    server = await serve(SIGNOFF_EVENTS_AUTH_REFRESH_SECONDS="0.2")
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        reviewer = world.reviewers[0]
+        await feed_settled(sessionmaker)
+        after = await head_cursor(gql, reviewer)
+        async with queue_subscription(
+            server, reviewer, queue_id=world.queue_id, after=after
+        ) as sub:
+            await _create_tasks(gql, world, 1, "seen")
+            await sub.wait_for(1)
+            async with sessionmaker() as session:
+                await session.exec(
+                    update(ApiToken)
+                    .where(col(ApiToken.token_hash) == hash_token(reviewer))
+                    .values(revoked_at=clock.now())
+                )
+                await session.commit()
+            await asyncio.sleep(0.3)
+            await _create_tasks(gql, world, 1, "unseen")
+            with pytest.raises(AssertionError, match="UNAUTHENTICATED"):
+                await sub.wait_for(2, within=5)
+    assert [e["kind"] for e in sub.events] == ["task.created"]

@@ -1,0 +1,180 @@
+"""What a websocket client sees: close codes, both subprotocols, a too-slow subscriber."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from signoff.database import SessionMaker
+from signoff.models import ChangeKind
+from signoff.resolvers.changes import record_change
+from tests.helpers import build_world
+from tests.live import QUEUE_EVENTS, Server, feed_settled, head_cursor, http_gql
+
+Serve = Callable[..., Awaitable[Server]]
+TRANSPORT_WS = "graphql-transport-ws"
+
+
+async def _close_code(ws: ClientConnection, within: float = 10) -> int | None:
+    with contextlib.suppress(ConnectionClosed):
+        async with asyncio.timeout(within):
+            while True:
+                await ws.recv()
+    return ws.close_code
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{}, {"authorization": "Bearer so_not-a-token"}, {"authorization": "so_missing-scheme"}],
+)
+async def test_connection_init_without_a_valid_token_closes_4403(
+    serve: Serve, payload: dict[str, Any]
+) -> None:
+    server = await serve()
+    async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
+        await ws.send(json.dumps({"type": "connection_init", "payload": payload}))
+        assert await _close_code(ws) == 4403
+
+
+async def test_subscribing_before_connection_init_closes_4401(serve: Serve) -> None:
+    server = await serve()
+    async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
+        await ws.send(
+            json.dumps({"type": "subscribe", "id": "1", "payload": {"query": QUEUE_EVENTS}})
+        )
+        assert await _close_code(ws) == 4401
+
+
+async def test_no_connection_init_within_five_seconds_closes_4408(serve: Serve) -> None:
+    server = await serve()
+    async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
+        assert await _close_code(ws, within=8) == 4408
+
+
+async def test_legacy_graphql_ws_protocol_streams_events(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        reviewer = world.reviewers[0]
+        await feed_settled(sessionmaker)
+        after = await head_cursor(gql, reviewer)
+        async with connect(server.ws_url, subprotocols=["graphql-ws"]) as ws:  # type: ignore[list-item]
+            # GraphiQL sends its Headers tab as the payload, capitalised.
+            await ws.send(
+                json.dumps(
+                    {"type": "connection_init", "payload": {"Authorization": f"Bearer {reviewer}"}}
+                )
+            )
+            assert json.loads(await ws.recv())["type"] == "connection_ack"
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "start",
+                        "id": "1",
+                        "payload": {
+                            "query": QUEUE_EVENTS,
+                            "variables": {"queueId": world.queue_id, "after": after},
+                        },
+                    }
+                )
+            )
+            await world.propose()
+            kinds = []
+            while len(kinds) < 2:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                if message["type"] == "data":
+                    kinds.append(message["payload"]["data"]["queueEvents"]["kind"])
+    assert kinds == ["proposal.proposed", "task.created"]
+
+
+async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve(SIGNOFF_SUBSCRIBER_BUFFER="128", SIGNOFF_EVENTS_RELAY_SECONDS="0.05")
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        reviewer = world.reviewers[0]
+        await feed_settled(sessionmaker)
+        after = await head_cursor(gql, reviewer)
+    subscribe = json.dumps(
+        {
+            "type": "subscribe",
+            "id": "1",
+            "payload": {
+                "query": "subscription($q: ID, $a: String) { queueEvents(queueId: $q, after: $a) "
+                "{ cursor snapshot } }",
+                "variables": {"q": world.queue_id, "a": after},
+            },
+        }
+    )
+    init = json.dumps(
+        {"type": "connection_init", "payload": {"authorization": f"Bearer {reviewer}"}}
+    )
+
+    slow_sock = socket.socket()
+    slow_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow_sock.connect(("127.0.0.1", server.port))
+    total = 1500
+    async with (
+        connect(
+            server.ws_url,
+            subprotocols=[TRANSPORT_WS],  # type: ignore[list-item]
+            max_queue=1,
+            sock=slow_sock,
+        ) as slow,
+        connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as fast,
+    ):  # type: ignore[list-item]
+        for ws in (slow, fast):
+            await ws.send(init)
+            assert json.loads(await ws.recv())["type"] == "connection_ack"
+            await ws.send(subscribe)
+
+        async def consume_fast() -> int:
+            received = 0
+            while received < total:
+                message = json.loads(await asyncio.wait_for(fast.recv(), 20))
+                if message["type"] == "next":
+                    received += 1
+            return received
+
+        fast_task = asyncio.create_task(consume_fast())
+        padding = base64.b64encode(os.urandom(3000)).decode()  # incompressible
+        for batch in range(total // 10):  # paced: bursts stay well under the buffer
+            async with sessionmaker() as session:
+                for i in range(10):
+                    record_change(
+                        session,
+                        kind=ChangeKind.TASK_CREATED,
+                        entity_type="task",
+                        entity_id=f"t-{batch}-{i}",
+                        queue_id=world.queue_id,
+                        snapshot={"padding": padding},
+                    )
+                await session.commit()
+            await asyncio.sleep(0.02)
+        assert await fast_task == total
+        # The slow client now reads what the server managed to send, then the close.
+        assert await _close_code(slow, within=20) == 4429
+        assert slow.close_reason == "subscriber too slow; resume with after"
+
+
+async def test_legacy_graphql_ws_refuses_a_bad_token_with_4403(serve: Serve) -> None:
+    server = await serve()
+    async with connect(server.ws_url, subprotocols=["graphql-ws"]) as ws:  # type: ignore[list-item]
+        await ws.send(
+            json.dumps({"type": "connection_init", "payload": {"authorization": "Bearer so_wrong"}})
+        )
+        assert json.loads(await ws.recv())["type"] == "connection_error"
+        assert await _close_code(ws) == 4403

@@ -1,0 +1,210 @@
+"""Real servers and real websocket clients for the live-event tests.
+
+``signoff serve`` runs as a child process on a free port against the test
+database; subscribers use the ``gql`` library over websockets, like a dashboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from gql import Client, gql
+from gql.transport.websockets import WebsocketsTransport
+
+from signoff.database import SessionMaker
+from signoff.events import feed
+from tests.helpers import GraphQLClient
+
+QUEUE_EVENTS = """
+subscription($queueId: ID, $after: String) {
+  queueEvents(queueId: $queueId, after: $after) {
+    cursor kind entityType entityId queueId proposalId occurredAt snapshot
+    actor { name }
+  }
+}
+"""
+
+CURSOR = "query { changeFeedCursor }"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    """One ``signoff serve`` process."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/graphql"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _spawn(argv: list[str], environ: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, env=environ, stdout=out, stderr=subprocess.STDOUT)
+
+
+async def start_server(database_url: str, log_dir: Path, **env: str) -> Server:
+    """Start ``python -m signoff serve`` and wait until ``/healthz`` answers."""
+    port = free_port()
+    log = log_dir / f"serve-{port}.log"
+    environ = {
+        **os.environ,
+        "SIGNOFF_DATABASE_URL": database_url,
+        "SIGNOFF_PORT": str(port),
+        "SIGNOFF_LOG_LEVEL": "warning",
+        **env,
+    }
+    process = _spawn([sys.executable, "-m", "signoff", "serve"], environ, log)
+    server = Server(port=port, process=process, log=log)
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient() as http:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"signoff serve exited: {log.read_text()[-2000:]}")
+            with contextlib.suppress(httpx.HTTPError):
+                if (await http.get(f"{server.url}/healthz")).status_code == 200:
+                    return server
+            await asyncio.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"signoff serve did not start: {log.read_text()[-2000:]}")
+
+
+def unique_channel() -> str:
+    """Other test runs share Redis: every run publishes on its own channel."""
+    return f"signoff:test:{uuid.uuid4().hex}"
+
+
+@contextlib.asynccontextmanager
+async def http_gql(server: Server, sessionmaker: SessionMaker) -> AsyncIterator[GraphQLClient]:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        yield GraphQLClient(http, sessionmaker)
+
+
+@dataclass
+class Subscription:
+    """A running subscription over graphql-transport-ws, collecting what it receives."""
+
+    ws_url: str
+    token: str
+    query: str
+    variables: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    error: BaseException | None = None
+    _task: asyncio.Task[None] | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __aenter__(self) -> Subscription:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+
+    async def _run(self) -> None:
+        transport = WebsocketsTransport(
+            url=self.ws_url,
+            init_payload={"authorization": f"Bearer {self.token}"},
+            subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        )
+        try:
+            async with Client(transport=transport) as session:
+                request = gql(self.query)
+                request.variable_values = self.variables
+                async for result in session.subscribe(request):
+                    self.events.append(next(iter(result.values())))
+                    self._changed.set()
+        except Exception as exc:
+            self.error = exc
+            self._changed.set()
+
+    async def wait_for(self, count: int, within: float = 15) -> list[dict[str, Any]]:
+        """Wait until ``count`` events arrived (or fail with what did)."""
+        deadline = time.monotonic() + within
+        while len(self.events) < count:
+            if self.error is not None:
+                raise AssertionError(f"subscription failed: {self.error!r}") from self.error
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                kinds = [e["kind"] for e in self.events]
+                raise AssertionError(f"expected {count} events, got {len(kinds)}: {kinds}")
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout=remaining)
+        return self.events
+
+    async def quiet(self, seconds: float = 1.0) -> list[dict[str, Any]]:
+        """Wait a while and return everything received: for "nothing more arrives"."""
+        await asyncio.sleep(seconds)
+        return self.events
+
+
+async def head_cursor(gql_client: GraphQLClient, token: str) -> str:
+    cursor: str = (await gql_client(CURSOR, token=token))["changeFeedCursor"]
+    return cursor
+
+
+def queue_subscription(
+    server: Server,
+    token: str,
+    *,
+    queue_id: str | None = None,
+    after: str | None = None,
+    query: str = QUEUE_EVENTS,
+) -> Subscription:
+    return Subscription(server.ws_url, token, query, {"queueId": queue_id, "after": after})
+
+
+async def feed_settled(sessionmaker: SessionMaker, within: float = 10) -> None:
+    """Wait until every committed change event has its cursor (the relay stamps strays)."""
+    deadline = time.monotonic() + within
+    while True:
+        async with sessionmaker() as session:
+            if not await feed.has_pending(session):
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError("change events were not stamped in time")
+        await asyncio.sleep(0.05)
+
+
+async def stamp_now(sessionmaker: SessionMaker) -> None:
+    """Stamp committed events from the test itself, as a relay tick would."""
+    async with sessionmaker() as session:
+        await feed.stamp_pending(session)
+        await session.commit()
