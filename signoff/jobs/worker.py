@@ -20,6 +20,7 @@ from signoff.constants import (
     WORKER_STOP_GRACE_SECONDS,
 )
 from signoff.database import create_engine, create_sessionmaker
+from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
 from signoff.jobs.queue import delivery_job_id
@@ -64,11 +65,16 @@ async def startup(ctx: dict[str, Any]) -> None:
     settings: Settings = ctx.get("settings") or Settings.from_env()
     engine = create_engine(settings.database_url)
     jobs = ArqJobs(settings, ctx["redis"])
+    # Delivery outcomes go to the change feed: stamped and published right after commit,
+    # as the API processes do, rather than waiting for their relay.
+    events = create_event_service(settings, create_sessionmaker(engine))
+    await events.start()
+    ctx["events"] = events
     ctx[CTX_KEY] = Services(
         settings=settings,
         http=open_http_client(),
         jobs=jobs,
-        sessionmaker=create_sessionmaker(engine, jobs=jobs),
+        sessionmaker=create_sessionmaker(engine, jobs=jobs, events=events),
     )
     ctx["engine"] = engine
 
@@ -76,6 +82,8 @@ async def startup(ctx: dict[str, Any]) -> None:
 async def shutdown(ctx: dict[str, Any]) -> None:
     if CTX_KEY in ctx:
         await services_of(ctx).http.aclose()
+    if "events" in ctx:
+        await ctx["events"].stop()
     if "engine" in ctx:
         await ctx["engine"].dispose()
 

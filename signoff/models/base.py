@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -45,13 +46,31 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
 JSONValue = sa.JSON().with_variant(JSONB(), "postgresql")
 
 
+_id_lock = threading.Lock()
+_last_id_time = (0, 0)  # (unix milliseconds, 12-bit counter) of the last id handed out
+
+
 def new_id() -> str:
-    """A UUIDv7 string: random, but ordered by creation time, so indexes stay compact."""
-    millis = int(time.time() * 1000) & ((1 << 48) - 1)
-    rand_a = int.from_bytes(os.urandom(2), "big") & 0xFFF
+    """A UUIDv7 string, increasing within this process.
+
+    Ids made in the same millisecond count up in the 12-bit ``rand_a`` field (RFC 9562,
+    method 1), so ordering rows by id keeps the order they were created in: the change
+    feed relies on it to keep one transaction's events in order.
+    """
+    global _last_id_time
+    with _id_lock:
+        millis = int(time.time() * 1000)
+        last_millis, last_counter = _last_id_time
+        if millis <= last_millis:
+            millis, counter = last_millis, last_counter + 1
+            if counter > 0xFFF:
+                millis, counter = last_millis + 1, 0
+        else:
+            counter = 0
+        _last_id_time = (millis, counter)
     rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (millis << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
-    return str(uuid.UUID(int=value))
+    value = ((millis & ((1 << 48) - 1)) << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62)
+    return str(uuid.UUID(int=value | rand_b))
 
 
 def id_field() -> Any:

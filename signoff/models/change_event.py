@@ -27,8 +27,12 @@ class ChangeKind(StrEnum):
     PROPOSAL_APPROVAL_ADDED = "proposal.approval_added"
     PROPOSAL_APPROVED = "proposal.approved"
     PROPOSAL_REJECTED = "proposal.rejected"
+    PROPOSAL_ACCEPTED = "proposal.accepted"
     PROPOSAL_APPLIED = "proposal.applied"
     PROPOSAL_FAILED = "proposal.failed"
+    PROPOSAL_REQUEUED = "proposal.requeued"
+    PROPOSAL_CANCELLED = "proposal.cancelled"
+    PROPOSAL_COMPENSATION_REQUIRED = "proposal.compensation_required"
     TASK_CREATED = "task.created"
     TASK_CLAIMED = "task.claimed"
     TASK_RELEASED = "task.released"
@@ -36,6 +40,7 @@ class ChangeKind(StrEnum):
     TASK_COMPLETED = "task.completed"
     TASK_EXPIRED = "task.expired"
     INCIDENT_OPENED = "incident.opened"
+    INCIDENT_RECURRED = "incident.recurred"
 
 
 MEMBERSHIP_KINDS = frozenset({ChangeKind.QUEUE_MEMBER_ADDED, ChangeKind.QUEUE_MEMBER_REMOVED})

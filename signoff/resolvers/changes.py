@@ -12,7 +12,7 @@ from typing import Any
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.database import after_commit
-from signoff.models import ChangeEvent, ChangeKind, HumanTask, Proposal
+from signoff.models import ChangeEvent, ChangeKind, HumanTask, Incident, Proposal
 
 
 def record_change(
@@ -59,6 +59,9 @@ def record_proposal_change(
             "actionCode": proposal.action_code,
             "approvalCount": proposal.approval_count,
             "proposedById": proposal.proposed_by_id,
+            "deliveryAttemptCount": proposal.delivery_attempt_count,
+            "lastErrorCode": proposal.last_error_code,
+            "deliveryTerminal": proposal.delivery_terminal,
         },
     )
 
@@ -86,4 +89,25 @@ def record_task_change(
         proposal_id=task.proposal_id,
         actor_id=actor_id,
         snapshot=snapshot,
+    )
+
+
+def record_incident_change(
+    session: AsyncSession, incident: Incident, *, opened: bool
+) -> ChangeEvent:
+    """An incident opened for the first time, or occurring again (which re-opens it)."""
+    return record_change(
+        session,
+        kind=ChangeKind.INCIDENT_OPENED if opened else ChangeKind.INCIDENT_RECURRED,
+        entity_type="incident",
+        entity_id=incident.id,
+        snapshot={
+            "state": str(incident.state),
+            "title": incident.title,
+            "fingerprint": incident.fingerprint,
+            "occurrenceCount": incident.occurrence_count,
+            "lastErrorCode": incident.last_error_code,
+            "entityType": incident.entity_type,
+            "entityId": incident.entity_id,
+        },
     )

@@ -15,9 +15,10 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff.database import commit, rollback
 from signoff.errors import CompensationUnavailable, NotFound, PayloadSchemaInvalid
 from signoff.jsonvalues import validate_against
-from signoff.models import HumanTask, Proposal, ProposalState, Role, Target
+from signoff.models import ChangeKind, HumanTask, Proposal, ProposalState, Role, Target
 from signoff.resolvers import audit, idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.changes import record_proposal_change, record_task_change
 from signoff.resolvers.delivery import transition
 from signoff.resolvers.proposals import ProposeResult, checked_request, new_proposal
 from signoff.resolvers.retries import load_proposal
@@ -61,8 +62,12 @@ async def propose_compensation(
     proposal, task = new_proposal(
         viewer, target, request, human=True, compensates_proposal_id=original.id
     )
+    assert task is not None  # compensations are always approved by a person
     session.add_all([proposal, task])
     await _require_compensation(session, viewer, original.id, proposal)
+    record_task_change(
+        session, ChangeKind.TASK_CREATED, task, viewer.id, proposed_by_id=proposal.proposed_by_id
+    )
     result = {"proposal_id": proposal.id}
     idempotency.remember(
         session, viewer, "proposeCompensation", idempotency_key, key_request, result
@@ -130,6 +135,8 @@ async def _require_compensation(
         target_id=original_id,
         compensation_id=compensation.id,
     )
+    record_proposal_change(session, ChangeKind.PROPOSAL_PROPOSED, compensation, viewer.id)
+    record_proposal_change(session, ChangeKind.PROPOSAL_COMPENSATION_REQUIRED, marked, viewer.id)
 
 
 async def _replay(

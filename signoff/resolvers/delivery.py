@@ -22,6 +22,7 @@ from signoff.delivery import Jitter, Outcome, backoff_seconds
 from signoff.jobs.queue import enqueue_delivery_after_commit
 from signoff.models import (
     Approval,
+    ChangeKind,
     Decision,
     DeliveryAttempt,
     Proposal,
@@ -31,6 +32,7 @@ from signoff.models import (
 )
 from signoff.models.proposal import payload_digest_of
 from signoff.resolvers import audit
+from signoff.resolvers.changes import record_proposal_change
 from signoff.resolvers.incidents import record_delivery_dead_letter
 
 PENDING = (ProposalState.QUEUED.value, ProposalState.FAILED.value)
@@ -190,7 +192,7 @@ async def _settle(
         return await mark_applied(session, proposal_id, held, now)
     if outcome.response_class is ResponseClass.ACCEPTED:
         wait = timedelta(seconds=DELIVERY_ACCEPTED_WAIT_SECONDS)
-        return await transition(
+        accepted = await transition(
             session,
             proposal_id,
             held,
@@ -198,6 +200,9 @@ async def _settle(
             lease_expires_at=now + wait,
             last_error_code=None,
         )
+        if accepted is not None:
+            record_proposal_change(session, ChangeKind.PROPOSAL_ACCEPTED, accepted, None)
+        return accepted
     code = outcome.error_code or "ATTEMPTS_EXHAUSTED"
     if outcome.response_class is ResponseClass.RETRYABLE and attempt < target.max_attempts:
         delay = outcome.retry_after_seconds
@@ -232,6 +237,7 @@ async def mark_applied(
             attempts=applied.delivery_attempt_count,
             **details,
         )
+        record_proposal_change(session, ChangeKind.PROPOSAL_APPLIED, applied, None)
     return applied
 
 
@@ -250,6 +256,7 @@ async def schedule_retry(
     )
     if failed is not None:
         enqueue_delivery_after_commit(session, proposal_id, failed.delivery_attempt_count + 1, at)
+        record_proposal_change(session, ChangeKind.PROPOSAL_FAILED, failed, None)
     return failed
 
 
@@ -278,4 +285,5 @@ async def fail_terminally(
             error_code=error_code,
             attempts=failed.delivery_attempt_count,
         )
+        record_proposal_change(session, ChangeKind.PROPOSAL_FAILED, failed, None)
     return failed

@@ -18,6 +18,7 @@ from signoff.constants import DELIVER_JOB, DELIVERY_INCIDENT_FINGERPRINT
 from signoff.models import DeadLetter, Incident, IncidentState, Proposal
 from signoff.models.base import new_id
 from signoff.resolvers import audit
+from signoff.resolvers.changes import record_incident_change
 
 
 async def record_delivery_dead_letter(
@@ -44,6 +45,9 @@ async def record_delivery_dead_letter(
         created_at=clock.now(),
     )
     session.add(letter)
+    incident = await session.get(Incident, incident_id, populate_existing=True)
+    assert incident is not None  # just upserted
+    record_incident_change(session, incident, opened=incident.occurrence_count == 1)
     audit.record(
         session,
         actor_id=None,

@@ -13,9 +13,10 @@ from signoff import clock
 from signoff.database import commit, rollback
 from signoff.errors import NotFound, NotRetryable, RetryDigestMismatch
 from signoff.jobs.queue import enqueue_delivery_after_commit
-from signoff.models import Proposal, ProposalState, Role
+from signoff.models import ChangeKind, Proposal, ProposalState, Role
 from signoff.resolvers import audit, idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.changes import record_proposal_change
 from signoff.resolvers.delivery import transition
 
 
@@ -94,6 +95,7 @@ async def _requeue(session: AsyncSession, viewer: Viewer, proposal: Proposal) ->
         target_id=retried.id,
         previous_error_code=previous_error,
     )
+    record_proposal_change(session, ChangeKind.PROPOSAL_REQUEUED, retried, viewer.id)
     return retried
 
 

@@ -16,8 +16,9 @@ from signoff import clock
 from signoff.constants import SWEEP_BATCH_SIZE
 from signoff.database import commit
 from signoff.jobs.queue import JobQueue
-from signoff.models import HumanTask, Proposal, ProposalState, TaskState
+from signoff.models import ChangeKind, HumanTask, Proposal, ProposalState, TaskState
 from signoff.resolvers import audit
+from signoff.resolvers.changes import record_proposal_change, record_task_change
 from signoff.resolvers.delivery import due
 
 
@@ -36,6 +37,17 @@ async def enqueue_due_deliveries(
     for proposal_id, attempts in rows:
         await jobs.enqueue_delivery(proposal_id, attempts + 1)
     return len(rows)
+
+
+def _record_expiries(
+    session: AsyncSession, proposals: list[Proposal], tasks: list[HumanTask]
+) -> None:
+    proposers = {proposal.id: proposal.proposed_by_id for proposal in proposals}
+    for proposal in proposals:
+        record_proposal_change(session, ChangeKind.PROPOSAL_CANCELLED, proposal, None)
+    for task in tasks:
+        proposer = proposers.get(task.proposal_id or "")
+        record_task_change(session, ChangeKind.TASK_EXPIRED, task, None, proposed_by_id=proposer)
 
 
 async def expire_proposals(session: AsyncSession, *, limit: int = SWEEP_BATCH_SIZE) -> list[str]:
@@ -59,11 +71,14 @@ async def expire_proposals(session: AsyncSession, *, limit: int = SWEEP_BATCH_SI
             col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
         )
         .values(state=ProposalState.CANCELLED.value, decided_at=now, updated_at=now)
-        .returning(col(Proposal.id))
+        .returning(Proposal)
+        .execution_options(populate_existing=True)
     )
-    ids: list[str] = list(cancelled.scalars().all())
+    proposals: list[Proposal] = list(cancelled.scalars().all())
+    ids = [proposal.id for proposal in proposals]
+    tasks: list[HumanTask] = []
     if ids:
-        await session.exec(
+        expired = await session.exec(
             update(HumanTask)
             .where(
                 col(HumanTask.proposal_id).in_(ids),
@@ -75,7 +90,11 @@ async def expire_proposals(session: AsyncSession, *, limit: int = SWEEP_BATCH_SI
                 claim_expires_at=None,
                 updated_at=now,
             )
+            .returning(HumanTask)
+            .execution_options(populate_existing=True)
         )
+        tasks = list(expired.scalars().all())
+    _record_expiries(session, proposals, tasks)
     for proposal_id in ids:
         audit.record(
             session,
