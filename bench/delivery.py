@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from signoff.config import Settings, normalise_database_url
+from signoff.config import Settings, load_sealer, normalise_database_url
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
@@ -209,7 +209,7 @@ async def run(
         engine = create_engine(settings.database_url, pool_size=20)
         await migrate(engine)
         jobs = ArqJobs(settings) if redis_url else InProcessJobs(settings)
-        sessionmaker = create_sessionmaker(engine, jobs=jobs)
+        sessionmaker = create_sessionmaker(engine, jobs=jobs, sealer=load_sealer(settings))
         receiver = Receiver(expected=n)
         worker = None
         try:

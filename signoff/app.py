@@ -20,7 +20,7 @@ from strawberry.exceptions import ConnectionRejectionError
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import ConnectionInitMessage
 
-from signoff.config import Settings
+from signoff.config import Settings, load_sealer
 from signoff.constants import WS_CONNECTION_INIT_TIMEOUT_SECONDS
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.errors import Unauthenticated
@@ -179,7 +179,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
     engine = create_engine(settings.database_url)
     jobs = _job_queue(settings)
     events = create_event_service(settings, create_sessionmaker(engine))
-    sessionmaker = create_sessionmaker(engine, jobs=jobs, events=events)
+    sessionmaker = create_sessionmaker(
+        engine, jobs=jobs, events=events, sealer=load_sealer(settings)
+    )
     view = SignoffGraphQL(sessionmaker, settings, events.hub)
 
     async def healthz(_: Request) -> Response:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+from signoff import sealing
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
     DELIVERY_LEASE_SECONDS,
@@ -17,6 +19,7 @@ from signoff.constants import (
     SWEEP_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
 )
+from signoff.sealing import Sealer
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./signoff.db"
 
@@ -30,6 +33,10 @@ class Settings:
     log_level: str = "info"
     max_body_bytes: int = 1_048_576
     graphiql: bool = True
+    # Seals webhook signing secrets at rest (signoff.sealing); every process sharing a
+    # database needs the same key. Unset: a key file, created on first use.
+    secret_key: str | None = None
+    secret_key_file: str = "signoff.key"
     arq_queue: str = ARQ_QUEUE_DEFAULT
     delivery_lease_seconds: int = DELIVERY_LEASE_SECONDS
     sweep_interval_seconds: int = SWEEP_INTERVAL_SECONDS
@@ -63,6 +70,8 @@ class Settings:
             log_level=env.get("SIGNOFF_LOG_LEVEL", cls.log_level).lower(),
             max_body_bytes=int(env.get("SIGNOFF_MAX_BODY_BYTES", str(cls.max_body_bytes))),
             graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
+            secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
+            secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,
             arq_queue=env.get("SIGNOFF_ARQ_QUEUE") or ARQ_QUEUE_DEFAULT,
             delivery_lease_seconds=int(
                 env.get("SIGNOFF_DELIVERY_LEASE_SECONDS", str(DELIVERY_LEASE_SECONDS))
@@ -99,3 +108,8 @@ def normalise_database_url(url: str) -> str:
         if url.startswith(prefix):
             return replacement + url[len(prefix) :]
     return url
+
+
+def load_sealer(settings: Settings) -> Sealer:
+    """The sealer for this process's webhook signing secrets."""
+    return sealing.load_sealer(settings.secret_key, Path(settings.secret_key_file))

@@ -69,12 +69,9 @@ def request_body(proposal: Proposal) -> bytes:
     ).encode("utf-8")
 
 
-def request_headers(
-    proposal: Proposal, target: Target, body: bytes, attempt: int
-) -> dict[str, str]:
-    headers = sign(
-        target.signing_secret, proposal.operation_key, int(clock.now().timestamp()), body
-    )
+def request_headers(proposal: Proposal, secret: str, body: bytes, attempt: int) -> dict[str, str]:
+    """Standard Webhooks headers signed with the target's (unsealed) ``secret``."""
+    headers = sign(secret, proposal.operation_key, int(clock.now().timestamp()), body)
     headers.update(
         {
             "content-type": "application/json",
@@ -90,11 +87,11 @@ def _sha256(data: bytes) -> str:
 
 
 async def send(
-    http: httpx.AsyncClient, proposal: Proposal, target: Target, attempt: int
+    http: httpx.AsyncClient, proposal: Proposal, target: Target, secret: str, attempt: int
 ) -> Outcome:
     """Make one attempt; transport failures become outcomes, never exceptions."""
     body = request_body(proposal)
-    headers = request_headers(proposal, target, body, attempt)
+    headers = request_headers(proposal, secret, body, attempt)
     started_at, started = clock.now(), time.monotonic()
     status: int | None = None
     content: bytes | None = None

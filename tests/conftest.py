@@ -28,6 +28,10 @@ from signoff.migrate import migrate
 from tests.helpers import GraphQLClient
 from tests.live import Server, start_server, unique_channel
 
+# One sealing key for the test run and every process it starts (they inherit it), so
+# that no test writes a key file into the working tree.
+os.environ.setdefault("SIGNOFF_SECRET_KEY", "c2lnbm9mZi10ZXN0LWtleS0zMi1ieXRlcy1sb25nISE=")
+
 PG_URL = os.environ.get("SIGNOFF_TEST_DATABASE_URL")
 REDIS_URL = os.environ.get("SIGNOFF_TEST_REDIS_URL")
 
@@ -81,7 +85,11 @@ def sessionmaker(engine: AsyncEngine, clean_database: None) -> SessionMaker:
 def settings(database_url: str) -> Settings:
     """The app without its embedded delivery worker: approved proposals stay QUEUED unless a
     test delivers them (``tests/jobs``) or asks for the worker (``embedded_worker=True``)."""
-    return Settings(database_url=database_url, embedded_worker=False)
+    return Settings(
+        database_url=database_url,
+        embedded_worker=False,
+        secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+    )
 
 
 @pytest.fixture

@@ -27,7 +27,14 @@ def free_port() -> int:
 
 def signoff_env(database_url: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNOFF_")}
-    env.update({"SIGNOFF_DATABASE_URL": database_url, "SIGNOFF_LOG_LEVEL": "warning", **extra})
+    env.update(
+        {
+            "SIGNOFF_DATABASE_URL": database_url,
+            "SIGNOFF_LOG_LEVEL": "warning",
+            "SIGNOFF_SECRET_KEY": os.environ["SIGNOFF_SECRET_KEY"],
+            **extra,
+        }
+    )
     return env
 
 

@@ -19,7 +19,9 @@ from signoff.resolvers.delivery import (
     renew_lease,
 )
 from signoff.resolvers.sweeps import enqueue_due_deliveries, expire_proposals
+from signoff.sealing import SealingError, sealer_of
 
+SIGNING_SECRET_UNREADABLE = "SIGNING_SECRET_UNREADABLE"
 logger = logging.getLogger("signoff.jobs")
 
 
@@ -37,10 +39,21 @@ async def deliver_proposal(ctx: dict[str, Any], proposal_id: str) -> str:
         if refusal is not None:
             await refuse_attempt(session, proposal, refusal)
             return refusal
+        try:
+            secret = sealer_of(session).open(target.signing_secret)
+        except SealingError:
+            # A configuration fault, not the receiver's: end in an incident an operator sees.
+            logger.error(
+                "delivery proposal=%s: the target's signing secret does not open with this "
+                "process's SIGNOFF_SECRET_KEY",
+                proposal_id,
+            )
+            await refuse_attempt(session, proposal, SIGNING_SECRET_UNREADABLE)
+            return SIGNING_SECRET_UNREADABLE
     # The session is closed: no connection is held while the receiver takes its time.
     attempt = proposal.delivery_attempt_count
     async with _renewing_lease(services, proposal_id, attempt):
-        outcome = await send(services.http, proposal, target, attempt)
+        outcome = await send(services.http, proposal, target, secret, attempt)
     async with services.sessionmaker() as session:
         state = await record_outcome(session, proposal, target, outcome, jitter=services.jitter)
     logger.info(

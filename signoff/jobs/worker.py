@@ -10,7 +10,7 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.cron import CronJob
 from arq.worker import Function, run_worker
 
-from signoff.config import Settings
+from signoff.config import Settings, load_sealer
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
     DELIVER_JOB,
@@ -74,7 +74,9 @@ async def startup(ctx: dict[str, Any]) -> None:
         settings=settings,
         http=open_http_client(),
         jobs=jobs,
-        sessionmaker=create_sessionmaker(engine, jobs=jobs, events=events),
+        sessionmaker=create_sessionmaker(
+            engine, jobs=jobs, events=events, sealer=load_sealer(settings)
+        ),
     )
     ctx["engine"] = engine
 

@@ -26,6 +26,7 @@ from signoff.models import ApprovalMode, ChangeKind, Queue, Role, Target
 from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.changes import record_change
+from signoff.sealing import sealer_of
 from signoff.validation import require_range, require_text
 
 METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -89,7 +90,7 @@ async def register_target(
         timeout_seconds=require_range(
             timeout_seconds, "timeoutSeconds", 1, 120, TARGET_TIMEOUT_DEFAULT_SECONDS
         ),
-        signing_secret=secret,
+        signing_secret=sealer_of(session).seal(secret),
         created_by_id=viewer.id,
     )
     session.add(target)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from signoff.config import Settings
+from signoff.config import Settings, load_sealer
 from signoff.database import create_sessionmaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.delivery import deliver_proposal
@@ -53,7 +53,7 @@ async def worker(
     http = open_http_client()
     services = Services(
         settings=settings,
-        sessionmaker=create_sessionmaker(engine, jobs=jobs),
+        sessionmaker=create_sessionmaker(engine, jobs=jobs, sealer=load_sealer(settings)),
         http=http,
         jobs=jobs,
         jitter=lambda: 1.0,

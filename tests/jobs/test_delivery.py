@@ -7,15 +7,21 @@ clock to make retries due: no sleeps.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import select
 
 from signoff import clock
+from signoff.database import create_sessionmaker
 from signoff.digest import canonical_json
+from signoff.jobs.context import CTX_KEY
+from signoff.jobs.delivery import deliver_proposal
 from signoff.models import DeadLetter, DeliveryAttempt, Incident, IncidentState
+from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.receivers import Answer, Receiver, serve
@@ -303,3 +309,24 @@ async def _resolve(worker: Worker, incident_id: str) -> None:
 
 def _iso(value: Any) -> str:
     return str(value.isoformat())
+
+
+async def test_a_worker_with_another_key_sends_nothing_and_opens_an_incident(
+    gql: GraphQLClient, worker: Worker, engine: AsyncEngine
+) -> None:
+    async with serve(Receiver()) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        proposal = await approved(world)
+        stranger = Sealer(decode_key(new_key_text()))
+        services = replace(
+            worker.services,
+            sessionmaker=create_sessionmaker(engine, jobs=worker.jobs, sealer=stranger),
+        )
+        outcome = await deliver_proposal({CTX_KEY: services}, proposal["id"])
+    assert outcome == "SIGNING_SECRET_UNREADABLE"
+    assert receiver.requests == []
+    state = await read(world, proposal["id"])
+    assert state["deliveryTerminal"] is True
+    assert state["lastErrorCode"] == "SIGNING_SECRET_UNREADABLE"
+    [incident], _ = await _incidents(worker)
+    assert incident.last_error_code == "SIGNING_SECRET_UNREADABLE"

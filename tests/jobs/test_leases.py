@@ -34,7 +34,7 @@ async def test_a_lapsed_lease_lets_another_worker_take_over(
         async with worker.services.sessionmaker() as session:
             target = await session.get(Target, crashed.target_id)
             assert target is not None
-            outcome = await send(worker.services.http, crashed, target, 1)
+            outcome = await send(worker.services.http, crashed, target, world.signing_secret, 1)
             assert await record_outcome(session, crashed, target, outcome) is None
     assert [r.attempt for r in receiver.requests] == [2, 1]
     assert {r.webhook_id for r in receiver.requests} == {proposal["operationKey"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import uuid
 import warnings
 from collections.abc import AsyncIterator
@@ -35,7 +36,7 @@ async def applied(world: World, proposal_id: str) -> dict[str, Any]:
 class TestEmbedded:
     @pytest.fixture
     def settings(self, database_url: str) -> Settings:
-        return Settings(database_url=database_url)
+        return Settings(database_url=database_url, secret_key=os.environ["SIGNOFF_SECRET_KEY"])
 
     async def test_approving_delivers_with_no_other_process(self, gql: GraphQLClient) -> None:
         async with serve(Receiver()) as receiver:
@@ -50,7 +51,11 @@ class TestEmbedded:
 def arq_settings(database_url: str, queue: str) -> Settings:
     assert REDIS_URL is not None
     return Settings(
-        database_url=database_url, redis_url=REDIS_URL, arq_queue=queue, sweep_interval_seconds=1
+        database_url=database_url,
+        redis_url=REDIS_URL,
+        arq_queue=queue,
+        sweep_interval_seconds=1,
+        secret_key=os.environ["SIGNOFF_SECRET_KEY"],
     )
 
 

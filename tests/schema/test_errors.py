@@ -372,3 +372,17 @@ async def test_a_malformed_query_has_a_code(gql: GraphQLClient) -> None:
     admin = await gql.token(Role.ADMIN)
     error = await gql.error("{ noSuchField }", token=admin)
     assert error.code == "GRAPHQL_VALIDATION_FAILED"
+
+
+async def test_signing_secrets_are_sealed_at_rest(gql: GraphQLClient) -> None:
+    from sqlmodel import select
+
+    from signoff.models import Target
+
+    world = await build_world(gql)
+    async with gql.sessionmaker() as session:
+        stored = (await session.exec(select(Target.signing_secret))).one()
+    assert world.signing_secret.startswith("whsec_")
+    assert stored.startswith("sealed:v1:") and world.signing_secret not in stored
+    listed = await gql("{ targets { id } }", token=world.admin)
+    assert "whsec_" not in str(listed)
