@@ -98,23 +98,7 @@ async def add_queue_member(
     queue, actor = await _queue_and_reviewer(session, viewer, queue_id, actor_id)
     if await session.get(QueueMembership, (queue.id, actor.id)) is None:
         session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
-        audit.record(
-            session,
-            actor_id=viewer.id,
-            action="queue.member_added",
-            target_type="queue",
-            target_id=queue.id,
-            member_id=actor.id,
-        )
-        record_change(
-            session,
-            kind=ChangeKind.QUEUE_MEMBER_ADDED,
-            entity_type="actor",
-            entity_id=actor.id,
-            queue_id=queue.id,
-            actor_id=viewer.id,
-            snapshot={"role": actor.role},
-        )
+        _record_membership(session, viewer, queue, actor, ChangeKind.QUEUE_MEMBER_ADDED)
         await commit(session)
     return queue
 
@@ -127,25 +111,32 @@ async def remove_queue_member(
     membership = await session.get(QueueMembership, (queue.id, actor.id))
     if membership is not None:
         await session.delete(membership)
-        audit.record(
-            session,
-            actor_id=viewer.id,
-            action="queue.member_removed",
-            target_type="queue",
-            target_id=queue.id,
-            member_id=actor.id,
-        )
-        record_change(
-            session,
-            kind=ChangeKind.QUEUE_MEMBER_REMOVED,
-            entity_type="actor",
-            entity_id=actor.id,
-            queue_id=queue.id,
-            actor_id=viewer.id,
-            snapshot={"role": actor.role},
-        )
+        _record_membership(session, viewer, queue, actor, ChangeKind.QUEUE_MEMBER_REMOVED)
         await commit(session)
     return queue
+
+
+def _record_membership(
+    session: AsyncSession, viewer: Viewer, queue: Queue, actor: Actor, kind: ChangeKind
+) -> None:
+    """Audit a membership change and put it in the feed, where subscriptions re-check access."""
+    audit.record(
+        session,
+        actor_id=viewer.id,
+        action=kind.value,
+        target_type="queue",
+        target_id=queue.id,
+        member_id=actor.id,
+    )
+    record_change(
+        session,
+        kind=kind,
+        entity_type="actor",
+        entity_id=actor.id,
+        queue_id=queue.id,
+        actor_id=viewer.id,
+        snapshot={"role": actor.role},
+    )
 
 
 async def _queue_and_reviewer(
