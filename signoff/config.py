@@ -52,10 +52,6 @@ class Settings:
     events_retention_days: float = 7.0
     events_auth_refresh_seconds: float = 30.0
 
-    @property
-    def is_sqlite(self) -> bool:
-        return self.database_url.startswith("sqlite")
-
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read settings from the environment, normalising database URLs to async drivers."""

@@ -93,12 +93,6 @@ class EventService:
             self._last_prune = time.monotonic()
             await self.prune()
 
-    async def relay_once(self) -> int:
-        """One relay pass without local subscribers (the arq cron job in ``events.jobs``)."""
-        published = await self.sequence() + await self.relay()
-        await self.prune()
-        return published
-
     async def sequence(self) -> int:
         """Stamp every committed, unstamped event in commit order and publish it."""
         total = 0
