@@ -8,89 +8,84 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from starlette.websockets import WebSocket, WebSocketState
-from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
-from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
-from strawberry.subscriptions.protocols.graphql_ws.types import ConnectionInitMessage
 
 from signoff.config import Settings, load_sealer
 from signoff.constants import WS_CONNECTION_INIT_TIMEOUT_SECONDS
-from signoff.database import SessionMaker, create_engine, create_sessionmaker
+from signoff.database import (
+    READY,
+    SessionMaker,
+    create_engine,
+    create_sessionmaker,
+    read_only,
+    readiness,
+)
 from signoff.errors import Unauthenticated
 from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.resolvers.actors import authenticate
 from signoff.schema import build_schema
+from signoff.schema.broadcast import Broadcaster
 from signoff.schema.context import Context, bearer_token
-from signoff.schema.loaders import FeedLoaders
+from signoff.schema.websocket import Connection, LegacyWSHandler, TransportWSHandler
 
 logger = logging.getLogger("signoff.app")
-
-
-class ClosingAwareWebSocketAdapter(ASGIWebSocketAdapter):
-    """Drops what a subscription still sends after the server closed the socket (a
-    subscriber cut off for being too slow), instead of failing the operation task."""
-
-    async def send_json(self, message: Any) -> None:
-        if self.ws.application_state == WebSocketState.DISCONNECTED:
-            return
-        await super().send_json(message)
-
-
-class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
-    """The legacy ``graphql-ws`` protocol refuses a bad token like graphql-transport-ws:
-    ``connection_error``, then close 4403 (Strawberry's default closes 1011)."""
-
-    async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
-        payload = message.get("payload")
-        if isinstance(self.context, Context) and isinstance(payload, dict):
-            self.context.connection_params = payload
-            try:
-                await self.view.on_ws_connect(self.context)
-            except ConnectionRejectionError as exc:
-                await self.send_message({"type": "connection_error", "payload": exc.payload})
-                await self.websocket.close(code=4403, reason="Forbidden")
-                return
-        await super().handle_connection_init(message)
 
 
 class SignoffGraphQL(GraphQL[Context, None]):
     """GraphQL over HTTP and websockets at one path; websockets authenticate in
     ``connection_init`` (``{"authorization": "Bearer <token>"}``), else close 4403."""
 
-    websocket_adapter_class = ClosingAwareWebSocketAdapter
+    websocket_adapter_class = Connection
+    graphql_transport_ws_handler_class = TransportWSHandler
     graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(
-        self, sessionmaker: SessionMaker, settings: Settings, hub: EventHub | None = None
+        self,
+        sessionmaker: SessionMaker,
+        read_sessionmaker: SessionMaker,
+        settings: Settings,
+        hub: EventHub | None = None,
     ) -> None:
+        schema = build_schema()
         super().__init__(
-            build_schema(),
+            schema,
             graphql_ide="graphiql" if settings.graphiql else None,
             connection_init_wait_timeout=timedelta(seconds=WS_CONNECTION_INIT_TIMEOUT_SECONDS),
         )
         self.sessionmaker = sessionmaker
-        self.hub = hub
-        self.feed_loaders = FeedLoaders(sessionmaker)
+        self.read_sessionmaker = read_sessionmaker
+        self.frame_limit = settings.subscriber_buffer  # read by each Connection
+        self.broadcaster = (
+            None
+            if hub is None
+            else Broadcaster(
+                schema,
+                hub,
+                read_sessionmaker,
+                buffer=settings.subscriber_buffer,
+                refresh_seconds=settings.events_auth_refresh_seconds,
+            )
+        )
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
         return Context(
             sessionmaker=self.sessionmaker,
+            read_sessionmaker=self.read_sessionmaker,
             token=bearer_token(request.headers.get("authorization")),
             request=request,
             response=response,
-            hub=self.hub,
-            feed_loaders=self.feed_loaders,
+            broadcaster=self.broadcaster,
         )
 
     async def on_ws_connect(self, context: Context) -> None:
@@ -100,7 +95,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         if context._viewer is not None and token is not None and token == context.token:
             return  # already authenticated this connection_init (legacy graphql-ws)
         try:
-            async with self.sessionmaker() as session:
+            async with self.read_sessionmaker() as session:
                 viewer = await authenticate(session=session, token=token)
         except Unauthenticated:
             raise ConnectionRejectionError() from None
@@ -182,21 +177,17 @@ def create_app(settings: Settings | None = None) -> Starlette:
     sessionmaker = create_sessionmaker(
         engine, jobs=jobs, events=events, sealer=load_sealer(settings)
     )
-    view = SignoffGraphQL(sessionmaker, settings, events.hub)
+    read_sessionmaker = create_sessionmaker(read_only(engine))
+    view = SignoffGraphQL(sessionmaker, read_sessionmaker, settings, events.hub)
 
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
     async def readyz(_: Request) -> Response:
-        try:
-            async with engine.connect() as conn:
-                await conn.execute(text("SELECT 1"))
-        except Exception as exc:
-            logger.warning("readiness check failed: %s", type(exc).__name__)
-            return JSONResponse(
-                {"status": "unavailable", "database": "unreachable"}, status_code=503
-            )
-        return JSONResponse({"status": "ok", "database": "ok"})
+        database = await readiness(engine)
+        if database != READY:
+            return JSONResponse({"status": "unavailable", "database": database}, status_code=503)
+        return JSONResponse({"status": "ok", "database": database})
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -229,4 +220,5 @@ def create_app(settings: Settings | None = None) -> Starlette:
     app.state.sessionmaker = sessionmaker
     app.state.jobs = jobs
     app.state.events = events
+    app.state.broadcaster = view.broadcaster
     return app

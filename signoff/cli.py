@@ -88,6 +88,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         port=args.port or settings.port,
         log_level=settings.log_level,
         ws="websockets-sansio",
+        ws_per_message_deflate=settings.ws_per_message_deflate,
     )
 
 

@@ -51,6 +51,8 @@ class Settings:
     events_relay_seconds: float = 1.0
     events_retention_days: float = 7.0
     events_auth_refresh_seconds: float = 30.0
+    # Compression state is kept per connection (tens of KiB each): off unless asked for.
+    ws_per_message_deflate: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -91,6 +93,8 @@ class Settings:
             events_auth_refresh_seconds=float(
                 env.get("SIGNOFF_EVENTS_AUTH_REFRESH_SECONDS", str(cls.events_auth_refresh_seconds))
             ),
+            ws_per_message_deflate=env.get("SIGNOFF_WS_PER_MESSAGE_DEFLATE", "0")
+            in {"1", "true", "yes"},
         )
 
 

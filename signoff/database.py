@@ -1,17 +1,21 @@
 """Async engine, sessions, and the commit that runs after-commit hooks.
 
-SQLite (embedded default) gets WAL, a busy timeout and ``BEGIN IMMEDIATE`` so that
-concurrent writers queue up instead of failing with "database is locked" when a
-read lock cannot be upgraded.
+SQLite (embedded default) gets WAL and a busy timeout. Sessions that write begin
+with ``BEGIN IMMEDIATE``, so concurrent writers queue up instead of failing with
+"database is locked" when a read lock cannot be upgraded. Sessions made from
+``read_only(engine)`` begin deferred: under WAL they never take the write lock, so
+a slow reader (a query, a subscription frame) cannot hold up a writer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -21,6 +25,8 @@ AfterCommit = Callable[[], Awaitable[None]]
 SessionMaker = async_sessionmaker[AsyncSession]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# An execution option: connections of ``read_only(engine)`` carry it.
+READ_ONLY = "signoff_read_only"
 
 
 def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
@@ -54,7 +60,19 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        read_only = conn.get_execution_options().get(READ_ONLY, False)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+def read_only(engine: AsyncEngine) -> AsyncEngine:
+    """The same engine and pool, for work that only reads (queries, subscription frames).
+
+    On SQLite its transactions begin deferred and so never wait for, nor hold, the
+    write lock; elsewhere it is the engine itself.
+    """
+    if engine.dialect.name != "sqlite":
+        return engine
+    return engine.execution_options(**{READ_ONLY: True})
 
 
 def create_sessionmaker(engine: AsyncEngine, **services: Any) -> SessionMaker:
@@ -88,3 +106,76 @@ async def commit(session: AsyncSession) -> None:
 async def rollback(session: AsyncSession) -> None:
     session.info.pop("after_commit", None)
     await session.rollback()
+
+
+DATABASE_LOCKED = "database is locked"
+# PostgreSQL conditions that mean "wait and retry": lock_not_available, deadlock_detected,
+# serialization_failure, query_canceled (statement or lock timeout).
+_PG_BUSY_SQLSTATES = frozenset({"55P03", "40P01", "40001", "57014"})
+
+
+def database_condition(exc: BaseException) -> str | None:
+    """What went wrong in the database, safe to log: never the error's message (SQL, values).
+
+    SQLite's busy and locked errors read "database is locked"; other SQLite errors give
+    their result code name; PostgreSQL errors give their SQLSTATE.
+    """
+    original = getattr(exc, "orig", None) or exc
+    name = getattr(original, "sqlite_errorname", None)
+    if isinstance(name, str):
+        return DATABASE_LOCKED if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) else name
+    sqlstate = getattr(original, "sqlstate", None)
+    if isinstance(sqlstate, str):
+        return f"SQLSTATE {sqlstate}"
+    return None
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database was busy (locked), not broken or unreachable."""
+    condition = database_condition(exc)
+    return condition == DATABASE_LOCKED or (
+        condition is not None and condition.removeprefix("SQLSTATE ") in _PG_BUSY_SQLSTATES
+    )
+
+
+READY = "ok"
+BUSY = "busy"
+UNREACHABLE = "unreachable"
+READY_TIMEOUT_SECONDS = 5.0
+# How long the readiness probe waits for SQLite's write lock before calling it busy.
+SQLITE_WRITE_PROBE_SECONDS = 1.0
+
+
+async def readiness(engine: AsyncEngine) -> str:
+    """``ok``, ``busy`` (answers, but a lock or the pool is held too long) or ``unreachable``.
+
+    On SQLite a writer may hold the write lock while reads still answer; the probe
+    also takes the write lock for an instant, so a lock held for longer than a second
+    reads as busy rather than as a broken database.
+    """
+    try:
+        async with asyncio.timeout(READY_TIMEOUT_SECONDS):
+            async with read_only(engine).connect() as conn:
+                await conn.execute(text("SELECT 1"))
+    except TimeoutError:
+        return BUSY
+    except Exception as exc:
+        logger.warning("readiness check failed: %s", database_condition(exc) or type(exc).__name__)
+        return BUSY if is_busy(exc) else UNREACHABLE
+    path = engine.url.database if engine.dialect.name == "sqlite" else None
+    if path and path != ":memory:" and not await asyncio.to_thread(_sqlite_can_write, path):
+        logger.warning("readiness check: %s", DATABASE_LOCKED)
+        return BUSY
+    return READY
+
+
+def _sqlite_can_write(path: str) -> bool:
+    connection = sqlite3.connect(path, timeout=SQLITE_WRITE_PROBE_SECONDS, isolation_level=None)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        connection.close()

@@ -202,3 +202,14 @@ class SubscriberTooSlow(SignoffError):
 
     code = "SUBSCRIBER_TOO_SLOW"
     default_message = "Subscriber too slow; resubscribe with `after` set to the last cursor seen."
+
+
+# The service itself
+class DatabaseBusy(SignoffError):
+    """The database did not grant a lock in time (SQLite's write lock, a PostgreSQL lock wait).
+
+    Raised before anything was committed, so nothing changed and the request can be retried.
+    """
+
+    code = "DATABASE_BUSY"
+    default_message = "The database is busy; nothing was changed. Try again in a moment."

@@ -181,7 +181,7 @@ async def head_cursor(gql_client: GraphQLClient, token: str) -> str:
 
 
 def queue_subscription(
-    server: Server,
+    server: Server | InProcessServer,
     token: str,
     *,
     queue_id: str | None = None,
@@ -208,3 +208,47 @@ async def stamp_now(sessionmaker: SessionMaker) -> None:
     async with sessionmaker() as session:
         await feed.stamp_pending(session)
         await session.commit()
+
+
+@dataclass
+class InProcessServer:
+    """An app served by uvicorn inside the test's event loop, over real sockets, so a test
+    can look at the app's state (for example how often frames were computed)."""
+
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/graphql"
+
+
+@contextlib.asynccontextmanager
+async def serve_in_process(app: Any) -> AsyncIterator[InProcessServer]:
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        ws="websockets-sansio",
+        ws_per_message_deflate=False,
+        lifespan="off",  # the test's fixture runs the app's lifespan
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if task.done() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        await asyncio.sleep(0.02)
+    try:
+        yield InProcessServer(port)
+    finally:
+        server.should_exit = True
+        await task

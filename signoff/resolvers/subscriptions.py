@@ -1,16 +1,16 @@
-"""Watching the change feed: the rule behind every subscription.
+"""Watching the change feed: the rules behind every subscription.
 
-Who may watch what, resuming after a cursor without a gap or a duplicate, and
-checking each event against what the viewer may see now (a reviewer removed from a
-queue stops receiving it).
+Who may watch what (``authorize_scope``), what each viewer may see of it
+(``Visibility``), resuming after a cursor (``check_resume``, ``replay``), and
+re-reading a subscriber's viewer when its memberships change or its token may have
+been revoked (``recheck_viewer``).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +18,12 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.database import SessionMaker
-from signoff.errors import CursorExpired, CursorInvalid, Forbidden, NotFound, Unauthenticated
+from signoff.errors import CursorExpired, CursorInvalid, Forbidden, NotFound
 from signoff.events import feed
-from signoff.events.hub import Change, EventHub
+from signoff.events.hub import Change
 from signoff.models import ChangeEvent, Queue, Role
 from signoff.models.change_event import MEMBERSHIP_KINDS
-from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.access import STAFF, Viewer, require_role
 from signoff.resolvers.actors import authenticate
 from signoff.resolvers.proposals import get_proposal
 
@@ -48,17 +48,6 @@ def decode_cursor(value: str) -> int:
     return cursor
 
 
-def can_see_change(viewer: Viewer, change: Change) -> bool:
-    """Staff see everything; reviewers their queues' events; agents their own proposals'."""
-    if viewer.sees_everything:
-        return True
-    if viewer.role is Role.REVIEWER:
-        return change.queue_id is not None and change.queue_id in viewer.queue_ids
-    if viewer.role is Role.AGENT:
-        return change.snapshot.get("proposedById") == viewer.id
-    return False
-
-
 @dataclass(frozen=True)
 class FeedScope:
     """What one subscription asked for: a queue, all queues, one proposal, or incidents."""
@@ -77,17 +66,61 @@ class FeedScope:
             return change.proposal_id == self.proposal_id
         return change.entity_type == self.entity_type
 
-    def where(self, viewer: Viewer) -> list[Any]:
+    def where(self, visibility: Visibility) -> list[Any]:
         """The same filter in SQL, for replay (visibility is re-checked per event)."""
         if self.all_queues:
-            if viewer.sees_everything:
+            if visibility.sees_everything:
                 return [col(ChangeEvent.queue_id).is_not(None)]
-            return [col(ChangeEvent.queue_id).in_(sorted(viewer.queue_ids))]
+            return [col(ChangeEvent.queue_id).in_(sorted(visibility.queue_ids))]
         if self.queue_id is not None:
             return [ChangeEvent.queue_id == self.queue_id]
         if self.proposal_id is not None:
             return [ChangeEvent.proposal_id == self.proposal_id]
         return [ChangeEvent.entity_type == self.entity_type]
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """What one viewer may see of the feed, reduced to what decides it.
+
+    Two subscribers with equal visibilities (and the same document and variables)
+    receive exactly the same frames, so a frame is computed once for all of them.
+    Everything that changes what a viewer may see is in here: the role, a reviewer's
+    queues (only those the subscription can reach), an agent's identity, and the
+    viewer's identity whenever the selection reads it (``identity``).
+    """
+
+    role: Role
+    queue_ids: frozenset[str] = frozenset()
+    actor_id: str | None = None
+
+    @classmethod
+    def of(cls, viewer: Viewer, scope: FeedScope, *, identity: bool = False) -> Visibility:
+        queue_ids: frozenset[str] = frozenset()
+        if viewer.role is Role.REVIEWER:
+            queue_ids = viewer.queue_ids
+            if scope.queue_id is not None:
+                queue_ids = queue_ids & {scope.queue_id}
+        needs_identity = identity or viewer.role is Role.AGENT
+        return cls(
+            role=viewer.role,
+            queue_ids=queue_ids,
+            actor_id=viewer.id if needs_identity else None,
+        )
+
+    @property
+    def sees_everything(self) -> bool:
+        return self.role in STAFF
+
+    def allows(self, change: Change) -> bool:
+        """Staff see everything; reviewers their queues' events; agents their own proposals'."""
+        if self.sees_everything:
+            return True
+        if self.role is Role.REVIEWER:
+            return change.queue_id is not None and change.queue_id in self.queue_ids
+        if self.role is Role.AGENT:
+            return change.snapshot.get("proposedById") == self.actor_id
+        return False
 
 
 async def authorize_scope(session: AsyncSession, viewer: Viewer, scope: FeedScope) -> None:
@@ -116,95 +149,49 @@ async def check_resume(session: AsyncSession, after: str) -> int:
     return cursor
 
 
-class _Access:
-    """The viewer, re-read when its memberships change or every ``refresh_seconds``.
-
-    Checking each event against a cached viewer costs nothing per event; re-reading
-    on a membership change of this actor makes a removal take effect at once.
-    """
-
-    def __init__(
-        self, sessionmaker: SessionMaker, token: str, viewer: Viewer, refresh_seconds: float
-    ) -> None:
-        self._sessionmaker = sessionmaker
-        self._token = token
-        self.viewer = viewer
-        self._refresh_seconds = refresh_seconds
-        self._refreshed = time.monotonic()
-
-    async def allows(self, change: Change) -> bool:
-        concerns_viewer = change.kind in MEMBERSHIP_KINDS and change.entity_id == self.viewer.id
-        if concerns_viewer or time.monotonic() - self._refreshed >= self._refresh_seconds:
-            async with self._sessionmaker() as session:
-                self.viewer = await authenticate(session=session, token=self._token)
-            self._refreshed = time.monotonic()
-        return can_see_change(self.viewer, change)
+async def open_feed(
+    *, session: AsyncSession, viewer: Viewer, scope: FeedScope, after: str | None
+) -> int | None:
+    """Refuse a subscription the viewer may not open; the cursor to replay from, if any."""
+    await authorize_scope(session, viewer, scope)
+    start = None if after is None else await check_resume(session, after)
+    await session.commit()
+    return start
 
 
-async def watch_changes(
-    *,
-    sessionmaker: SessionMaker,
-    hub: EventHub,
-    token: str | None,
-    scope: FeedScope,
-    after: str | None = None,
-    on_overflow: Callable[[], None] | None = None,
-    viewer: Viewer | None = None,
-) -> AsyncGenerator[Change, None]:
-    """Replay the events after ``after`` (if given), then go live, with no gap or duplicate.
+async def recheck_viewer(*, sessionmaker: SessionMaker, token: str, scope: FeedScope) -> Viewer:
+    """Re-read a subscriber's viewer (a revoked token, a changed membership).
 
-    The live subscription is registered before the replay reads the table. The
-    fanout only delivers stamped, committed events, so everything it delivered
-    before registration is in the table for the replay, everything after it is in
-    the buffer, and the overlap is dropped by cursor.
+    A queue subscription ends when its viewer is no longer a reviewer of the queue.
     """
     async with sessionmaker() as session:
-        if viewer is None:  # the websocket's connection_init already authenticated it
-            viewer = await authenticate(session=session, token=token)
-        await authorize_scope(session, viewer, scope)
-        start = None if after is None else await check_resume(session, after)
-    if token is None:  # a viewer is only ever handed over with the token it came from
-        raise Unauthenticated()
-    access = _Access(sessionmaker, token, viewer, hub.auth_refresh_seconds)
-    subscriber = hub.subscribe(scope.matches, on_overflow)
-    try:
-        last = 0
-        if start is not None:
-            last = start
-            async for change in _replay(sessionmaker, scope, viewer, start):
-                last = change.cursor
-                if await _deliverable(access, scope, change):
-                    yield change
-        while True:
-            change = await subscriber.get()
-            if change.cursor <= last:
-                continue
-            last = change.cursor
-            if await _deliverable(access, scope, change):
-                yield change
-    finally:
-        hub.unsubscribe(subscriber)
-
-
-async def _deliverable(access: _Access, scope: FeedScope, change: Change) -> bool:
-    """Whether the viewer may see ``change`` now; a queue subscription ends on losing the queue."""
-    if await access.allows(change):
-        return True
-    if scope.queue_id is not None and not access.viewer.can_see_queue(scope.queue_id):
+        viewer = await authenticate(session=session, token=token)
+    if scope.queue_id is not None and not viewer.can_see_queue(scope.queue_id):
         raise Forbidden("You are no longer a reviewer of this queue.")
-    return False
+    return viewer
 
 
-async def _replay(
-    sessionmaker: SessionMaker, scope: FeedScope, viewer: Viewer, after: int
+def concerns_membership_of(change: Change, actor_ids: Container[str]) -> bool:
+    """Whether ``change`` adds or removes a queue membership of one of ``actor_ids``."""
+    return change.kind in MEMBERSHIP_KINDS and change.entity_id in actor_ids
+
+
+async def replay(
+    sessionmaker: SessionMaker, scope: FeedScope, visibility: Visibility, after: int
 ) -> AsyncIterator[Change]:
-    where = scope.where(viewer)
+    """The events after ``after`` that the subscription would have received, in order.
+
+    Each page is read in a session of its own, closed before the page is handed on.
+    """
+    where = scope.where(visibility)
     while True:
         async with sessionmaker() as session:
             rows = await feed.events_after(session, after, where=where)
             await session.commit()
         for row in rows:
-            yield Change.from_row(row)
+            change = Change.from_row(row)
+            if visibility.allows(change):
+                yield change
         if not rows:
             return
         assert rows[-1].cursor is not None

@@ -1,8 +1,13 @@
-"""Per-request context: one database session, the viewer, and the DataLoaders.
+"""Per-request context: the database sessions, the viewer, and the DataLoaders.
+
+A request has up to two sessions, opened on first use and closed when the operation
+ends: ``db()`` for a mutation's writes and ``read()`` for everything that only reads
+(queries, nested fields, a mutation's payload after it committed). On SQLite a read
+session never takes the write lock, so a slow reader cannot hold up writers.
 
 Strawberry resolves sibling fields concurrently, but an ``AsyncSession`` allows one
-operation at a time, so every use of the session goes through ``db()``, which
-serialises them. DataLoaders still batch: one query per loader per tick.
+operation at a time, so each session is used under its own lock. DataLoaders still
+batch: one query per loader per tick.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,38 +27,98 @@ from signoff.resolvers.access import Viewer
 from signoff.resolvers.actors import authenticate
 
 if TYPE_CHECKING:
-    from signoff.events import EventHub
+    from signoff.schema.broadcast import Broadcaster
     from signoff.schema.loaders import FeedLoaders, Loaders
+    from signoff.schema.websocket import Connection
+
+
+VIEWER_DEPENDENT = "signoff.viewer_dependent"
+
+
+def viewer_dependent() -> dict[str, Any]:
+    """Field metadata (``strawberry.field(metadata=viewer_dependent())``) for a field whose
+    value depends on who is asking: a subscription selecting it is executed per viewer."""
+    return {VIEWER_DEPENDENT: True}
+
+
+class SharedViewerError(RuntimeError):
+    """A field read the viewer while executing for a broadcast group of many viewers.
+
+    Fields that depend on who is asking are marked ``viewer_dependent``; a selection
+    with such a field is executed per viewer. Reaching this means a field reads the
+    viewer without the mark: a bug, which fails loudly instead of leaking one
+    viewer's data to another.
+    """
+
+
+class _LazySession:
+    """One session, opened on first use, used by one operation at a time."""
+
+    def __init__(self, sessionmaker: SessionMaker) -> None:
+        self._sessionmaker = sessionmaker
+        self._session: AsyncSession | None = None
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def use(self) -> AsyncIterator[AsyncSession]:
+        async with self._lock:
+            if self._session is None:
+                self._session = self._sessionmaker()
+            yield self._session
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._session is not None:
+                await self._session.close()
+                self._session = None
 
 
 @dataclass
 class Context:
     sessionmaker: SessionMaker
     token: str | None
+    # Sessions for work that only reads; the write sessionmaker when not given.
+    read_sessionmaker: SessionMaker | None = None
     request: Any = None
     response: Any = None
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
-    # Live events: the process's hub and shared loaders; set by the websocket view.
-    hub: EventHub | None = None
+    # Live events (websockets only): the process's broadcaster and this socket's writer.
+    broadcaster: Broadcaster | None = None
+    connection: Connection | None = None
     feed_loaders: FeedLoaders | None = None
     # graphql-transport-ws / graphql-ws ``connection_init`` payload (Strawberry sets it).
     connection_params: dict[str, Any] | None = None
-    _session: AsyncSession | None = None
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Executing one frame for a broadcast group: there is no single viewer to read.
+    shared_viewer: bool = False
     _viewer: Viewer | None = None
     _loaders: Loaders | None = None
+    _write: _LazySession = field(init=False)
+    _read: _LazySession = field(init=False)
 
-    @asynccontextmanager
-    async def db(self) -> AsyncIterator[AsyncSession]:
-        async with self._lock:
-            if self._session is None:
-                self._session = self.sessionmaker()
-            yield self._session
+    def __post_init__(self) -> None:
+        self._write = _LazySession(self.sessionmaker)
+        self._read = _LazySession(self.read_sessionmaker or self.sessionmaker)
+
+    def db(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """The session for a mutation's writes (``async with ctx.db() as session``)."""
+        return self._write.use()
+
+    def read(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """The session for reads (``async with ctx.read() as session``)."""
+        return self._read.use()
+
+    def read_session(self) -> AsyncSession:
+        """A new, separate read session, for work that must not share the request's."""
+        return (self.read_sessionmaker or self.sessionmaker)()
 
     async def viewer(self) -> Viewer:
         """Authenticate the bearer token once per request."""
+        if self.shared_viewer:
+            raise SharedViewerError()
         if self._viewer is None:
-            async with self.db() as session:
+            # A session of its own: a read transaction begun here would, on SQLite, keep
+            # showing the database as it was before this request's mutation.
+            async with self.read_session() as session:
                 self._viewer = await authenticate(session=session, token=self.token)
         return self._viewer
 
@@ -65,22 +130,14 @@ class Context:
             self._loaders = Loaders(self)
         return self._loaders
 
-    async def reset(self) -> None:
-        """Between two events of a long-lived subscription: fresh loaders, no held connection.
-
-        Under the lock, so a second subscription on the same socket never loses its
-        session halfway through a query.
-        """
-        async with self._lock:
-            self._loaders = None
-            if self._session is not None:
-                await self._session.close()
-                self._session = None
+    async def end_reads(self) -> None:
+        """After a write commits: later reads start a new transaction, which sees it."""
+        await self._read.close()
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        """Return both connections to the pool; the context may be used again afterwards."""
+        await self._write.close()
+        await self._read.close()
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -96,4 +153,4 @@ def context_of(info: Any) -> Context:
     return ctx
 
 
-__all__ = ["Context", "SignoffError", "bearer_token", "context_of"]
+__all__ = ["Context", "SharedViewerError", "SignoffError", "bearer_token", "context_of"]

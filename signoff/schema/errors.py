@@ -13,7 +13,8 @@ import traceback
 from graphql.error import GraphQLError
 from strawberry.extensions import MaskErrors
 
-from signoff.errors import SignoffError
+from signoff.database import database_condition, is_busy
+from signoff.errors import DatabaseBusy, SignoffError
 
 logger = logging.getLogger("signoff.errors")
 
@@ -39,40 +40,54 @@ def describe(exc: BaseException) -> str:
     where = [ours[-1]] if ours else []
     if frames[-1] not in where:
         where.append(frames[-1])
-    return f"{type(exc).__name__} at " + " via ".join(
-        f"{f.filename}:{f.lineno} in {f.name}" for f in where
+    condition = database_condition(exc)
+    named = type(exc).__name__ if condition is None else f"{type(exc).__name__} ({condition})"
+    return f"{named} at " + " via ".join(f"{f.filename}:{f.lineno} in {f.name}" for f in where)
+
+
+def mask_error(error: GraphQLError, request_id: str | None) -> GraphQLError:
+    """The error a client may see: refusals as they are, everything else coded and logged.
+
+    A busy database is ``DATABASE_BUSY`` (nothing was committed; retry), anything else
+    ``INTERNAL`` with the request id that the log line carries.
+    """
+    original = error.original_error
+    if original is None:
+        # Syntax, validation and variable coercion errors: the client's own query.
+        if error.extensions is None or "code" not in error.extensions:
+            error.extensions = {**(error.extensions or {}), "code": GRAPHQL_VALIDATION_FAILED}
+        return error
+    if isinstance(original, SignoffError):
+        return error
+    path = ".".join(map(str, error.path or []))
+    if is_busy(original):
+        logger.warning(
+            "database busy request_id=%s path=%s %s", request_id, path, describe(original)
+        )
+        return _replace(error, DatabaseBusy.default_message, DatabaseBusy.code, request_id)
+    logger.error("unexpected error request_id=%s path=%s %s", request_id, path, describe(original))
+    return _replace(error, ErrorMapping.error_message, INTERNAL, request_id)
+
+
+def _replace(error: GraphQLError, message: str, code: str, request_id: str | None) -> GraphQLError:
+    return GraphQLError(
+        message=message,
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        extensions={"code": code, "requestId": request_id},
     )
 
 
 class ErrorMapping(MaskErrors):
-    """Keep ``SignoffError`` and GraphQL validation errors; mask everything unexpected."""
+    """Keep ``SignoffError`` and GraphQL validation errors; code and mask everything else."""
+
+    error_message = "Unexpected error."
 
     def __init__(self) -> None:
-        super().__init__(should_mask_error=self._should_mask)
-
-    def _should_mask(self, error: GraphQLError) -> bool:
-        original = error.original_error
-        if original is None:
-            # Syntax, validation and variable coercion errors: the client's own query.
-            if error.extensions is None or "code" not in error.extensions:
-                error.extensions = {**(error.extensions or {}), "code": GRAPHQL_VALIDATION_FAILED}
-            return False
-        return not isinstance(original, SignoffError)
+        # Every error passes through ``mask_error``, which keeps what a client may see.
+        super().__init__(should_mask_error=lambda _: True, error_message=self.error_message)
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
-        request_id = getattr(self.execution_context.context, "request_id", None)
-        original = error.original_error
-        logger.error(
-            "unexpected error request_id=%s path=%s %s",
-            request_id,
-            ".".join(map(str, error.path or [])),
-            describe(original) if original is not None else "unknown",
-        )
-        return GraphQLError(
-            message=self.error_message,
-            nodes=error.nodes,
-            source=error.source,
-            positions=error.positions,
-            path=error.path,
-            extensions={"code": INTERNAL, "requestId": request_id},
-        )
+        return mask_error(error, getattr(self.execution_context.context, "request_id", None))

@@ -41,7 +41,7 @@ class Loaders:
         stmt = select(model).where(col(getattr(model, column)).in_(keys))
         if order_by is not None:
             stmt = stmt.order_by(col(getattr(model, order_by)))
-        async with self._context.db() as session:
+        async with self._context.read() as session:
             return list((await session.exec(stmt)).all())
 
     def _by_id(self, model: type[M]) -> DataLoader[str, M | None]:

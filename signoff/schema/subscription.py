@@ -1,29 +1,24 @@
 """The subscription root: live change feeds over graphql-transport-ws and graphql-ws.
 
-Each field maps onto ``resolvers.subscriptions.watch_changes``. A subscriber that
-falls behind its buffer has its socket closed with ``WS_CLOSE_TOO_SLOW`` (4429,
-"subscriber too slow; resume with after") and resumes with ``after``.
+Each field authorises its scope (``resolvers.subscriptions.open_feed``) and hands the
+subscription to the process's ``Broadcaster``, which executes each event's frame once
+per broadcast group. A connection that falls behind is closed with 4429
+("subscriber too slow; resume with after") and resumes with ``after``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-from collections.abc import AsyncGenerator, Callable
-from typing import Any
+import functools
+from collections.abc import AsyncGenerator
 
 import strawberry
 
-from signoff.constants import WS_CLOSE_TOO_SLOW, WS_CLOSE_TOO_SLOW_REASON
 from signoff.errors import SignoffError
-from signoff.resolvers.subscriptions import FeedScope, watch_changes
+from signoff.resolvers.subscriptions import FeedScope, open_feed
+from signoff.schema.broadcast import Watch
 from signoff.schema.change_event import ChangeEvent
-from signoff.schema.context import Context, context_of
-
-logger = logging.getLogger("signoff.subscriptions")
-
-_closing: set[asyncio.Task[None]] = set()
+from signoff.schema.context import context_of
+from signoff.schema.websocket import OPERATION_ID
 
 
 class LiveEventsUnavailable(SignoffError):
@@ -69,36 +64,33 @@ class Subscription:
 async def _watch(
     info: strawberry.Info, scope: FeedScope, after: str | None
 ) -> AsyncGenerator[ChangeEvent, None]:
+    """The subscription's source stream. It yields nothing itself: the broadcaster
+    computes each frame once for its group and sends it through the connection's writer.
+    Returning completes the subscription; raising sends the error first."""
     ctx = context_of(info)
-    if ctx.hub is None:
+    connection, broadcaster, operation_id = ctx.connection, ctx.broadcaster, OPERATION_ID.get()
+    if connection is None or broadcaster is None or operation_id is None:
         raise LiveEventsUnavailable()
-    stream = watch_changes(
-        sessionmaker=ctx.sessionmaker,
-        hub=ctx.hub,
-        token=ctx.token,
-        scope=scope,
-        after=after,
-        on_overflow=_closer(ctx),
-        viewer=ctx._viewer,
-    )
-    async with contextlib.aclosing(stream):
-        async for change in stream:
-            yield ChangeEvent.from_change(change)
-            await ctx.reset()
-
-
-def _closer(ctx: Context) -> Callable[[], None]:
-    """Close the subscriber's socket with a clear reason, without waiting for it."""
-
-    def close() -> None:
-        logger.info("closing a subscriber that fell behind request_id=%s", ctx.request_id)
-        task = asyncio.create_task(_close(ctx.response))
-        _closing.add(task)
-        task.add_done_callback(_closing.discard)
-
-    return close
-
-
-async def _close(websocket: Any) -> None:
-    with contextlib.suppress(Exception):
-        await websocket.close(code=WS_CLOSE_TOO_SLOW, reason=WS_CLOSE_TOO_SLOW_REASON)
+    viewer = await ctx.viewer()  # connection_init authenticated it
+    assert ctx.token is not None
+    async with ctx.read_session() as session:
+        start = await open_feed(session=session, viewer=viewer, scope=scope, after=after)
+    connection.activate(operation_id)
+    try:
+        await broadcaster.serve(
+            info,
+            Watch(
+                viewer=viewer,
+                token=ctx.token,
+                scope=scope,
+                start=start,
+                send=functools.partial(connection.send_frame, operation_id),
+                wait_for_room=connection.wait_for_room,
+                is_closed=lambda: connection.closed,
+            ),
+        )
+    finally:
+        connection.deactivate(operation_id)
+    nothing: tuple[ChangeEvent, ...] = ()
+    for event in nothing:
+        yield event

@@ -12,6 +12,7 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import clock, models
 from signoff.models.task import effective_state
 from signoff.schema.actor import Actor, load_actor
+from signoff.schema.context import context_of, viewer_dependent
 from signoff.schema.queue import Queue, load_queue
 
 if TYPE_CHECKING:
@@ -46,6 +47,13 @@ class HumanTask:
         if self.state() != models.TaskState.CLAIMED:
             return None
         return await load_actor(info, self.model.assignee_id)
+
+    @strawberry.field(
+        description="Whether you hold this task's claim.", metadata=viewer_dependent()
+    )
+    async def claimed_by_me(self, info: strawberry.Info) -> bool:
+        viewer = await context_of(info).viewer()
+        return self.state() == models.TaskState.CLAIMED and self.model.assignee_id == viewer.id
 
     @strawberry.field
     async def completed_by(self, info: strawberry.Info) -> Actor | None:

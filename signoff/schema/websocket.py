@@ -1,0 +1,247 @@
+"""The websocket side of subscriptions: one writer per connection, and the two protocols.
+
+Everything a connection sends (acks, pongs, errors, completes and live frames) goes
+through one bounded queue and one writer task, in order. Live frames count against
+``frame_limit``; a connection that falls that far behind is cut off with 4429
+("subscriber too slow; resume with after") and its queue is freed at once, whether or
+not the client ever reads the close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import deque
+from contextvars import ContextVar
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketState
+from strawberry.asgi import ASGIWebSocketAdapter
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http.async_base_view import AsyncBaseHTTPView
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+    Operation,
+)
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
+from strawberry.subscriptions.protocols.graphql_ws.types import ConnectionInitMessage
+
+from signoff.constants import WS_CLOSE_TOO_SLOW, WS_CLOSE_TOO_SLOW_REASON
+from signoff.schema.context import Context
+
+logger = logging.getLogger("signoff.websocket")
+
+# The id of the operation being served, set by the protocol handlers for the task that
+# runs it: a subscription's frames carry it.
+OPERATION_ID: ContextVar[str | None] = ContextVar("signoff_operation_id", default=None)
+
+# How long a close may wait for a client that does not read before the connection is
+# given up on our side.
+CLOSE_TIMEOUT_SECONDS = 5.0
+DEFAULT_FRAME_LIMIT = 256
+
+
+class Connection(ASGIWebSocketAdapter):
+    """One websocket: an ordered send queue with one writer, bounded for live frames."""
+
+    def __init__(
+        self,
+        view: AsyncBaseHTTPView[Any, Any, Any, Any, Any, Any, Any],
+        request: WebSocket,
+        response: WebSocket,
+    ) -> None:
+        super().__init__(view, request, response)
+        self.frame_limit: int = getattr(view, "frame_limit", DEFAULT_FRAME_LIMIT)
+        self.frame_type = "next"  # graphql-transport-ws; the legacy protocol says "data"
+        self.closed = False
+        self._items: deque[tuple[str | None, str]] = deque()
+        self._frames = 0
+        self._more = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+        self._close_request: tuple[int, str] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._closing: asyncio.Task[None] | None = None
+        self._active: set[str] = set()
+
+    # Strawberry's protocol messages.
+    async def send_json(self, message: Any) -> None:
+        if not self.closed and self._close_request is None:
+            encoded = self.view.encode_json(message)
+            self._enqueue(None, encoded if isinstance(encoded, str) else encoded.decode())
+
+    async def close(self, code: int, reason: str) -> None:
+        """Close after what was queued before; a client that does not read is cut off."""
+        if self.closed or self._close_request is not None:
+            return
+        self._close_request = (code, reason)
+        self._wake_writer()
+        writer = self._writer
+        assert writer is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(writer), CLOSE_TIMEOUT_SECONDS)
+        except TimeoutError:
+            self._give_up()
+
+    # Live frames.
+    def activate(self, operation_id: str) -> None:
+        self._active.add(operation_id)
+
+    def deactivate(self, operation_id: str) -> None:
+        self._active.discard(operation_id)
+
+    def send_frame(self, operation_id: str, payload: str) -> bool:
+        """Queue a live frame (``payload`` already encoded); ``False`` once cut off."""
+        if self.closed or self._close_request is not None:
+            return False
+        if self._frames >= self.frame_limit:
+            self.cut_off()
+            return False
+        self._frames += 1
+        if self._frames >= self.frame_limit // 2:
+            self._room.clear()
+        frame = (
+            f'{{"id":{json.dumps(operation_id)},"type":"{self.frame_type}","payload":{payload}}}'
+        )
+        self._enqueue(operation_id, frame)
+        return True
+
+    async def wait_for_room(self) -> None:
+        """Until the queue is at most half full (paces a replay to what the client reads)."""
+        while not self.closed and self._frames >= self.frame_limit // 2:
+            await self._room.wait()
+
+    def cut_off(self) -> None:
+        """The client fell ``frame_limit`` frames behind: free the queue, close with 4429."""
+        if self.closed:
+            return
+        logger.info("closing a subscriber that fell behind")
+        self._give_up()
+        self._closing = asyncio.create_task(
+            self._close_quietly(WS_CLOSE_TOO_SLOW, WS_CLOSE_TOO_SLOW_REASON)
+        )
+
+    async def stop(self) -> None:
+        """The connection ended: stop the writer and drop what is left."""
+        self._give_up()
+        if self._closing is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._closing
+
+    def _give_up(self) -> None:
+        self.closed = True
+        self._items.clear()
+        self._frames = 0
+        self._room.set()
+        if self._writer is not None and self._writer is not asyncio.current_task():
+            self._writer.cancel()
+
+    def _enqueue(self, operation_id: str | None, text: str) -> None:
+        self._items.append((operation_id, text))
+        self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write(), name="signoff-ws-writer")
+        self._more.set()
+
+    async def _write(self) -> None:
+        try:
+            while not self.closed:
+                if self._items:
+                    await self._send_next()
+                elif self._close_request is not None:
+                    code, reason = self._close_request
+                    self.closed = True
+                    await self.ws.close(code=code, reason=reason)
+                    return
+                else:
+                    self._more.clear()
+                    await self._more.wait()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the client went away: nothing more can be sent
+            logger.debug("websocket send failed: %s", type(exc).__name__)
+            self._give_up()
+
+    async def _send_next(self) -> None:
+        operation_id, text = self._items.popleft()
+        if operation_id is not None:
+            self._frames -= 1
+            if self._frames < self.frame_limit // 2:
+                self._room.set()
+            if operation_id not in self._active:
+                return  # completed since: a frame after `complete` would confuse clients
+        await self.ws.send_text(text)
+
+    async def _close_quietly(self, code: int, reason: str) -> None:
+        if self.ws.application_state == WebSocketState.DISCONNECTED:
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.ws.close(code=code, reason=reason), CLOSE_TIMEOUT_SECONDS)
+
+
+def _bind(context: Any, websocket: Any, frame_type: str) -> None:
+    if isinstance(context, Context) and isinstance(websocket, Connection):
+        websocket.frame_type = frame_type
+        context.connection = websocket
+
+
+class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    """graphql-transport-ws, with every send through the connection's writer."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _bind(self.context, self.websocket, "next")
+
+    async def handle(self) -> None:
+        try:
+            await super().handle()
+        finally:
+            if isinstance(self.websocket, Connection):
+                await self.websocket.stop()
+
+    async def run_operation(self, operation: Operation[Context, None]) -> None:
+        OPERATION_ID.set(operation.id)
+        await super().run_operation(operation)
+
+
+class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    """The legacy ``graphql-ws`` protocol: frames are ``data`` messages, and a bad token is
+    refused like graphql-transport-ws: ``connection_error``, then close 4403 (Strawberry's
+    default closes 1011)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _bind(self.context, self.websocket, "data")
+
+    async def handle(self) -> None:
+        try:
+            await super().handle()
+        finally:
+            if isinstance(self.websocket, Connection):
+                await self.websocket.stop()
+
+    async def handle_async_results(
+        self,
+        operation_id: str,
+        query: str,
+        operation_name: str | None,
+        variables: dict[str, object] | None,
+    ) -> None:
+        OPERATION_ID.set(operation_id)
+        await super().handle_async_results(operation_id, query, operation_name, variables)
+
+    async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
+        payload = message.get("payload")
+        if isinstance(self.context, Context) and isinstance(payload, dict):
+            self.context.connection_params = payload
+            try:
+                await self.view.on_ws_connect(self.context)
+            except ConnectionRejectionError as exc:
+                await self.send_message({"type": "connection_error", "payload": exc.payload})
+                await self.websocket.close(code=4403, reason="Forbidden")
+                return
+        await super().handle_connection_init(message)

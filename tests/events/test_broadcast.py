@@ -1,0 +1,169 @@
+"""Broadcast groups: a frame is computed once per group of subscribers who would see the
+same thing, and subscribers with different visibility never see each other's data."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from graphql import parse
+from httpx import AsyncClient
+from starlette.applications import Starlette
+
+from signoff.models import Role
+from signoff.schema import build_schema
+from signoff.schema.broadcast import Broadcaster, reads_viewer
+from signoff.schema.context import Context, SharedViewerError
+from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world
+from tests.live import InProcessServer, Subscription, feed_settled, serve_in_process
+
+CREATE_TASK = "mutation($i: CreateTaskInput!) { createTask(input: $i) { id } }"
+
+ALL_QUEUES = """
+subscription {
+  queueEvents { cursor kind entityId queueId task { id state queue { slug } } }
+}
+"""
+
+CLAIMED_BY_ME = """
+subscription($q: ID) {
+  queueEvents(queueId: $q) { kind entityId task { id state claimedByMe } }
+}
+"""
+
+
+@pytest.fixture
+async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
+    async with serve_in_process(app) as server:
+        yield server
+
+
+@pytest.fixture
+async def http(live: InProcessServer, gql: GraphQLClient) -> AsyncIterator[GraphQLClient]:
+    async with AsyncClient(base_url=live.url, timeout=30) as client:
+        yield GraphQLClient(client, gql.sessionmaker)
+
+
+async def _create_tasks(gql: GraphQLClient, admin: str, queue_id: str, count: int) -> list[str]:
+    ids = []
+    for i in range(count):
+        data = await gql(
+            CREATE_TASK, {"i": {"queueId": queue_id, "kind": "REVIEW", "title": f"t{i}"}}, admin
+        )
+        ids.append(data["createTask"]["id"])
+    return ids
+
+
+async def test_one_frame_per_group_and_each_viewer_sees_only_what_it_may(
+    app: Starlette, live: InProcessServer, http: GraphQLClient
+) -> None:
+    world = await build_world(http, reviewers=2)
+    slug_b = f"q-{uuid.uuid4().hex[:8]}"
+    queue_b = (await http(CREATE_QUEUE, {"input": {"slug": slug_b, "name": "B"}}, world.admin))[
+        "createQueue"
+    ]["id"]
+    bob = await http.token(Role.REVIEWER, name="bob", queues=[slug_b])
+    ops = await http.token(Role.OPERATOR, name="ops")
+    alice, carol = world.reviewers
+    broadcaster = app.state.broadcaster
+
+    subs = {
+        name: Subscription(live.ws_url, token, ALL_QUEUES, {})
+        for name, token in {
+            "alice": alice,
+            "carol": carol,
+            "bob": bob,
+            "ops": ops,
+            "agent": world.agent,
+        }.items()
+    }
+    await feed_settled(http.sessionmaker)
+    for sub in subs.values():
+        await sub.__aenter__()
+    try:
+        await _wait_for_groups(broadcaster, 3)
+        await asyncio.sleep(0.3)  # let events of the set-up that are still in flight pass
+        for sub in subs.values():
+            sub.events.clear()
+        before = broadcaster.executions
+        in_a = await _create_tasks(http, world.admin, world.queue_id, 3)
+        in_b = await _create_tasks(http, world.admin, queue_b, 2)
+        for name, count in {"alice": 3, "carol": 3, "bob": 2, "ops": 5}.items():
+            await subs[name].wait_for(count)
+        with pytest.raises(AssertionError, match="FORBIDDEN"):
+            await subs["agent"].wait_for(1, within=3)
+        quiet = {name: list(sub.events) for name, sub in subs.items()}
+        await asyncio.sleep(0.5)
+    finally:
+        for sub in subs.values():
+            await sub.__aexit__(None, None, None)
+
+    assert [e["entityId"] for e in quiet["alice"]] == in_a
+    assert quiet["carol"] == quiet["alice"]  # the same frames, from one execution
+    assert [e["entityId"] for e in quiet["bob"]] == in_b
+    assert {e["task"]["queue"]["slug"] for e in quiet["bob"]} == {slug_b}
+    assert [e["entityId"] for e in quiet["ops"]] == in_a + in_b
+    assert {name: len(sub.events) for name, sub in subs.items()} == {
+        "alice": 3,
+        "carol": 3,
+        "bob": 2,
+        "ops": 5,
+        "agent": 0,
+    }
+    # Groups: alice+carol (queue A), bob (queue B), ops (everything). Each event of A is
+    # computed for two groups, each of B for two: 10, where one per subscriber would be 13.
+    assert broadcaster.executions - before == 10
+
+
+async def test_a_field_that_reads_the_viewer_is_computed_per_viewer(
+    app: Starlette, live: InProcessServer, http: GraphQLClient
+) -> None:
+    world = await build_world(http, reviewers=2)
+    alice, carol = world.reviewers
+    broadcaster = app.state.broadcaster
+    variables = {"q": world.queue_id}
+    await feed_settled(http.sessionmaker)
+    async with (
+        Subscription(live.ws_url, alice, CLAIMED_BY_ME, variables) as mine,
+        Subscription(live.ws_url, carol, CLAIMED_BY_ME, variables) as theirs,
+    ):
+        await _wait_for_groups(broadcaster, 2)
+        await asyncio.sleep(0.3)
+        mine.events.clear()
+        theirs.events.clear()
+        [task_id] = await _create_tasks(http, world.admin, world.queue_id, 1)
+        await http(CLAIM, {"id": task_id}, alice)
+        await mine.wait_for(2)
+        await theirs.wait_for(2)
+    assert [e["task"]["claimedByMe"] for e in mine.events] == [False, True]
+    assert [e["task"]["claimedByMe"] for e in theirs.events] == [False, False]
+
+
+def test_documents_that_read_the_viewer_are_recognised_through_fragments() -> None:
+    schema = build_schema()._schema
+    plain = parse("subscription { queueEvents { cursor task { id state } } }")
+    direct = parse("subscription { queueEvents { task { claimedByMe } } }")
+    via_fragment = parse(
+        "subscription { queueEvents { ...E } } "
+        "fragment E on ChangeEvent { task { ...T } } fragment T on HumanTask { claimedByMe }"
+    )
+    assert not reads_viewer(schema, plain)
+    assert reads_viewer(schema, direct)
+    assert reads_viewer(schema, via_fragment)
+
+
+async def test_a_shared_frame_cannot_read_a_viewer(app: Starlette) -> None:
+    context = Context(sessionmaker=app.state.sessionmaker, token=None, shared_viewer=True)
+    with pytest.raises(SharedViewerError):
+        await context.viewer()
+
+
+async def _wait_for_groups(broadcaster: Broadcaster, count: int, within: float = 10) -> None:
+    """Subscriptions join their groups asynchronously after `subscribe` is sent."""
+    deadline = asyncio.get_running_loop().time() + within
+    while broadcaster.group_count < count:
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"expected {count} groups, have {broadcaster.group_count}")
+        await asyncio.sleep(0.02)
