@@ -171,7 +171,7 @@ def _job_queue(settings: Settings) -> InProcessJobs | ArqJobs | None:
 def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; the database schema must already be migrated (``signoff serve`` does it)."""
     settings = settings or Settings.from_env()
-    engine = create_engine(settings.database_url)
+    engine = create_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     jobs = _job_queue(settings)
     events = create_event_service(settings, create_sessionmaker(engine))
     sessionmaker = create_sessionmaker(

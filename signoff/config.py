@@ -32,6 +32,8 @@ class Settings:
     port: int = 8000
     log_level: str = "info"
     max_body_bytes: int = 1_048_576
+    # SQLite: how long a write waits for the write lock before DATABASE_BUSY.
+    sqlite_busy_timeout_ms: int = 30_000
     graphiql: bool = True
     # Seals webhook signing secrets at rest (signoff.sealing); every process sharing a
     # database needs the same key. Unset: a key file, created on first use.
@@ -67,6 +69,9 @@ class Settings:
             port=int(env.get("SIGNOFF_PORT", str(cls.port))),
             log_level=env.get("SIGNOFF_LOG_LEVEL", cls.log_level).lower(),
             max_body_bytes=int(env.get("SIGNOFF_MAX_BODY_BYTES", str(cls.max_body_bytes))),
+            sqlite_busy_timeout_ms=int(
+                env.get("SIGNOFF_SQLITE_BUSY_TIMEOUT_MS", str(cls.sqlite_busy_timeout_ms))
+            ),
             graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
             secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
             secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,

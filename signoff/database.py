@@ -29,13 +29,19 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 READ_ONLY = "signoff_read_only"
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    """Create the engine for ``url``; parameters never appear in error messages."""
+def create_engine(
+    url: str, *, pool_size: int = 10, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS
+) -> AsyncEngine:
+    """Create the engine for ``url``; parameters never appear in error messages.
+
+    ``busy_timeout_ms``: how long a SQLite writer waits for the write lock before the
+    request is refused with ``DATABASE_BUSY``.
+    """
     if url.startswith("sqlite"):
         engine = create_async_engine(
-            url, hide_parameters=True, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+            url, hide_parameters=True, connect_args={"timeout": busy_timeout_ms / 1000}
         )
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, busy_timeout_ms)
         return engine
     return create_async_engine(
         url,
@@ -46,14 +52,14 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     )
 
 
-def _configure_sqlite(engine: AsyncEngine) -> None:
+def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide when transactions begin.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()

@@ -47,12 +47,10 @@ def free_port() -> int:
 
 
 @dataclass
-class Server:
-    """One ``signoff serve`` process."""
+class Listening:
+    """A Signoff server on a loopback port."""
 
     port: int
-    process: subprocess.Popen[bytes]
-    log: Path
 
     @property
     def url(self) -> str:
@@ -61,6 +59,14 @@ class Server:
     @property
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/graphql"
+
+
+@dataclass
+class Server(Listening):
+    """One ``signoff serve`` process."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -181,7 +187,7 @@ async def head_cursor(gql_client: GraphQLClient, token: str) -> str:
 
 
 def queue_subscription(
-    server: Server | InProcessServer,
+    server: Listening,
     token: str,
     *,
     queue_id: str | None = None,
@@ -210,20 +216,9 @@ async def stamp_now(sessionmaker: SessionMaker) -> None:
         await session.commit()
 
 
-@dataclass
-class InProcessServer:
+class InProcessServer(Listening):
     """An app served by uvicorn inside the test's event loop, over real sockets, so a test
     can look at the app's state (for example how often frames were computed)."""
-
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/graphql"
 
 
 @contextlib.asynccontextmanager

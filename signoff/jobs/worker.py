@@ -63,7 +63,7 @@ class ArqJobs:
 async def startup(ctx: dict[str, Any]) -> None:
     """Open the database and the one shared HTTP client for this worker process."""
     settings: Settings = ctx.get("settings") or Settings.from_env()
-    engine = create_engine(settings.database_url)
+    engine = create_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     jobs = ArqJobs(settings, ctx["redis"])
     # Delivery outcomes go to the change feed: stamped and published right after commit,
     # as the API processes do, rather than waiting for their relay.

@@ -65,6 +65,7 @@ from signoff.schema.loaders import FeedLoaders
 
 logger = logging.getLogger("signoff.broadcast")
 
+
 @dataclass(frozen=True)
 class Selection:
     """One subscription operation: what every frame of a group is computed from."""
@@ -242,22 +243,29 @@ class Group:
         return self.visible(change) or concerns_membership_of(change, self._actors)
 
     async def _run(self) -> None:
-        while True:
-            try:
-                change = await self._subscriber.get()
-            except SubscriberTooSlow as exc:  # rendering fell behind the feed
-                self.close()
-                for member in list(self.members):
-                    member.fail(exc)
-                return
-            if concerns_membership_of(change, self._actors):
-                for member in list(self.members):
-                    if member.viewer.id == change.entity_id:
-                        member.suspend()
-            if self.visible(change):
-                payload = await self._render(change)
-                for member in list(self.members):
-                    member.push(change.cursor, payload)
+        try:
+            while True:
+                await self._handle(await self._subscriber.get())
+        except SubscriberTooSlow as exc:  # rendering fell behind the feed
+            self._fail(exc)
+        except Exception as exc:  # a bug: end the subscriptions rather than go silent
+            logger.error("broadcast group failed: %s", type(exc).__name__)
+            self._fail(exc)
+
+    async def _handle(self, change: Change) -> None:
+        if concerns_membership_of(change, self._actors):
+            for member in list(self.members):
+                if member.viewer.id == change.entity_id:
+                    member.suspend()
+        if self.visible(change):
+            payload = await self._render(change)
+            for member in list(self.members):
+                member.push(change.cursor, payload)
+
+    def _fail(self, error: BaseException) -> None:
+        self.close()
+        for member in list(self.members):
+            member.fail(error)
 
     async def _render(self, change: Change) -> str:
         self._broadcaster.executions += 1
@@ -315,6 +323,8 @@ class Broadcaster:
         group = self._join(member, selection, document, subscription.scope, identity)
         try:
             if subscription.start is not None:
+                # Nothing at or below ``after``, even what this process's fanout delivers late.
+                member.last = subscription.start
                 await self._catch_up(member, group, subscription.start, subscription.wait_for_room)
             member.go_live()
             while await self._wait(member, subscription):

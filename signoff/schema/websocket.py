@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 from collections import deque
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -183,6 +184,15 @@ class Connection(ASGIWebSocketAdapter):
             await asyncio.wait_for(self.ws.close(code=code, reason=reason), CLOSE_TIMEOUT_SECONDS)
 
 
+async def _handle_then_stop(handle: Callable[[], Awaitable[None]], websocket: Any) -> None:
+    """Serve the connection; when it ends, stop its writer and drop what is queued."""
+    try:
+        await handle()
+    finally:
+        if isinstance(websocket, Connection):
+            await websocket.stop()
+
+
 def _bind(context: Any, websocket: Any, frame_type: str) -> None:
     if isinstance(context, Context) and isinstance(websocket, Connection):
         websocket.frame_type = frame_type
@@ -197,11 +207,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         _bind(self.context, self.websocket, "next")
 
     async def handle(self) -> None:
-        try:
-            await super().handle()
-        finally:
-            if isinstance(self.websocket, Connection):
-                await self.websocket.stop()
+        await _handle_then_stop(super().handle, self.websocket)
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         OPERATION_ID.set(operation.id)
@@ -218,11 +224,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
         _bind(self.context, self.websocket, "data")
 
     async def handle(self) -> None:
-        try:
-            await super().handle()
-        finally:
-            if isinstance(self.websocket, Connection):
-                await self.websocket.stop()
+        await _handle_then_stop(super().handle, self.websocket)
 
     async def handle_async_results(
         self,

@@ -134,6 +134,9 @@ async def test_a_field_that_reads_the_viewer_is_computed_per_viewer(
         mine.events.clear()
         theirs.events.clear()
         [task_id] = await _create_tasks(http, world.admin, world.queue_id, 1)
+        # Frames show the task as it is when they are computed: claim after the first.
+        await mine.wait_for(1)
+        await theirs.wait_for(1)
         await http(CLAIM, {"id": task_id}, alice)
         await mine.wait_for(2)
         await theirs.wait_for(2)
