@@ -170,3 +170,52 @@ async def _wait_for_groups(broadcaster: Broadcaster, count: int, within: float =
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"expected {count} groups, have {broadcaster.group_count}")
         await asyncio.sleep(0.02)
+
+
+MEMBER = "mutation($input: QueueMemberInput!) { %s(input: $input) { id } }"
+
+
+async def test_a_membership_change_moves_a_subscriber_to_the_group_it_now_belongs_to(
+    app: Starlette, live: InProcessServer, http: GraphQLClient
+) -> None:
+    """Alice, reviewer of A and B, loses A: her all-queues subscription keeps B's events and
+    stops A's at once, while Carol, who shared her group, keeps both."""
+    world = await build_world(http, reviewers=2)
+    slug_b = f"q-{uuid.uuid4().hex[:8]}"
+    queue_b = (await http(CREATE_QUEUE, {"input": {"slug": slug_b, "name": "B"}}, world.admin))[
+        "createQueue"
+    ]["id"]
+    alice = await http.token(Role.REVIEWER, name="reviewer-0", queues=[slug_b])
+    carol = await http.token(Role.REVIEWER, name="reviewer-1", queues=[slug_b])
+    alice_id = (await http("query { viewer { actor { id } } }", token=alice))["viewer"]["actor"][
+        "id"
+    ]
+    broadcaster = app.state.broadcaster
+    await feed_settled(http.sessionmaker)
+    async with (
+        Subscription(live.ws_url, alice, ALL_QUEUES, {}) as hers,
+        Subscription(live.ws_url, carol, ALL_QUEUES, {}) as theirs,
+    ):
+        await _wait_for_groups(broadcaster, 1)
+        await asyncio.sleep(0.3)
+        hers.events.clear()
+        theirs.events.clear()
+        seen = await _create_tasks(http, world.admin, world.queue_id, 1)
+        await hers.wait_for(1)
+        await http(
+            MEMBER % "removeQueueMember",
+            {"input": {"queueId": world.queue_id, "actorId": alice_id}},
+            world.admin,
+        )
+        hidden = await _create_tasks(http, world.admin, world.queue_id, 2)
+        in_b = await _create_tasks(http, world.admin, queue_b, 2)
+        await theirs.wait_for(6)  # task 1, the removal (queue A's event), 2 in A, 2 in B
+        await hers.wait_for(3)
+        await asyncio.sleep(0.5)
+    task_ids = [e["entityId"] for e in hers.events if e["kind"] == "task.created"]
+    assert task_ids == seen + in_b
+    assert not set(hidden) & {e["entityId"] for e in hers.events}
+    assert [e["entityId"] for e in theirs.events if e["kind"] == "task.created"] == (
+        seen + hidden + in_b
+    )
+    assert hers.error is None  # the subscription went on
