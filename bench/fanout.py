@@ -32,10 +32,15 @@ Definitions (identical for both servers):
   subscribed, ``--settle`` seconds after the last subscribe and before any
   mutation) - (VmRSS before the first subscriber connected), divided by K.
 - **every frame delivered**: K x M frames, each subscriber got each mutation's
-  frame exactly once, and no subscriber failed or timed out.
+  frame exactly once, no ``next`` frame carried errors, and no subscriber failed
+  or timed out.
+- **mutations/s achieved**: mutations are sent one at a time (the next one
+  after the previous response, at most ``--rate`` per second), so a server
+  whose mutations slow down under fan-out load is offered fewer of them.
 
 Bounded: connecting gets ``--connect-timeout`` seconds, and after the last
-mutation the subscribers get ``--drain-timeout`` seconds to receive what is left;
+mutation is answered the subscribers get ``--drain-timeout`` seconds to receive
+what is left;
 then they are cancelled and counted. Every child process is stopped on exit.
 
     .venv/bin/python bench/fanout.py --subscribers 1000 --rate 20 --mutations 200
@@ -114,6 +119,7 @@ class Received:
     failed: int
     timed_out: int
     duplicates: int
+    error_frames: int
     errors: Counter[str]
     sample: str | None
 
@@ -126,6 +132,7 @@ class _Tally:
     failed_late: int = 0
     deflate: int = 0
     duplicates: int = 0
+    error_frames: int = 0
     sample: str | None = None
     extensions: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
@@ -169,13 +176,20 @@ async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
             tally.subscribed += 1
             tally.check_settled()
             seen: set[str] = set()
-            while len(seen) < spec.mutations:
+            error_frames = 0  # each stands for one event this subscriber will not get
+            while len(seen) + error_frames < spec.mutations:
                 raw = await ws.recv()
                 now = time.time()
                 message = json.loads(raw)
                 if message["type"] in {"error", "complete"}:
-                    raise RuntimeError(f"subscription ended with {message['type']}")
+                    raise RuntimeError(f"subscription ended with {message['type']}: {raw!r}")
                 if message["type"] != "next":
+                    continue
+                if message["payload"].get("errors") or not message["payload"].get("data"):
+                    error_frames += 1
+                    tally.error_frames += 1
+                    errors = message["payload"].get("errors") or [{}]
+                    tally.errors[f"next with errors: {errors[0].get('message')}"[:160]] += 1
                     continue
                 event = message["payload"]["data"]["queueEvents"]
                 if event["kind"] != EVENT_KIND:
@@ -224,6 +238,7 @@ async def _run_subscribers(spec: SubscriberSpec, pipe: Connection) -> None:
             failed=tally.failed_early + tally.failed_late,
             timed_out=len(pending),
             duplicates=tally.duplicates,
+            error_frames=tally.error_frames,
             errors=tally.errors,
             sample=tally.sample,
         )
@@ -476,12 +491,17 @@ class Side:
         return sum(r.duplicates for r in self.received)
 
     @property
+    def error_frames(self) -> int:
+        return sum(r.error_frames for r in self.received)
+
+    @property
     def every_frame(self) -> bool:
         return (
             self.every_id_complete
             and self.delivered == self.expected
             and self.unknown == 0
             and self.duplicates == 0
+            and self.error_frames == 0
             and self.failed_early + self.failed_late + self.timed_out == 0
         )
 
@@ -627,6 +647,7 @@ COUNTS: list[tuple[str, Callable[[Side], str]]] = [
     ("failed to subscribe", lambda s: str(s.failed_early)),
     ("failed / timed out after subscribing", lambda s: f"{s.failed_late} / {s.timed_out}"),
     ("duplicate / unknown frames", lambda s: f"{s.duplicates} / {s.unknown}"),
+    ("next frames carrying errors", lambda s: str(s.error_frames)),
     (
         "permessage-deflate negotiated",
         lambda s: f"{sum(r.deflate for r in s.ready)} of {s.subscribers}",
@@ -702,8 +723,8 @@ def main() -> None:
     parser.add_argument(
         "--drain-timeout",
         type=float,
-        default=120.0,
-        help="seconds the subscribers get after the last mutation",
+        default=300.0,
+        help="seconds the subscribers get after the last mutation is answered",
     )
     parser.add_argument("--settle", type=float, default=2.0, help="seconds before mutating")
     parser.add_argument("--only", choices=["signoff", "floor"], help="measure one side only")
