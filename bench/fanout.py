@@ -1,43 +1,377 @@
-"""Fan-out benchmark: one ``signoff serve`` process, K subscribers on one queue over
-real websockets (graphql-transport-ws), M mutations.
+"""Fan-out benchmark: Signoff against a floor, in the same run, with the same clients.
 
-Prints p50/p95/p99/max latency from each mutation's HTTP response to each
-subscriber's frame for it, events delivered per second, and the server's resident
-memory per connection. Subscribers run in ``--workers`` client processes so the
-client side is not the bottleneck on its own.
+Two servers are measured one after the other, each in its own process on
+127.0.0.1, by the SAME ``--workers`` client processes running the same code:
 
-    .venv/bin/python bench/fanout.py --subscribers 1000 --mutations 200
+- **Signoff**: one ``signoff serve`` (fresh SQLite file unless ``--database-url``;
+  embedded hub unless ``--redis-url``; ``SIGNOFF_SUBSCRIBER_BUFFER=1024``). K
+  subscribers on one queue run ``queueEvents(queueId: $q, after: $a) { cursor kind
+  entityId proposal { id state } task { id state } }``; a mutation is
+  ``createTask`` (one ``task.created`` event).
+- **floor**: ``bench/fanout_floor.py``, a plain Starlette websocket endpoint on
+  uvicorn (same websockets implementation, per-message deflate off) that answers
+  ``connection_init`` and ``subscribe`` and, per ``POST /mutate``, sends ONE
+  pre-encoded frame of the same shape to every subscriber.
+
+Each subscriber connects (``compression=None``, so it offers no per-message
+deflate), sends ``connection_init`` with ``{"authorization": "Bearer <token>"}``,
+waits for ``connection_ack``, subscribes and records the arrival time of every
+``task.created`` frame. M mutations are then sent one at a time at up to
+``--rate`` per second.
+
+Definitions (identical for both servers):
+
+- **latency**: a frame's arrival time minus the time the response to its
+  mutation was received (wall clock, same host); p50/p95/p99 are nearest-rank. A
+  frame can arrive a little before the mutating client has read the response,
+  so small negative values are possible.
+- **frames/s**: frames received by all subscribers / (arrival of the last frame
+  - sending of the first mutation). It cannot exceed K x ``--rate``, so the ratio
+  only says something where at least one side falls behind the offered load.
+- **RSS per idle subscriber**: (server VmRSS with every subscriber connected and
+  subscribed, ``--settle`` seconds after the last subscribe and before any
+  mutation) - (VmRSS before the first subscriber connected), divided by K.
+- **every frame delivered**: K x M frames, each subscriber got each mutation's
+  frame exactly once, no ``next`` frame carried errors, and no subscriber failed
+  or timed out.
+- **mutations/s achieved**: mutations are sent one at a time (the next one
+  after the previous response, at most ``--rate`` per second), so a server
+  whose mutations slow down under fan-out load is offered fewer of them.
+
+Bounded: connecting gets ``--connect-timeout`` seconds, and after the last
+mutation is answered the subscribers get ``--drain-timeout`` seconds to receive
+what is left;
+then they are cancelled and counted. Every child process is stopped on exit.
+
+    .venv/bin/python bench/fanout.py --subscribers 1000 --rate 20 --mutations 200
+    .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 200
+    .venv/bin/python bench/fanout.py --subscribers 5000 --mutations 50
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
+import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
+HOST = "127.0.0.1"
 SUBSCRIBE = (
-    "subscription($q: ID, $a: String) "
-    "{ queueEvents(queueId: $q, after: $a) { cursor kind entityId } }"
+    "subscription($q: ID, $a: String) { queueEvents(queueId: $q, after: $a) "
+    "{ cursor kind entityId proposal { id state } task { id state } } }"
 )
 CREATE_TASK = "mutation($i: CreateTaskInput!) { createTask(input: $i) { id } }"
+EVENT_KIND = "task.created"
+FLOOR_SCRIPT = Path(__file__).with_name("fanout_floor.py")
+
+T = TypeVar("T")
+
+
+# --- client processes ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubscriberSpec:
+    """What one client process runs against one server."""
+
+    url: str
+    token: str
+    variables: dict[str, str]
+    count: int
+    mutations: int
+    connect_interval: float
+    connect_timeout: float
+    drain_timeout: float
+
+
+@dataclass
+class Ready:
+    """A client process's subscribers have all subscribed or failed."""
+
+    subscribed: int
+    failed: int
+    deflate: int
+    extensions: Counter[str]
+
+
+@dataclass
+class Received:
+    """What a client process's subscribers received once the mutations were sent."""
+
+    arrivals: dict[str, list[float]]
+    failed: int
+    timed_out: int
+    duplicates: int
+    error_frames: int
+    errors: Counter[str]
+    sample: str | None
+
+
+@dataclass
+class _Tally:
+    total: int
+    subscribed: int = 0
+    failed_early: int = 0
+    failed_late: int = 0
+    deflate: int = 0
+    duplicates: int = 0
+    error_frames: int = 0
+    sample: str | None = None
+    extensions: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    arrivals: dict[str, list[float]] = field(default_factory=dict)
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def check_settled(self) -> None:
+        if self.subscribed + self.failed_early >= self.total:
+            self.settled.set()
+
+
+async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.typing import Subprotocol
+
+    subscribed = False
+    try:
+        async with connect(
+            spec.url,
+            subprotocols=[Subprotocol("graphql-transport-ws")],
+            compression=None,
+            max_size=None,
+            open_timeout=spec.connect_timeout,
+            ping_interval=None,
+            close_timeout=5,
+        ) as ws:
+            extensions = (
+                ws.response.headers.get("Sec-WebSocket-Extensions") if ws.response else None
+            )
+            if extensions:
+                tally.deflate += "permessage-deflate" in extensions
+                tally.extensions[extensions] += 1
+            init = {"type": "connection_init", "payload": {"authorization": f"Bearer {spec.token}"}}
+            await ws.send(json.dumps(init))
+            ack = json.loads(await ws.recv())
+            if ack.get("type") != "connection_ack":
+                raise RuntimeError(f"expected connection_ack, got {ack.get('type')}")
+            payload = {"query": SUBSCRIBE, "variables": spec.variables}
+            await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
+            subscribed = True
+            tally.subscribed += 1
+            tally.check_settled()
+            seen: set[str] = set()
+            error_frames = 0  # each stands for one event this subscriber will not get
+            while len(seen) + error_frames < spec.mutations:
+                raw = await ws.recv()
+                now = time.time()
+                message = json.loads(raw)
+                if message["type"] in {"error", "complete"}:
+                    raise RuntimeError(f"subscription ended with {message['type']}: {raw!r}")
+                if message["type"] != "next":
+                    continue
+                if message["payload"].get("errors") or not message["payload"].get("data"):
+                    error_frames += 1
+                    tally.error_frames += 1
+                    errors = message["payload"].get("errors") or [{}]
+                    tally.errors[f"next with errors: {errors[0].get('message')}"[:160]] += 1
+                    continue
+                event = message["payload"]["data"]["queueEvents"]
+                if event["kind"] != EVENT_KIND:
+                    continue
+                if event["entityId"] in seen:
+                    tally.duplicates += 1
+                    continue
+                seen.add(event["entityId"])
+                tally.arrivals.setdefault(event["entityId"], []).append(now)
+                if tally.sample is None:
+                    tally.sample = raw if isinstance(raw, str) else raw.decode()
+    except Exception as exc:
+        tally.errors[f"{type(exc).__name__}: {exc}"[:160]] += 1
+        if subscribed:
+            tally.failed_late += 1
+        else:
+            tally.failed_early += 1
+            tally.check_settled()
+
+
+async def _run_subscribers(spec: SubscriberSpec, pipe: Connection) -> None:
+    tally = _Tally(total=spec.count)
+    tasks: list[asyncio.Task[None]] = []
+    for _ in range(spec.count):
+        tasks.append(asyncio.create_task(_subscriber(spec, tally)))
+        await asyncio.sleep(spec.connect_interval)  # do not storm the accept queue
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(tally.settled.wait(), spec.connect_timeout)
+    pipe.send(
+        Ready(
+            subscribed=tally.subscribed,
+            failed=tally.failed_early,
+            deflate=tally.deflate,
+            extensions=tally.extensions,
+        )
+    )
+    # The parent says when the last mutation has been answered.
+    await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
+    _, pending = await asyncio.wait(tasks, timeout=spec.drain_timeout)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    pipe.send(
+        Received(
+            arrivals=tally.arrivals,
+            failed=tally.failed_early + tally.failed_late,
+            timed_out=len(pending),
+            duplicates=tally.duplicates,
+            error_frames=tally.error_frames,
+            errors=tally.errors,
+            sample=tally.sample,
+        )
+    )
+
+
+def client_process(pipe: Connection) -> None:
+    """Run subscribers for each spec the parent sends, until it sends ``stop``."""
+    while True:
+        command: Any = pipe.recv()
+        if command == "stop":
+            return
+        asyncio.run(_run_subscribers(command, pipe))
+
+
+# --- servers ------------------------------------------------------------------
+
+
+class Target(Protocol):
+    name: str
+
+    def start(self, port: int) -> subprocess.Popen[bytes]: ...
+
+    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
+        """The subscribers' token and subscription variables."""
+        ...
+
+    async def mutate(self, http: httpx.AsyncClient, i: int) -> str:
+        """Send one mutation; return the id of the entity its event is about."""
+        ...
+
+
+class SignoffTarget:
+    name = "Signoff"
+
+    def __init__(self, database_url: str | None, redis_url: str | None) -> None:
+        self.database_url = database_url or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/bench.db"
+        self.redis_url = redis_url
+        self.admin = ""
+        self.queue_id = ""
+
+    def start(self, port: int) -> subprocess.Popen[bytes]:
+        env = {
+            **os.environ,
+            "SIGNOFF_DATABASE_URL": self.database_url,
+            "SIGNOFF_LOG_LEVEL": "warning",
+            "SIGNOFF_SUBSCRIBER_BUFFER": "1024",
+        }
+        if self.redis_url:
+            env.update(
+                SIGNOFF_REDIS_URL=self.redis_url,
+                SIGNOFF_EVENTS_CHANNEL=f"signoff:bench:{os.getpid()}",
+            )
+        command = [sys.executable, "-m", "signoff", "serve", "--host", HOST, "--port", str(port)]
+        return subprocess.Popen(command, env=env)
+
+    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
+        from signoff.database import create_engine, create_sessionmaker
+        from signoff.models import Role
+        from signoff.resolvers.actors import create_token
+
+        engine = create_engine(self.database_url)
+        sessionmaker = create_sessionmaker(engine)
+        slug = f"bench-{os.getpid()}"
+        try:
+            async with sessionmaker() as session:
+                token = await create_token(session=session, name="bench-admin", role=Role.ADMIN)
+                self.admin = token.token
+            async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+                created = await _graphql(
+                    http,
+                    self.admin,
+                    'mutation($s: String!) { createQueue(input: {slug: $s, name: "Bench"}) '
+                    "{ id } }",
+                    {"s": slug},
+                )
+                self.queue_id = created["createQueue"]["id"]
+                async with sessionmaker() as session:
+                    reviewer = (
+                        await create_token(
+                            session=session,
+                            name="bench-reviewer",
+                            role=Role.REVIEWER,
+                            queue_slugs=[slug],
+                        )
+                    ).token
+                await asyncio.sleep(1.5)  # the relay stamps the setup's own events
+                cursor = await _graphql(http, reviewer, "{ changeFeedCursor }", {})
+        finally:
+            await engine.dispose()
+        return reviewer, {"q": self.queue_id, "a": cursor["changeFeedCursor"]}
+
+    async def mutate(self, http: httpx.AsyncClient, i: int) -> str:
+        task = {"queueId": self.queue_id, "kind": "REVIEW", "title": f"bench {i}"}
+        data = await _graphql(http, self.admin, CREATE_TASK, {"i": task})
+        entity_id: str = data["createTask"]["id"]
+        return entity_id
+
+
+class FloorTarget:
+    name = "floor"
+
+    def start(self, port: int) -> subprocess.Popen[bytes]:
+        command = [sys.executable, str(FLOOR_SCRIPT), "--host", HOST, "--port", str(port)]
+        return subprocess.Popen(command)
+
+    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
+        return "floor-token", {"q": "floor-queue", "a": "floor-cursor"}
+
+    async def mutate(self, http: httpx.AsyncClient, i: int) -> str:
+        response = await http.post("/mutate")
+        response.raise_for_status()
+        entity_id: str = response.json()["id"]
+        return entity_id
+
+
+async def _graphql(
+    http: httpx.AsyncClient, token: str, query: str, variables: dict[str, Any]
+) -> Any:
+    response = await http.post(
+        "/graphql",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"query": query, "variables": variables},
+    )
+    body = response.json()
+    if body.get("errors"):
+        raise RuntimeError(f"GraphQL errors: {body['errors']}")
+    return body["data"]
 
 
 def free_port() -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((HOST, 0))
         port: int = sock.getsockname()[1]
         return port
 
@@ -49,148 +383,326 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-async def _subscriber(
-    url: str,
-    token: str,
-    queue_id: str,
-    after: str,
-    mutations: int,
-    arrivals: dict[str, list[float]],
-    ready: asyncio.Event,
-    counter: list[int],
-    total: int,
-) -> None:
-    from websockets.asyncio.client import connect
-
-    async with connect(
-        url,
-        subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
-        max_size=None,
-        open_timeout=60,
-        ping_interval=None,
-    ) as ws:
-        await ws.send(
-            json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}})
-        )
-        assert json.loads(await ws.recv())["type"] == "connection_ack"
-        await ws.send(
-            json.dumps(
-                {
-                    "type": "subscribe",
-                    "id": "1",
-                    "payload": {"query": SUBSCRIBE, "variables": {"q": queue_id, "a": after}},
-                }
-            )
-        )
-        counter[0] += 1
-        if counter[0] == total:
-            ready.set()
-        received = 0
-        while received < mutations:
-            message = json.loads(await ws.recv())
-            now = time.time()
-            if message["type"] == "next":
-                event = message["payload"]["data"]["queueEvents"]
-                if event["kind"] == "task.created":
-                    arrivals.setdefault(event["entityId"], []).append(now)
-                    received += 1
-            elif message["type"] in {"error", "complete"}:
-                raise RuntimeError(f"subscription ended: {message}")
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, all threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _worker(
-    interval: float,
-    pipe: Connection,
-    url: str,
-    token: str,
-    queue_id: str,
-    after: str,
+def wait_healthy(base: str, server: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"server exited with {server.returncode} while starting")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base}/healthz").status_code == 200:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"server at {base} not healthy after {timeout} s")
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is None:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def receive(pipe: Connection, kind: type[T], timeout: float) -> T:
+    if not pipe.poll(timeout):
+        raise RuntimeError(f"no {kind.__name__} from a client process within {timeout:.0f} s")
+    message = pipe.recv()
+    if not isinstance(message, kind):
+        raise RuntimeError(f"expected {kind.__name__} from a client process, got {message!r}")
+    return message
+
+
+# --- one measured side ----------------------------------------------------------
+
+
+@dataclass
+class Mutations:
+    sent: dict[str, float]
+    round_trips: list[float]
+    first_sent: float
+    last_answered: float
+
+
+async def send_mutations(
+    mutate: Callable[[httpx.AsyncClient, int], Awaitable[str]],
+    base: str,
     count: int,
-    mutations: int,
-) -> None:
-    async def run() -> dict[str, list[float]]:
-        arrivals: dict[str, list[float]] = {}
-        ready = asyncio.Event()
-        counter = [0]
-        tasks = []
-        for _ in range(count):
-            tasks.append(
-                asyncio.create_task(
-                    _subscriber(
-                        url, token, queue_id, after, mutations, arrivals, ready, counter, count
-                    )
-                )
-            )
-            await asyncio.sleep(interval)  # do not storm the accept queue
-        await ready.wait()
-        pipe.send("ready")
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            pipe.send(f"{len(failures)} subscribers failed: {failures[0]!r}")
-        return arrivals
-
-    pipe.send(asyncio.run(run()))
-
-
-async def _setup(base: str, database_url: str) -> tuple[str, str, str]:
-    from signoff.database import create_engine, create_sessionmaker
-    from signoff.models import Role
-    from signoff.resolvers.actors import create_token
-
-    engine = create_engine(database_url)
-    sessionmaker = create_sessionmaker(engine)
-    async with sessionmaker() as session:
-        admin = (await create_token(session=session, name="bench-admin", role=Role.ADMIN)).token
-    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
-        slug = f"bench-{os.getpid()}"
-        created = (
-            await http.post(
-                "/graphql",
-                headers={"Authorization": f"Bearer {admin}"},
-                json={
-                    "query": "mutation($s: String!) { createQueue(input: "
-                    '{slug: $s, name: "Bench"}) { id } }',
-                    "variables": {"s": slug},
-                },
-            )
-        ).json()
-        queue_id = created["data"]["createQueue"]["id"]
-    async with sessionmaker() as session:
-        reviewer = (
-            await create_token(
-                session=session, name="bench-reviewer", role=Role.REVIEWER, queue_slugs=[slug]
-            )
-        ).token
-    await engine.dispose()
-    return admin, reviewer, queue_id
-
-
-async def _mutate(
-    base: str, admin: str, queue_id: str, mutations: int, rate: float
-) -> dict[str, float]:
+    rate: float,
+) -> Mutations:
     sent: dict[str, float] = {}
+    round_trips: list[float] = []
+    first_sent = time.time()
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
-        for i in range(mutations):
+        for i in range(count):
             started = time.monotonic()
-            response = await http.post(
-                "/graphql",
-                headers={"Authorization": f"Bearer {admin}"},
-                json={
-                    "query": CREATE_TASK,
-                    "variables": {
-                        "i": {"queueId": queue_id, "kind": "REVIEW", "title": f"bench {i}"}
-                    },
-                },
-            )
-            sent[response.json()["data"]["createTask"]["id"]] = time.time()
+            entity_id = await mutate(http, i)
+            sent[entity_id] = time.time()
+            round_trips.append(time.monotonic() - started)
             await asyncio.sleep(max(0.0, 1 / rate - (time.monotonic() - started)))
-    return sent
+    return Mutations(sent, round_trips, first_sent, max(sent.values()))
+
+
+@dataclass
+class Side:
+    name: str
+    subscribers: int
+    expected: int
+    latencies_ms: list[float]
+    frames_per_s: float
+    rss_before_kib: int
+    rss_subscribed_kib: int
+    rss_end_kib: int
+    cpu_s: float
+    mutations: Mutations
+    ready: list[Ready]
+    received: list[Received]
+    load_before: float
+    load_after: float
+    wall_s: float
+    unknown: int
+    every_id_complete: bool
+
+    @property
+    def delivered(self) -> int:
+        return len(self.latencies_ms)
+
+    @property
+    def failed_early(self) -> int:
+        return sum(r.failed for r in self.ready)
+
+    @property
+    def failed_late(self) -> int:
+        return sum(r.failed for r in self.received) - self.failed_early
+
+    @property
+    def timed_out(self) -> int:
+        return sum(r.timed_out for r in self.received)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(r.duplicates for r in self.received)
+
+    @property
+    def error_frames(self) -> int:
+        return sum(r.error_frames for r in self.received)
+
+    @property
+    def every_frame(self) -> bool:
+        return (
+            self.every_id_complete
+            and self.delivered == self.expected
+            and self.unknown == 0
+            and self.duplicates == 0
+            and self.error_frames == 0
+            and self.failed_early + self.failed_late + self.timed_out == 0
+        )
+
+    @property
+    def rss_per_idle_subscriber_kib(self) -> float:
+        return (self.rss_subscribed_kib - self.rss_before_kib) / self.subscribers
+
+    @property
+    def mutations_per_s(self) -> float:
+        span = self.mutations.last_answered - self.mutations.first_sent
+        return len(self.mutations.sent) / span if span > 0 else float("nan")
+
+
+def run_side(target: Target, pipes: list[Connection], per_worker: list[int], args: Any) -> Side:
+    started = time.monotonic()
+    port = free_port()
+    base = f"http://{HOST}:{port}"
+    server = target.start(port)
+    try:
+        wait_healthy(base, server)
+        token, variables = asyncio.run(target.prepare(base))
+        rss_before = rss_kib(server.pid)
+        for pipe, count in zip(pipes, per_worker, strict=True):
+            spec = SubscriberSpec(
+                url=f"ws://{HOST}:{port}/graphql",
+                token=token,
+                variables=variables,
+                count=count,
+                mutations=args.mutations,
+                connect_interval=args.connect_interval,
+                connect_timeout=args.connect_timeout,
+                drain_timeout=args.drain_timeout,
+            )
+            pipe.send(spec)
+        connect_budget = args.connect_timeout + max(per_worker) * args.connect_interval + 30
+        ready = [receive(pipe, Ready, connect_budget) for pipe in pipes]
+        print(
+            f"{target.name}: {sum(r.subscribed for r in ready)} subscribed, "
+            f"{sum(r.failed for r in ready)} failed; settling {args.settle} s",
+            file=sys.stderr,
+        )
+        time.sleep(args.settle)  # let the server register every subscription
+        rss_subscribed = rss_kib(server.pid)
+        load_before = os.getloadavg()[0]
+        cpu_before = cpu_seconds(server.pid)
+        mutations = asyncio.run(send_mutations(target.mutate, base, args.mutations, args.rate))
+        for pipe in pipes:
+            pipe.send("drain")
+        received = [receive(pipe, Received, args.drain_timeout + 60) for pipe in pipes]
+        cpu = cpu_seconds(server.pid) - cpu_before
+        load_after = os.getloadavg()[0]
+        rss_end = rss_kib(server.pid)
+    finally:
+        stop_server(server)
+
+    subscribers = sum(per_worker)
+    latencies: list[float] = []
+    last_arrival = mutations.first_sent
+    unknown = 0
+    for result in received:
+        for entity_id, times in result.arrivals.items():
+            if entity_id not in mutations.sent:
+                unknown += len(times)
+                continue
+            sent_at = mutations.sent[entity_id]
+            latencies.extend((t - sent_at) * 1000 for t in times)
+            last_arrival = max(last_arrival, *times)
+    every_id_complete = all(
+        sum(len(result.arrivals.get(entity_id, [])) for result in received) == subscribers
+        for entity_id in mutations.sent
+    )
+    span = last_arrival - mutations.first_sent
+    return Side(
+        name=target.name,
+        subscribers=subscribers,
+        expected=subscribers * args.mutations,
+        latencies_ms=latencies,
+        frames_per_s=len(latencies) / span if span > 0 else 0.0,
+        rss_before_kib=rss_before,
+        rss_subscribed_kib=rss_subscribed,
+        rss_end_kib=rss_end,
+        cpu_s=cpu,
+        mutations=mutations,
+        ready=ready,
+        received=received,
+        load_before=load_before,
+        load_after=load_after,
+        wall_s=time.monotonic() - started,
+        unknown=unknown,
+        every_id_complete=every_id_complete,
+    )
+
+
+# --- report ---------------------------------------------------------------------
 
 
 def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _row(label: str, cells: list[str], ratio: str = "") -> str:
+    return f"{label:<34}" + "".join(f"{cell:>22}" for cell in cells) + f"{ratio:>16}"
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "-"
+
+
+def _latency(q: float) -> Callable[[Side], float]:
+    return lambda side: percentile(side.latencies_ms, q)
+
+
+# (label, value, format, whether to print Signoff / floor)
+NUMBERS: list[tuple[str, Callable[[Side], float], str, bool]] = [
+    ("latency p50 ms", _latency(0.50), ",.1f", False),
+    ("latency p95 ms", _latency(0.95), ",.1f", False),
+    ("latency p99 ms", _latency(0.99), ",.1f", True),
+    ("latency max ms", lambda s: max(s.latencies_ms, default=float("nan")), ",.1f", False),
+    ("frames/s", lambda s: s.frames_per_s, ",.0f", True),
+    ("server RSS before connect MiB", lambda s: s.rss_before_kib / 1024, ",.1f", False),
+    ("server RSS subscribed, idle MiB", lambda s: s.rss_subscribed_kib / 1024, ",.1f", False),
+    ("server RSS per idle subscriber KiB", lambda s: s.rss_per_idle_subscriber_kib, ",.1f", True),
+    ("server RSS at end MiB", lambda s: s.rss_end_kib / 1024, ",.1f", False),
+    ("server CPU s, mutations to drain", lambda s: s.cpu_s, ",.2f", True),
+    (
+        "mutation round trip p50 ms",
+        lambda s: percentile(s.mutations.round_trips, 0.5) * 1e3,
+        ",.1f",
+        False,
+    ),
+    ("mutation round trip max ms", lambda s: max(s.mutations.round_trips) * 1e3, ",.1f", False),
+    ("mutations/s achieved", lambda s: s.mutations_per_s, ",.1f", False),
+    ("load average (1 min) before", lambda s: s.load_before, ".2f", False),
+    ("load average (1 min) after", lambda s: s.load_after, ".2f", False),
+    ("wall time of this side s", lambda s: s.wall_s, ",.1f", False),
+]
+COUNTS: list[tuple[str, Callable[[Side], str]]] = [
+    ("frames delivered", lambda s: f"{s.delivered:,} of {s.expected:,}"),
+    ("every frame delivered", lambda s: "yes" if s.every_frame else "NO"),
+    ("failed to subscribe", lambda s: str(s.failed_early)),
+    ("failed / timed out after subscribing", lambda s: f"{s.failed_late} / {s.timed_out}"),
+    ("duplicate / unknown frames", lambda s: f"{s.duplicates} / {s.unknown}"),
+    ("next frames carrying errors", lambda s: str(s.error_frames)),
+    (
+        "permessage-deflate negotiated",
+        lambda s: f"{sum(r.deflate for r in s.ready)} of {s.subscribers}",
+    ),
+]
+
+
+def report(sides: list[Side], args: Any, database: str) -> None:
+    hub = "redis" if args.redis_url else "memory"
+    print(
+        f"\nsubscribers={args.subscribers} mutations={args.mutations} rate={args.rate}/s "
+        f"workers={args.workers} database={database} hub={hub} cpus={os.cpu_count()}"
+    )
+    both = len(sides) == 2
+    print(_row("", [side.name for side in sides], "Signoff/floor" if both else ""))
+    for label, text in COUNTS:
+        print(_row(label, [text(side) for side in sides]))
+    for label, value, fmt, with_ratio in NUMBERS:
+        values = [value(side) for side in sides]
+        ratio = _ratio(values[0], values[1]) if both and with_ratio else ""
+        print(_row(label, [format(v, fmt) for v in values], ratio))
+    if both:
+        signoff, floor = sides
+        p99 = _ratio(percentile(signoff.latencies_ms, 0.99), percentile(floor.latencies_ms, 0.99))
+        rate = _ratio(signoff.frames_per_s, floor.frames_per_s)
+        print(f"\nSignoff p99 / floor p99 = {p99}; Signoff frames/s / floor frames/s = {rate}")
+    for side in sides:
+        errors: Counter[str] = Counter()
+        extensions: Counter[str] = Counter()
+        for ready in side.ready:
+            extensions.update(ready.extensions)
+        for received in side.received:  # includes the errors reported when ready
+            errors.update(received.errors)
+        sample = next((r.sample for r in side.received if r.sample), None)
+        print(f"\n{side.name}: sample frame ({len(sample or '')} bytes): {sample}")
+        print(f"{side.name}: Sec-WebSocket-Extensions answered: {dict(extensions) or 'none'}")
+        for error, count in errors.most_common(5):
+            print(f"{side.name}: {count} x {error}")
+
+
+# --- main -----------------------------------------------------------------------
+
+
+def _stop_clients(processes: list[BaseProcess], pipes: list[Connection]) -> None:
+    for pipe in pipes:
+        with contextlib.suppress(OSError, ValueError):
+            pipe.send("stop")
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
 
 
 def main() -> None:
@@ -207,104 +719,49 @@ def main() -> None:
         default=0.004,
         help="seconds between two connections of one client process",
     )
+    parser.add_argument("--connect-timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=300.0,
+        help="seconds the subscribers get after the last mutation is answered",
+    )
+    parser.add_argument("--settle", type=float, default=2.0, help="seconds before mutating")
+    parser.add_argument("--only", choices=["signoff", "floor"], help="measure one side only")
     parser.add_argument("--database-url", help="default: a fresh SQLite file")
     parser.add_argument("--redis-url", help="default: the embedded in-memory hub")
     args = parser.parse_args()
+    # A plain SIGTERM must still run the finally blocks that stop the children.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    database_url = args.database_url or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/bench.db"
-    port = free_port()
-    env = {
-        **os.environ,
-        "SIGNOFF_DATABASE_URL": database_url,
-        "SIGNOFF_PORT": str(port),
-        "SIGNOFF_LOG_LEVEL": "warning",
-        "SIGNOFF_SUBSCRIBER_BUFFER": "1024",
-    }
-    if args.redis_url:
-        env.update(
-            SIGNOFF_REDIS_URL=args.redis_url, SIGNOFF_EVENTS_CHANNEL=f"signoff:bench:{os.getpid()}"
-        )
-    server = subprocess.Popen([sys.executable, "-m", "signoff", "serve"], env=env)
-    base = f"http://127.0.0.1:{port}"
+    signoff = SignoffTarget(args.database_url, args.redis_url)
+    targets: list[Target] = [signoff, FloorTarget()]
+    if args.only:
+        targets = [t for t in targets if t.name.lower() == args.only]
+    per_worker = [args.subscribers // args.workers] * args.workers
+    per_worker[0] += args.subscribers - sum(per_worker)
+
+    started = time.monotonic()
+    ctx = multiprocessing.get_context("spawn")
+    processes: list[BaseProcess] = []
+    pipes: list[Connection] = []
+    sides: list[Side] = []
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        admin, reviewer, queue_id = asyncio.run(_setup(base, database_url))
-        time.sleep(1.5)  # the relay stamps the setup's own events
-        after = httpx.post(
-            f"{base}/graphql",
-            headers={"Authorization": f"Bearer {reviewer}"},
-            json={"query": "{ changeFeedCursor }"},
-        ).json()["data"]["changeFeedCursor"]
-        rss_idle = rss_kib(server.pid)
-
-        pipes = []
-        per_worker = [args.subscribers // args.workers] * args.workers
-        per_worker[0] += args.subscribers - sum(per_worker)
-        ctx = multiprocessing.get_context("spawn")
-        for count in per_worker:
+        for _ in range(args.workers):
             parent, child = ctx.Pipe()
-            ctx.Process(
-                target=_worker,
-                args=(
-                    args.connect_interval,
-                    child,
-                    f"ws://127.0.0.1:{port}/graphql",
-                    reviewer,
-                    queue_id,
-                    after,
-                    count,
-                    args.mutations,
-                ),
-                daemon=True,
-            ).start()
+            process = ctx.Process(target=client_process, args=(child,), daemon=True)
+            process.start()
+            processes.append(process)
             pipes.append(parent)
-        for pipe in pipes:
-            assert pipe.recv() == "ready"
-        time.sleep(2.0)  # let the server register every subscription
-        rss_connected = rss_kib(server.pid)
-
-        started = time.time()
-        sent = asyncio.run(_mutate(base, admin, queue_id, args.mutations, args.rate))
-        latencies: list[float] = []
-        last_arrival = started
-        for pipe in pipes:
-            result: Any = pipe.recv()
-            if isinstance(result, str):
-                print(result)
-                result = pipe.recv()
-            for entity_id, times in result.items():
-                latencies.extend(t - sent[entity_id] for t in times)
-                last_arrival = max(last_arrival, *times)
-        rss_end = rss_kib(server.pid)
+        for target in targets:
+            print(f"measuring {target.name} ...", file=sys.stderr)
+            sides.append(run_side(target, pipes, per_worker, args))
     finally:
-        server.terminate()
-        server.wait()
+        _stop_clients(processes, pipes)
 
-    delivered = len(latencies)
-    expected = args.subscribers * args.mutations
-    ms = [x * 1000 for x in latencies]
-    print(
-        f"subscribers={args.subscribers} mutations={args.mutations} rate={args.rate}/s "
-        f"workers={args.workers} "
-        f"database={'postgresql' if 'postgres' in database_url else 'sqlite'}"
-        f" hub={'redis' if args.redis_url else 'memory'}"
-    )
-    print(f"frames delivered: {delivered} of {expected}")
-    print(
-        f"latency ms: p50={percentile(ms, 0.50):.1f} p95={percentile(ms, 0.95):.1f} "
-        f"p99={percentile(ms, 0.99):.1f} max={max(ms):.1f} mean={statistics.fmean(ms):.1f}"
-    )
-    print(f"events delivered per second: {delivered / (last_arrival - started):.0f}")
-    print(
-        f"server RSS: idle {rss_idle / 1024:.1f} MiB, with subscribers "
-        f"{rss_connected / 1024:.1f} MiB, after {rss_end / 1024:.1f} MiB; per connection "
-        f"{(rss_connected - rss_idle) / args.subscribers:.1f} KiB"
-    )
+    database = "postgresql" if "postgres" in signoff.database_url else "sqlite"
+    report(sides, args, database)
+    print(f"\ntotal wall time {time.monotonic() - started:.1f} s")
 
 
 if __name__ == "__main__":
