@@ -6,15 +6,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import strawberry
+from graphql import ASTValidationRule
 from graphql.error import GraphQLError
 from strawberry.extensions import (
-    MaxAliasesLimiter,
+    AddValidationRules,
     MaxTokensLimiter,
     ParserCache,
-    QueryDepthLimiter,
     SchemaExtension,
     ValidationCache,
 )
+from strawberry.extensions.max_aliases import create_validator as aliases_rule
+from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
 from strawberry.types.execution import ExecutionContext
 
 from signoff.constants import QUERY_MAX_ALIASES, QUERY_MAX_DEPTH, QUERY_MAX_TOKENS
@@ -35,6 +37,21 @@ class CloseSession(SchemaExtension):
             await context.close()
 
 
+# Created once: ``ValidationCache`` keys on the rule classes, and Strawberry's limiter
+# extensions make new ones for every operation, so nothing would ever hit the cache.
+_LIMIT_RULES: list[type[ASTValidationRule]] = [
+    depth_rule(QUERY_MAX_DEPTH, None),
+    aliases_rule(QUERY_MAX_ALIASES),
+]
+
+
+class QueryLimits(AddValidationRules):
+    """Query depth and alias limits, checked (and cached) with the rest of validation."""
+
+    def __init__(self) -> None:
+        super().__init__(_LIMIT_RULES)
+
+
 class SignoffSchema(strawberry.Schema):
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -49,8 +66,7 @@ def build_schema(**extra: Any) -> strawberry.Schema:
         subscription=Subscription,
         extensions=[
             CloseSession,
-            lambda: QueryDepthLimiter(max_depth=QUERY_MAX_DEPTH),
-            lambda: MaxAliasesLimiter(max_alias_count=QUERY_MAX_ALIASES),
+            QueryLimits,
             lambda: MaxTokensLimiter(max_token_count=QUERY_MAX_TOKENS),
             lambda: ParserCache(maxsize=256),
             lambda: ValidationCache(maxsize=256),
