@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from typing import Any
 import httpx
 from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Subprotocol
 
 from signoff.database import SessionMaker
 from signoff.events import feed
@@ -37,6 +40,8 @@ subscription($queueId: ID, $after: String) {
 """
 
 CURSOR = "query { changeFeedCursor }"
+
+TRANSPORT_WS = Subprotocol("graphql-transport-ws")
 
 
 def free_port() -> int:
@@ -76,6 +81,18 @@ class Server(Listening):
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@contextlib.contextmanager
+def server_log_on_failure(server: Server, lines: int = 12) -> Iterator[None]:
+    """A failed assertion's message ends with the last lines of the server's log."""
+    try:
+        yield
+    except AssertionError as exc:
+        tail = "\n".join(server.log.read_text(errors="replace").splitlines()[-lines:])
+        if not tail:
+            raise
+        raise AssertionError(f"{exc}\n--- end of {server.log.name} ---\n{tail}") from exc
 
 
 def _spawn(argv: list[str], environ: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -179,6 +196,28 @@ class Subscription:
         """Wait a while and return everything received: for "nothing more arrives"."""
         await asyncio.sleep(seconds)
         return self.events
+
+
+async def open_transport_ws(
+    ws_url: str, init_payload: dict[str, Any], **options: Any
+) -> ClientConnection:
+    """A raw graphql-transport-ws connection, acknowledged; the caller closes it.
+
+    Unlike ``Subscription`` (the gql library re-prints documents), the caller sends
+    the exact text of a document, comments and all; ``options`` go to ``connect``.
+    """
+    ws = await connect(
+        ws_url, subprotocols=[TRANSPORT_WS], open_timeout=10, close_timeout=2, **options
+    )
+    try:
+        await ws.send(json.dumps({"type": "connection_init", "payload": init_payload}))
+        message = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
+        if message.get("type") != "connection_ack":
+            raise AssertionError(f"expected connection_ack, got {message}")
+    except BaseException:
+        ws.transport.abort()
+        raise
+    return ws
 
 
 async def head_cursor(gql_client: GraphQLClient, token: str) -> str:

@@ -1,0 +1,386 @@
+"""The README's GraphQL examples, run exactly as printed against a real ``signoff serve``.
+
+The fenced ``graphql`` blocks are read from README.md when the test runs, in order.
+Only the placeholders in angle brackets (``"<the queue id>"``, ...) are replaced, with
+the values earlier answers gave; tokens are made with ``signoff token create`` as the
+README says. The "Watch a queue" subscription is sent over graphql-transport-ws as its
+exact text (comments included) with alice's token, the way GraphiQL sends it, while the
+worked example's mutations run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import graphql
+import httpx
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from tests.live import Server, open_transport_ws, server_log_on_failure
+from tests.processes import ROOT, signoff_env
+from tests.test_server import new_token
+
+Serve = Callable[..., Awaitable[Server]]
+
+README = ROOT / "README.md"
+# A fence may be indented (inside a list item); its body carries the same indent.
+FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```graphql[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S
+)
+PLACEHOLDER = re.compile(r'"<(?P<name>[^"<>]+)>"')
+
+# The README's blocks, by their root field, in the order it prints them.
+IN_ORDER = [
+    "createQueue",
+    "registerTarget",
+    "proposeAction",
+    "tasks",
+    "claimTask",
+    "decideProposal",
+    "auditEvents",
+    "queueEvents",
+]
+
+# Every request must answer within a few seconds: the SQLite busy timeout is 30 s, and a
+# request that waits on a lock held elsewhere takes that long, then fails.
+ANSWER_WITHIN = 5.0
+GIVE_UP_AFTER = 12.0  # the client's own timeout: fail fast instead of waiting out 30 s
+EVENTS_WITHIN = 10.0
+
+PAYLOAD = {"amount": 1200, "currency": "EUR"}
+
+
+@dataclass(frozen=True)
+class Block:
+    text: str
+    operation: str  # query, mutation or subscription
+    root: str  # the first root field it selects
+
+
+def readme_blocks() -> list[Block]:
+    blocks = []
+    for match in FENCE.finditer(README.read_text()):
+        indent = match["indent"]
+        lines = match["body"].splitlines()
+        assert all(line.startswith(indent) or not line.strip() for line in lines), match[0]
+        text = "\n".join(line[len(indent) :] for line in lines) + "\n"
+        document = graphql.parse(text)  # the block is valid GraphQL as printed
+        definition = document.definitions[0]
+        assert isinstance(definition, graphql.OperationDefinitionNode)
+        selection = definition.selection_set.selections[0]
+        assert isinstance(selection, graphql.FieldNode)
+        blocks.append(Block(text, definition.operation.value, selection.name.value))
+    return blocks
+
+
+def fill(block: Block, values: dict[str, str]) -> str:
+    """The block with each ``"<placeholder>"`` replaced by the value an earlier answer gave."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match["name"]
+        assert name in values, f"{block.root}: no earlier answer gave <{name}>"
+        return json.dumps(values[name])
+
+    return PLACEHOLDER.sub(value, block.text)
+
+
+@dataclass
+class Readme:
+    """Runs the README's blocks against one server, timing every answer."""
+
+    server: Server
+    http: httpx.AsyncClient
+    blocks: dict[str, Block] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def against(cls, server: Server) -> AsyncIterator[Readme]:
+        blocks = readme_blocks()
+        assert [b.root for b in blocks] == IN_ORDER, "the README's graphql blocks changed"
+        async with httpx.AsyncClient(base_url=server.url, timeout=GIVE_UP_AFTER) as http:
+            with server_log_on_failure(server):
+                yield cls(server, http, {b.root: b for b in blocks})
+
+    async def run(self, root: str, token: str) -> Any:
+        """Send block ``root`` as printed (placeholders filled); return its field's answer."""
+        block = self.blocks[root]
+        assert block.operation in ("query", "mutation")
+        started = time.monotonic()
+        try:
+            response = await self.http.post(
+                "/graphql",
+                json={"query": fill(block, self.values)},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+        except httpx.TimeoutException:
+            raise AssertionError(f"{root} did not answer within {GIVE_UP_AFTER} s") from None
+        elapsed = time.monotonic() - started
+        assert response.status_code == 200, f"{root}: HTTP {response.status_code} {response.text}"
+        body = response.json()
+        if body.get("errors"):
+            raise AssertionError(f"{root} answered after {elapsed:.1f} s: {body['errors']}")
+        if elapsed >= ANSWER_WITHIN:
+            raise AssertionError(f"{root} took {elapsed:.1f} s")
+        return body["data"][root]
+
+    async def ready(self) -> None:
+        started = time.monotonic()
+        try:
+            response = await self.http.get("/readyz", timeout=ANSWER_WITHIN)
+        except httpx.TimeoutException:
+            raise AssertionError(f"/readyz did not answer within {ANSWER_WITHIN} s") from None
+        elapsed = time.monotonic() - started
+        assert response.status_code == 200, f"/readyz after {elapsed:.1f} s: {response.text}"
+        assert response.json() == {"status": "ok", "database": "ok"}
+
+
+async def token_create(database_url: str, *args: str) -> str:
+    """``signoff token create ARGS``, as the README runs it; the token it prints."""
+    return await asyncio.to_thread(new_token, signoff_env(database_url), *args)
+
+
+async def create_queue_and_target(readme: Readme, ops: str) -> None:
+    queue = await readme.run("createQueue", ops)
+    assert queue["slug"] == "payments" and queue["id"]
+    readme.values["the queue id"] = queue["id"]
+
+    registered = await readme.run("registerTarget", ops)
+    assert registered["target"]["name"] == "refunds" and registered["target"]["id"]
+    assert registered["signingSecret"].startswith("whsec_")
+    readme.values["the target id"] = registered["target"]["id"]
+
+
+Settle = Callable[[str], Awaitable[None]]
+
+
+async def nothing_to_settle(_: str) -> None:
+    return None
+
+
+async def propose_review_decide(
+    readme: Readme, *, ops: str, agent: str, alice: str, settle: Settle = nothing_to_settle
+) -> None:
+    """The worked example from "Switch the header to the agent's token" on; ``settle(root)``
+    runs after each mutation (a subscriber waits there for what it should have seen)."""
+    first = await readme.run("proposeAction", agent)
+    await settle("proposeAction")
+    assert first["replayed"] is False
+    proposal, task = first["proposal"], first["task"]
+    assert proposal["state"] == "APPROVAL_REQUIRED"
+    assert proposal["payloadDigest"] and proposal["expiresAt"] and proposal["id"]
+    assert task["state"] == "OPEN" and task["id"]
+
+    # "Run it twice: the second answer is the same proposal with replayed: true."
+    second = await readme.run("proposeAction", agent)
+    await settle("proposeAction again")
+    assert second == {**first, "replayed": True}
+
+    readme.values["the task id"] = task["id"]
+    readme.values["the proposal id"] = proposal["id"]
+    readme.values["the payloadDigest"] = proposal["payloadDigest"]
+
+    tasks = await readme.run("tasks", alice)
+    [node] = [e["node"] for e in tasks["edges"] if e["node"]["id"] == task["id"]]
+    assert node["title"] and node["priority"] is not None and node["dueAt"]
+    assert node["proposal"] == {
+        "id": proposal["id"],
+        "payloadDigest": proposal["payloadDigest"],
+        "payload": PAYLOAD,
+    }
+
+    claimed = await readme.run("claimTask", alice)
+    await settle("claimTask")
+    assert claimed["state"] == "CLAIMED" and claimed["claimExpiresAt"]
+    assert claimed["assignee"] == {"name": "alice"}
+
+    decided = await readme.run("decideProposal", alice)
+    await settle("decideProposal")
+    assert decided == {
+        "proposal": {"state": "QUEUED", "approvalCount": 1},
+        "approval": {"decision": "APPROVED", "approver": {"name": "alice"}},
+        "task": {"state": "COMPLETED"},
+    }
+
+    audit = await readme.run("auditEvents", ops)
+    nodes = [e["node"] for e in audit["edges"]]
+    assert {"proposal.proposed", "approval.approved", "proposal.approved"} <= {
+        n["action"] for n in nodes
+    }
+    assert all(n["createdAt"] and n["details"] is not None for n in nodes)
+    by_action = {n["action"]: n["actor"] for n in nodes}
+    assert by_action["proposal.proposed"] == {"name": "refund-bot"}
+    assert by_action["proposal.approved"] == {"name": "alice"}
+
+
+async def test_the_worked_example_runs_as_printed(serve: Serve, database_url: str) -> None:
+    server = await serve()
+    ops = await token_create(database_url, "--name", "ops", "--role", "admin")
+    async with Readme.against(server) as readme:
+        await create_queue_and_target(readme, ops)
+        agent = await token_create(database_url, "--name", "refund-bot", "--role", "agent")
+        alice = await token_create(
+            database_url, "--name", "alice", "--role", "reviewer", "--queue", "payments"
+        )
+        await propose_review_decide(readme, ops=ops, agent=agent, alice=alice)
+        await readme.ready()
+
+
+@dataclass
+class Watch:
+    """The "Watch a queue" subscription, read as GraphiQL reads it."""
+
+    ws: ClientConnection
+    events: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[Any] = field(default_factory=list)
+    ended: str | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def read(self) -> None:
+        try:
+            async for raw in self.ws:
+                message = json.loads(raw)
+                kind = message.get("type")
+                if kind == "next":
+                    payload = message["payload"]
+                    self.errors.extend(payload.get("errors") or [])
+                    if payload.get("data"):
+                        self.events.append(payload["data"]["queueEvents"])
+                elif kind == "ping":
+                    await self.ws.send(json.dumps({"type": "pong"}))
+                elif kind == "error":
+                    self.errors.extend(message["payload"])
+                elif kind == "complete":
+                    self.ended = "complete"
+                    return
+                self._changed.set()
+        except ConnectionClosed as exc:
+            self.ended = f"closed: {exc}"
+        finally:
+            self.ended = self.ended or "closed"
+            self._changed.set()
+
+    async def wait_for(self, count: int, after: str) -> None:
+        deadline = time.monotonic() + EVENTS_WITHIN
+        while len(self.events) < count and not self.errors and self.ended is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout=remaining)
+        kinds = [e["kind"] for e in self.events]
+        if self.errors:
+            raise AssertionError(f"after {after}: subscription errors {self.errors}")
+        if len(self.events) < count:
+            ended = f"; the subscription {self.ended}" if self.ended else ""
+            raise AssertionError(
+                f"after {after}: expected {count} events within {EVENTS_WITHIN} s, "
+                f"got {kinds}{ended}"
+            )
+
+
+async def test_watching_a_queue_as_printed_while_the_example_runs(
+    serve: Serve, database_url: str
+) -> None:
+    server = await serve()
+    # "Watch a queue in GraphiQL", step 1: an operator, the queue, a reviewer of it.
+    ops = await token_create(database_url, "--name", "ops", "--role", "operator")
+    async with Readme.against(server) as readme:
+        await create_queue_and_target(readme, ops)
+        alice = await token_create(
+            database_url, "--name", "alice", "--role", "reviewer", "--queue", "payments"
+        )
+        agent = await token_create(database_url, "--name", "refund-bot", "--role", "agent")
+
+        # Step 2: the reviewer's token in the Headers tab, sent as the connection_init
+        # payload; the subscription exactly as printed, comments and all.
+        subscription = readme.blocks["queueEvents"]
+        assert subscription.operation == "subscription"
+        assert "#" in subscription.text and not PLACEHOLDER.search(subscription.text)
+        ws = await open_transport_ws(server.ws_url, {"Authorization": f"Bearer {alice}"})
+        watch = Watch(ws)
+        reader = asyncio.create_task(watch.read())
+        try:
+            await ws.send(
+                json.dumps(
+                    {"id": "1", "type": "subscribe", "payload": {"query": subscription.text}}
+                )
+            )
+            # The subscription is live once an event that commits after it arrives; the
+            # queue is quiet until then, so give the server a moment to register it.
+            await asyncio.sleep(1.0)
+            expected = {
+                "proposeAction": 2,
+                "proposeAction again": 2,
+                "claimTask": 3,
+                "decideProposal": 5,
+            }
+
+            async def settle(step: str) -> None:
+                await watch.wait_for(expected[step], after=step)
+
+            # Step 3: "In a second tab, propose, claim and approve".
+            await propose_review_decide(readme, ops=ops, agent=agent, alice=alice, settle=settle)
+            await readme.ready()
+            await asyncio.sleep(0.5)  # nothing more arrives
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            ws.transport.abort()
+        assert_watched(watch, readme.values["the proposal id"], readme.values["the task id"])
+
+
+def assert_watched(watch: Watch, proposal_id: str, task_id: str) -> None:
+    """Every event, with its nested actor, proposal and task as they were at that step."""
+    assert not watch.errors
+    events = watch.events
+    assert [e["kind"] for e in events] == [
+        "proposal.proposed",
+        "task.created",
+        "task.claimed",
+        "proposal.approved",
+        "task.completed",
+    ]
+    for event in events:
+        assert event["cursor"] and event["occurredAt"], event
+        assert event["entityType"] in ("proposal", "task"), event
+    proposed, created, claimed, approved, completed = events
+
+    assert proposed["entityId"] == proposal_id
+    assert proposed["actor"] == {"name": "refund-bot"}
+    assert proposed["proposal"] == {
+        "id": proposal_id,
+        "state": "APPROVAL_REQUIRED",
+        "approvalCount": 0,
+    }
+    assert proposed["task"] is None  # the event is about the proposal
+
+    assert created["entityId"] == task_id
+    assert created["actor"] == {"name": "refund-bot"}
+    assert created["proposal"] == proposed["proposal"]
+    assert created["task"] == {"id": task_id, "state": "OPEN", "assignee": None}
+
+    assert claimed["entityId"] == task_id
+    assert claimed["actor"] == {"name": "alice"}
+    assert claimed["proposal"] == proposed["proposal"]
+    assert claimed["task"] == {"id": task_id, "state": "CLAIMED", "assignee": {"name": "alice"}}
+
+    assert approved["entityId"] == proposal_id
+    assert approved["actor"] == {"name": "alice"}
+    assert approved["proposal"] == {"id": proposal_id, "state": "QUEUED", "approvalCount": 1}
+    assert approved["task"] is None
+
+    assert completed["entityId"] == task_id
+    assert completed["actor"] == {"name": "alice"}
+    assert completed["proposal"] == approved["proposal"]
+    assert completed["task"] == {"id": task_id, "state": "COMPLETED", "assignee": None}
