@@ -18,12 +18,17 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 
 from signoff.config import Settings, load_sealer
-from signoff.constants import WS_CONNECTION_INIT_TIMEOUT_SECONDS
+from signoff.constants import (
+    WS_CLOSE_TRY_AGAIN,
+    WS_CLOSE_TRY_AGAIN_REASON,
+    WS_CONNECTION_INIT_TIMEOUT_SECONDS,
+)
 from signoff.database import (
     READY,
     SessionMaker,
     create_engine,
     create_sessionmaker,
+    database_condition,
     read_only,
     readiness,
 )
@@ -100,9 +105,14 @@ class SignoffGraphQL(GraphQL[Context, None]):
         except Unauthenticated:
             raise ConnectionRejectionError() from None
         except Exception as exc:
-            # The database is unreachable or saturated: refuse without a traceback; the
-            # client retries. Only the exception's type is logged, never its message.
-            logger.warning("websocket authentication failed: %s", type(exc).__name__)
+            # The database is unreachable or saturated: not the client's fault, so not 4403
+            # but 1013 "try again later", without a traceback; only the condition is logged.
+            logger.warning(
+                "websocket authentication failed: %s",
+                database_condition(exc) or type(exc).__name__,
+            )
+            if context.connection is not None:
+                await context.connection.close(WS_CLOSE_TRY_AGAIN, WS_CLOSE_TRY_AGAIN_REASON)
             raise ConnectionRejectionError({"code": "UNAVAILABLE"}) from None
         context.token = token
         context._viewer = viewer
