@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from signoff.config import Settings
+from signoff.constants import GIL_SWITCH_INTERVAL_SECONDS
 from signoff.database import create_engine, create_sessionmaker
 from signoff.errors import SignoffError
 from signoff.migrate import migrate
@@ -82,6 +83,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     from signoff.app import create_app
 
     asyncio.run(_migrate_only(settings))
+    # The event loop hands SQLite work to aiosqlite's threads; while the loop is busy (a
+    # broadcast to many sockets) a thread with a finished query waits for the GIL for up
+    # to the switch interval, 5 ms by default, once per statement. See BENCHMARKS.md.
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
     uvicorn.run(
         create_app(settings),
         host=args.host or settings.host,

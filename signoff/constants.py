@@ -54,6 +54,8 @@ ARQ_QUEUE_DEFAULT = "signoff:jobs"
 DELIVER_JOB = "deliver_proposal"
 DELIVER_JOB_ID = "deliver:{proposal_id}:{attempt}"
 DELIVERY_INCIDENT_FINGERPRINT = "deliver_proposal:{proposal_id}"
+# `signoff serve`: how long the event loop may hold the GIL before a database thread gets it.
+GIL_SWITCH_INTERVAL_SECONDS = 0.0005
 # Live events
 WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
 WS_CLOSE_TOO_SLOW = 4429

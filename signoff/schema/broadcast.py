@@ -146,7 +146,11 @@ class Member:
     """One subscription (an operation on one connection) in a group."""
 
     def __init__(
-        self, send: Callable[[str], bool], viewer: Viewer, buffer: int, token: str
+        self,
+        send: Callable[[str], Awaitable[bool]],
+        viewer: Viewer,
+        buffer: int,
+        token: str,
     ) -> None:
         self._send = send
         self.viewer = viewer
@@ -158,7 +162,7 @@ class Member:
         self.recheck = asyncio.Event()
         self.failed: BaseException | None = None
 
-    def push(self, cursor: int, payload: str) -> None:
+    async def push(self, cursor: int, payload: str) -> None:
         if self.suspended or cursor <= self.last:
             return
         if self._held is not None:
@@ -167,18 +171,23 @@ class Member:
                 return
             self._held.append((cursor, payload))
             return
-        self._deliver(cursor, payload)
+        await self._deliver(cursor, payload)
 
-    def deliver_replayed(self, cursor: int, payload: str) -> None:
+    async def deliver_replayed(self, cursor: int, payload: str) -> None:
         if cursor > self.last:
-            self._deliver(cursor, payload)
+            await self._deliver(cursor, payload)
 
-    def go_live(self) -> None:
-        """Send what was held during the replay (minus what it already sent), then stream."""
-        held, self._held = self._held or [], None
-        for cursor, payload in held:
-            if cursor > self.last:
-                self._deliver(cursor, payload)
+    async def go_live(self) -> None:
+        """Send what was held during the replay (minus what it already sent), then stream.
+
+        Live frames that arrive meanwhile are still held, so none overtakes the backlog.
+        """
+        while self._held:
+            held, self._held = self._held, []
+            for cursor, payload in held:
+                if cursor > self.last:
+                    await self._deliver(cursor, payload)
+        self._held = None
 
     def hold(self) -> None:
         """Hold live frames while (re)joining a group, until ``go_live``."""
@@ -195,9 +204,9 @@ class Member:
         self.suspended = True
         self.recheck.set()
 
-    def _deliver(self, cursor: int, payload: str) -> None:
+    async def _deliver(self, cursor: int, payload: str) -> None:
         self.last = cursor
-        if not self._send(payload):
+        if not await self._send(payload):
             self.fail(SubscriberTooSlow())
 
 
@@ -260,7 +269,7 @@ class Group:
         if self.visible(change):
             payload = await self._render(change)
             for member in list(self.members):
-                member.push(change.cursor, payload)
+                await member.push(change.cursor, payload)
 
     def _fail(self, error: BaseException) -> None:
         self.close()
@@ -326,7 +335,7 @@ class Broadcaster:
                 # Nothing at or below ``after``, even what this process's fanout delivers late.
                 member.last = subscription.start
                 await self._catch_up(member, group, subscription.start, subscription.wait_for_room)
-            member.go_live()
+            await member.go_live()
             while await self._wait(member, subscription):
                 viewer = await recheck_viewer(
                     sessionmaker=self._read_sessionmaker,
@@ -340,7 +349,7 @@ class Broadcaster:
                 member.viewer = viewer
                 group = self._join(member, selection, document, subscription.scope, identity)
                 await self._catch_up(member, group, member.last, subscription.wait_for_room)
-                member.go_live()
+                await member.go_live()
         finally:
             group.discard(member)
 
@@ -383,7 +392,7 @@ class Broadcaster:
         key = group.key
         async for change in replay(self._read_sessionmaker, key.scope, key.visibility, after):
             await wait_for_room()
-            member.deliver_replayed(change.cursor, await group.frames.render(change))
+            await member.deliver_replayed(change.cursor, await group.frames.render(change))
             if member.failed is not None:
                 raise member.failed
 
@@ -424,6 +433,6 @@ class Watch:
     token: str
     scope: FeedScope
     start: int | None
-    send: Callable[[str], bool]
+    send: Callable[[str], Awaitable[bool]]
     wait_for_room: Callable[[], Awaitable[None]]
     is_closed: Callable[[], bool]

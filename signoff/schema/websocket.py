@@ -1,10 +1,14 @@
 """The websocket side of subscriptions: one writer per connection, and the two protocols.
 
-Everything a connection sends (acks, pongs, errors, completes and live frames) goes
-through one bounded queue and one writer task, in order. Live frames count against
+Everything a connection sends (acks, pongs, errors, completes and live frames) leaves
+in order. While the client keeps up, a frame is written at once by whoever sends it
+(a broadcast group sends one frame to many connections in one pass, as a plain
+broadcast would). A send that would have to wait for the client is never started
+from such a shared task: the frame goes into the connection's own bounded queue,
+drained by the connection's own writer task. Live frames queued count against
 ``frame_limit``; a connection that falls that far behind is cut off with 4429
-("subscriber too slow; resume with after") and its queue is freed at once, whether or
-not the client ever reads the close.
+("subscriber too slow; resume with after") and its queue is freed at once, whether
+or not the client ever reads the close.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ DEFAULT_FRAME_LIMIT = 256
 
 
 class Connection(ASGIWebSocketAdapter):
-    """One websocket: an ordered send queue with one writer, bounded for live frames."""
+    """One websocket. Everything it sends leaves in order: at once while the client keeps
+    up, through this connection's own queue and writer task while it does not."""
 
     def __init__(
         self,
@@ -58,59 +63,50 @@ class Connection(ASGIWebSocketAdapter):
         self.frame_type = "next"  # graphql-transport-ws; the legacy protocol says "data"
         self.closed = False
         self._items: deque[tuple[str | None, str]] = deque()
-        self._frames = 0
-        self._more = asyncio.Event()
+        self._frames = 0  # live frames in ``_items``
+        self._sending = False  # the writer is in the middle of a send
         self._room = asyncio.Event()
         self._room.set()
         self._close_request: tuple[int, str] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
-        self._active: set[str] = set()
+        self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
 
     # Strawberry's protocol messages.
     async def send_json(self, message: Any) -> None:
         if not self.closed and self._close_request is None:
             encoded = self.view.encode_json(message)
-            self._enqueue(None, encoded if isinstance(encoded, str) else encoded.decode())
+            await self._send(None, encoded if isinstance(encoded, str) else encoded.decode())
 
     async def close(self, code: int, reason: str) -> None:
         """Close after what was queued before; a client that does not read is cut off."""
         if self.closed or self._close_request is not None:
             return
         self._close_request = (code, reason)
-        self._wake_writer()
-        writer = self._writer
-        assert writer is not None
+        writer = self._wake_writer()
         try:
-            await asyncio.wait_for(asyncio.shield(writer), CLOSE_TIMEOUT_SECONDS)
+            async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
+                await asyncio.shield(writer)
         except TimeoutError:
             self._give_up()
 
     # Live frames.
     def activate(self, operation_id: str) -> None:
-        self._active.add(operation_id)
+        encoded_id = json.dumps(operation_id)
+        self._prefixes[operation_id] = f'{{"id":{encoded_id},"type":"{self.frame_type}","payload":'
 
     def deactivate(self, operation_id: str) -> None:
-        self._active.discard(operation_id)
+        self._prefixes.pop(operation_id, None)
 
-    def send_frame(self, operation_id: str, payload: str) -> bool:
-        """Queue a live frame (``payload`` already encoded); ``False`` once cut off."""
-        if self.closed or self._close_request is not None:
+    async def send_frame(self, operation_id: str, payload: str) -> bool:
+        """Send a live frame (``payload`` already encoded); ``False`` once cut off."""
+        prefix = self._prefixes.get(operation_id)
+        if prefix is None or self.closed or self._close_request is not None:
             return False
-        if self._frames >= self.frame_limit:
-            self.cut_off()
-            return False
-        self._frames += 1
-        if self._frames >= self.frame_limit // 2:
-            self._room.clear()
-        frame = (
-            f'{{"id":{json.dumps(operation_id)},"type":"{self.frame_type}","payload":{payload}}}'
-        )
-        self._enqueue(operation_id, frame)
-        return True
+        return await self._send(operation_id, f"{prefix}{payload}}}")
 
     async def wait_for_room(self) -> None:
-        """Until the queue is at most half full (paces a replay to what the client reads)."""
+        """Until at most half of ``frame_limit`` frames wait (paces a replay to the client)."""
         while not self.closed and self._frames >= self.frame_limit // 2:
             await self._room.wait()
 
@@ -131,6 +127,40 @@ class Connection(ASGIWebSocketAdapter):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._closing
 
+    async def _send(self, operation_id: str | None, text: str) -> bool:
+        if not self._items and not self._sending and await self._send_without_waiting(text):
+            return True
+        if self.closed:
+            return False
+        if operation_id is not None:
+            if self._frames >= self.frame_limit:
+                self.cut_off()
+                return False
+            self._frames += 1
+            if self._frames >= self.frame_limit // 2:
+                self._room.clear()
+        self._items.append((operation_id, text))
+        self._wake_writer()
+        return True
+
+    async def _send_without_waiting(self, text: str) -> bool:
+        """Send ``text`` if the socket takes it at once; ``False`` (nothing sent) if it would
+        wait, because the client is not reading: the caller may be sending to everyone.
+
+        A send that can go never suspends, so a zero timeout only fires for one that
+        would wait; it is cancelled before it wrote anything.
+        """
+        try:
+            async with asyncio.timeout(0):
+                await self.ws.send_text(text)
+        except TimeoutError:
+            return False
+        except Exception as exc:  # the client went away: nothing more can be sent
+            logger.debug("websocket send failed: %s", type(exc).__name__)
+            self._give_up()
+            return False
+        return True
+
     def _give_up(self) -> None:
         self.closed = True
         self._items.clear()
@@ -139,28 +169,20 @@ class Connection(ASGIWebSocketAdapter):
         if self._writer is not None and self._writer is not asyncio.current_task():
             self._writer.cancel()
 
-    def _enqueue(self, operation_id: str | None, text: str) -> None:
-        self._items.append((operation_id, text))
-        self._wake_writer()
-
-    def _wake_writer(self) -> None:
-        if self._writer is None:
+    def _wake_writer(self) -> asyncio.Task[None]:
+        if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write(), name="signoff-ws-writer")
-        self._more.set()
+        return self._writer
 
     async def _write(self) -> None:
+        """Drain the queue, waiting for the client as long as it takes, then end."""
         try:
-            while not self.closed:
-                if self._items:
-                    await self._send_next()
-                elif self._close_request is not None:
-                    code, reason = self._close_request
-                    self.closed = True
-                    await self.ws.close(code=code, reason=reason)
-                    return
-                else:
-                    self._more.clear()
-                    await self._more.wait()
+            while self._items and not self.closed:
+                await self._send_next()
+            if self._close_request is not None and not self.closed:
+                code, reason = self._close_request
+                self.closed = True
+                await self.ws.close(code=code, reason=reason)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the client went away: nothing more can be sent
@@ -173,15 +195,20 @@ class Connection(ASGIWebSocketAdapter):
             self._frames -= 1
             if self._frames < self.frame_limit // 2:
                 self._room.set()
-            if operation_id not in self._active:
+            if operation_id not in self._prefixes:
                 return  # completed since: a frame after `complete` would confuse clients
-        await self.ws.send_text(text)
+        self._sending = True
+        try:
+            await self.ws.send_text(text)
+        finally:
+            self._sending = False
 
     async def _close_quietly(self, code: int, reason: str) -> None:
         if self.ws.application_state == WebSocketState.DISCONNECTED:
             return
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.ws.close(code=code, reason=reason), CLOSE_TIMEOUT_SECONDS)
+            async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
+                await self.ws.close(code=code, reason=reason)
 
 
 async def _handle_then_stop(handle: Callable[[], Awaitable[None]], websocket: Any) -> None:
