@@ -159,8 +159,9 @@ class Member:
         self.last = 0  # the last cursor handed to the connection
         self._held: list[tuple[int, str]] | None = []  # live frames held during a replay
         self.suspended = False
-        self.recheck = asyncio.Event()
         self.failed: BaseException | None = None
+        self._recheck = False  # the viewer must be re-read
+        self._wakeup: asyncio.Future[None] | None = None
 
     async def push(self, cursor: int, payload: str) -> None:
         if self.suspended or cursor <= self.last:
@@ -197,12 +198,27 @@ class Member:
     def suspend(self) -> None:
         """Stop receiving until the viewer is re-read (its memberships changed)."""
         self.suspended = True
-        self.recheck.set()
+        self._wake()
 
     def fail(self, error: BaseException) -> None:
         self.failed = error
         self.suspended = True
-        self.recheck.set()
+        self._wake()
+
+    async def wait(self, seconds: float) -> None:
+        """Until the viewer must be re-read, the member failed, or ``seconds`` passed."""
+        if not self._recheck:
+            self._wakeup = asyncio.get_running_loop().create_future()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await self._wakeup
+            self._wakeup = None
+        self._recheck = False
+
+    def _wake(self) -> None:
+        self._recheck = True
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
 
     async def _deliver(self, cursor: int, payload: str) -> None:
         self.last = cursor
@@ -355,10 +371,7 @@ class Broadcaster:
 
     async def _wait(self, member: Member, subscription: Watch) -> bool:
         """Until the viewer must be re-read (``True``) or the connection closed (``False``)."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self._refresh_seconds):
-                await member.recheck.wait()
-        member.recheck.clear()
+        await member.wait(self._refresh_seconds)
         if member.failed is not None:
             raise member.failed
         return not subscription.is_closed()

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
@@ -62,11 +61,11 @@ class Connection(ASGIWebSocketAdapter):
         self.frame_limit: int = getattr(view, "frame_limit", DEFAULT_FRAME_LIMIT)
         self.frame_type = "next"  # graphql-transport-ws; the legacy protocol says "data"
         self.closed = False
-        self._items: deque[tuple[str | None, str]] = deque()
+        # Kept small: a server holds thousands of these, nearly all of them idle.
+        self._items: list[tuple[str | None, str]] = []  # what waits for the writer
         self._frames = 0  # live frames in ``_items``
         self._sending = False  # the writer is in the middle of a send
-        self._room = asyncio.Event()
-        self._room.set()
+        self._room: asyncio.Future[None] | None = None  # a replay waiting for the queue
         self._close_request: tuple[int, str] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
@@ -108,7 +107,9 @@ class Connection(ASGIWebSocketAdapter):
     async def wait_for_room(self) -> None:
         """Until at most half of ``frame_limit`` frames wait (paces a replay to the client)."""
         while not self.closed and self._frames >= self.frame_limit // 2:
-            await self._room.wait()
+            if self._room is None or self._room.done():
+                self._room = asyncio.get_running_loop().create_future()
+            await self._room
 
     def cut_off(self) -> None:
         """The client fell ``frame_limit`` frames behind: free the queue, close with 4429."""
@@ -137,37 +138,43 @@ class Connection(ASGIWebSocketAdapter):
                 self.cut_off()
                 return False
             self._frames += 1
-            if self._frames >= self.frame_limit // 2:
-                self._room.clear()
         self._items.append((operation_id, text))
         self._wake_writer()
         return True
 
     async def _send_without_waiting(self, text: str) -> bool:
-        """Send ``text`` if the socket takes it at once; ``False`` (nothing sent) if it would
-        wait, because the client is not reading: the caller may be sending to everyone.
+        """Send ``text`` if the socket takes it at once; ``False``, with nothing sent, if the
+        send would wait for a client that is not reading (the caller may be sending one
+        frame to a thousand sockets and must not wait for any one of them).
 
-        A send that can go never suspends, so a zero timeout only fires for one that
-        would wait; it is cancelled before it wrote anything.
+        The send is stepped once by hand, as an eager task would be. A send that can go
+        completes in that step. The only place it can suspend is the server's wait for the
+        socket to drain (uvicorn's ``writable``), before it writes anything; then the
+        coroutine is closed there, which unregisters the wait and writes nothing.
         """
+        send = self.ws.send_text(text)
         try:
-            async with asyncio.timeout(0):
-                await self.ws.send_text(text)
-        except TimeoutError:
-            return False
+            send.send(None)
+        except StopIteration:
+            return True
         except Exception as exc:  # the client went away: nothing more can be sent
             logger.debug("websocket send failed: %s", type(exc).__name__)
             self._give_up()
             return False
-        return True
+        send.close()
+        return False
 
     def _give_up(self) -> None:
         self.closed = True
         self._items.clear()
         self._frames = 0
-        self._room.set()
+        self._make_room()
         if self._writer is not None and self._writer is not asyncio.current_task():
             self._writer.cancel()
+
+    def _make_room(self) -> None:
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
 
     def _wake_writer(self) -> asyncio.Task[None]:
         if self._writer is None or self._writer.done():
@@ -190,11 +197,11 @@ class Connection(ASGIWebSocketAdapter):
             self._give_up()
 
     async def _send_next(self) -> None:
-        operation_id, text = self._items.popleft()
+        operation_id, text = self._items.pop(0)
         if operation_id is not None:
             self._frames -= 1
             if self._frames < self.frame_limit // 2:
-                self._room.set()
+                self._make_room()
             if operation_id not in self._prefixes:
                 return  # completed since: a frame after `complete` would confuse clients
         self._sending = True
