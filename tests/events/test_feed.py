@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -229,3 +230,13 @@ async def test_a_burst_larger_than_the_buffer_reaches_a_fast_subscriber() -> Non
     await fanout.catch_up()
     await asyncio.wait_for(consuming, timeout=5)
     assert received == list(range(1, 1001)) and not fast.overflowed
+
+
+def test_a_change_without_an_entity_version_on_the_wire_is_still_read() -> None:
+    """Processes that predate versions publish no entity_version; later ones may add fields."""
+    change = replace(_change(1), entity_version=4)
+    wire = change.to_wire()
+    assert Change.from_wire(wire) == change
+    older = {key: value for key, value in wire.items() if key != "entity_version"}
+    assert Change.from_wire(older).entity_version is None
+    assert Change.from_wire({**wire, "added_later": 1}) == change
