@@ -61,4 +61,6 @@ WS_CLOSE_TOO_SLOW_REASON = "subscriber too slow; resume with after"
 FEED_PAGE_SIZE = 500
 FEED_RELAY_GRACE_SECONDS = 2.0
 FEED_RETENTION_CHECK_SECONDS = 3600.0
+# On shutdown the event loop finishes its round; one still running after this is cancelled.
+FEED_STOP_GRACE_SECONDS = 5.0
 FEED_LOADER_CACHE_SIZE = 2048

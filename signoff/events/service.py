@@ -25,6 +25,7 @@ from signoff.constants import (
     FEED_PAGE_SIZE,
     FEED_RELAY_GRACE_SECONDS,
     FEED_RETENTION_CHECK_SECONDS,
+    FEED_STOP_GRACE_SECONDS,
 )
 from signoff.database import SessionMaker
 from signoff.events import feed
@@ -53,6 +54,7 @@ class EventService:
         self._task: asyncio.Task[None] | None = None
         self._last_prune = 0.0
         self._serving = False
+        self._stopping = False
 
     async def kick(self) -> None:
         """After-commit hook: stamp and publish soon, without making the writer wait."""
@@ -69,17 +71,28 @@ class EventService:
         self._task = asyncio.create_task(self._run(), name="signoff-events")
 
     async def stop(self) -> None:
+        """Let the loop finish its round, then stop the hub.
+
+        Cancelling a round midway could interrupt a database statement, which on
+        PostgreSQL can leave the connection (and ``stop``) hanging, or publish events
+        without marking them published. Only a round stuck past the grace is cancelled.
+        """
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            self._stopping = True
+            self._kicked.set()
+            await asyncio.wait({self._task}, timeout=FEED_STOP_GRACE_SECONDS)
+            if not self._task.done():
+                self._task.cancel()
+                await asyncio.wait({self._task})
         await self.hub.stop()
 
     async def _run(self) -> None:
         """Stamp on every kick; tick when the schedule says so, kicked or not."""
         next_tick = time.monotonic() + self.relay_seconds
-        while True:
+        while not self._stopping:
             await self._wait_for_kick(until=next_tick)
+            if self._stopping:
+                return
             tick_due = time.monotonic() >= next_tick
             # Cleared before the work: a commit during it kicks the next round.
             kicked = self._kicked.is_set()
