@@ -66,4 +66,6 @@ WS_CLOSE_TRY_AGAIN_REASON = "server busy; reconnect shortly"
 FEED_PAGE_SIZE = 500
 FEED_RELAY_GRACE_SECONDS = 2.0
 FEED_RETENTION_CHECK_SECONDS = 3600.0
+# On shutdown the event loop finishes its round; one still running after this is cancelled.
+FEED_STOP_GRACE_SECONDS = 5.0
 FEED_LOADER_CACHE_SIZE = 2048

@@ -6,6 +6,7 @@ Each test starts from empty tables; nothing depends on another test's rows.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -43,12 +44,11 @@ def pytest_report_header() -> str:
     return f"signoff database: {'PostgreSQL' if PG_URL else 'SQLite'}; redis: {REDIS_URL or 'none'}"
 
 
-@pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh database for this test run, dropped afterwards."""
+@contextlib.contextmanager
+def fresh_database(directory: Path) -> Iterator[str]:
+    """The URL of a new, empty database (a SQLite file in ``directory``), dropped after."""
     if PG_URL is None:
-        path: Path = tmp_path_factory.mktemp("db") / "signoff.db"
-        yield f"sqlite+aiosqlite:///{path}"
+        yield f"sqlite+aiosqlite:///{directory / 'signoff.db'}"
         return
     base = make_url(normalise_database_url(PG_URL))
     name = f"signoff_test_{uuid.uuid4().hex[:10]}"
@@ -58,6 +58,13 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield base.set(database=name).render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh database for this test run, dropped afterwards."""
+    with fresh_database(tmp_path_factory.mktemp("db")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,7 @@ from tests.helpers import GraphQLClient
 QUEUE_EVENTS = """
 subscription($queueId: ID, $after: String) {
   queueEvents(queueId: $queueId, after: $after) {
-    cursor kind entityType entityId queueId proposalId occurredAt snapshot
+    cursor kind entityType entityId entityVersion queueId proposalId occurredAt snapshot
     actor { name }
   }
 }

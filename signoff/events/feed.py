@@ -23,10 +23,31 @@ the gap from this table.
 
 An insert-time sequence would not do: on PostgreSQL a transaction that took number
 10 can commit after number 11 is already visible and delivered.
+
+Why one entity's events never invert
+------------------------------------
+Within a run, events are numbered by ``(occurred_at, id)``: the writers' clocks. Clocks
+of different processes differ, so a later transition of a proposal can carry an
+earlier ``occurred_at`` than the one before it, and by that order alone it would be
+stamped first, or the ``limit`` could even leave the earlier one for the next run.
+So each event carries its entity's ``version`` and a run
+
+1. takes, besides its batch, every other pending event of the batch's versioned
+   entities (the batch is closed under entity: the limit never splits one); then
+2. reorders each entity's events among the places they hold, by version, and
+   leaves every other position as the clocks put it (``in_entity_order``).
+
+This needs no more than the events the run sees. Transitions of one row are
+serialised by its row lock (SQLite serialises every write): the transaction that
+writes version n+1 updates the row only after the one that wrote version n
+committed. So when a stamper sees version n+1 committed, version n is committed too,
+hence visible to the same statement: it is either in this run or was stamped by an
+earlier one, below every cursor this run hands out. Never by a later one.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -73,23 +94,65 @@ async def has_pending(session: AsyncSession) -> bool:
 
 
 async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> list[ChangeEvent]:
-    """Give committed, unstamped events the next cursors; the caller commits, then publishes."""
+    """Give committed, unstamped events the next cursors; the caller commits, then publishes.
+
+    At most ``limit`` events plus the other pending events of their entities, so that
+    one entity's events are stamped together, in version order.
+    """
     state = await feed_state(session, lock=True)
-    pending = list(
-        (
-            await session.exec(
-                select(ChangeEvent)
-                .where(col(ChangeEvent.cursor).is_(None))
-                .order_by(col(ChangeEvent.occurred_at), col(ChangeEvent.id))
-                .limit(limit)
-            )
-        ).all()
-    )
+    batch = await _pending(session, limit=limit)
+    batch += await _rest_of_their_entities(session, batch)
+    pending = in_entity_order(sorted(batch, key=lambda e: (e.occurred_at, e.id)))
     for offset, event in enumerate(pending, start=1):
         event.cursor = state.last_cursor + offset
     state.last_cursor += len(pending)
     await session.flush()
     return pending
+
+
+async def _pending(
+    session: AsyncSession, *where: Any, limit: int | None = None
+) -> list[ChangeEvent]:
+    """Committed, unstamped events in the writers' clock order."""
+    stmt = (
+        select(ChangeEvent)
+        .where(col(ChangeEvent.cursor).is_(None), *where)
+        .order_by(col(ChangeEvent.occurred_at), col(ChangeEvent.id))
+        .limit(limit)
+    )
+    return list((await session.exec(stmt)).all())
+
+
+async def _rest_of_their_entities(
+    session: AsyncSession, batch: Sequence[ChangeEvent]
+) -> list[ChangeEvent]:
+    """The pending events, outside ``batch``, of the versioned entities that ``batch`` has."""
+    entities = {_entity(e) for e in batch if e.entity_version is not None}
+    if not entities:
+        return []
+    taken = {e.id for e in batch}
+    ids = sorted({entity_id for _, entity_id in entities})
+    rows = await _pending(session, col(ChangeEvent.entity_id).in_(ids))
+    return [e for e in rows if e.id not in taken and _entity(e) in entities]
+
+
+def in_entity_order(events: Sequence[ChangeEvent]) -> list[ChangeEvent]:
+    """``events`` in their order, except that each entity's versioned events trade places
+    among themselves into version order (stable: equal versions keep their order)."""
+    places: defaultdict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, event in enumerate(events):
+        if event.entity_version is not None:
+            places[_entity(event)].append(index)
+    ordered = list(events)
+    for indexes in places.values():
+        by_version = sorted((events[i] for i in indexes), key=lambda e: e.entity_version or 0)
+        for index, event in zip(indexes, by_version, strict=True):
+            ordered[index] = event
+    return ordered
+
+
+def _entity(event: ChangeEvent) -> tuple[str, str]:
+    return (event.entity_type, event.entity_id)
 
 
 async def mark_published(session: AsyncSession, ids: Sequence[str]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -36,6 +36,9 @@ class Change:
     actor_id: str | None
     occurred_at: datetime
     snapshot: dict[str, Any] = field(default_factory=dict)
+    # The entity's version after the change; None for unversioned entities, and on the
+    # wire from processes that predate versions.
+    entity_version: int | None = None
 
     @classmethod
     def from_row(cls, row: ChangeEvent) -> Change:
@@ -50,6 +53,7 @@ class Change:
             actor_id=row.actor_id,
             occurred_at=row.occurred_at,
             snapshot=row.snapshot,
+            entity_version=row.entity_version,
         )
 
     def to_wire(self) -> dict[str, Any]:
@@ -57,7 +61,11 @@ class Change:
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> Change:
-        return cls(**{**data, "occurred_at": datetime.fromisoformat(data["occurred_at"])})
+        """Read a change another process published; fields this version does not know are
+        ignored and missing optional ones take their defaults, so mixed versions interoperate."""
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        return cls(**{**values, "occurred_at": datetime.fromisoformat(data["occurred_at"])})
 
 
 LoadAfter = Callable[[int, int | None], Awaitable[list[Change]]]

@@ -1,10 +1,13 @@
 """The per-process event service: the sequencer, the relay and retention, in one loop.
 
 Every committed change event is stamped (``feed.stamp_pending``) and published
-after commit. The loop runs when a local commit kicks it and at least every
-``relay_seconds``; each tick also republishes stamped events whose publish failed
-(a crash between commit and publish, Redis down) and lets the local fanout catch
-up from the database. So a crash or an outage delays events; it never loses them.
+after commit. A local commit kicks the loop, which stamps at once. Independently of
+kicks, every ``relay_seconds`` the loop ticks: it republishes stamped events whose
+publish failed (a crash between commit and publish, Redis down), lets the local
+fanout catch up from the database and, every ``prune_seconds``, applies retention.
+The tick keeps its schedule however often commits kick: a busy process is exactly
+the one that must not stop relaying and pruning. So a crash or an outage delays
+events; it never loses them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from signoff.constants import (
     FEED_PAGE_SIZE,
     FEED_RELAY_GRACE_SECONDS,
     FEED_RETENTION_CHECK_SECONDS,
+    FEED_STOP_GRACE_SECONDS,
 )
 from signoff.database import SessionMaker
 from signoff.events import feed
@@ -39,15 +43,18 @@ class EventService:
         *,
         relay_seconds: float,
         retention: timedelta,
+        prune_seconds: float = FEED_RETENTION_CHECK_SECONDS,
     ) -> None:
         self.hub = hub
         self.sessionmaker = sessionmaker
         self.relay_seconds = relay_seconds
         self.retention = retention
+        self.prune_seconds = prune_seconds
         self._kicked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_prune = 0.0
         self._serving = False
+        self._stopping = False
 
     async def kick(self) -> None:
         """After-commit hook: stamp and publish soon, without making the writer wait."""
@@ -64,32 +71,54 @@ class EventService:
         self._task = asyncio.create_task(self._run(), name="signoff-events")
 
     async def stop(self) -> None:
+        """Let the loop finish its round, then stop the hub.
+
+        Cancelling a round midway could interrupt a database statement, which on
+        PostgreSQL can leave the connection (and ``stop``) hanging, or publish events
+        without marking them published. Only a round stuck past the grace is cancelled.
+        """
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            self._stopping = True
+            self._kicked.set()
+            await asyncio.wait({self._task}, timeout=FEED_STOP_GRACE_SECONDS)
+            if not self._task.done():
+                self._task.cancel()
+                await asyncio.wait({self._task})
         await self.hub.stop()
 
     async def _run(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kicked.wait(), timeout=self.relay_seconds)
+        """Stamp on every kick; tick when the schedule says so, kicked or not."""
+        next_tick = time.monotonic() + self.relay_seconds
+        while not self._stopping:
+            await self._wait_for_kick(until=next_tick)
+            if self._stopping:
+                return
+            tick_due = time.monotonic() >= next_tick
+            # Cleared before the work: a commit during it kicks the next round.
             kicked = self._kicked.is_set()
             self._kicked.clear()
+            if tick_due:
+                next_tick = time.monotonic() + self.relay_seconds
             try:
-                if kicked:
+                if tick_due:
+                    await self.tick()  # stamps too, so it answers a kick as well
+                elif kicked:
                     await self.sequence()
-                else:
-                    await self.tick()
             except Exception as exc:
                 logger.warning("event loop tick failed: %s", type(exc).__name__)
+
+    async def _wait_for_kick(self, *, until: float) -> None:
+        """Return on a kick or at ``until`` (monotonic), whichever comes first."""
+        timeout = max(0.0, until - time.monotonic())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._kicked.wait(), timeout=timeout)
 
     async def tick(self) -> None:
         """The relay: stamp, republish what was never published, catch up, prune."""
         await self.sequence()
         await self.relay()
         await self.hub.fanout.catch_up()
-        if time.monotonic() - self._last_prune >= FEED_RETENTION_CHECK_SECONDS:
+        if time.monotonic() - self._last_prune >= self.prune_seconds:
             self._last_prune = time.monotonic()
             await self.prune()
 

@@ -77,6 +77,33 @@ def id_field() -> Any:
     return Field(default_factory=new_id, primary_key=True, max_length=36)
 
 
+# Mapper arguments of a versioned table (``version_field``): an ORM flush reads the new
+# version back with RETURNING instead of expiring it, because an async session cannot
+# lazy-load an expired attribute (``MissingGreenlet``).
+VERSIONED: dict[str, Any] = {"eager_defaults": True}
+
+
+def version_field() -> Any:
+    """The row's version: 1 when inserted, one more on every UPDATE SQLAlchemy issues.
+
+    The bump is a SQL expression, so it applies alike to compare-and-set statements
+    (``update(...).values(...).returning(...)``) and to ORM attribute changes, and two
+    concurrent updates of a row can never produce the same version: the row lock
+    serialises them and the second reads the first's value. An ``ON CONFLICT DO
+    UPDATE`` does not apply ``onupdate``: such a statement sets the version itself.
+    """
+    return Field(
+        default=1,
+        sa_column=sa.Column(
+            sa.Integer,
+            nullable=False,
+            default=1,
+            server_default="1",
+            onupdate=sa.literal_column("version") + 1,
+        ),
+    )
+
+
 def fk_field(target: str, *, nullable: bool = False, index: bool = True) -> Any:
     return Field(
         default=None if nullable else ...,

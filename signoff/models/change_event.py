@@ -62,6 +62,9 @@ class ChangeEvent(SQLModel, table=True):
     kind: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     entity_type: str = Field(sa_column=sa.Column(sa.String(32), nullable=False))
     entity_id: str = Field(sa_column=sa.Column(sa.String(36), nullable=False))
+    # The entity's ``version`` after this change (proposals, tasks, incidents; NULL for
+    # unversioned entities): orders one entity's events whatever the writers' clocks.
+    entity_version: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
     # No foreign keys: the feed outlives nothing it describes, and must never block a delete.
     queue_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
     proposal_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))

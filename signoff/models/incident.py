@@ -9,7 +9,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from signoff.models.base import enum_field, fk_field, id_field, json_field, time_field
+from signoff.models.base import (
+    VERSIONED,
+    enum_field,
+    fk_field,
+    id_field,
+    json_field,
+    time_field,
+    version_field,
+)
 
 
 class IncidentState(StrEnum):
@@ -23,12 +31,15 @@ class Incident(SQLModel, table=True):
 
     __tablename__ = "incidents"
     __table_args__ = (sa.Index("ix_incidents_state_seen", "state", "last_seen_at", "id"),)
+    __mapper_args__ = VERSIONED
 
     id: str = id_field()
     fingerprint: str = Field(sa_column=sa.Column(sa.String(255), nullable=False, unique=True))
     kind: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     severity: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     state: IncidentState = enum_field(IncidentState.OPEN)
+    # Bumped by every update (the upsert sets it itself); change events carry it.
+    version: int = version_field()
     title: str = Field(sa_column=sa.Column(sa.String(500), nullable=False))
     entity_type: str = Field(sa_column=sa.Column(sa.String(50), nullable=False))
     entity_id: str = Field(sa_column=sa.Column(sa.String(36), nullable=False))

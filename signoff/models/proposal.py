@@ -11,7 +11,15 @@ from sqlmodel import Field, SQLModel
 
 from signoff.constants import DIGEST_SCHEMA_VERSION
 from signoff.digest import sha256_digest
-from signoff.models.base import enum_field, fk_field, id_field, json_field, time_field
+from signoff.models.base import (
+    VERSIONED,
+    enum_field,
+    fk_field,
+    id_field,
+    json_field,
+    time_field,
+    version_field,
+)
 
 
 class ProposalState(StrEnum):
@@ -36,6 +44,7 @@ class Proposal(SQLModel, table=True):
         sa.Index("ix_proposals_due", "state", "next_attempt_at"),
         sa.Index("ix_proposals_lease", "state", "lease_expires_at"),
     )
+    __mapper_args__ = VERSIONED
 
     id: str = id_field()
     target_id: str = fk_field("targets.id")
@@ -51,6 +60,8 @@ class Proposal(SQLModel, table=True):
     request_digest: str = Field(sa_column=sa.Column(sa.String(71), nullable=False))
     operation_key: str = Field(sa_column=sa.Column(sa.String(200), nullable=False))
     state: ProposalState = enum_field(ProposalState.APPROVAL_REQUIRED)
+    # Bumped by every update; change events carry it, so readers can order states.
+    version: int = version_field()
     required_approvals: int = 1
     approval_count: int = 0
     expires_at: datetime = time_field()

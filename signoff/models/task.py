@@ -9,7 +9,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from signoff.models.base import enum_field, fk_field, id_field, json_field, time_field
+from signoff.models.base import (
+    VERSIONED,
+    enum_field,
+    fk_field,
+    id_field,
+    json_field,
+    time_field,
+    version_field,
+)
 
 
 class TaskState(StrEnum):
@@ -40,11 +48,14 @@ class HumanTask(SQLModel, table=True):
         sa.Index("ix_tasks_queue_order", "queue_id", "state", "priority", "due_at", "created_at"),
         sa.Index("ix_tasks_order", "priority", "due_at", "created_at", "id"),
     )
+    __mapper_args__ = VERSIONED
 
     id: str = id_field()
     queue_id: str = fk_field("queues.id", index=False)
     kind: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     state: TaskState = enum_field(TaskState.OPEN)
+    # Bumped by every update; change events carry it, so readers can order states.
+    version: int = version_field()
     title: str = Field(sa_column=sa.Column(sa.String(500), nullable=False))
     context: dict[str, Any] = json_field(default={})
     response_schema: dict[str, Any] = json_field(default={})

@@ -152,6 +152,7 @@ async def apply_decision(
         enqueue_delivery_after_commit(session, updated.id, 1)
     if task is not None:
         _settle_task(task, viewer, decision, reason, decided, now)
+        await session.flush()  # the task's event carries the version this update gives it
     _audit(session, viewer, updated, approval, decided)
     _record_changes(session, viewer, updated, task, decided)
     return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)

@@ -3,12 +3,19 @@
 ``record_change`` is the one way state changes enter the feed: every resolver and
 job that changes state calls it next to its ``audit.record``, in the same
 transaction. The event gets its cursor after commit (``signoff.events.feed``).
+
+Events of proposals, tasks and incidents carry the entity's ``version`` as it is
+after the change. The helpers read it from the object, so the object must hold the
+row as updated: returned by the compare-and-set statement, or flushed after its
+attributes changed (an unflushed change would be bumped by the flush, after the
+event took the old number; ``_version_after`` refuses that).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import sqlalchemy as sa
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.database import after_commit
@@ -25,12 +32,14 @@ def record_change(
     proposal_id: str | None = None,
     actor_id: str | None = None,
     snapshot: dict[str, Any] | None = None,
+    entity_version: int | None = None,
 ) -> ChangeEvent:
     """Add a change event to the session; it commits with the change and is published after."""
     event = ChangeEvent(
         kind=kind.value,
         entity_type=entity_type,
         entity_id=entity_id,
+        entity_version=entity_version,
         queue_id=queue_id,
         proposal_id=proposal_id,
         actor_id=actor_id,
@@ -43,6 +52,16 @@ def record_change(
     return event
 
 
+def _version_after(entity: Proposal | HumanTask | Incident) -> int:
+    """The entity's version including this change, which must already be in the database."""
+    state = sa.inspect(entity)
+    assert not (state.persistent and state.modified), (
+        f"flush the {type(entity).__name__} before recording its change: "
+        "the flush will bump its version"
+    )
+    return entity.version
+
+
 def record_proposal_change(
     session: AsyncSession, kind: ChangeKind, proposal: Proposal, actor_id: str | None
 ) -> ChangeEvent:
@@ -51,6 +70,7 @@ def record_proposal_change(
         kind=kind,
         entity_type="proposal",
         entity_id=proposal.id,
+        entity_version=_version_after(proposal),
         queue_id=proposal.queue_id,
         proposal_id=proposal.id,
         actor_id=actor_id,
@@ -85,6 +105,7 @@ def record_task_change(
         kind=kind,
         entity_type="task",
         entity_id=task.id,
+        entity_version=_version_after(task),
         queue_id=task.queue_id,
         proposal_id=task.proposal_id,
         actor_id=actor_id,
@@ -101,6 +122,7 @@ def record_incident_change(
         kind=ChangeKind.INCIDENT_OPENED if opened else ChangeKind.INCIDENT_RECURRED,
         entity_type="incident",
         entity_id=incident.id,
+        entity_version=_version_after(incident),
         snapshot={
             "state": str(incident.state),
             "title": incident.title,

@@ -99,6 +99,8 @@ async def upsert_incident(
         index_elements=[table.c.fingerprint],
         set_={
             "occurrence_count": table.c.occurrence_count + 1,
+            # ON CONFLICT DO UPDATE skips the column's onupdate: bump the version here.
+            "version": table.c.version + 1,
             "state": IncidentState.OPEN.value,
             "title": title,
             "last_error_code": error_code,

@@ -25,6 +25,11 @@ class ChangeEvent:
     kind: str = strawberry.field(description="For example proposal.approved, task.claimed.")
     entity_type: str
     entity_id: strawberry.ID
+    entity_version: int | None = strawberry.field(
+        description="The entity's version after this change: of two events of one proposal, "
+        "task or incident, the higher version is the newer state. Null for queues, targets "
+        "and actors, and for events recorded before versions existed."
+    )
     queue_id: strawberry.ID | None
     proposal_id: strawberry.ID | None
     occurred_at: datetime
@@ -62,6 +67,7 @@ class ChangeEvent:
             kind=change.kind,
             entity_type=change.entity_type,
             entity_id=strawberry.ID(change.entity_id),
+            entity_version=change.entity_version,
             queue_id=None if change.queue_id is None else strawberry.ID(change.queue_id),
             proposal_id=None if change.proposal_id is None else strawberry.ID(change.proposal_id),
             occurred_at=change.occurred_at,

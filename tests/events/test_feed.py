@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -14,7 +15,7 @@ from signoff.config import Settings
 from signoff.database import SessionMaker, create_sessionmaker
 from signoff.events import create_event_service, feed
 from signoff.events.hub import Change, Fanout, Subscriber
-from signoff.models import ChangeKind
+from signoff.models import ChangeEvent, ChangeKind
 from signoff.resolvers.changes import record_change
 from tests.conftest import requires_postgres
 
@@ -229,3 +230,54 @@ async def test_a_burst_larger_than_the_buffer_reaches_a_fast_subscriber() -> Non
     await fanout.catch_up()
     await asyncio.wait_for(consuming, timeout=5)
     assert received == list(range(1, 1001)) and not fast.overflowed
+
+
+def _versioned(entity_id: str, version: int | None) -> ChangeEvent:
+    return ChangeEvent(
+        kind="task.claimed",
+        entity_type="task",
+        entity_id=entity_id,
+        entity_version=version,
+        snapshot={"label": f"{entity_id}{version or ''}"},
+    )
+
+
+def test_in_entity_order_moves_only_an_entitys_own_events_among_their_places() -> None:
+    events = [
+        _versioned("q", None),
+        _versioned("x", 3),
+        _versioned("y", 1),
+        _versioned("x", 1),
+        _versioned("z", None),
+        _versioned("x", 2),
+    ]
+    labels = [e.snapshot["label"] for e in feed.in_entity_order(events)]
+    assert labels == ["q", "x1", "y1", "x2", "z", "x3"]
+
+
+async def test_a_page_limit_never_leaves_an_earlier_version_for_a_later_run(
+    sessionmaker: SessionMaker,
+) -> None:
+    """By the clocks x v2 comes first, then y, then x v1 (x v1's writer's clock ran ahead);
+    a page of two still takes x v1 along with x v2, and stamps it first."""
+    base = clock.now()
+    async with sessionmaker() as session:
+        for entity_id, version, seconds in (("x", 2, 0), ("y", 1, 1), ("x", 1, 9)):
+            event = _versioned(entity_id, version)
+            event.occurred_at = base + timedelta(seconds=seconds)
+            session.add(event)
+        await session.commit()
+    async with sessionmaker() as session:
+        stamped = await feed.stamp_pending(session, limit=2)
+        await session.commit()
+    assert [(e.cursor, e.snapshot["label"]) for e in stamped] == [(1, "x1"), (2, "y1"), (3, "x2")]
+
+
+def test_a_change_without_an_entity_version_on_the_wire_is_still_read() -> None:
+    """Processes that predate versions publish no entity_version; later ones may add fields."""
+    change = replace(_change(1), entity_version=4)
+    wire = change.to_wire()
+    assert Change.from_wire(wire) == change
+    older = {key: value for key, value in wire.items() if key != "entity_version"}
+    assert Change.from_wire(older).entity_version is None
+    assert Change.from_wire({**wire, "added_later": 1}) == change

@@ -58,6 +58,8 @@ async def test_subscriber_sees_propose_claim_decide_in_order(
     assert all(e["queueId"] == world.queue_id for e in events)
     assert events[3]["snapshot"]["state"] == "QUEUED"
     assert events[2]["actor"]["name"] == "reviewer-0"
+    # Each entity's version after the change: the proposal 1, 2; its task 1, 2, 3.
+    assert [e["entityVersion"] for e in events] == [1, 1, 2, 2, 3]
 
 
 CREATE_TASK = """

@@ -1,0 +1,166 @@
+"""The event service's loop: stamping on kicks, and its periodic work whatever the load."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import col, func, select
+
+from signoff import clock
+from signoff.database import SessionMaker, commit, create_sessionmaker
+from signoff.events import feed
+from signoff.events.hub import Change, Deliver, EventHub, Resync, Subscriber
+from signoff.events.service import EventService
+from signoff.models import ChangeEvent, ChangeKind
+from signoff.resolvers.changes import record_change
+
+RELAY_SECONDS = 0.2
+COMMIT_EVERY_SECONDS = 0.05  # four commits per relay interval: the loop is always kicked
+RETENTION = timedelta(seconds=10)
+
+
+class RecordingTransport:
+    """Stands in for Redis: remembers every cursor published to other processes."""
+
+    def __init__(self) -> None:
+        self.published: list[int] = []
+
+    async def start(self, deliver: Deliver, resync: Resync) -> None:
+        return None
+
+    async def publish(self, changes: Sequence[Change]) -> None:
+        self.published.extend(change.cursor for change in changes)
+
+    async def stop(self) -> None:
+        return None
+
+
+def _service(sessionmaker: SessionMaker, transport: RecordingTransport) -> EventService:
+    async def load_after(after: int, through: int | None) -> list[Change]:
+        async with sessionmaker() as session:
+            rows = await feed.events_after(session, after, through=through)
+            await session.commit()
+        return [Change.from_row(row) for row in rows]
+
+    hub = EventHub(transport, load_after, buffer=10_000, auth_refresh_seconds=60)
+    return EventService(
+        hub,
+        sessionmaker,
+        relay_seconds=RELAY_SECONDS,
+        retention=RETENTION,
+        prune_seconds=RELAY_SECONDS,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _steady_commits(sessionmaker: SessionMaker) -> AsyncIterator[list[str]]:
+    """A writer committing a change event every 50 ms, each commit kicking the service."""
+    committed: list[str] = []
+    stop = asyncio.Event()
+
+    async def write() -> None:
+        while not stop.is_set():
+            async with sessionmaker() as session:
+                event = record_change(
+                    session,
+                    kind=ChangeKind.TASK_CREATED,
+                    entity_type="task",
+                    entity_id=str(uuid.uuid4()),
+                    snapshot={"label": "load"},
+                )
+                await commit(session)
+            committed.append(event.id)
+            await asyncio.sleep(COMMIT_EVERY_SECONDS)
+
+    writing = asyncio.create_task(write())
+    try:
+        yield committed
+    finally:
+        stop.set()  # not cancelled: a commit cut off midway can leave its connection stuck
+        await writing
+
+
+async def _orphan(sessionmaker: SessionMaker, occurred_at: datetime) -> ChangeEvent:
+    """An event stamped by a process that crashed before publishing it."""
+    async with sessionmaker() as session:
+        event = record_change(
+            session,
+            kind=ChangeKind.TASK_CREATED,
+            entity_type="task",
+            entity_id=str(uuid.uuid4()),
+            snapshot={"label": "orphan"},
+        )
+        event.occurred_at = occurred_at
+        await session.flush()
+        await feed.stamp_pending(session)  # same transaction: never seen unstamped
+        await session.commit()
+    assert event.cursor is not None
+    return event
+
+
+async def _older_than(sessionmaker: SessionMaker, cutoff: datetime) -> int:
+    async with sessionmaker() as session:
+        stmt = select(func.count()).where(col(ChangeEvent.occurred_at) < cutoff)
+        count = (await session.exec(stmt)).one()
+        await session.commit()
+    return count
+
+
+async def _published_at(sessionmaker: SessionMaker, event_id: str) -> datetime | None:
+    async with sessionmaker() as session:
+        row = await session.get(ChangeEvent, event_id)
+        await session.commit()
+    return None if row is None else row.published_at
+
+
+async def _received(subscriber: Subscriber) -> list[int]:
+    """Every cursor waiting in the subscriber's buffer."""
+    cursors: list[int] = []
+    while True:
+        try:
+            change = await asyncio.wait_for(subscriber.get(), timeout=0.1)
+        except TimeoutError:
+            return cursors
+        cursors.append(change.cursor)
+
+
+async def test_relay_and_retention_keep_their_schedule_under_steady_commits(
+    engine: AsyncEngine, clean_database: None, frozen_clock: clock.FrozenClock
+) -> None:
+    """Commits kick the loop four times per relay interval, yet the relay re-sends an
+    event whose publish was lost and retention prunes what has aged out."""
+    plain = create_sessionmaker(engine)
+    transport = RecordingTransport()
+    service = _service(plain, transport)
+    await service.start()
+    subscriber = service.hub.subscribe(lambda change: True)
+    start, began = frozen_clock.current, time.monotonic()
+    try:
+        async with _steady_commits(create_sessionmaker(engine, events=service)) as committed:
+            await asyncio.sleep(2 * RELAY_SECONDS)  # events at `start`, to age out
+            assert await _older_than(plain, start + timedelta(seconds=1)) > 0
+            frozen_clock.advance(60)  # `start` is now past retention
+            await asyncio.sleep(2 * COMMIT_EVERY_SECONDS)  # no event of `start` in flight
+            orphan = await _orphan(plain, frozen_clock.current - timedelta(seconds=5))
+            for _ in range(100):
+                if await _published_at(plain, orphan.id) and not await _older_than(
+                    plain, start + timedelta(seconds=1)
+                ):
+                    break
+                await asyncio.sleep(0.05)
+            rate = len(committed) / (time.monotonic() - began)
+        assert rate > 2 / RELAY_SECONDS, "commits should have kicked the loop between ticks"
+    finally:
+        await service.stop()
+    assert orphan.cursor in transport.published, "the relay should have re-sent the orphan"
+    assert await _published_at(plain, orphan.id) is not None
+    assert await _older_than(plain, start + timedelta(seconds=1)) == 0, "nothing was pruned"
+    received = await _received(subscriber)
+    assert orphan.cursor in received
+    assert received == sorted(set(received))
