@@ -110,8 +110,10 @@ class EventService:
     async def _wait_for_kick(self, *, until: float) -> None:
         """Return on a kick or at ``until`` (monotonic), whichever comes first."""
         timeout = max(0.0, until - time.monotonic())
+        # asyncio.timeout, not wait_for: no inner task to outlive a cancellation.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._kicked.wait(), timeout=timeout)
+            async with asyncio.timeout(timeout):
+                await self._kicked.wait()
 
     async def tick(self) -> None:
         """The relay: stamp, republish what was never published, catch up, prune."""
