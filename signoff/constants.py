@@ -56,6 +56,8 @@ DELIVER_JOB_ID = "deliver:{proposal_id}:{attempt}"
 DELIVERY_INCIDENT_FINGERPRINT = "deliver_proposal:{proposal_id}"
 # `signoff serve`: how long the event loop may hold the GIL before a database thread gets it.
 GIL_SWITCH_INTERVAL_SECONDS = 0.0005
+# `signoff serve`: the garbage collector's generation thresholds (Python's are 700, 10, 10).
+GC_THRESHOLDS = (50_000, 20, 100)
 # Live events
 WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
 WS_CLOSE_TOO_SLOW = 4429
