@@ -54,6 +54,7 @@ class EventService:
         self._task: asyncio.Task[None] | None = None
         self._last_prune = 0.0
         self._serving = False
+        self._published: list[str] = []  # published, recorded at the next round
         self._stopping = False
 
     async def kick(self) -> None:
@@ -84,6 +85,10 @@ class EventService:
             if not self._task.done():
                 self._task.cancel()
                 await asyncio.wait({self._task})
+        try:
+            await self.mark_published()
+        except Exception as exc:  # the relay of the next process re-sends them
+            logger.warning("recording published events failed: %s", type(exc).__name__)
         await self.hub.stop()
 
     async def _run(self) -> None:
@@ -126,6 +131,7 @@ class EventService:
 
     async def sequence(self) -> int:
         """Stamp every committed, unstamped event in commit order and publish it."""
+        await self.mark_published()
         total = 0
         while True:
             async with self.sessionmaker() as session:
@@ -142,6 +148,7 @@ class EventService:
     async def relay(self) -> int:
         total = 0
         while True:
+            await self.mark_published()
             async with self.sessionmaker() as session:
                 cutoff = clock.now() - timedelta(seconds=FEED_RELAY_GRACE_SECONDS)
                 rows = await feed.unpublished(session, cutoff)
@@ -168,10 +175,22 @@ class EventService:
                 type(exc).__name__,
             )
             return False
-        async with self.sessionmaker() as session:
-            await feed.mark_published(session, [row.id for row in rows])
-            await session.commit()
+        self._published.extend(row.id for row in rows)
         return True
+
+    async def mark_published(self) -> None:
+        """Record what was published, at the start of the next round rather than at once.
+
+        Writing it right after publishing would run the database (on SQLite, a thread
+        that takes the GIL at every socket write) while the subscribers' frames go out.
+        The relay only re-sends events older than its grace period, and a repeat is
+        dropped by cursor anyway, so recording a round later is safe.
+        """
+        ids, self._published = self._published, []
+        if ids:
+            async with self.sessionmaker() as session:
+                await feed.mark_published(session, ids)
+                await session.commit()
 
 
 def create_event_service(settings: Settings, sessionmaker: SessionMaker) -> EventService:
