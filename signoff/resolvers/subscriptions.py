@@ -2,8 +2,7 @@
 
 Who may watch what (``authorize_scope``), what each viewer may see of it
 (``Visibility``), resuming after a cursor (``check_resume``, ``replay``), and
-re-reading a subscriber's viewer when its memberships change or its token may have
-been revoked (``recheck_viewer``).
+what a re-read viewer may still watch (``ensure_still_allowed``).
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from signoff.events.hub import Change
 from signoff.models import ChangeEvent, Queue, Role
 from signoff.models.change_event import MEMBERSHIP_KINDS
 from signoff.resolvers.access import STAFF, Viewer, require_role
-from signoff.resolvers.actors import authenticate
 from signoff.resolvers.proposals import get_proposal
 
 CURSOR_PREFIX = "feed:"
@@ -159,16 +157,11 @@ async def open_feed(
     return start
 
 
-async def recheck_viewer(*, sessionmaker: SessionMaker, token: str, scope: FeedScope) -> Viewer:
-    """Re-read a subscriber's viewer (a revoked token, a changed membership).
-
-    A queue subscription ends when its viewer is no longer a reviewer of the queue.
-    """
-    async with sessionmaker() as session:
-        viewer = await authenticate(session=session, token=token)
+def ensure_still_allowed(viewer: Viewer, scope: FeedScope) -> None:
+    """After a viewer is re-read: a queue subscription ends when its viewer is no longer a
+    reviewer of the queue (other scopes just see less, through ``Visibility``)."""
     if scope.queue_id is not None and not viewer.can_see_queue(scope.queue_id):
         raise Forbidden("You are no longer a reviewer of this queue.")
-    return viewer
 
 
 def concerns_membership_of(change: Change, actor_ids: Container[str]) -> bool:

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -51,11 +52,12 @@ from signoff.database import SessionMaker
 from signoff.errors import SubscriberTooSlow
 from signoff.events.hub import Change, EventHub
 from signoff.resolvers.access import Viewer
+from signoff.resolvers.actors import authenticate
 from signoff.resolvers.subscriptions import (
     FeedScope,
     Visibility,
     concerns_membership_of,
-    recheck_viewer,
+    ensure_still_allowed,
     replay,
 )
 from signoff.schema.change_event import ChangeEvent
@@ -64,6 +66,9 @@ from signoff.schema.errors import mask_error
 from signoff.schema.loaders import FeedLoaders
 
 logger = logging.getLogger("signoff.broadcast")
+
+# Tokens whose viewer is kept between periodic re-reads; past this the cache starts over.
+VIEWER_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -327,6 +332,7 @@ class Broadcaster:
         self._refresh_seconds = refresh_seconds
         self._groups: dict[GroupKey, Group] = {}
         self._reads_viewer: dict[Selection, bool] = {}
+        self._viewers: dict[str, tuple[float, Viewer]] = {}  # token -> (read at, viewer)
 
     @property
     def group_count(self) -> int:
@@ -353,11 +359,8 @@ class Broadcaster:
                 await self._catch_up(member, group, subscription.start, subscription.wait_for_room)
             await member.go_live()
             while await self._wait(member, subscription):
-                viewer = await recheck_viewer(
-                    sessionmaker=self._read_sessionmaker,
-                    token=subscription.token,
-                    scope=subscription.scope,
-                )
+                viewer = await self._viewer(subscription.token, fresh=member.suspended)
+                ensure_still_allowed(viewer, subscription.scope)
                 visibility = Visibility.of(viewer, subscription.scope, identity=identity)
                 if not member.suspended and visibility == group.key.visibility:
                     continue
@@ -368,6 +371,22 @@ class Broadcaster:
                 await member.go_live()
         finally:
             group.discard(member)
+
+    async def _viewer(self, token: str, *, fresh: bool) -> Viewer:
+        """The viewer behind ``token``, re-read at most once per half refresh period for all
+        the subscriptions that present it (a revoked token still ends them all within one
+        period); ``fresh`` reads it now (its memberships changed)."""
+        now = time.monotonic()
+        cached = self._viewers.get(token)
+        if not fresh and cached is not None and now - cached[0] < self._refresh_seconds / 2:
+            return cached[1]
+        self._viewers.pop(token, None)
+        async with self._read_sessionmaker() as session:
+            viewer = await authenticate(session=session, token=token)
+        if len(self._viewers) >= VIEWER_CACHE_SIZE:
+            self._viewers.clear()
+        self._viewers[token] = (now, viewer)
+        return viewer
 
     async def _wait(self, member: Member, subscription: Watch) -> bool:
         """Until the viewer must be re-read (``True``) or the connection closed (``False``)."""
