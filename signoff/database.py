@@ -169,14 +169,18 @@ async def readiness(engine: AsyncEngine) -> str:
         logger.warning("readiness check failed: %s", database_condition(exc) or type(exc).__name__)
         return BUSY if is_busy(exc) else UNREACHABLE
     path = engine.url.database if engine.dialect.name == "sqlite" else None
-    if path and path != ":memory:" and not await asyncio.to_thread(_sqlite_can_write, path):
+    on_disk = path is not None and path not in {"", ":memory:"}
+    if on_disk and not await asyncio.to_thread(
+        sqlite_can_write, str(path), within=SQLITE_WRITE_PROBE_SECONDS
+    ):
         logger.warning("readiness check: %s", DATABASE_LOCKED)
         return BUSY
     return READY
 
 
-def _sqlite_can_write(path: str) -> bool:
-    connection = sqlite3.connect(path, timeout=SQLITE_WRITE_PROBE_SECONDS, isolation_level=None)
+def sqlite_can_write(path: str, *, within: float) -> bool:
+    """Whether another connection can take SQLite's write lock (``BEGIN IMMEDIATE``) in time."""
+    connection = sqlite3.connect(path, timeout=within, isolation_level=None)
     try:
         connection.execute("BEGIN IMMEDIATE")
         connection.execute("ROLLBACK")

@@ -76,14 +76,8 @@ Resync = Callable[[], Awaitable[None]]
 class Subscriber:
     """One subscription's bounded buffer; overflowing it ends the subscription."""
 
-    def __init__(
-        self,
-        match: Callable[[Change], bool],
-        buffer: int,
-        on_overflow: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, match: Callable[[Change], bool], buffer: int) -> None:
         self.match = match
-        self.on_overflow = on_overflow
         self.overflowed = False
         # One extra slot so the overflow marker always fits.
         self._queue: asyncio.Queue[Change | None] = asyncio.Queue(buffer + 1)
@@ -100,8 +94,6 @@ class Subscriber:
         while not self._queue.empty():  # free the memory now, not when the socket closes
             self._queue.get_nowait()
         self._queue.put_nowait(None)
-        if self.on_overflow is not None:
-            self.on_overflow()
         return False
 
     async def get(self) -> Change:
@@ -196,12 +188,10 @@ class EventHub:
         load_after: LoadAfter,
         *,
         buffer: int,
-        auth_refresh_seconds: float,
     ) -> None:
         self.transport = transport
         self.fanout = Fanout(load_after)
         self.buffer = buffer
-        self.auth_refresh_seconds = auth_refresh_seconds
 
     async def start(self, last_cursor: int) -> None:
         self.fanout.last = last_cursor
@@ -219,10 +209,8 @@ class EventHub:
             await self.fanout.offer(changes)
         await self.transport.publish(changes)
 
-    def subscribe(
-        self, match: Callable[[Change], bool], on_overflow: Callable[[], None] | None = None
-    ) -> Subscriber:
-        subscriber = Subscriber(match, self.buffer, on_overflow)
+    def subscribe(self, match: Callable[[Change], bool]) -> Subscriber:
+        subscriber = Subscriber(match, self.buffer)
         self.fanout.add(subscriber)
         return subscriber
 

@@ -213,7 +213,6 @@ def create_event_service(settings: Settings, sessionmaker: SessionMaker) -> Even
         transport,
         load_after,
         buffer=settings.subscriber_buffer,
-        auth_refresh_seconds=settings.events_auth_refresh_seconds,
     )
     return EventService(
         hub,

@@ -60,10 +60,7 @@ async def test_one_frame_per_group_and_each_viewer_sees_only_what_it_may(
     app: Starlette, live: InProcessServer, http: GraphQLClient
 ) -> None:
     world = await build_world(http, reviewers=2)
-    slug_b = f"q-{uuid.uuid4().hex[:8]}"
-    queue_b = (await http(CREATE_QUEUE, {"input": {"slug": slug_b, "name": "B"}}, world.admin))[
-        "createQueue"
-    ]["id"]
+    slug_b, queue_b = await _second_queue(http, world.admin)
     bob = await http.token(Role.REVIEWER, name="bob", queues=[slug_b])
     ops = await http.token(Role.OPERATOR, name="ops")
     alice, carol = world.reviewers
@@ -163,6 +160,12 @@ async def test_a_shared_frame_cannot_read_a_viewer(app: Starlette) -> None:
         await context.viewer()
 
 
+async def _second_queue(http: GraphQLClient, admin: str) -> tuple[str, str]:
+    slug = f"q-{uuid.uuid4().hex[:8]}"
+    data = await http(CREATE_QUEUE, {"input": {"slug": slug, "name": "B"}}, admin)
+    return slug, data["createQueue"]["id"]
+
+
 async def _wait_for_groups(broadcaster: Broadcaster, count: int, within: float = 10) -> None:
     """Subscriptions join their groups asynchronously after `subscribe` is sent."""
     deadline = asyncio.get_running_loop().time() + within
@@ -181,10 +184,7 @@ async def test_a_membership_change_moves_a_subscriber_to_the_group_it_now_belong
     """Alice, reviewer of A and B, loses A: her all-queues subscription keeps B's events and
     stops A's at once, while Carol, who shared her group, keeps both."""
     world = await build_world(http, reviewers=2)
-    slug_b = f"q-{uuid.uuid4().hex[:8]}"
-    queue_b = (await http(CREATE_QUEUE, {"input": {"slug": slug_b, "name": "B"}}, world.admin))[
-        "createQueue"
-    ]["id"]
+    slug_b, queue_b = await _second_queue(http, world.admin)
     alice = await http.token(Role.REVIEWER, name="reviewer-0", queues=[slug_b])
     carol = await http.token(Role.REVIEWER, name="reviewer-1", queues=[slug_b])
     alice_id = (await http("query { viewer { actor { id } } }", token=alice))["viewer"]["actor"][

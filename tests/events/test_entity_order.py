@@ -171,7 +171,7 @@ def _service(sessionmaker: SessionMaker) -> EventService:
             await session.commit()
         return [Change.from_row(row) for row in rows]
 
-    hub = EventHub(MemoryTransport(), load_after, buffer=1000, auth_refresh_seconds=60)
+    hub = EventHub(MemoryTransport(), load_after, buffer=1000)
     return EventService(hub, sessionmaker, relay_seconds=60, retention=timedelta(days=1))
 
 

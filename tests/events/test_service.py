@@ -48,7 +48,7 @@ def _service(sessionmaker: SessionMaker, transport: RecordingTransport) -> Event
             await session.commit()
         return [Change.from_row(row) for row in rows]
 
-    hub = EventHub(transport, load_after, buffer=10_000, auth_refresh_seconds=60)
+    hub = EventHub(transport, load_after, buffer=10_000)
     return EventService(
         hub,
         sessionmaker,

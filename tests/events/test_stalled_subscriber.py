@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import socket
-import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -25,7 +24,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from signoff.database import SessionMaker
+from signoff.database import SessionMaker, sqlite_can_write
 from tests.conftest import PG_URL
 from tests.helpers import CLAIM, build_world
 from tests.live import (
@@ -80,19 +79,6 @@ def tcp_queues(local_port: int, remote_port: int) -> tuple[int, int] | None:
     return None
 
 
-def sqlite_write_lock_is_free(path: str, within: float) -> bool:
-    """Whether another connection can take the write lock (``BEGIN IMMEDIATE``) in time."""
-    conn = sqlite3.connect(path, timeout=within, isolation_level=None)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        conn.close()
-
-
 def idle_in_transaction(database_url: str) -> list[str]:
     """The test database's backends that sit ``idle in transaction`` now."""
     url = make_url(database_url)
@@ -113,7 +99,7 @@ async def no_transaction_left_open(database_url: str, within: float = 3.0) -> No
     if PG_URL is None:
         path = make_url(database_url).database
         assert path is not None
-        free = await asyncio.to_thread(sqlite_write_lock_is_free, path, within)
+        free = await asyncio.to_thread(sqlite_can_write, path, within=within)
         assert free, f"the SQLite write lock is held (BEGIN IMMEDIATE waited {within} s)"
         return
     for _ in range(int(within / 0.1)):
