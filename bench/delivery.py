@@ -43,7 +43,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from signoff.config import Settings, load_sealer, normalise_database_url
-from signoff.database import SessionMaker, create_engine, create_sessionmaker
+from signoff.database import create_engine, create_sessionmaker
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.migrate import migrate
@@ -54,6 +54,7 @@ from signoff.resolvers.approvals import decide_proposal
 from signoff.resolvers.proposals import propose_action
 from signoff.resolvers.queues import create_queue
 from signoff.resolvers.targets import register_target
+from signoff.resolvers.work import Services, WorkMaker
 from signoff.webhooks import verify
 
 APPROVERS = 8
@@ -113,24 +114,22 @@ async def fresh_database(url: str | None) -> AsyncIterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-async def viewer(
-    sessionmaker: SessionMaker, role: Role, name: str, queues: list[str] | None = None
-) -> Viewer:
-    async with sessionmaker() as session:
+async def viewer(work: WorkMaker, role: Role, name: str, queues: list[str] | None = None) -> Viewer:
+    async with work() as unit:
         token = (
-            await create_token(session=session, name=name, role=role, queue_slugs=queues or [])
+            await create_token(work=unit, name=name, role=role, queue_slugs=queues or [])
         ).token
-    async with sessionmaker() as session:
-        return await authenticate(session=session, token=token)
+    async with work() as unit:
+        return await authenticate(session=unit.session, token=token)
 
 
-async def world(sessionmaker: SessionMaker, port: int) -> tuple[str, str, Viewer, Viewer]:
-    admin = await viewer(sessionmaker, Role.ADMIN, "bench-admin")
-    async with sessionmaker() as session:
-        queue = await create_queue(session=session, viewer=admin, slug="bench", name="Bench")
-    async with sessionmaker() as session:
+async def world(work: WorkMaker, port: int) -> tuple[str, str, Viewer, Viewer]:
+    admin = await viewer(work, Role.ADMIN, "bench-admin")
+    async with work() as unit:
+        queue = await create_queue(work=unit, viewer=admin, slug="bench", name="Bench")
+    async with work() as unit:
         registered = await register_target(
-            session=session,
+            work=unit,
             viewer=admin,
             name="bench",
             url=f"http://127.0.0.1:{port}/hook",
@@ -138,13 +137,13 @@ async def world(sessionmaker: SessionMaker, port: int) -> tuple[str, str, Viewer
             approval_mode=ApprovalMode.HUMAN,
             queue_id=queue.id,
         )
-    agent = await viewer(sessionmaker, Role.AGENT, "bench-agent")
-    reviewer = await viewer(sessionmaker, Role.REVIEWER, "bench-reviewer", ["bench"])
+    agent = await viewer(work, Role.AGENT, "bench-agent")
+    reviewer = await viewer(work, Role.REVIEWER, "bench-reviewer", ["bench"])
     return registered.target.id, registered.signing_secret, agent, reviewer
 
 
 async def approve_all(
-    sessionmaker: SessionMaker,
+    work: WorkMaker,
     target_id: str,
     agent: Viewer,
     reviewer: Viewer,
@@ -162,18 +161,18 @@ async def approve_all(
             if rate is not None:
                 await asyncio.sleep(max(0.0, start + i / rate - time.time()))
             key = f"bench-{i}"
-            async with sessionmaker() as session:
+            async with work() as unit:
                 proposed = await propose_action(
-                    session=session,
+                    work=unit,
                     viewer=agent,
                     target_id=target_id,
                     action_code="bench.run",
                     operation_key=key,
                     payload={"i": i},
                 )
-            async with sessionmaker() as session:
+            async with work() as unit:
                 await decide_proposal(
-                    session=session,
+                    work=unit,
                     viewer=reviewer,
                     proposal_id=proposed.proposal.id,
                     decision=Decision.APPROVED,
@@ -209,26 +208,28 @@ async def run(
         engine = create_engine(settings.database_url, pool_size=20)
         await migrate(engine)
         jobs = ArqJobs(settings) if redis_url else InProcessJobs(settings)
-        sessionmaker = create_sessionmaker(engine, jobs=jobs, sealer=load_sealer(settings))
+        work = WorkMaker(
+            create_sessionmaker(engine), Services(jobs=jobs, sealer=load_sealer(settings))
+        )
         receiver = Receiver(expected=n)
         worker = None
         try:
             async with serve(receiver) as port:
-                target_id, receiver.secret, agent, reviewer = await world(sessionmaker, port)
+                target_id, receiver.secret, agent, reviewer = await world(work, port)
                 if isinstance(jobs, ArqJobs):
                     await jobs.start()
                 started = time.time()
                 if backlog:
-                    committed = await approve_all(sessionmaker, target_id, agent, reviewer, n, rate)
+                    committed = await approve_all(work, target_id, agent, reviewer, n, rate)
                     approved = time.time()
                 if isinstance(jobs, ArqJobs):
                     worker = start_worker(settings)
                 else:
-                    await jobs.start(sessionmaker)
+                    await jobs.start(work)
                 if not backlog:
                     await asyncio.sleep(2)  # let the worker connect before the clock starts
                     started = time.time()
-                    committed = await approve_all(sessionmaker, target_id, agent, reviewer, n, rate)
+                    committed = await approve_all(work, target_id, agent, reviewer, n, rate)
                     approved = time.time()
                 await asyncio.wait_for(receiver.done.wait(), timeout=600)
                 finished = max(receiver.seen.values())

@@ -299,13 +299,16 @@ class SignoffTarget:
         from signoff.database import create_engine, create_sessionmaker
         from signoff.models import Role
         from signoff.resolvers.actors import create_token
+        from signoff.resolvers.work import UnitOfWork
 
         engine = create_engine(self.database_url)
         sessionmaker = create_sessionmaker(engine)
         slug = f"bench-{os.getpid()}"
         try:
             async with sessionmaker() as session:
-                token = await create_token(session=session, name="bench-admin", role=Role.ADMIN)
+                token = await create_token(
+                    work=UnitOfWork(session), name="bench-admin", role=Role.ADMIN
+                )
                 self.admin = token.token
             async with httpx.AsyncClient(base_url=base, timeout=60) as http:
                 created = await _graphql(
@@ -319,7 +322,7 @@ class SignoffTarget:
                 async with sessionmaker() as session:
                     reviewer = (
                         await create_token(
-                            session=session,
+                            work=UnitOfWork(session),
                             name="bench-reviewer",
                             role=Role.REVIEWER,
                             queue_slugs=[slug],

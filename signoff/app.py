@@ -37,6 +37,7 @@ from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.resolvers.actors import authenticate
+from signoff.resolvers.work import Services, WorkMaker
 from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster
 from signoff.schema.context import Context, bearer_token
@@ -55,7 +56,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
 
     def __init__(
         self,
-        sessionmaker: SessionMaker,
+        work: WorkMaker,
         read_sessionmaker: SessionMaker,
         settings: Settings,
         hub: EventHub | None = None,
@@ -66,7 +67,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             graphql_ide="graphiql" if settings.graphiql else None,
             connection_init_wait_timeout=timedelta(seconds=WS_CONNECTION_INIT_TIMEOUT_SECONDS),
         )
-        self.sessionmaker = sessionmaker
+        self.work = work
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
         self.broadcaster = (
@@ -85,8 +86,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:
         return Context(
-            sessionmaker=self.sessionmaker,
+            sessionmaker=self.work.sessionmaker,
             read_sessionmaker=self.read_sessionmaker,
+            services=self.work.services,
             token=bearer_token(request.headers.get("authorization")),
             request=request,
             response=response,
@@ -183,12 +185,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or Settings.from_env()
     engine = create_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     jobs = _job_queue(settings)
-    events = create_event_service(settings, create_sessionmaker(engine))
-    sessionmaker = create_sessionmaker(
-        engine, jobs=jobs, events=events, sealer=load_sealer(settings)
-    )
+    sessionmaker = create_sessionmaker(engine)
+    events = create_event_service(settings, sessionmaker)
+    work = WorkMaker(sessionmaker, Services(jobs=jobs, events=events, sealer=load_sealer(settings)))
     read_sessionmaker = create_sessionmaker(read_only(engine))
-    view = SignoffGraphQL(sessionmaker, read_sessionmaker, settings, events.hub)
+    view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub)
 
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -204,7 +205,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         await events.start()
         # Embedded default: deliveries run in this process; with Redis, `signoff worker` runs them.
         if isinstance(jobs, InProcessJobs):
-            await jobs.start(sessionmaker)
+            await jobs.start(work)
         elif jobs is not None:
             await jobs.start()
         try:

@@ -160,14 +160,15 @@ async def _migrate_only(settings: Settings) -> None:
 
 def _token_create(args: argparse.Namespace, settings: Settings) -> None:
     from signoff.resolvers.actors import create_token
+    from signoff.resolvers.work import WorkMaker
 
     async def run() -> str:
         engine = create_engine(settings.database_url)
         try:
             await migrate(engine)
-            async with create_sessionmaker(engine)() as session:
+            async with WorkMaker(create_sessionmaker(engine))() as work:
                 created = await create_token(
-                    session=session, name=args.name, role=Role(args.role), queue_slugs=args.queue
+                    work=work, name=args.name, role=Role(args.role), queue_slugs=args.queue
                 )
                 return created.token
         finally:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy import event, text
@@ -21,7 +20,6 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 logger = logging.getLogger("signoff.database")
 
-AfterCommit = Callable[[], Awaitable[None]]
 SessionMaker = async_sessionmaker[AsyncSession]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -81,37 +79,10 @@ def read_only(engine: AsyncEngine) -> AsyncEngine:
     return engine.execution_options(**{READ_ONLY: True})
 
 
-def create_sessionmaker(engine: AsyncEngine, **services: Any) -> SessionMaker:
-    """Sessions for ``engine``; ``services`` (the job queue, the event hub) reach resolvers
-    through ``session.info``, so business rules can schedule work without globals."""
-    return async_sessionmaker(
-        engine, class_=AsyncSession, expire_on_commit=False, info=dict(services)
-    )
-
-
-def after_commit(session: AsyncSession, hook: AfterCommit) -> None:
-    """Run ``hook`` once the session's current transaction has committed."""
-    session.info.setdefault("after_commit", []).append(hook)
-
-
-async def commit(session: AsyncSession) -> None:
-    """Commit, then run the after-commit hooks; a failing hook is logged, never raised.
-
-    Hooks only speed things up (enqueue a job, publish an event): the database is
-    the source of truth and periodic sweeps repair anything a hook failed to do.
-    """
-    hooks: list[AfterCommit] = session.info.pop("after_commit", [])
-    await session.commit()
-    for hook in hooks:
-        try:
-            await hook()
-        except Exception as exc:
-            logger.warning("after-commit hook failed: %s", type(exc).__name__)
-
-
-async def rollback(session: AsyncSession) -> None:
-    session.info.pop("after_commit", None)
-    await session.rollback()
+def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
+    """Sessions for ``engine``; business rules reach services through their unit of work
+    (``signoff.resolvers.work``), never through the session."""
+    return async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
 
 
 DATABASE_LOCKED = "database is locked"

@@ -79,17 +79,18 @@ class IdempotencyKeyReused(SignoffError):
     code = "IDEMPOTENCY_KEY_REUSED"
 
 
+class TransitionNotAllowed(SignoffError):
+    """A state change that the aggregate's transition table does not allow."""
+
+    code = "TRANSITION_NOT_ALLOWED"
+    default_message = "That change of state is not allowed."
+
+
 # Proposals
 class TargetUnavailable(SignoffError):
     """The target is retired and takes no new proposals."""
 
     code = "TARGET_UNAVAILABLE"
-
-
-class OperationPayloadChanged(SignoffError):
-    """An operation key was proposed before with different material."""
-
-    code = "OPERATION_PAYLOAD_CHANGED"
 
 
 class PayloadDigestMismatch(SignoffError):

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from sqlmodel.ext.asyncio.session import AsyncSession
 
 PREFIX = "sealed:v1:"
 KEY_BYTES = 32
@@ -82,11 +81,3 @@ def load_sealer(key_text: str | None, key_file: Path) -> Sealer:
     with os.fdopen(fd, "w") as handle:
         handle.write(new_key_text() + "\n")
     return Sealer(decode_key(key_file.read_text()))
-
-
-def sealer_of(session: AsyncSession) -> Sealer:
-    """The process's sealer, carried by every session (``create_sessionmaker(sealer=...)``)."""
-    sealer = session.info.get("sealer")
-    if not isinstance(sealer, Sealer):
-        raise RuntimeError("This session has no sealer: pass sealer= to create_sessionmaker.")
-    return sealer

@@ -10,8 +10,10 @@ from typing import Any
 from httpx import AsyncClient
 
 from signoff.database import SessionMaker
-from signoff.models import Role
+from signoff.models import ChangeEvent, ChangeKind, Role
 from signoff.resolvers.actors import create_token
+from signoff.resolvers.transitions import Happening, record
+from signoff.resolvers.work import UnitOfWork
 
 
 class GraphQLError(AssertionError):
@@ -65,7 +67,7 @@ class GraphQLClient:
     ) -> str:
         async with self.sessionmaker() as session:
             created = await create_token(
-                session=session,
+                work=UnitOfWork(session),
                 name=name or f"{Role(role).value}-{uuid.uuid4().hex[:6]}",
                 role=Role(role),
                 queue_slugs=queues,
@@ -223,3 +225,28 @@ async def build_world(
         target_id=registered["target"]["id"],
         signing_secret=registered["signingSecret"],
     )
+
+
+def record_event(
+    work: UnitOfWork,
+    *,
+    kind: ChangeKind,
+    entity_type: str,
+    entity_id: str,
+    queue_id: str | None = None,
+    snapshot: dict[str, Any] | None = None,
+) -> ChangeEvent:
+    """A change event written the way business rules write theirs (no audit record)."""
+    event = record(
+        work,
+        Happening(
+            entity_type=entity_type,
+            entity_id=entity_id,
+            actor_id=None,
+            kind=kind,
+            queue_id=queue_id,
+            snapshot=snapshot or {},
+        ),
+    )
+    assert event is not None
+    return event

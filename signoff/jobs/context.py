@@ -11,20 +11,28 @@ from signoff import __version__
 from signoff.config import Settings
 from signoff.database import SessionMaker
 from signoff.delivery import Jitter
-from signoff.jobs.queue import JobQueue
+from signoff.resolvers.work import JobQueue, WorkMaker
 
 CTX_KEY = "signoff"
 
 
 @dataclass
 class Services:
-    """Opened once per worker process: sessions (carrying ``jobs``), one shared HTTP client."""
+    """Opened once per worker process: units of work (with the job queue, the event relay
+    and the sealer), and one shared HTTP client."""
 
     settings: Settings
-    sessionmaker: SessionMaker
+    work: WorkMaker
     http: httpx.AsyncClient
-    jobs: JobQueue
     jitter: Jitter | None = None
+
+    @property
+    def sessionmaker(self) -> SessionMaker:
+        return self.work.sessionmaker
+
+    @property
+    def jobs(self) -> JobQueue | None:
+        return self.work.services.jobs
 
 
 def open_http_client() -> httpx.AsyncClient:

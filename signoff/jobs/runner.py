@@ -17,10 +17,9 @@ from typing import Any
 from signoff import clock
 from signoff.config import Settings
 from signoff.constants import WORKER_STOP_GRACE_SECONDS
-from signoff.database import SessionMaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
-from signoff.jobs.queue import delivery_job_id
+from signoff.resolvers.work import WorkMaker, delivery_job_id
 
 logger = logging.getLogger("signoff.jobs.runner")
 
@@ -59,11 +58,10 @@ class InProcessJobs:
         self._timers.pop(job_id, None)
         self._queue.put_nowait((job_id, proposal_id))
 
-    async def start(self, sessionmaker: SessionMaker) -> None:
-        """Open the shared HTTP client and start the workers and the sweeps."""
-        self.ctx[CTX_KEY] = Services(
-            settings=self.settings, sessionmaker=sessionmaker, http=open_http_client(), jobs=self
-        )
+    async def start(self, work: WorkMaker) -> None:
+        """Open the shared HTTP client and start the workers and the sweeps (``work``'s
+        services name this runner as their job queue)."""
+        self.ctx[CTX_KEY] = Services(settings=self.settings, work=work, http=open_http_client())
         self._tasks = [asyncio.create_task(self._work()) for _ in range(self.concurrency)]
         self._tasks.append(
             asyncio.create_task(

@@ -23,7 +23,8 @@ from signoff.database import create_engine, create_sessionmaker
 from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
-from signoff.jobs.queue import delivery_job_id
+from signoff.resolvers.work import Services as WorkServices
+from signoff.resolvers.work import WorkMaker, delivery_job_id
 
 
 class ArqJobs:
@@ -67,16 +68,13 @@ async def startup(ctx: dict[str, Any]) -> None:
     jobs = ArqJobs(settings, ctx["redis"])
     # Delivery outcomes go to the change feed: stamped and published right after commit,
     # as the API processes do, rather than waiting for their relay.
-    events = create_event_service(settings, create_sessionmaker(engine))
+    sessionmaker = create_sessionmaker(engine)
+    events = create_event_service(settings, sessionmaker)
     await events.start()
     ctx["events"] = events
+    services = WorkServices(jobs=jobs, events=events, sealer=load_sealer(settings))
     ctx[CTX_KEY] = Services(
-        settings=settings,
-        http=open_http_client(),
-        jobs=jobs,
-        sessionmaker=create_sessionmaker(
-            engine, jobs=jobs, events=events, sealer=load_sealer(settings)
-        ),
+        settings=settings, http=open_http_client(), work=WorkMaker(sessionmaker, services)
     )
     ctx["engine"] = engine
 

@@ -27,6 +27,7 @@ class ChangeKind(StrEnum):
     PROPOSAL_APPROVAL_ADDED = "proposal.approval_added"
     PROPOSAL_APPROVED = "proposal.approved"
     PROPOSAL_REJECTED = "proposal.rejected"
+    PROPOSAL_DELIVERY_STARTED = "proposal.delivery_started"
     PROPOSAL_ACCEPTED = "proposal.accepted"
     PROPOSAL_APPLIED = "proposal.applied"
     PROPOSAL_FAILED = "proposal.failed"

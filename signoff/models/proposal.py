@@ -68,6 +68,12 @@ class Proposal(SQLModel, table=True):
     decided_at: datetime | None = time_field(nullable=True)
     # Delivery bookkeeping: the database, not Redis, holds the retry state.
     delivery_attempt_count: int = 0
+    # The fencing number of the delivery lease: one more at every claim and never reset
+    # (``retryProposal`` resets the attempt count), so a worker from an earlier cycle
+    # can never match the lease of a later one.
+    delivery_lease: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
     delivery_terminal: bool = False
     next_attempt_at: datetime | None = time_field(nullable=True)
     lease_expires_at: datetime | None = time_field(nullable=True)

@@ -77,6 +77,18 @@ class HumanTask(SQLModel, table=True):
     updated_at: datetime = time_field(default_now=True)
 
 
+def workable_by(actor_id: str, now: datetime) -> Any:
+    """SQL: the task is open, held by ``actor_id``, or held by someone whose lease lapsed."""
+    columns = HumanTask.__table__.c  # type: ignore[attr-defined]
+    return sa.or_(
+        columns.state == TaskState.OPEN.value,
+        sa.and_(
+            columns.state == TaskState.CLAIMED.value,
+            sa.or_(columns.assignee_id == actor_id, columns.claim_expires_at <= now),
+        ),
+    )
+
+
 def claim_lapsed(task: HumanTask, now: datetime) -> bool:
     return (
         task.state == TaskState.CLAIMED

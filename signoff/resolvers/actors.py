@@ -11,12 +11,12 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import TOKEN_PREFIX
-from signoff.database import commit
 from signoff.errors import NotFound, Unauthenticated, ValidationFailed
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
-from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer
-from signoff.resolvers.changes import record_change
+from signoff.resolvers.queues import membership_changed
+from signoff.resolvers.transitions import Happening, record
+from signoff.resolvers.work import UnitOfWork
 
 NAME_MAX_CHARS = 200
 
@@ -32,12 +32,13 @@ class NewToken:
 
 
 async def create_token(
-    *, session: AsyncSession, name: str, role: Role, queue_slugs: Sequence[str] = ()
+    *, work: UnitOfWork, name: str, role: Role, queue_slugs: Sequence[str] = ()
 ) -> NewToken:
     """Create (or reuse by name) an actor with ``role`` and queue memberships; issue a token."""
     name = name.strip()
     if not 1 <= len(name) <= NAME_MAX_CHARS:
         raise ValidationFailed(f"name must be 1 to {NAME_MAX_CHARS} characters.", field="name")
+    session = work.session
     queues = await _queues_by_slug(session, queue_slugs)
     actor = (await session.exec(select(Actor).where(Actor.name == name))).first()
     if actor is None:
@@ -45,29 +46,31 @@ async def create_token(
         session.add(actor)
         await session.flush()
     elif actor.role != role:
-        audit.record(
-            session,
-            actor_id=None,
-            action="actor.role_changed",
-            target_type="actor",
-            target_id=actor.id,
-            before=actor.role,
-            after=role,
+        record(
+            work,
+            Happening(
+                entity_type="actor",
+                entity_id=actor.id,
+                actor_id=None,
+                action="actor.role_changed",
+                details={"before": actor.role, "after": role},
+            ),
         )
         actor.role = role
-    await _add_memberships(session, actor, queues)
+    await _add_memberships(work, actor, queues)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(ApiToken(actor_id=actor.id, token_hash=hash_token(token)))
-    audit.record(
-        session,
-        actor_id=None,
-        action="actor.token_created",
-        target_type="actor",
-        target_id=actor.id,
-        role=role.value,
-        queues=sorted(q.slug for q in queues),
+    record(
+        work,
+        Happening(
+            entity_type="actor",
+            entity_id=actor.id,
+            actor_id=None,
+            action="actor.token_created",
+            details={"role": role.value, "queues": sorted(q.slug for q in queues)},
+        ),
     )
-    await commit(session)
+    await work.commit()
     return NewToken(actor=actor, token=token)
 
 
@@ -81,7 +84,8 @@ async def _queues_by_slug(session: AsyncSession, slugs: Sequence[str]) -> list[Q
     return found
 
 
-async def _add_memberships(session: AsyncSession, actor: Actor, queues: list[Queue]) -> None:
+async def _add_memberships(work: UnitOfWork, actor: Actor, queues: list[Queue]) -> None:
+    session = work.session
     existing = set(
         (
             await session.exec(
@@ -92,14 +96,7 @@ async def _add_memberships(session: AsyncSession, actor: Actor, queues: list[Que
     for queue in queues:
         if queue.id not in existing:
             session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
-            record_change(
-                session,
-                kind=ChangeKind.QUEUE_MEMBER_ADDED,
-                entity_type="actor",
-                entity_id=actor.id,
-                queue_id=queue.id,
-                snapshot={"role": actor.role},
-            )
+            record(work, membership_changed(None, queue.id, actor, ChangeKind.QUEUE_MEMBER_ADDED))
 
 
 async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:

@@ -14,16 +14,15 @@ proposal changes state exactly once, whatever the concurrency, because:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, update
+from sqlalchemy import case
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff import clock
 from signoff.constants import REASON_MAX_CHARS, REASON_MIN_CHARS
-from signoff.database import commit, rollback
 from signoff.errors import (
     AlreadyDecided,
     NotAwaitingApproval,
@@ -31,21 +30,14 @@ from signoff.errors import (
     SelfApprovalForbidden,
     TaskClaimedByOther,
 )
-from signoff.jobs.queue import enqueue_delivery_after_commit
-from signoff.models import (
-    Approval,
-    ChangeKind,
-    Decision,
-    HumanTask,
-    Proposal,
-    ProposalState,
-    TaskState,
-)
-from signoff.models.task import claim_lapsed
-from signoff.resolvers import audit, idempotency
+from signoff.models import Approval, Decision, HumanTask, Proposal, ProposalState, TaskState
+from signoff.models.task import claim_lapsed, workable_by
+from signoff.resolvers import idempotency, lifecycles
 from signoff.resolvers.access import Viewer, require_reviewer_of
-from signoff.resolvers.changes import record_proposal_change, record_task_change
+from signoff.resolvers.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.proposals import get_proposal
+from signoff.resolvers.transitions import Happening, record
+from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text
 
 
@@ -59,7 +51,7 @@ class DecideResult:
 
 async def decide_proposal(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     proposal_id: str,
     decision: Decision,
@@ -68,60 +60,59 @@ async def decide_proposal(
     idempotency_key: str | None = None,
 ) -> DecideResult:
     """Record one reviewer's decision; the last approval of a quorum queues the proposal."""
-    request = {
-        "proposal_id": proposal_id,
-        "decision": decision.value,
-        "payload_digest": payload_digest,
-        "reason": reason,
-    }
-    stored = await idempotency.find_replay(
-        session, viewer, "decideProposal", idempotency_key, request
-    )
-    if stored is not None:
-        return await _load_result(session, stored, replayed=True)
-    proposal = await get_proposal(session=session, viewer=viewer, proposal_id=proposal_id)
-    if proposal.payload_digest != payload_digest:
-        raise PayloadDigestMismatch(
-            "payloadDigest does not match the proposal; reload it and review what changed.",
-            expected=proposal.payload_digest,
-        )
-    result = await apply_decision(session, viewer, proposal, decision, reason)
-    idempotency.remember(
-        session,
-        viewer,
+    call = idempotency.Keyed.of(
         "decideProposal",
         idempotency_key,
-        request,
-        {"approval_id": result.approval.id},
+        {
+            "proposal_id": proposal_id,
+            "decision": decision.value,
+            "payload_digest": payload_digest,
+            "reason": reason,
+        },
     )
-    try:
-        await session.flush()
-    except IntegrityError:
-        await rollback(session)
-        stored = await idempotency.find_replay(
-            session, viewer, "decideProposal", idempotency_key, request
-        )
-        if stored is None:
-            raise
-        return await _load_result(session, stored, replayed=True)
-    await commit(session)
+
+    async def decide() -> DecideResult:
+        proposal = await get_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
+        if proposal.payload_digest != payload_digest:
+            raise PayloadDigestMismatch(
+                "payloadDigest does not match the proposal; reload it and review what changed.",
+                expected=proposal.payload_digest,
+            )
+        return await apply_decision(work, viewer, proposal, decision, reason)
+
+    async def replay(stored: dict[str, Any]) -> DecideResult:
+        return await _load_result(work.session, stored, replayed=True)
+
+    result, _ = await idempotency.once(
+        work,
+        viewer,
+        call,
+        decide,
+        result_of=lambda done: {"approval_id": done.approval.id},
+        replay=replay,
+    )
     return result
 
 
 async def apply_decision(
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     proposal: Proposal,
     decision: Decision,
     reason: str | None,
 ) -> DecideResult:
-    """Check and record a decision in the session's transaction; the caller commits."""
+    """Check and record a decision in the unit of work; the caller commits.
+
+    The proposal and its approval task each move by compare-and-set, so a decision
+    never overwrites a claim another reviewer took meanwhile.
+    """
     require_reviewer_of(viewer, proposal.queue_id)
-    now = clock.now()
+    now = work.now()
     _require_awaiting(proposal, now)
     if proposal.proposed_by_id == viewer.id:
         raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
     reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
+    session = work.session
     task = await _approval_task(session, proposal.id)
     if task is not None and _held_by_other(task, viewer, now):
         raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
@@ -140,25 +131,21 @@ async def apply_decision(
     try:
         await session.flush()
     except IntegrityError:
-        await rollback(session)
+        await work.rollback()
         raise AlreadyDecided("You have already decided this proposal.") from None
+    _audit_approval(work, viewer, approval)
 
-    updated = await _advance(session, proposal.id, decision, now)
+    updated = await _advance(work, viewer, proposal.id, approval, now)
     if updated is None:
-        await rollback(session)
+        await work.rollback()
         raise NotAwaitingApproval("The proposal was decided by someone else just now.")
     decided = updated.state != ProposalState.APPROVAL_REQUIRED
-    if updated.state == ProposalState.QUEUED:
-        enqueue_delivery_after_commit(session, updated.id, 1)
     if task is not None:
-        _settle_task(task, viewer, decision, reason, decided, now)
-        await session.flush()  # the task's event carries the version this update gives it
-    _audit(session, viewer, updated, approval, decided)
-    _record_changes(session, viewer, updated, task, decided)
+        task = await _settle_task(work, viewer, task, decision, reason, decided, now)
     return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)
 
 
-def _require_awaiting(proposal: Proposal, now: Any) -> None:
+def _require_awaiting(proposal: Proposal, now: datetime) -> None:
     if proposal.state != ProposalState.APPROVAL_REQUIRED:
         raise NotAwaitingApproval(
             f"The proposal is {proposal.state}, not waiting for approval.", state=proposal.state
@@ -167,7 +154,7 @@ def _require_awaiting(proposal: Proposal, now: Any) -> None:
         raise NotAwaitingApproval("The proposal's approval deadline has passed.", state="EXPIRED")
 
 
-def _held_by_other(task: HumanTask, viewer: Viewer, now: Any) -> bool:
+def _held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
     return (
         task.state == TaskState.CLAIMED
         and task.assignee_id != viewer.id
@@ -187,99 +174,85 @@ async def _decision_of(session: AsyncSession, proposal_id: str, actor_id: str) -
     return (await session.exec(stmt)).first()
 
 
+def _audit_approval(work: UnitOfWork, viewer: Viewer, approval: Approval) -> None:
+    record(
+        work,
+        Happening(
+            entity_type="proposal",
+            entity_id=approval.proposal_id,
+            actor_id=viewer.id,
+            action=f"approval.{approval.decision.lower()}",
+            details={
+                "approval_id": approval.id,
+                "payload_digest": approval.payload_digest,
+                "reason": approval.reason,
+            },
+        ),
+    )
+
+
 async def _advance(
-    session: AsyncSession, proposal_id: str, decision: Decision, now: Any
+    work: UnitOfWork, viewer: Viewer, proposal_id: str, approval: Approval, now: datetime
 ) -> Proposal | None:
     """Count the decision and move the state, only if the proposal is still awaiting it."""
-    count = col(Proposal.approval_count)
-    if decision is Decision.APPROVED:
+    if approval.decision is Decision.APPROVED:
+        count = col(Proposal.approval_count)
         reached = count + 1 >= col(Proposal.required_approvals)
-        values: dict[str, Any] = {
-            "approval_count": count + 1,
-            # The delivery outbox takes it from QUEUED; APPROVED is never left standing.
-            "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
-            "decided_at": case((reached, now), else_=None),
-            "next_attempt_at": case((reached, now), else_=None),
-        }
-    else:
-        values = {"state": ProposalState.REJECTED.value, "decided_at": now}
-    stmt = (
-        update(Proposal)
-        .where(
-            col(Proposal.id) == proposal_id,
-            col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
-            col(Proposal.expires_at) > now,
-        )
-        .values(updated_at=now, **values)
-        .returning(Proposal)
-        .execution_options(populate_existing=True)
-    )
-    return (await session.exec(stmt)).scalars().first()
-
-
-def _settle_task(
-    task: HumanTask, viewer: Viewer, decision: Decision, reason: str | None, decided: bool, now: Any
-) -> None:
-    """A final decision completes the task; a partial quorum reopens it for the next reviewer."""
-    task.assignee_id = None
-    task.claim_expires_at = None
-    task.updated_at = now
-    if decided:
-        task.state = TaskState.COMPLETED
-        task.response = {"decision": decision.value, **({"reason": reason} if reason else {})}
-        task.completed_by_id = viewer.id
-        task.completed_at = now
-    else:
-        task.state = TaskState.OPEN
-
-
-def _audit(
-    session: AsyncSession, viewer: Viewer, proposal: Proposal, approval: Approval, decided: bool
-) -> None:
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action=f"approval.{approval.decision.lower()}",
-        target_type="proposal",
-        target_id=proposal.id,
-        approval_id=approval.id,
-        payload_digest=approval.payload_digest,
-        reason=approval.reason,
-        approvals=proposal.approval_count,
-        required=proposal.required_approvals,
-    )
-    if decided:
-        action = (
-            "proposal.rejected" if proposal.state == ProposalState.REJECTED else "proposal.approved"
-        )
-        audit.record(
-            session,
+        return await PROPOSAL.move(
+            work,
+            lifecycles.COUNT_APPROVAL,
+            proposal_id,
             actor_id=viewer.id,
-            action=action,
-            target_type="proposal",
-            target_id=proposal.id,
-            state=proposal.state,
+            guard=col(Proposal.expires_at) > now,
+            values={
+                "approval_count": count + 1,
+                "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
+                "decided_at": case((reached, now), else_=None),
+                "next_attempt_at": case((reached, now), else_=None),
+            },
+            details={"approval_id": approval.id},
         )
+    return await PROPOSAL.move(
+        work,
+        lifecycles.REJECT,
+        proposal_id,
+        actor_id=viewer.id,
+        guard=col(Proposal.expires_at) > now,
+        values={"decided_at": now},
+        details={"approval_id": approval.id},
+    )
 
 
-def _record_changes(
-    session: AsyncSession, viewer: Viewer, proposal: Proposal, task: HumanTask | None, decided: bool
-) -> None:
-    if not decided:
-        kind = ChangeKind.PROPOSAL_APPROVAL_ADDED
-    elif proposal.state == ProposalState.REJECTED:
-        kind = ChangeKind.PROPOSAL_REJECTED
-    else:
-        kind = ChangeKind.PROPOSAL_APPROVED
-    record_proposal_change(session, kind, proposal, viewer.id)
-    if task is not None:
-        record_task_change(
-            session,
-            ChangeKind.TASK_COMPLETED if decided else ChangeKind.TASK_REOPENED,
-            task,
-            viewer.id,
-            proposed_by_id=proposal.proposed_by_id,
-        )
+async def _settle_task(
+    work: UnitOfWork,
+    viewer: Viewer,
+    task: HumanTask,
+    decision: Decision,
+    reason: str | None,
+    decided: bool,
+    now: datetime,
+) -> HumanTask:
+    """A final decision completes the task; a partial quorum reopens it for the next
+    reviewer. Compare-and-set: a claim another reviewer took meanwhile wins."""
+    values: dict[str, Any] = {"assignee_id": None, "claim_expires_at": None}
+    if decided:
+        values |= {
+            "response": {"decision": decision.value, **({"reason": reason} if reason else {})},
+            "completed_by_id": viewer.id,
+            "completed_at": now,
+        }
+    settled = await TASK.move(
+        work,
+        lifecycles.COMPLETE if decided else lifecycles.REOPEN,
+        task.id,
+        actor_id=viewer.id,
+        guard=workable_by(viewer.id, now),
+        values=values,
+    )
+    if settled is None:
+        await work.rollback()
+        raise TaskClaimedByOther("Another reviewer claimed this approval task just now.")
+    return settled
 
 
 async def _load_result(

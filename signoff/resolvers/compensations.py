@@ -8,20 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.database import commit, rollback
 from signoff.errors import CompensationUnavailable, NotFound, PayloadSchemaInvalid
 from signoff.jsonvalues import validate_against
-from signoff.models import ChangeKind, HumanTask, Proposal, ProposalState, Role, Target
-from signoff.resolvers import audit, idempotency
+from signoff.models import Proposal, ProposalState, Role, Target
+from signoff.resolvers import idempotency, lifecycles
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.changes import record_proposal_change, record_task_change
-from signoff.resolvers.delivery import transition
-from signoff.resolvers.proposals import ProposeResult, checked_request, new_proposal
+from signoff.resolvers.lifecycles import PROPOSAL
+from signoff.resolvers.proposals import (
+    ProposeResult,
+    add_proposal,
+    checked_request,
+    load_result,
+    new_proposal,
+)
 from signoff.resolvers.retries import load_proposal
+from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_text
 
 COMPENSABLE = (ProposalState.APPLIED, ProposalState.COMPENSATION_REQUIRED)
@@ -29,7 +32,7 @@ COMPENSABLE = (ProposalState.APPLIED, ProposalState.COMPENSATION_REQUIRED)
 
 async def propose_compensation(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     proposal_id: str,
     target_id: str,
@@ -52,36 +55,33 @@ async def propose_compensation(
         preconditions=preconditions,
         expires_in_seconds=expires_in_seconds,
     )
-    key_request = {"proposal_id": proposal_id, "digest": request.digest()}
-    stored = await _replay(session, viewer, idempotency_key, key_request)
-    if stored is not None:
-        return stored
-    original = await load_proposal(session, proposal_id)
-    target = await _compensation_target(session, original, target_id)
-    validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
-    proposal, task = new_proposal(
-        viewer, target, request, human=True, compensates_proposal_id=original.id
+    call = idempotency.Keyed.of(
+        "proposeCompensation",
+        idempotency_key,
+        {"proposal_id": proposal_id, "digest": request.digest()},
     )
-    assert task is not None  # compensations are always approved by a person
-    session.add_all([proposal, task])
-    await _require_compensation(session, viewer, original.id, proposal)
-    record_task_change(
-        session, ChangeKind.TASK_CREATED, task, viewer.id, proposed_by_id=proposal.proposed_by_id
+
+    async def compensate() -> ProposeResult:
+        original = await load_proposal(work.session, proposal_id)
+        target = await _compensation_target(work.session, original, target_id)
+        validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
+        proposal, task = new_proposal(
+            viewer, target, request, human=True, compensates_proposal_id=original.id
+        )
+        assert task is not None  # compensations are always approved by a person
+        await add_proposal(work, viewer, proposal, task, compensates=original.id)
+        await _require_compensation(work, viewer, original.id, proposal)
+        return ProposeResult(proposal=proposal, task=task, replayed=False)
+
+    result, _ = await idempotency.once(
+        work,
+        viewer,
+        call,
+        compensate,
+        result_of=lambda done: {"proposal_id": done.proposal.id},
+        replay=lambda stored: load_result(work.session, stored["proposal_id"]),
     )
-    result = {"proposal_id": proposal.id}
-    idempotency.remember(
-        session, viewer, "proposeCompensation", idempotency_key, key_request, result
-    )
-    try:
-        await session.flush()
-    except IntegrityError:
-        await rollback(session)
-        stored = await _replay(session, viewer, idempotency_key, key_request)
-        if stored is None:
-            raise
-        return stored
-    await commit(session)
-    return ProposeResult(proposal=proposal, task=task, replayed=False)
+    return result
 
 
 async def _compensation_target(session: AsyncSession, original: Proposal, target_id: str) -> Target:
@@ -104,49 +104,16 @@ async def _compensation_target(session: AsyncSession, original: Proposal, target
 
 
 async def _require_compensation(
-    session: AsyncSession, viewer: Viewer, original_id: str, compensation: Proposal
+    work: UnitOfWork, viewer: Viewer, original_id: str, compensation: Proposal
 ) -> None:
-    """Mark the original ``COMPENSATION_REQUIRED`` (if it still is applied) and audit both."""
-    marked = await transition(
-        session,
+    """Mark the original ``COMPENSATION_REQUIRED`` (if it still is applied)."""
+    marked = await PROPOSAL.move(
+        work,
+        lifecycles.REQUIRE_COMPENSATION,
         original_id,
-        col(Proposal.state).in_([state.value for state in COMPENSABLE]),
-        state=ProposalState.COMPENSATION_REQUIRED.value,
+        actor_id=viewer.id,
+        details={"compensation_id": compensation.id},
     )
     if marked is None:
-        await rollback(session)
+        await work.rollback()
         raise CompensationUnavailable("The action is no longer applied.")
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="proposal.proposed",
-        target_type="proposal",
-        target_id=compensation.id,
-        state=compensation.state,
-        compensates=original_id,
-        payload_digest=compensation.payload_digest,
-        operation_key=compensation.operation_key,
-    )
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="proposal.compensation_required",
-        target_type="proposal",
-        target_id=original_id,
-        compensation_id=compensation.id,
-    )
-    record_proposal_change(session, ChangeKind.PROPOSAL_PROPOSED, compensation, viewer.id)
-    record_proposal_change(session, ChangeKind.PROPOSAL_COMPENSATION_REQUIRED, marked, viewer.id)
-
-
-async def _replay(
-    session: AsyncSession, viewer: Viewer, key: str, request: dict[str, Any]
-) -> ProposeResult | None:
-    stored = await idempotency.find_replay(session, viewer, "proposeCompensation", key, request)
-    if stored is None:
-        return None
-    proposal = await load_proposal(session, stored["proposal_id"])
-    task = (
-        await session.exec(select(HumanTask).where(HumanTask.proposal_id == proposal.id))
-    ).first()
-    return ProposeResult(proposal=proposal, task=task, replayed=True)

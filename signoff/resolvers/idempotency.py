@@ -1,69 +1,124 @@
-"""Idempotency keys: a replay returns the first result; other input under the key is refused."""
+"""Keyed mutations: the same request under the same key is done once.
+
+Every mutation that takes an idempotency key (or, for ``proposeAction``, an operation
+key) runs through ``once``. It stores the digest of the request beside the result, in
+the transaction that makes the change; a later call with the same key and the same
+digest gets that result back (``replayed``), and a call with the same key and a
+different request is refused with ``IDEMPOTENCY_KEY_REUSED``, changing nothing. Two
+calls racing with one key meet at the unique key: the loser rolls back and answers as
+the winner's replay. Keys are per actor and per mutation (docs/design.md section 9).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
-from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.digest import sha256_digest
 from signoff.errors import IdempotencyKeyReused, ValidationFailed
 from signoff.models import IdempotencyRecord
 from signoff.resolvers.access import Viewer
+from signoff.resolvers.work import UnitOfWork
 
 KEY_MAX_CHARS = 200
 
+R = TypeVar("R")
 
-def check_key(key: str | None) -> None:
+
+@dataclass(frozen=True)
+class Keyed:
+    """One keyed call: which mutation, under which key, asking for what."""
+
+    operation: str
+    key: str | None
+    digest: str  # of what the caller asked for, not of what was generated for it
+    field: str = "idempotencyKey"
+
+    @classmethod
+    def of(cls, operation: str, key: str | None, request: Any) -> Keyed:
+        return cls(operation, key, sha256_digest(request))
+
+
+def check_key(key: str | None, field: str = "idempotencyKey") -> None:
     if key is not None and not 1 <= len(key) <= KEY_MAX_CHARS:
-        raise ValidationFailed(
-            f"idempotencyKey must be 1 to {KEY_MAX_CHARS} characters.", field="idempotencyKey"
+        raise ValidationFailed(f"{field} must be 1 to {KEY_MAX_CHARS} characters.", field=field)
+
+
+async def once(
+    work: UnitOfWork,
+    viewer: Viewer,
+    call: Keyed,
+    run: Callable[[], Awaitable[R]],
+    *,
+    result_of: Callable[[R], dict[str, Any]],
+    replay: Callable[[dict[str, Any]], Awaitable[R]],
+) -> tuple[R, bool]:
+    """Run ``run`` and commit, or replay what the same call returned before.
+
+    Returns the result and whether it was replayed. ``result_of`` says what to store
+    (ids, never whole objects); ``replay`` turns a stored result back into one.
+    """
+    check_key(call.key, call.field)
+    stored = await _stored(work, viewer, call)
+    if stored is not None:
+        return await replay(stored), True
+    result = await run()
+    if call.key is not None:
+        work.session.add(
+            IdempotencyRecord(
+                actor_id=viewer.id,
+                operation=call.operation,
+                key=call.key,
+                request_digest=call.digest,
+                result=result_of(result),
+                created_at=work.now(),
+            )
         )
+    try:
+        await work.session.flush()
+    except IntegrityError:
+        # The same key at the same moment: the other call won; answer as its replay.
+        await work.rollback()
+        stored = await _stored(work, viewer, call)
+        if stored is None:
+            raise
+        return await replay(stored), True
+    await work.commit()
+    return result, False
 
 
-async def find_replay(
-    session: AsyncSession, viewer: Viewer, operation: str, key: str | None, request: Any
-) -> dict[str, Any] | None:
-    """The first result stored under ``key``, or ``None`` when the key is new (or absent)."""
-    if key is None:
+async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, Any] | None:
+    """The result stored under the call's key, or ``None`` when the key is new (or absent);
+    refused when the key was used for a different request."""
+    if call.key is None:
         return None
-    check_key(key)
-    stored = (
-        await session.exec(
+    record = (
+        await work.session.exec(
             select(IdempotencyRecord).where(
                 IdempotencyRecord.actor_id == viewer.id,
-                IdempotencyRecord.operation == operation,
-                IdempotencyRecord.key == key,
+                IdempotencyRecord.operation == call.operation,
+                IdempotencyRecord.key == call.key,
             )
         )
     ).first()
-    if stored is None:
+    if record is None:
         return None
-    if stored.request_digest != sha256_digest(request):
+    if record.request_digest != call.digest:
+        # The ids of what the key did the first time (``proposalId``…) help the caller.
+        first = {_camel(name): value for name, value in record.result.items()}
         raise IdempotencyKeyReused(
-            "This idempotency key was already used with different input.", operation=operation
+            f"This {call.field} was already used with a different request; "
+            f"use a new {call.field} for a new request.",
+            operation=call.operation,
+            **first,
         )
-    return stored.result
+    return record.result
 
 
-def remember(
-    session: AsyncSession,
-    viewer: Viewer,
-    operation: str,
-    key: str | None,
-    request: Any,
-    result: dict[str, Any],
-) -> None:
-    """Store ``result`` under ``key`` in the same transaction as the change."""
-    if key is None:
-        return
-    session.add(
-        IdempotencyRecord(
-            actor_id=viewer.id,
-            operation=operation,
-            key=key,
-            request_digest=sha256_digest(request),
-            result=result,
-        )
-    )
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

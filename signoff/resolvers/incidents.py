@@ -11,22 +11,21 @@ from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
-from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff import clock
 from signoff.constants import DELIVER_JOB, DELIVERY_INCIDENT_FINGERPRINT
-from signoff.models import DeadLetter, Incident, IncidentState, Proposal
+from signoff.models import ChangeKind, DeadLetter, Incident, IncidentState, Proposal
 from signoff.models.base import new_id
-from signoff.resolvers import audit
-from signoff.resolvers.changes import record_incident_change
+from signoff.resolvers.lifecycles import INCIDENT
+from signoff.resolvers.transitions import Happening, record
+from signoff.resolvers.work import UnitOfWork
 
 
 async def record_delivery_dead_letter(
-    session: AsyncSession, proposal: Proposal, error_code: str, **details: Any
+    work: UnitOfWork, proposal: Proposal, error_code: str, **details: Any
 ) -> DeadLetter:
     """Dead-letter a proposal's delivery and open (or count and re-open) its incident."""
     incident_id = await upsert_incident(
-        session,
+        work,
         fingerprint=DELIVERY_INCIDENT_FINGERPRINT.format(proposal_id=proposal.id),
         kind="delivery_dead_letter",
         title=f"Delivery of {proposal.action_code} failed terminally ({error_code})",
@@ -42,28 +41,40 @@ async def record_delivery_dead_letter(
         error_code=error_code,
         attempt_count=proposal.delivery_attempt_count,
         details=details,
-        created_at=clock.now(),
+        created_at=work.now(),
     )
-    session.add(letter)
-    incident = await session.get(Incident, incident_id, populate_existing=True)
+    work.session.add(letter)
+    incident = await work.session.get(Incident, incident_id, populate_existing=True)
     assert incident is not None  # just upserted
-    record_incident_change(session, incident, opened=incident.occurrence_count == 1)
-    audit.record(
-        session,
+    opened = incident.occurrence_count == 1
+    await INCIDENT.announce(
+        work,
+        incident,
+        kind=ChangeKind.INCIDENT_OPENED if opened else ChangeKind.INCIDENT_RECURRED,
+        action="incident.opened" if opened else "incident.recurred",
         actor_id=None,
-        action="proposal.dead_lettered",
-        target_type="proposal",
-        target_id=proposal.id,
-        dead_letter_id=letter.id,
-        incident_id=incident_id,
-        error_code=error_code,
-        attempts=proposal.delivery_attempt_count,
+        details={"dead_letter_id": letter.id, "error_code": error_code},
+    )
+    record(
+        work,
+        Happening(
+            entity_type="proposal",
+            entity_id=proposal.id,
+            actor_id=None,
+            action="proposal.dead_lettered",
+            details={
+                "dead_letter_id": letter.id,
+                "incident_id": incident_id,
+                "error_code": error_code,
+                "attempts": proposal.delivery_attempt_count,
+            },
+        ),
     )
     return letter
 
 
 async def upsert_incident(
-    session: AsyncSession,
+    work: UnitOfWork,
     *,
     fingerprint: str,
     kind: str,
@@ -74,7 +85,7 @@ async def upsert_incident(
 ) -> str:
     """Insert the incident, or count another occurrence and re-open it; one statement, so two
     concurrent occurrences both count. Returns the incident id."""
-    now = clock.now()
+    now, session = work.now(), work.session
     insert = (
         postgresql.insert
         if session.bind.dialect.name == "postgresql"  # type: ignore[union-attr]

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -16,16 +15,8 @@ from signoff.constants import (
     PROPOSAL_EXPIRY_MAX_SECONDS,
     PROPOSAL_EXPIRY_MIN_SECONDS,
 )
-from signoff.database import commit, rollback
 from signoff.digest import sha256_digest
-from signoff.errors import (
-    Forbidden,
-    NotFound,
-    OperationPayloadChanged,
-    PayloadSchemaInvalid,
-    TargetUnavailable,
-)
-from signoff.jobs.queue import enqueue_delivery_after_commit
+from signoff.errors import Forbidden, NotFound, PayloadSchemaInvalid, TargetUnavailable
 from signoff.jsonvalues import require_object, validate_against
 from signoff.models import (
     APPROVAL_KIND,
@@ -39,10 +30,11 @@ from signoff.models import (
     Target,
 )
 from signoff.models.proposal import format_expiry, payload_digest_of
-from signoff.resolvers import audit
+from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.changes import record_proposal_change, record_task_change
+from signoff.resolvers.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
 
 
@@ -110,7 +102,7 @@ def checked_request(
 
 async def propose_action(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     target_id: str,
     action_code: str,
@@ -131,76 +123,74 @@ async def propose_action(
         preconditions=preconditions,
         expires_in_seconds=expires_in_seconds,
     )
-    replay = await _replay(session, viewer, request)
-    if replay is not None:
-        return replay
-    target = await session.get(Target, target_id)
-    if target is None:
-        raise NotFound("No such target.", field="targetId")
-    if not target.is_active:
-        raise TargetUnavailable(f"Target {target.name!r} is retired and takes no proposals.")
-    validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
-    proposal, task = new_proposal(viewer, target, request)
-    session.add(proposal)
-    if task is not None:
-        session.add(task)
-    else:
-        enqueue_delivery_after_commit(session, proposal.id, 1)
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="proposal.proposed",
-        target_type="proposal",
-        target_id=proposal.id,
-        state=proposal.state,
-        payload_digest=proposal.payload_digest,
-        operation_key=request.operation_key,
+    call = idempotency.Keyed(
+        "proposeAction", request.operation_key, request.digest(), field="operationKey"
     )
-    record_proposal_change(session, ChangeKind.PROPOSAL_PROPOSED, proposal, viewer.id)
+
+    async def propose() -> ProposeResult:
+        target = await work.session.get(Target, target_id)
+        if target is None:
+            raise NotFound("No such target.", field="targetId")
+        if not target.is_active:
+            raise TargetUnavailable(f"Target {target.name!r} is retired and takes no proposals.")
+        validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
+        proposal, task = new_proposal(viewer, target, request)
+        await add_proposal(work, viewer, proposal, task)
+        return ProposeResult(proposal=proposal, task=task, replayed=False)
+
+    result, _ = await idempotency.once(
+        work,
+        viewer,
+        call,
+        propose,
+        result_of=lambda done: {"proposal_id": done.proposal.id},
+        replay=lambda stored: load_result(work.session, stored["proposal_id"]),
+    )
+    return result
+
+
+async def add_proposal(
+    work: UnitOfWork,
+    viewer: Viewer,
+    proposal: Proposal,
+    task: HumanTask | None,
+    **details: Any,
+) -> None:
+    """Insert a new proposal and its approval task, audited and in the feed; a proposal
+    that needs no approval is scheduled for delivery after commit."""
+    await PROPOSAL.created(
+        work,
+        proposal,
+        kind=ChangeKind.PROPOSAL_PROPOSED,
+        action="proposal.proposed",
+        actor_id=viewer.id,
+        details={
+            "state": proposal.state,
+            "payload_digest": proposal.payload_digest,
+            "operation_key": proposal.operation_key,
+            **details,
+        },
+    )
     if task is not None:
-        record_task_change(
-            session,
-            ChangeKind.TASK_CREATED,
+        await TASK.created(
+            work,
             task,
-            viewer.id,
-            proposed_by_id=proposal.proposed_by_id,
+            kind=ChangeKind.TASK_CREATED,
+            action="task.created",
+            actor_id=viewer.id,
+            details={"queue_id": task.queue_id, "kind": task.kind},
         )
-    try:
-        await session.flush()
-    except IntegrityError:
-        # Another request with this operation key won the race: answer as its replay.
-        await rollback(session)
-        replay = await _replay(session, viewer, request)
-        if replay is None:
-            raise
-        return replay
-    await commit(session)
-    return ProposeResult(proposal=proposal, task=task, replayed=False)
 
 
-async def _replay(
-    session: AsyncSession, viewer: Viewer, request: ProposalRequest
-) -> ProposeResult | None:
-    existing = (
-        await session.exec(
-            select(Proposal).where(
-                Proposal.proposed_by_id == viewer.id,
-                Proposal.operation_key == request.operation_key,
-            )
-        )
-    ).first()
-    if existing is None:
-        return None
-    if existing.request_digest != request.digest():
-        raise OperationPayloadChanged(
-            "This operationKey was already proposed with different content; "
-            "use a new operationKey for a new action.",
-            proposalId=existing.id,
-        )
+async def load_result(session: AsyncSession, proposal_id: str) -> ProposeResult:
+    """A stored proposal and its approval task, answered as a replay."""
+    proposal = await session.get(Proposal, proposal_id, populate_existing=True)
+    if proposal is None:
+        raise NotFound("No such proposal.")
     task = (
-        await session.exec(select(HumanTask).where(HumanTask.proposal_id == existing.id))
+        await session.exec(select(HumanTask).where(HumanTask.proposal_id == proposal.id))
     ).first()
-    return ProposeResult(proposal=existing, task=task, replayed=True)
+    return ProposeResult(proposal=proposal, task=task, replayed=True)
 
 
 def new_proposal(

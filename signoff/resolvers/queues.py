@@ -9,12 +9,11 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import QUEUE_CLAIM_TTL_DEFAULT_SECONDS, QUEUE_DUE_DEFAULT_SECONDS
-from signoff.database import commit, rollback
 from signoff.errors import AlreadyExists, Forbidden, NotFound, ValidationFailed
 from signoff.models import Actor, ChangeKind, Queue, QueueMembership, Role
-from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.changes import record_change
+from signoff.resolvers.transitions import Happening, record
+from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -22,7 +21,7 @@ SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 async def create_queue(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     slug: str,
     name: str,
@@ -46,30 +45,26 @@ async def create_queue(
             default_due_seconds, "defaultDueSeconds", 60, 31 * 86_400, QUEUE_DUE_DEFAULT_SECONDS
         ),
     )
-    session.add(queue)
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="queue.created",
-        target_type="queue",
-        target_id=queue.id,
-        slug=slug,
-    )
-    record_change(
-        session,
-        kind=ChangeKind.QUEUE_CREATED,
-        entity_type="queue",
-        entity_id=queue.id,
-        queue_id=queue.id,
-        actor_id=viewer.id,
-        snapshot={"slug": slug},
-    )
+    work.session.add(queue)
     try:
-        await session.flush()
+        await work.session.flush()
     except IntegrityError:
-        await rollback(session)
+        await work.rollback()
         raise AlreadyExists(f"A queue with slug {slug!r} already exists.", field="slug") from None
-    await commit(session)
+    record(
+        work,
+        Happening(
+            entity_type="queue",
+            entity_id=queue.id,
+            actor_id=viewer.id,
+            action="queue.created",
+            kind=ChangeKind.QUEUE_CREATED,
+            details={"slug": slug},
+            queue_id=queue.id,
+            snapshot={"slug": slug},
+        ),
+    )
+    await work.commit()
     return queue
 
 
@@ -92,49 +87,44 @@ async def list_queues(*, session: AsyncSession, viewer: Viewer) -> list[Queue]:
 
 
 async def add_queue_member(
-    *, session: AsyncSession, viewer: Viewer, queue_id: str, actor_id: str
+    *, work: UnitOfWork, viewer: Viewer, queue_id: str, actor_id: str
 ) -> Queue:
     """Make a reviewer a member of a queue (operators and admins); idempotent."""
+    session = work.session
     queue, actor = await _queue_and_reviewer(session, viewer, queue_id, actor_id)
     if await session.get(QueueMembership, (queue.id, actor.id)) is None:
         session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
-        _record_membership(session, viewer, queue, actor, ChangeKind.QUEUE_MEMBER_ADDED)
-        await commit(session)
+        record(work, membership_changed(viewer.id, queue.id, actor, ChangeKind.QUEUE_MEMBER_ADDED))
+        await work.commit()
     return queue
 
 
 async def remove_queue_member(
-    *, session: AsyncSession, viewer: Viewer, queue_id: str, actor_id: str
+    *, work: UnitOfWork, viewer: Viewer, queue_id: str, actor_id: str
 ) -> Queue:
     """Take a reviewer off a queue; its live subscriptions stop receiving the queue at once."""
+    session = work.session
     queue, actor = await _queue_and_reviewer(session, viewer, queue_id, actor_id)
     membership = await session.get(QueueMembership, (queue.id, actor.id))
     if membership is not None:
         await session.delete(membership)
-        _record_membership(session, viewer, queue, actor, ChangeKind.QUEUE_MEMBER_REMOVED)
-        await commit(session)
+        record(
+            work, membership_changed(viewer.id, queue.id, actor, ChangeKind.QUEUE_MEMBER_REMOVED)
+        )
+        await work.commit()
     return queue
 
 
-def _record_membership(
-    session: AsyncSession, viewer: Viewer, queue: Queue, actor: Actor, kind: ChangeKind
-) -> None:
-    """Audit a membership change and put it in the feed, where subscriptions re-check access."""
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action=kind.value,
-        target_type="queue",
-        target_id=queue.id,
-        member_id=actor.id,
-    )
-    record_change(
-        session,
-        kind=kind,
+def membership_changed(by: str | None, queue_id: str, actor: Actor, kind: ChangeKind) -> Happening:
+    """A membership change: audited, and in the feed, where subscriptions re-check access."""
+    return Happening(
         entity_type="actor",
         entity_id=actor.id,
-        queue_id=queue.id,
-        actor_id=viewer.id,
+        actor_id=by,
+        action=kind.value,
+        kind=kind,
+        details={"queue_id": queue_id, "member_id": actor.id},
+        queue_id=queue_id,
         snapshot={"role": actor.role},
     )
 

@@ -13,13 +13,9 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_
 from sqlmodel import col
-from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff import clock
 from signoff.constants import DELIVERY_BACKOFF_MAX_SECONDS
-from signoff.database import commit, rollback
 from signoff.delivery import Jitter, backoff_seconds
 from signoff.errors import (
     NotFound,
@@ -29,9 +25,10 @@ from signoff.errors import (
     ValidationFailed,
 )
 from signoff.models import Proposal, ProposalState, Role, Target
-from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.delivery import PENDING, fail_terminally, mark_applied, schedule_retry
+from signoff.resolvers.delivery import fail_terminally, mark_applied, schedule_retry
+from signoff.resolvers.transitions import Happening, record
+from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_text
 
 
@@ -68,7 +65,7 @@ class ActionResult:
 
 async def report_action_result(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     proposal_id: str,
     operation_key: str,
@@ -79,6 +76,7 @@ async def report_action_result(
     """Record an integration's report of how a delivered action ended."""
     require_role(viewer, Role.INTEGRATION)
     _check(result)
+    session = work.session
     proposal = await session.get(Proposal, proposal_id)
     if proposal is None:
         raise NotFound("No such proposal.")
@@ -87,28 +85,32 @@ async def report_action_result(
     replayed = _replay(proposal, result)
     if replayed is not None:
         return replayed
-    moved = await _apply(session, viewer, proposal, result, jitter)
+    moved = await _apply(work, viewer, proposal, result, jitter)
     if moved is None:
         # Another report or a worker settled it first: answer as of what it is now.
-        await rollback(session)
+        await work.rollback()
         current = await session.get(Proposal, proposal_id, populate_existing=True)
         assert current is not None
         replayed = _replay(current, result)
         if replayed is None:
             raise ResultTerminal("The proposal changed while this result was recorded; retry.")
         return replayed
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="proposal.result_reported",
-        target_type="proposal",
-        target_id=proposal.id,
-        status=result.status.value,
-        terminal=result.terminal,
-        error_code=result.error_code,
-        provider_request_id=result.provider_request_id,
+    record(
+        work,
+        Happening(
+            entity_type="proposal",
+            entity_id=proposal.id,
+            actor_id=viewer.id,
+            action="proposal.result_reported",
+            details={
+                "status": result.status.value,
+                "terminal": result.terminal,
+                "error_code": result.error_code,
+                "provider_request_id": result.provider_request_id,
+            },
+        ),
     )
-    await commit(session)
+    await work.commit()
     return ReportResult(proposal=moved, replayed=False)
 
 
@@ -148,31 +150,29 @@ def _replay(proposal: Proposal, result: ActionResult) -> ReportResult | None:
 
 
 async def _apply(
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     proposal: Proposal,
     result: ActionResult,
     jitter: Jitter | None,
 ) -> Proposal | None:
-    open_ = and_(
-        col(Proposal.state).in_([*PENDING, ProposalState.APPLYING.value]),
-        col(Proposal.delivery_terminal).is_(False),
-    )
-    now = clock.now()
+    # Any delivery still open (the lifecycle's edges name the states) may be settled.
+    open_ = col(Proposal.delivery_terminal).is_(False)
     details: dict[str, Any] = {
         "reported_by": viewer.id,
         "provider_request_id": result.provider_request_id,
     }
     if result.status is ResultStatus.APPLIED:
-        return await mark_applied(session, proposal.id, open_, now, **details)
+        return await mark_applied(work, proposal.id, open_, viewer.id, **details)
     code = result.error_code or "REPORTED_FAILURE"
-    target = await session.get(Target, proposal.target_id)
+    target = await work.session.get(Target, proposal.target_id)
     assert target is not None
     if result.terminal or proposal.delivery_attempt_count >= target.max_attempts:
-        return await fail_terminally(session, proposal.id, open_, code, **details)
+        return await fail_terminally(work, proposal.id, open_, code, actor_id=viewer.id, **details)
     delay = (
         result.retry_after_seconds
         if result.retry_after_seconds is not None
         else backoff_seconds(proposal.delivery_attempt_count, jitter)
     )
-    return await schedule_retry(session, proposal.id, open_, code, now + timedelta(seconds=delay))
+    at = work.now() + timedelta(seconds=delay)
+    return await schedule_retry(work, proposal.id, open_, code, at, actor_id=viewer.id)

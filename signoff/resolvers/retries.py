@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import and_
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff import clock
-from signoff.database import commit, rollback
 from signoff.errors import NotFound, NotRetryable, RetryDigestMismatch
-from signoff.jobs.queue import enqueue_delivery_after_commit
-from signoff.models import ChangeKind, Proposal, ProposalState, Role
-from signoff.resolvers import audit, idempotency
+from signoff.models import Proposal, ProposalState, Role
+from signoff.resolvers import idempotency, lifecycles
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.changes import record_proposal_change
-from signoff.resolvers.delivery import transition
+from signoff.resolvers.lifecycles import PROPOSAL
+from signoff.resolvers.work import UnitOfWork
 
 
 @dataclass(frozen=True)
@@ -28,7 +23,7 @@ class RetryResult:
 
 async def retry_proposal(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     proposal_id: str,
     payload_digest: str,
@@ -36,66 +31,58 @@ async def retry_proposal(
 ) -> RetryResult:
     """Queue a terminally failed proposal again with its attempts reset; idempotent by key."""
     require_role(viewer, Role.OPERATOR)
-    request = {"proposal_id": proposal_id, "payload_digest": payload_digest}
-    stored = await idempotency.find_replay(
-        session, viewer, "retryProposal", idempotency_key, request
+    call = idempotency.Keyed.of(
+        "retryProposal",
+        idempotency_key,
+        {"proposal_id": proposal_id, "payload_digest": payload_digest},
     )
-    if stored is not None:
-        return RetryResult(proposal=await load_proposal(session, proposal_id), replayed=True)
-    proposal = await load_proposal(session, proposal_id)
-    if proposal.payload_digest != payload_digest:
-        raise RetryDigestMismatch(
-            "payloadDigest does not match the proposal.", expected=proposal.payload_digest
-        )
-    retried = await _requeue(session, viewer, proposal)
-    idempotency.remember(
-        session, viewer, "retryProposal", idempotency_key, request, {"proposal_id": proposal_id}
+
+    async def retry() -> Proposal:
+        proposal = await load_proposal(work.session, proposal_id)
+        if proposal.payload_digest != payload_digest:
+            raise RetryDigestMismatch(
+                "payloadDigest does not match the proposal.", expected=proposal.payload_digest
+            )
+        return await _requeue(work, viewer, proposal)
+
+    retried, replayed = await idempotency.once(
+        work,
+        viewer,
+        call,
+        retry,
+        result_of=lambda proposal: {"proposal_id": proposal.id},
+        replay=lambda stored: load_proposal(work.session, stored["proposal_id"]),
     )
-    enqueue_delivery_after_commit(session, proposal_id, 1)
-    try:
-        await session.flush()
-    except IntegrityError:
-        # The same key, at the same time: the other request retried it.
-        await rollback(session)
-        return RetryResult(proposal=await load_proposal(session, proposal_id), replayed=True)
-    await commit(session)
-    return RetryResult(proposal=retried, replayed=False)
+    return RetryResult(proposal=retried, replayed=replayed)
 
 
-async def _requeue(session: AsyncSession, viewer: Viewer, proposal: Proposal) -> Proposal:
-    """Compare-and-set from terminal failure to ``QUEUED``: one of concurrent retries wins."""
-    seen, previous_error = ProposalState(proposal.state), proposal.last_error_code
-    terminal = and_(
-        col(Proposal.state) == ProposalState.FAILED.value, col(Proposal.delivery_terminal).is_(True)
-    )
-    retried = await transition(
-        session,
+async def _requeue(work: UnitOfWork, viewer: Viewer, proposal: Proposal) -> Proposal:
+    """From terminal failure to ``QUEUED``: one of concurrent retries wins. The attempt
+    count starts again; the lease generation does not, so no earlier worker can match."""
+    seen = ProposalState(proposal.state)
+    retried = await PROPOSAL.move(
+        work,
+        lifecycles.REQUEUE,
         proposal.id,
-        terminal,
-        state=ProposalState.QUEUED.value,
-        delivery_terminal=False,
-        delivery_attempt_count=0,
-        next_attempt_at=clock.now(),
-        lease_expires_at=None,
-        last_error_code=None,
-        accepted_at=None,
+        actor_id=viewer.id,
+        guard=col(Proposal.delivery_terminal).is_(True),
+        values={
+            "delivery_terminal": False,
+            "delivery_attempt_count": 0,
+            "next_attempt_at": work.now(),
+            "lease_expires_at": None,
+            "last_error_code": None,
+            "accepted_at": None,
+        },
+        details={"previous_error_code": proposal.last_error_code},
     )
     if retried is None:
-        await rollback(session)
+        await work.rollback()
         raise NotRetryable(
             f"Only a terminally failed proposal can be retried; it was {seen} "
             "when asked (another retry may have just queued it).",
             state=seen,
         )
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="proposal.retried",
-        target_type="proposal",
-        target_id=retried.id,
-        previous_error_code=previous_error,
-    )
-    record_proposal_change(session, ChangeKind.PROPOSAL_REQUEUED, retried, viewer.id)
     return retried
 
 

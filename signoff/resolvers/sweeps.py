@@ -8,18 +8,16 @@
 
 from __future__ import annotations
 
-from sqlalchemy import update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
 from signoff.constants import SWEEP_BATCH_SIZE
-from signoff.database import commit
-from signoff.jobs.queue import JobQueue
-from signoff.models import ChangeKind, HumanTask, Proposal, ProposalState, TaskState
-from signoff.resolvers import audit
-from signoff.resolvers.changes import record_proposal_change, record_task_change
+from signoff.models import HumanTask, Proposal, ProposalState
+from signoff.resolvers import lifecycles
 from signoff.resolvers.delivery import due
+from signoff.resolvers.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.work import JobQueue, UnitOfWork
 
 
 async def enqueue_due_deliveries(
@@ -39,20 +37,9 @@ async def enqueue_due_deliveries(
     return len(rows)
 
 
-def _record_expiries(
-    session: AsyncSession, proposals: list[Proposal], tasks: list[HumanTask]
-) -> None:
-    proposers = {proposal.id: proposal.proposed_by_id for proposal in proposals}
-    for proposal in proposals:
-        record_proposal_change(session, ChangeKind.PROPOSAL_CANCELLED, proposal, None)
-    for task in tasks:
-        proposer = proposers.get(task.proposal_id or "")
-        record_task_change(session, ChangeKind.TASK_EXPIRED, task, None, proposed_by_id=proposer)
-
-
-async def expire_proposals(session: AsyncSession, *, limit: int = SWEEP_BATCH_SIZE) -> list[str]:
+async def expire_proposals(work: UnitOfWork, *, limit: int = SWEEP_BATCH_SIZE) -> list[str]:
     """Cancel proposals whose approval deadline has passed, and expire their tasks."""
-    now = clock.now()
+    now = work.now()
     lapsed = (
         select(Proposal.id)
         .where(
@@ -61,48 +48,24 @@ async def expire_proposals(session: AsyncSession, *, limit: int = SWEEP_BATCH_SI
         )
         .limit(limit)
     )
-    candidates = list((await session.exec(lapsed)).all())
-    if not candidates:
-        return []
-    cancelled = await session.exec(
-        update(Proposal)
-        .where(
-            col(Proposal.id).in_(candidates),
-            col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
-        )
-        .values(state=ProposalState.CANCELLED.value, decided_at=now, updated_at=now)
-        .returning(Proposal)
-        .execution_options(populate_existing=True)
+    candidates = list((await work.session.exec(lapsed)).all())
+    cancelled = await PROPOSAL.move_all(
+        work,
+        lifecycles.EXPIRE,
+        candidates,
+        actor_id=None,
+        guard=col(Proposal.expires_at) <= now,
+        values={"decided_at": now},
     )
-    proposals: list[Proposal] = list(cancelled.scalars().all())
-    ids = [proposal.id for proposal in proposals]
-    tasks: list[HumanTask] = []
+    ids = [proposal.id for proposal in cancelled]
     if ids:
-        expired = await session.exec(
-            update(HumanTask)
-            .where(
-                col(HumanTask.proposal_id).in_(ids),
-                col(HumanTask.state).in_([TaskState.OPEN.value, TaskState.CLAIMED.value]),
-            )
-            .values(
-                state=TaskState.EXPIRED.value,
-                assignee_id=None,
-                claim_expires_at=None,
-                updated_at=now,
-            )
-            .returning(HumanTask)
-            .execution_options(populate_existing=True)
-        )
-        tasks = list(expired.scalars().all())
-    _record_expiries(session, proposals, tasks)
-    for proposal_id in ids:
-        audit.record(
-            session,
+        tasks = select(HumanTask.id).where(col(HumanTask.proposal_id).in_(ids))
+        await TASK.move_all(
+            work,
+            lifecycles.EXPIRE_TASK,
+            list((await work.session.exec(tasks)).all()),
             actor_id=None,
-            action="proposal.expired",
-            target_type="proposal",
-            target_id=proposal_id,
-            state=ProposalState.CANCELLED.value,
+            values={"assignee_id": None, "claim_expires_at": None},
         )
-    await commit(session)
+    await work.commit()
     return ids

@@ -12,21 +12,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff import clock
 from signoff.constants import (
     REQUIRED_APPROVALS_MAX,
     SIGNING_SECRET_PREFIX,
     TARGET_MAX_ATTEMPTS_DEFAULT,
     TARGET_TIMEOUT_DEFAULT_SECONDS,
 )
-from signoff.database import commit, rollback
 from signoff.errors import AlreadyExists, NotFound, ValidationFailed
 from signoff.jsonvalues import check_schema
 from signoff.models import ApprovalMode, ChangeKind, Queue, Role, Target
-from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.changes import record_change
-from signoff.sealing import sealer_of
+from signoff.resolvers.transitions import Happening, record
+from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
 
 METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -45,7 +42,7 @@ def new_signing_secret() -> str:
 
 async def register_target(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     name: str,
     url: str,
@@ -70,7 +67,7 @@ async def register_target(
         raise ValidationFailed(
             "A HUMAN target needs the queueId its approvals go to.", field="queueId"
         )
-    if queue_id is not None and await session.get(Queue, queue_id) is None:
+    if queue_id is not None and await work.session.get(Queue, queue_id) is None:
         raise NotFound("No such queue.", field="queueId")
     secret = new_signing_secret()
     target = Target(
@@ -90,35 +87,29 @@ async def register_target(
         timeout_seconds=require_range(
             timeout_seconds, "timeoutSeconds", 1, 120, TARGET_TIMEOUT_DEFAULT_SECONDS
         ),
-        signing_secret=sealer_of(session).seal(secret),
+        signing_secret=work.sealer.seal(secret),
         created_by_id=viewer.id,
     )
-    session.add(target)
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="target.registered",
-        target_type="target",
-        target_id=target.id,
-        name=name,
-        url=target.url,
-        approval_mode=approval_mode.value,
-    )
-    record_change(
-        session,
-        kind=ChangeKind.TARGET_REGISTERED,
-        entity_type="target",
-        entity_id=target.id,
-        queue_id=target.queue_id,
-        actor_id=viewer.id,
-        snapshot={"name": name, "approvalMode": approval_mode.value},
-    )
+    work.session.add(target)
     try:
-        await session.flush()
+        await work.session.flush()
     except IntegrityError:
-        await rollback(session)
+        await work.rollback()
         raise AlreadyExists(f"A target named {name!r} already exists.", field="name") from None
-    await commit(session)
+    record(
+        work,
+        Happening(
+            entity_type="target",
+            entity_id=target.id,
+            actor_id=viewer.id,
+            action="target.registered",
+            kind=ChangeKind.TARGET_REGISTERED,
+            details={"name": name, "url": target.url, "approval_mode": approval_mode.value},
+            queue_id=target.queue_id,
+            snapshot={"name": name, "approvalMode": approval_mode.value},
+        ),
+    )
+    await work.commit()
     return RegisteredTarget(target=target, signing_secret=secret)
 
 
@@ -129,29 +120,25 @@ def _check_url(url: str) -> str:
     return url.strip()
 
 
-async def retire_target(*, session: AsyncSession, viewer: Viewer, target_id: str) -> Target:
+async def retire_target(*, work: UnitOfWork, viewer: Viewer, target_id: str) -> Target:
     """Retire a target: it takes no new proposals; what was approved still delivers."""
     require_role(viewer, Role.OPERATOR)
-    target = await get_target(session=session, viewer=viewer, target_id=target_id)
+    target = await get_target(session=work.session, viewer=viewer, target_id=target_id)
     if target.retired_at is None:
-        target.retired_at = clock.now()
-        audit.record(
-            session,
-            actor_id=viewer.id,
-            action="target.retired",
-            target_type="target",
-            target_id=target.id,
+        target.retired_at = work.now()
+        record(
+            work,
+            Happening(
+                entity_type="target",
+                entity_id=target.id,
+                actor_id=viewer.id,
+                action="target.retired",
+                kind=ChangeKind.TARGET_RETIRED,
+                queue_id=target.queue_id,
+                snapshot={"name": target.name},
+            ),
         )
-        record_change(
-            session,
-            kind=ChangeKind.TARGET_RETIRED,
-            entity_type="target",
-            entity_id=target.id,
-            queue_id=target.queue_id,
-            actor_id=viewer.id,
-            snapshot={"name": target.name},
-        )
-        await commit(session)
+        await work.commit()
     return target
 
 

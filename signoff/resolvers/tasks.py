@@ -6,13 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, or_
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
-from signoff.database import commit, rollback
 from signoff.errors import (
     AlreadyDecided,
     Forbidden,
@@ -36,12 +34,13 @@ from signoff.models import (
     Role,
     TaskState,
 )
-from signoff.models.task import claim_lapsed
-from signoff.resolvers import audit, idempotency
+from signoff.models.task import claim_lapsed, workable_by
+from signoff.resolvers import idempotency, lifecycles
 from signoff.resolvers.access import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approvals import apply_decision
-from signoff.resolvers.changes import record_task_change
+from signoff.resolvers.lifecycles import TASK
 from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text, require_range, require_text
 
 
@@ -53,7 +52,7 @@ class CompleteResult:
 
 async def create_task(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     queue_id: str,
     kind: str,
@@ -68,10 +67,10 @@ async def create_task(
     kind = require_text(kind, "kind", 1, 64).upper()
     if kind == APPROVAL_KIND:
         raise ValidationFailed("APPROVAL tasks are created by proposeAction.", field="kind")
-    queue = await session.get(Queue, queue_id)
+    queue = await work.session.get(Queue, queue_id)
     if queue is None:
         raise NotFound("No such queue.", field="queueId")
-    now = clock.now()
+    now = work.now()
     due = require_range(due_in_seconds, "dueInSeconds", 60, 31 * 86_400, queue.default_due_seconds)
     task = HumanTask(
         queue_id=queue.id,
@@ -87,18 +86,15 @@ async def create_task(
         created_at=now,
         updated_at=now,
     )
-    session.add(task)
-    audit.record(
-        session,
-        actor_id=viewer.id,
+    await TASK.created(
+        work,
+        task,
+        kind=ChangeKind.TASK_CREATED,
         action="task.created",
-        target_type="task",
-        target_id=task.id,
-        queue_id=queue.id,
-        kind=kind,
+        actor_id=viewer.id,
+        details={"queue_id": queue.id, "kind": kind},
     )
-    await _record_change(session, ChangeKind.TASK_CREATED, task, viewer)
-    await commit(session)
+    await work.commit()
     return task
 
 
@@ -119,40 +115,34 @@ def _can_see(viewer: Viewer, task: HumanTask) -> bool:
     return viewer.role is Role.AGENT and task.created_by_id == viewer.id
 
 
-async def claim_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> HumanTask:
+async def claim_task(*, work: UnitOfWork, viewer: Viewer, task_id: str) -> HumanTask:
     """Take a lease on a task; its holder claiming again renews the lease."""
+    session = work.session
     task = await get_task(session=session, viewer=viewer, task_id=task_id)
     require_reviewer_of(viewer, task.queue_id)
     if task.kind == APPROVAL_KIND:
         await _require_may_decide(session, viewer, task)
     queue = await session.get(Queue, task.queue_id)
     assert queue is not None  # tasks reference their queue
-    now = clock.now()
-    previous = task.assignee_id if claim_lapsed(task, now) else None
-    claimed = await _transition(
-        session,
+    now = work.now()
+    expires = now + timedelta(seconds=queue.claim_ttl_seconds)
+    claimed = await TASK.move(
+        work,
+        lifecycles.CLAIM,
         task.id,
-        _workable_by(viewer, now),
-        state=TaskState.CLAIMED.value,
-        assignee_id=viewer.id,
-        claim_expires_at=now + timedelta(seconds=queue.claim_ttl_seconds),
-        updated_at=now,
+        actor_id=viewer.id,
+        guard=workable_by(viewer.id, now),
+        values={"assignee_id": viewer.id, "claim_expires_at": expires},
+        details={
+            "claim_expires_at": expires.isoformat(),
+            "lapsed_claim_of": task.assignee_id if claim_lapsed(task, now) else None,
+        },
     )
     if claimed is None:
-        await rollback(session)
+        await work.rollback()
         await _raise_not_claimable(session, viewer, task_id)
     assert claimed is not None
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="task.claimed",
-        target_type="task",
-        target_id=task.id,
-        claim_expires_at=claimed.claim_expires_at.isoformat() if claimed.claim_expires_at else None,
-        lapsed_claim_of=previous,
-    )
-    await _record_change(session, ChangeKind.TASK_CLAIMED, claimed, viewer)
-    await commit(session)
+    await work.commit()
     return claimed
 
 
@@ -184,12 +174,11 @@ async def _raise_not_claimable(session: AsyncSession, viewer: Viewer, task_id: s
 
 
 async def release_task(
-    *, session: AsyncSession, viewer: Viewer, task_id: str, reason: str | None = None
+    *, work: UnitOfWork, viewer: Viewer, task_id: str, reason: str | None = None
 ) -> HumanTask:
     """Give a claim back; operators and admins may release anyone's claim."""
-    task = await get_task(session=session, viewer=viewer, task_id=task_id)
+    task = await get_task(session=work.session, viewer=viewer, task_id=task_id)
     reason = optional_text(reason, "reason", 1, 2000)
-    now = clock.now()
     if not viewer.sees_everything:
         require_reviewer_of(viewer, task.queue_id)
     holder = (
@@ -197,50 +186,56 @@ async def release_task(
         if not viewer.sees_everything
         else col(HumanTask.assignee_id).is_not(None)
     )
-    released = await _transition(
-        session,
+    released = await TASK.move(
+        work,
+        lifecycles.RELEASE,
         task.id,
-        and_(col(HumanTask.state) == TaskState.CLAIMED.value, holder),
-        state=TaskState.OPEN.value,
-        assignee_id=None,
-        claim_expires_at=None,
-        updated_at=now,
+        actor_id=viewer.id,
+        guard=holder,
+        values={"assignee_id": None, "claim_expires_at": None},
+        details={"holder": task.assignee_id, "reason": reason},
     )
     if released is None:
-        await rollback(session)
+        await work.rollback()
         raise TaskNotClaimed()
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="task.released",
-        target_type="task",
-        target_id=task.id,
-        holder=task.assignee_id,
-        reason=reason,
-    )
-    await _record_change(session, ChangeKind.TASK_RELEASED, released, viewer)
-    await commit(session)
+    await work.commit()
     return released
 
 
 async def complete_task(
     *,
-    session: AsyncSession,
+    work: UnitOfWork,
     viewer: Viewer,
     task_id: str,
     response: Any,
     idempotency_key: str | None = None,
 ) -> CompleteResult:
     """Complete a task with a response that fits its schema; approval tasks decide."""
-    request = {"task_id": task_id, "response": response}
-    stored = await idempotency.find_replay(
-        session, viewer, "completeTask", idempotency_key, request
+    call = idempotency.Keyed.of(
+        "completeTask", idempotency_key, {"task_id": task_id, "response": response}
     )
-    if stored is not None:
-        return CompleteResult(task=await _reload(session, stored["task_id"]), replayed=True)
-    task = await get_task(session=session, viewer=viewer, task_id=task_id)
-    require_reviewer_of(viewer, task.queue_id)
-    now = clock.now()
+
+    async def complete() -> HumanTask:
+        task = await get_task(session=work.session, viewer=viewer, task_id=task_id)
+        require_reviewer_of(viewer, task.queue_id)
+        now = work.now()
+        _require_completable(task, viewer, now)
+        require_object(response, "response")
+        validate_against(response, task.response_schema, ResponseInvalid, "response")
+        if task.kind == APPROVAL_KIND:
+            return await _complete_approval(work, viewer, task, response)
+        return await _complete_free(work, viewer, task, response, now)
+
+    async def replay(stored: dict[str, Any]) -> HumanTask:
+        return await _reload(work.session, stored["task_id"])
+
+    done, replayed = await idempotency.once(
+        work, viewer, call, complete, result_of=lambda task: {"task_id": task.id}, replay=replay
+    )
+    return CompleteResult(task=done, replayed=replayed)
+
+
+def _require_completable(task: HumanTask, viewer: Viewer, now: datetime) -> None:
     if task.state not in (TaskState.OPEN, TaskState.CLAIMED):
         raise TaskNotClaimable(
             f"The task is {task.state} and cannot be completed.", state=task.state
@@ -251,105 +246,44 @@ async def complete_task(
         and not claim_lapsed(task, now)
     ):
         raise TaskClaimedByOther("Another reviewer holds this task; only they can complete it.")
-    require_object(response, "response")
-    validate_against(response, task.response_schema, ResponseInvalid, "response")
-    if task.kind == APPROVAL_KIND:
-        done = await _complete_approval(session, viewer, task, response)
-    else:
-        done = await _complete_free(session, viewer, task, response, now)
-    idempotency.remember(
-        session, viewer, "completeTask", idempotency_key, request, {"task_id": done.id}
-    )
-    try:
-        await session.flush()
-    except IntegrityError:
-        await rollback(session)
-        return CompleteResult(task=await _reload(session, task_id), replayed=True)
-    await commit(session)
-    return CompleteResult(task=done, replayed=False)
 
 
 async def _complete_approval(
-    session: AsyncSession, viewer: Viewer, task: HumanTask, response: dict[str, Any]
+    work: UnitOfWork, viewer: Viewer, task: HumanTask, response: dict[str, Any]
 ) -> HumanTask:
     """Completing an approval task is deciding its proposal: the same rule, the same checks."""
-    proposal = await session.get(Proposal, task.proposal_id)
+    proposal = await work.session.get(Proposal, task.proposal_id)
     assert proposal is not None
     result = await apply_decision(
-        session, viewer, proposal, Decision(response["decision"]), response.get("reason")
+        work, viewer, proposal, Decision(response["decision"]), response.get("reason")
     )
     assert result.task is not None
     return result.task
 
 
 async def _complete_free(
-    session: AsyncSession, viewer: Viewer, task: HumanTask, response: dict[str, Any], now: datetime
+    work: UnitOfWork, viewer: Viewer, task: HumanTask, response: dict[str, Any], now: datetime
 ) -> HumanTask:
-    done = await _transition(
-        session,
+    done = await TASK.move(
+        work,
+        lifecycles.COMPLETE,
         task.id,
-        _workable_by(viewer, now),
-        state=TaskState.COMPLETED.value,
-        response=response,
-        completed_by_id=viewer.id,
-        completed_at=now,
-        assignee_id=None,
-        claim_expires_at=None,
-        updated_at=now,
+        actor_id=viewer.id,
+        guard=workable_by(viewer.id, now),
+        values={
+            "response": response,
+            "completed_by_id": viewer.id,
+            "completed_at": now,
+            "assignee_id": None,
+            "claim_expires_at": None,
+        },
+        details={"response": response},
     )
     if done is None:
-        await rollback(session)
-        await _raise_not_claimable(session, viewer, task.id)
+        await work.rollback()
+        await _raise_not_claimable(work.session, viewer, task.id)
     assert done is not None
-    audit.record(
-        session,
-        actor_id=viewer.id,
-        action="task.completed",
-        target_type="task",
-        target_id=task.id,
-        response=response,
-    )
-    await _record_change(session, ChangeKind.TASK_COMPLETED, done, viewer)
     return done
-
-
-def _workable_by(viewer: Viewer, now: datetime) -> Any:
-    """Open, held by ``viewer``, or held by someone whose lease has lapsed."""
-    return or_(
-        col(HumanTask.state) == TaskState.OPEN.value,
-        and_(
-            col(HumanTask.state) == TaskState.CLAIMED.value,
-            or_(col(HumanTask.assignee_id) == viewer.id, col(HumanTask.claim_expires_at) <= now),
-        ),
-    )
-
-
-async def _record_change(
-    session: AsyncSession, kind: ChangeKind, task: HumanTask, viewer: Viewer
-) -> None:
-    """Approval tasks carry their proposer, so the agent that proposed may follow them."""
-    proposal = None if task.proposal_id is None else await session.get(Proposal, task.proposal_id)
-    record_task_change(
-        session,
-        kind,
-        task,
-        viewer.id,
-        proposed_by_id=None if proposal is None else proposal.proposed_by_id,
-    )
-
-
-async def _transition(
-    session: AsyncSession, task_id: str, condition: Any, **values: Any
-) -> HumanTask | None:
-    """Compare-and-set: apply ``values`` only while ``condition`` holds; the winner gets the row."""
-    stmt = (
-        update(HumanTask)
-        .where(col(HumanTask.id) == task_id, condition)
-        .values(**values)
-        .returning(HumanTask)
-        .execution_options(populate_existing=True)
-    )
-    return (await session.exec(stmt)).scalars().first()
 
 
 async def _reload(session: AsyncSession, task_id: str) -> HumanTask:

@@ -21,7 +21,7 @@ async def call(info: strawberry.Info, resolver: Callable[..., Awaitable[R]], **k
     if info.operation.operation is not OperationType.MUTATION:
         async with ctx.read() as session:
             return await resolver(session=session, viewer=viewer, **kwargs)
-    async with ctx.db() as session:
-        result = await resolver(session=session, viewer=viewer, **kwargs)
+    async with ctx.work() as work:
+        result = await resolver(work=work, viewer=viewer, **kwargs)
     await ctx.end_reads()
     return result

@@ -25,6 +25,7 @@ from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.actors import authenticate
+from signoff.resolvers.work import Services, UnitOfWork
 
 if TYPE_CHECKING:
     from signoff.schema.broadcast import Broadcaster
@@ -90,6 +91,8 @@ class Context:
     connection_params: dict[str, Any] | None = None
     # Executing one frame for a broadcast group: there is no single viewer to read.
     shared_viewer: bool = False
+    # What a mutation's unit of work may use: job queue, event relay, sealer.
+    services: Services = field(default_factory=Services)
     _viewer: Viewer | None = None
     _loaders: Loaders | None = None
     _write: _LazySession = field(init=False)
@@ -102,6 +105,12 @@ class Context:
     def db(self) -> AbstractAsyncContextManager[AsyncSession]:
         """The session for a mutation's writes (``async with ctx.db() as session``)."""
         return self._write.use()
+
+    @asynccontextmanager
+    async def work(self) -> AsyncIterator[UnitOfWork]:
+        """A mutation's unit of work, on the request's write session."""
+        async with self.db() as session:
+            yield UnitOfWork(session, self.services)
 
     def read(self) -> AbstractAsyncContextManager[AsyncSession]:
         """The session for reads (``async with ctx.read() as session``)."""

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, select
 
 from signoff import clock
@@ -32,6 +33,8 @@ from signoff.resolvers.proposals import propose_action
 from signoff.resolvers.queues import create_queue
 from signoff.resolvers.targets import register_target
 from signoff.resolvers.tasks import claim_task, release_task
+from signoff.resolvers.work import Services, WorkMaker
+from signoff.sealing import Sealer
 
 SKEW = timedelta(seconds=5)
 T = TypeVar("T")
@@ -41,18 +44,22 @@ T = TypeVar("T")
 class Process:
     """One writer process: its own engine's sessions and its own clock."""
 
-    sessionmaker: SessionMaker
+    work: WorkMaker
     clock: clock.FrozenClock
 
     async def run(self, operation: Callable[..., Awaitable[T]], **arguments: Any) -> T:
-        """Run a resolver in a fresh session, with this process's clock as "now"."""
+        """Run a resolver in a fresh unit of work, with this process's clock as "now"."""
         self.clock.advance(0.001)
         clock.set_clock(self.clock)
         try:
-            async with self.sessionmaker() as session:
-                return await operation(session=session, **arguments)
+            async with self.work() as work:
+                return await operation(work=work, **arguments)
         finally:
             clock.set_clock(None)
+
+
+def _work(engine: AsyncEngine, sealer: Sealer) -> WorkMaker:
+    return WorkMaker(create_sessionmaker(engine), Services(sealer=sealer))
 
 
 @pytest.fixture
@@ -64,8 +71,8 @@ async def processes(
     sealer = load_sealer(settings)
     now = datetime.now(UTC)
     yield (
-        Process(create_sessionmaker(engines[0], sealer=sealer), clock.FrozenClock(now)),
-        Process(create_sessionmaker(engines[1], sealer=sealer), clock.FrozenClock(now - SKEW)),
+        Process(_work(engines[0], sealer), clock.FrozenClock(now)),
+        Process(_work(engines[1], sealer), clock.FrozenClock(now - SKEW)),
     )
     for engine in engines:
         await engine.dispose()

@@ -16,13 +16,14 @@ from signoff.database import SessionMaker, create_sessionmaker
 from signoff.events import create_event_service, feed
 from signoff.events.hub import Change, Fanout, Subscriber
 from signoff.models import ChangeEvent, ChangeKind
-from signoff.resolvers.changes import record_change
+from signoff.resolvers.work import UnitOfWork
 from tests.conftest import requires_postgres
+from tests.helpers import record_event
 
 
 def _record(session: object, label: str) -> None:
-    record_change(
-        session,  # type: ignore[arg-type]
+    record_event(
+        UnitOfWork(session),
         kind=ChangeKind.TASK_CREATED,
         entity_type="task",
         entity_id=str(uuid.uuid4()),

@@ -13,12 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, func, select
 
 from signoff import clock
-from signoff.database import SessionMaker, commit, create_sessionmaker
+from signoff.database import SessionMaker, create_sessionmaker
 from signoff.events import feed
 from signoff.events.hub import Change, Deliver, EventHub, Resync, Subscriber
 from signoff.events.service import EventService
 from signoff.models import ChangeEvent, ChangeKind
-from signoff.resolvers.changes import record_change
+from signoff.resolvers.work import Services, UnitOfWork, WorkMaker
+from tests.helpers import record_event
 
 RELAY_SECONDS = 0.2
 COMMIT_EVERY_SECONDS = 0.05  # four commits per relay interval: the loop is always kicked
@@ -59,22 +60,22 @@ def _service(sessionmaker: SessionMaker, transport: RecordingTransport) -> Event
 
 
 @contextlib.asynccontextmanager
-async def _steady_commits(sessionmaker: SessionMaker) -> AsyncIterator[list[str]]:
+async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[str]]:
     """A writer committing a change event every 50 ms, each commit kicking the service."""
     committed: list[str] = []
     stop = asyncio.Event()
 
     async def write() -> None:
         while not stop.is_set():
-            async with sessionmaker() as session:
-                event = record_change(
-                    session,
+            async with work() as unit:
+                event = record_event(
+                    unit,
                     kind=ChangeKind.TASK_CREATED,
                     entity_type="task",
                     entity_id=str(uuid.uuid4()),
                     snapshot={"label": "load"},
                 )
-                await commit(session)
+                await unit.commit()
             committed.append(event.id)
             await asyncio.sleep(COMMIT_EVERY_SECONDS)
 
@@ -89,8 +90,8 @@ async def _steady_commits(sessionmaker: SessionMaker) -> AsyncIterator[list[str]
 async def _orphan(sessionmaker: SessionMaker, occurred_at: datetime) -> ChangeEvent:
     """An event stamped by a process that crashed before publishing it."""
     async with sessionmaker() as session:
-        event = record_change(
-            session,
+        event = record_event(
+            UnitOfWork(session),
             kind=ChangeKind.TASK_CREATED,
             entity_type="task",
             entity_id=str(uuid.uuid4()),
@@ -142,7 +143,7 @@ async def test_relay_and_retention_keep_their_schedule_under_steady_commits(
     subscriber = service.hub.subscribe(lambda change: True)
     start, began = frozen_clock.current, time.monotonic()
     try:
-        async with _steady_commits(create_sessionmaker(engine, events=service)) as committed:
+        async with _steady_commits(WorkMaker(plain, Services(events=service))) as committed:
             await asyncio.sleep(2 * RELAY_SECONDS)  # events at `start`, to age out
             assert await _older_than(plain, start + timedelta(seconds=1)) > 0
             frozen_clock.advance(60)  # `start` is now past retention

@@ -15,9 +15,9 @@ from signoff.database import SessionMaker
 from signoff.events import feed
 from signoff.models import ApiToken, ChangeKind, Role
 from signoff.resolvers.actors import hash_token
-from signoff.resolvers.changes import record_change
 from signoff.resolvers.subscriptions import decode_cursor, encode_cursor
-from tests.helpers import CLAIM, GraphQLClient, World, build_world
+from signoff.resolvers.work import UnitOfWork
+from tests.helpers import CLAIM, GraphQLClient, World, build_world, record_event
 from tests.live import (
     Server,
     Subscription,
@@ -231,8 +231,8 @@ async def test_incident_events_are_for_operators(serve: Serve, sessionmaker: Ses
             Subscription(server.ws_url, world.reviewers[0], query, {"after": None}) as rev,
         ):
             async with sessionmaker() as session:  # as delivery's dead-letter job will
-                record_change(
-                    session,
+                record_event(
+                    UnitOfWork(session),
                     kind=ChangeKind.INCIDENT_OPENED,
                     entity_type="incident",
                     entity_id="incident-1",

@@ -17,8 +17,8 @@ from websockets.exceptions import ConnectionClosed
 
 from signoff.database import SessionMaker
 from signoff.models import ChangeKind
-from signoff.resolvers.changes import record_change
-from tests.helpers import build_world
+from signoff.resolvers.work import UnitOfWork
+from tests.helpers import build_world, record_event
 from tests.live import QUEUE_EVENTS, Server, feed_settled, head_cursor, http_gql
 
 Serve = Callable[..., Awaitable[Server]]
@@ -154,8 +154,8 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
         for batch in range(total // 10):  # paced: bursts stay well under the buffer
             async with sessionmaker() as session:
                 for i in range(10):
-                    record_change(
-                        session,
+                    record_event(
+                        UnitOfWork(session),
                         kind=ChangeKind.TASK_CREATED,
                         entity_type="task",
                         entity_id=f"t-{batch}-{i}",

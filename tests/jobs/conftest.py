@@ -15,7 +15,8 @@ from signoff.config import Settings, load_sealer
 from signoff.database import create_sessionmaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.delivery import deliver_proposal
-from signoff.jobs.queue import delivery_job_id
+from signoff.resolvers.work import Services as WorkServices
+from signoff.resolvers.work import WorkMaker, delivery_job_id
 
 
 @dataclass
@@ -51,12 +52,9 @@ async def worker(
     """A worker process's ``ctx``; jitter is pinned so backoff is exactly its upper bound."""
     jobs = RecordingJobs()
     http = open_http_client()
-    services = Services(
-        settings=settings,
-        sessionmaker=create_sessionmaker(engine, jobs=jobs, sealer=load_sealer(settings)),
-        http=http,
-        jobs=jobs,
-        jitter=lambda: 1.0,
+    work = WorkMaker(
+        create_sessionmaker(engine), WorkServices(jobs=jobs, sealer=load_sealer(settings))
     )
+    services = Services(settings=settings, work=work, http=http, jitter=lambda: 1.0)
     yield Worker(ctx={CTX_KEY: services}, jobs=jobs)
     await http.aclose()

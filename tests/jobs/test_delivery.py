@@ -21,6 +21,8 @@ from signoff.digest import canonical_json
 from signoff.jobs.context import CTX_KEY
 from signoff.jobs.delivery import deliver_proposal
 from signoff.models import DeadLetter, DeliveryAttempt, Incident, IncidentState
+from signoff.resolvers.work import Services as WorkServices
+from signoff.resolvers.work import WorkMaker
 from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
@@ -320,7 +322,9 @@ async def test_a_worker_with_another_key_sends_nothing_and_opens_an_incident(
         stranger = Sealer(decode_key(new_key_text()))
         services = replace(
             worker.services,
-            sessionmaker=create_sessionmaker(engine, jobs=worker.jobs, sealer=stranger),
+            work=WorkMaker(
+                create_sessionmaker(engine), WorkServices(jobs=worker.jobs, sealer=stranger)
+            ),
         )
         outcome = await deliver_proposal({CTX_KEY: services}, proposal["id"])
     assert outcome == "SIGNING_SECRET_UNREADABLE"

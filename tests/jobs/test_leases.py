@@ -24,18 +24,18 @@ async def test_a_lapsed_lease_lets_another_worker_take_over(
         world = await build_world(gql, url=receiver.url)
         receiver.secret = world.signing_secret
         proposal = await approved(world)
-        async with worker.services.sessionmaker() as session:
-            crashed = await claim_delivery(session, proposal["id"], lease_seconds=60)
+        async with worker.services.work() as work:
+            crashed = await claim_delivery(work, proposal["id"], lease_seconds=60)
         assert crashed is not None and crashed.delivery_attempt_count == 1
         assert await worker.deliver(proposal["id"]) == "NOT_DUE"
         frozen_clock.advance(60)
         assert await worker.deliver(proposal["id"]) == "APPLIED"
         # The first worker wakes up and reports its own attempt: it no longer holds it.
-        async with worker.services.sessionmaker() as session:
-            target = await session.get(Target, crashed.target_id)
+        async with worker.services.work() as work:
+            target = await work.session.get(Target, crashed.target_id)
             assert target is not None
             outcome = await send(worker.services.http, crashed, target, world.signing_secret, 1)
-            assert await record_outcome(session, crashed, target, outcome) is None
+            assert await record_outcome(work, crashed, target, outcome) is None
     assert [r.attempt for r in receiver.requests] == [2, 1]
     assert {r.webhook_id for r in receiver.requests} == {proposal["operationKey"]}
     state = await read(world, proposal["id"])
@@ -50,16 +50,16 @@ async def test_the_holder_renews_its_lease(
 ) -> None:
     world = await build_world(gql)
     proposal = await approved(world)
-    async with worker.services.sessionmaker() as session:
-        claimed = await claim_delivery(session, proposal["id"], lease_seconds=60)
+    async with worker.services.work() as work:
+        claimed = await claim_delivery(work, proposal["id"], lease_seconds=60)
         assert claimed is not None
         frozen_clock.advance(50)
-        assert await renew_lease(session, proposal["id"], 1, lease_seconds=60)
-        assert not await renew_lease(session, proposal["id"], 2, lease_seconds=60)
+        assert await renew_lease(work, proposal["id"], 1, lease_seconds=60)
+        assert not await renew_lease(work, proposal["id"], 2, lease_seconds=60)
         frozen_clock.advance(20)
-        assert await claim_delivery(session, proposal["id"], lease_seconds=60) is None
+        assert await claim_delivery(work, proposal["id"], lease_seconds=60) is None
         frozen_clock.advance(41)
-        again = await claim_delivery(session, proposal["id"], lease_seconds=60)
+        again = await claim_delivery(work, proposal["id"], lease_seconds=60)
         assert again is not None and again.delivery_attempt_count == 2
 
 
@@ -77,8 +77,8 @@ async def test_the_lease_is_renewed_while_the_receiver_takes_its_time(
         proposal = await approved(world)
         delivery = asyncio.create_task(worker.deliver(proposal["id"]))
         await asyncio.sleep(1.2)
-        async with worker.services.sessionmaker() as session:
-            assert await claim_delivery(session, proposal["id"], lease_seconds=1) is None
+        async with worker.services.work() as work:
+            assert await claim_delivery(work, proposal["id"], lease_seconds=1) is None
         assert await delivery == "APPLIED"
     assert len(receiver.requests) == 1
 
@@ -92,8 +92,8 @@ async def test_concurrent_claims_have_one_winner(
     proposal = await approved(world)
 
     async def claim() -> Proposal | None:
-        async with worker.services.sessionmaker() as session:
-            return await claim_delivery(session, proposal["id"], lease_seconds=60)
+        async with worker.services.work() as work:
+            return await claim_delivery(work, proposal["id"], lease_seconds=60)
 
     claims = await asyncio.gather(*(claim() for _ in range(20)))
     winners = [c for c in claims if c is not None]

@@ -24,8 +24,8 @@ async def test_sweep_enqueues_due_proposals_and_lapsed_leases(
     assert await sweep_deliveries(worker.ctx) == 1
     assert worker.jobs.enqueued == [(f"deliver:{proposal['id']}:1", None)]
 
-    async with worker.services.sessionmaker() as session:
-        assert await claim_delivery(session, proposal["id"], lease_seconds=60) is not None
+    async with worker.services.work() as work:
+        assert await claim_delivery(work, proposal["id"], lease_seconds=60) is not None
     assert await sweep_deliveries(worker.ctx) == 0
     frozen_clock.advance(60)
     assert await sweep_deliveries(worker.ctx) == 1

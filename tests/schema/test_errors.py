@@ -161,8 +161,9 @@ async def test_the_same_operation_key_with_other_content_is_refused(gql: GraphQL
         },
         world.agent,
     )
-    assert error.code == "OPERATION_PAYLOAD_CHANGED"
+    assert error.code == "IDEMPOTENCY_KEY_REUSED"
     assert error.errors[0]["extensions"]["proposalId"] == first["proposal"]["id"]
+    assert error.errors[0]["extensions"]["operation"] == "proposeAction"
 
 
 async def test_decisions_are_refused_with_state_unchanged(gql: GraphQLClient) -> None:

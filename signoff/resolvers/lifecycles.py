@@ -1,0 +1,194 @@
+"""The transition tables: every state change a proposal, its delivery, a task or an
+incident can make, with the change event and the audit action each one writes.
+
+``docs/design.md`` section 3 shows the same tables; ``tests/resolvers/test_lifecycles.py``
+checks that they agree with each other and that every reachable proposal state,
+``APPLYING`` included, produces a change event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from signoff.models import (
+    ChangeKind,
+    HumanTask,
+    Incident,
+    IncidentState,
+    Proposal,
+    ProposalState,
+    TaskState,
+)
+from signoff.resolvers.transitions import Edge, Lifecycle, Outcome, Subject
+from signoff.resolvers.work import UnitOfWork
+
+P = ProposalState
+T = TaskState
+ProposalEdge = Edge[ProposalState]
+
+# --- proposals: approval -----------------------------------------------------------
+
+COUNT_APPROVAL = Edge(
+    "count_approval",
+    frozenset({P.APPROVAL_REQUIRED}),
+    {
+        # Short of the quorum: still waiting, one approval more.
+        P.APPROVAL_REQUIRED: Outcome(ChangeKind.PROPOSAL_APPROVAL_ADDED, None),
+        # The quorum's last approval: straight to the delivery outbox (APPROVED is
+        # never left standing).
+        P.QUEUED: Outcome(ChangeKind.PROPOSAL_APPROVED, "proposal.approved"),
+    },
+)
+REJECT = Edge.of(
+    "reject", [P.APPROVAL_REQUIRED], P.REJECTED, ChangeKind.PROPOSAL_REJECTED, "proposal.rejected"
+)
+EXPIRE = Edge.of(
+    "expire", [P.APPROVAL_REQUIRED], P.CANCELLED, ChangeKind.PROPOSAL_CANCELLED, "proposal.expired"
+)
+REQUIRE_COMPENSATION = Edge.of(
+    "require_compensation",
+    [P.APPLIED, P.COMPENSATION_REQUIRED],
+    P.COMPENSATION_REQUIRED,
+    ChangeKind.PROPOSAL_COMPENSATION_REQUIRED,
+    "proposal.compensation_required",
+)
+
+# --- proposals: delivery -----------------------------------------------------------
+
+PENDING = frozenset({P.QUEUED, P.FAILED})  # waiting for an attempt (FAILED: a retry is due)
+IN_FLIGHT = frozenset({P.APPLYING})
+OPEN_DELIVERY = PENDING | IN_FLIGHT
+
+START_ATTEMPT = Edge.of(
+    "start_attempt",
+    OPEN_DELIVERY,  # APPLYING: only when the previous holder's lease lapsed (the guard)
+    P.APPLYING,
+    ChangeKind.PROPOSAL_DELIVERY_STARTED,
+    "proposal.delivery_started",
+)
+RENEW_LEASE = Edge.of("renew_lease", IN_FLIGHT, P.APPLYING, None, None)
+ACCEPT = Edge.of("accept", IN_FLIGHT, P.APPLYING, ChangeKind.PROPOSAL_ACCEPTED, "proposal.accepted")
+APPLY = Edge.of("apply", OPEN_DELIVERY, P.APPLIED, ChangeKind.PROPOSAL_APPLIED, "proposal.applied")
+RETRY_LATER = Edge.of(
+    "retry_later",
+    OPEN_DELIVERY,
+    P.FAILED,
+    ChangeKind.PROPOSAL_FAILED,
+    "proposal.retry_scheduled",
+)
+FAIL = Edge.of(
+    "fail", OPEN_DELIVERY, P.FAILED, ChangeKind.PROPOSAL_FAILED, "proposal.delivery_failed"
+)
+REFUSE = Edge.of(
+    "refuse", IN_FLIGHT, P.FAILED, ChangeKind.PROPOSAL_FAILED, "proposal.delivery_refused"
+)
+REQUEUE = Edge.of("requeue", [P.FAILED], P.QUEUED, ChangeKind.PROPOSAL_REQUEUED, "proposal.retried")
+
+
+async def describe_proposal(_: UnitOfWork, proposal: Proposal) -> Subject:
+    return Subject(
+        queue_id=proposal.queue_id,
+        proposal_id=proposal.id,
+        snapshot={
+            "state": str(proposal.state),
+            "actionCode": proposal.action_code,
+            "approvalCount": proposal.approval_count,
+            "proposedById": proposal.proposed_by_id,
+            "deliveryAttemptCount": proposal.delivery_attempt_count,
+            "lastErrorCode": proposal.last_error_code,
+            "deliveryTerminal": proposal.delivery_terminal,
+        },
+    )
+
+
+def schedule_if_due(work: UnitOfWork, proposal: Proposal) -> None:
+    """A proposal waiting for an attempt gets its job after commit (the sweep is the net)."""
+    if (
+        proposal.state in PENDING
+        and not proposal.delivery_terminal
+        and proposal.next_attempt_at is not None
+    ):
+        at = proposal.next_attempt_at if proposal.next_attempt_at > work.now() else None
+        work.schedule_delivery(proposal.id, proposal.delivery_attempt_count + 1, at)
+
+
+PROPOSAL: Lifecycle[Proposal, ProposalState] = Lifecycle(
+    "proposal",
+    Proposal,
+    [
+        COUNT_APPROVAL,
+        REJECT,
+        EXPIRE,
+        REQUIRE_COMPENSATION,
+        START_ATTEMPT,
+        RENEW_LEASE,
+        ACCEPT,
+        APPLY,
+        RETRY_LATER,
+        FAIL,
+        REFUSE,
+        REQUEUE,
+    ],
+    describe=describe_proposal,
+    follow_up=schedule_if_due,
+)
+
+# --- human tasks -------------------------------------------------------------------
+
+CLAIM = Edge.of("claim", [T.OPEN, T.CLAIMED], T.CLAIMED, ChangeKind.TASK_CLAIMED, "task.claimed")
+RELEASE = Edge.of("release", [T.CLAIMED], T.OPEN, ChangeKind.TASK_RELEASED, "task.released")
+COMPLETE = Edge.of(
+    "complete", [T.OPEN, T.CLAIMED], T.COMPLETED, ChangeKind.TASK_COMPLETED, "task.completed"
+)
+# An approval task after a decision that did not reach the quorum: open for the next reviewer.
+REOPEN = Edge.of("reopen", [T.OPEN, T.CLAIMED], T.OPEN, ChangeKind.TASK_REOPENED, "task.reopened")
+EXPIRE_TASK = Edge.of("expire_task", [T.OPEN, T.CLAIMED], T.EXPIRED, ChangeKind.TASK_EXPIRED, None)
+
+
+async def describe_task(work: UnitOfWork, task: HumanTask) -> Subject:
+    """Approval tasks carry their proposer, so the agent that proposed may follow them."""
+    snapshot: dict[str, Any] = {
+        "state": str(task.state),
+        "kind": task.kind,
+        "assigneeId": task.assignee_id,
+    }
+    if task.proposal_id is not None:
+        proposal = await work.session.get(Proposal, task.proposal_id)
+        if proposal is not None:
+            snapshot["proposedById"] = proposal.proposed_by_id
+    return Subject(queue_id=task.queue_id, proposal_id=task.proposal_id, snapshot=snapshot)
+
+
+TASK: Lifecycle[HumanTask, TaskState] = Lifecycle(
+    "task",
+    HumanTask,
+    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK],
+    describe=describe_task,
+)
+
+# --- incidents ---------------------------------------------------------------------
+
+# An incident is opened, and re-opened by each recurrence, by one upsert per fingerprint
+# (``signoff.resolvers.incidents``), not by a compare-and-set; acknowledging and
+# resolving it are operator transitions still to come.
+
+
+async def describe_incident(_: UnitOfWork, incident: Incident) -> Subject:
+    return Subject(
+        queue_id=None,
+        proposal_id=None,
+        snapshot={
+            "state": str(incident.state),
+            "title": incident.title,
+            "fingerprint": incident.fingerprint,
+            "occurrenceCount": incident.occurrence_count,
+            "lastErrorCode": incident.last_error_code,
+            "entityType": incident.entity_type,
+            "entityId": incident.entity_id,
+        },
+    )
+
+
+INCIDENT: Lifecycle[Incident, IncidentState] = Lifecycle(
+    "incident", Incident, [], describe=describe_incident
+)

@@ -1,0 +1,135 @@
+"""The unit of work: one transaction, and the services its business rules may use.
+
+A write resolver takes a ``UnitOfWork`` instead of a bare session. It carries the
+session, the clock, the job queue, the event publisher and the sealer, typed, so a
+rule never looks a service up by name; and it holds what must happen after the
+transaction commits (enqueue a delivery, wake the event relay), so nothing is sent
+for a change that rolled back (docs/design.md section 11).
+
+After-commit work only speeds things up: the database is the source of truth, and
+the periodic sweeps and the event relay repair anything a hook failed to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff import clock
+from signoff.constants import DELIVER_JOB_ID
+from signoff.database import SessionMaker
+from signoff.sealing import Sealer
+
+logger = logging.getLogger("signoff.work")
+
+AfterCommit = Callable[[], Awaitable[None]]
+
+
+class JobQueue(Protocol):
+    """Where delivery work is scheduled: arq on Redis, or the in-process runner."""
+
+    async def enqueue_delivery(
+        self, proposal_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """Schedule delivery attempt ``attempt`` of a proposal, at ``at`` or now."""
+
+
+class Publisher(Protocol):
+    """The change feed's relay: told after commit that new events wait to be published."""
+
+    async def kick(self) -> None:
+        """Stamp and publish soon, without making the writer wait."""
+
+
+def delivery_job_id(proposal_id: str, attempt: int) -> str:
+    """One job id per attempt: a fixed id would be swallowed by arq's dedup of finished jobs."""
+    return DELIVER_JOB_ID.format(proposal_id=proposal_id, attempt=attempt)
+
+
+@dataclass(frozen=True)
+class Services:
+    """What the process offers its business rules; any of them may be absent (a CLI command
+    has no job queue; a test may run without an event relay)."""
+
+    jobs: JobQueue | None = None
+    events: Publisher | None = None
+    sealer: Sealer | None = None
+
+
+class MissingService(RuntimeError):
+    """A rule needed a service this process was not started with (a wiring fault)."""
+
+
+class UnitOfWork:
+    """One transaction of business rules, and what to do once it has committed."""
+
+    def __init__(self, session: AsyncSession, services: Services | None = None) -> None:
+        self.session = session
+        self.services = services or Services()
+        self._after_commit: list[AfterCommit] = []
+        self._changed = False
+
+    def now(self) -> datetime:
+        return clock.now()
+
+    @property
+    def sealer(self) -> Sealer:
+        if self.services.sealer is None:
+            raise MissingService("This process has no sealer: start it with one.")
+        return self.services.sealer
+
+    def after_commit(self, hook: AfterCommit) -> None:
+        """Run ``hook`` once this transaction has committed (never if it rolls back)."""
+        self._after_commit.append(hook)
+
+    def schedule_delivery(self, proposal_id: str, attempt: int, at: datetime | None = None) -> None:
+        """Enqueue a delivery attempt once the transaction that made it due has committed."""
+        jobs = self.services.jobs
+        if jobs is None:
+            return  # the sweep finds due proposals whatever happens here
+
+        async def enqueue() -> None:
+            await jobs.enqueue_delivery(proposal_id, attempt, at)
+
+        self.after_commit(enqueue)
+
+    def changed(self) -> None:
+        """Change events were written: wake the relay after commit (once per transaction)."""
+        if self._changed or self.services.events is None:
+            return
+        self._changed = True
+        self.after_commit(self.services.events.kick)
+
+    async def commit(self) -> None:
+        """Commit, then run the after-commit hooks; a failing hook is logged, never raised."""
+        hooks, self._after_commit, self._changed = self._after_commit, [], False
+        await self.session.commit()
+        for hook in hooks:
+            try:
+                await hook()
+            except Exception as exc:
+                logger.warning("after-commit hook failed: %s", type(exc).__name__)
+
+    async def rollback(self) -> None:
+        """Roll back, and forget what was to happen after a commit that will not come."""
+        self._after_commit, self._changed = [], False
+        await self.session.rollback()
+
+
+class WorkMaker:
+    """Opens units of work on fresh sessions, all with the same services."""
+
+    def __init__(self, sessionmaker: SessionMaker, services: Services | None = None) -> None:
+        self.sessionmaker = sessionmaker
+        self.services = services or Services()
+
+    @contextlib.asynccontextmanager
+    async def __call__(self) -> AsyncIterator[UnitOfWork]:
+        async with self.sessionmaker() as session:
+            yield UnitOfWork(session, self.services)
