@@ -10,10 +10,14 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import pytest
 from sqlmodel import func, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.models import Approval, AuditEvent, Role
-from tests.helpers import CLAIM, DECIDE, GraphQLClient, build_world
+from signoff.models import Approval, AuditEvent, HumanTask, Role
+from signoff.resolvers import approvals
+from tests.conftest import requires_postgres
+from tests.helpers import CLAIM, COMPLETE, DECIDE, GraphQLClient, build_world
 
 
 async def codes_of(
@@ -149,3 +153,46 @@ async def test_fifty_concurrent_claims_one_wins(gql: GraphQLClient) -> None:
         .where(AuditEvent.action == "task.claimed", AuditEvent.target_id == task_id)
     )
     assert await count(gql, claims) == 1
+
+
+async def _claimed_task(gql: GraphQLClient, task_id: str) -> tuple[str, str | None]:
+    async with gql.sessionmaker() as session:
+        task = await session.get(HumanTask, task_id)
+        assert task is not None
+        return str(task.state), task.assignee_id
+
+
+@requires_postgres
+async def test_a_decision_through_the_task_never_overwrites_a_claim_taken_meanwhile(
+    gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reviewer A completes an approval task (a decision short of the quorum, which would
+    reopen it); reviewer B claims the task after A's request has read it and before A
+    settles it. B's claim stands and A's decision is refused, leaving nothing behind.
+    (PostgreSQL: on SQLite A's write transaction would keep B waiting.)"""
+    world = await build_world(gql, reviewers=0, required_approvals=2)
+    a, b = await reviewers(gql, world.queue_slug, 2)
+    actor_b = (await gql("{ viewer { actor { id } } }", {}, b))["viewer"]["actor"]["id"]
+    proposed = await world.propose()
+    task_id = proposed["task"]["id"]
+    claims: list[dict[str, Any]] = []
+    read_task = approvals._approval_task
+
+    async def read_then_let_b_claim(session: AsyncSession, proposal_id: str) -> HumanTask | None:
+        task = await read_task(session, proposal_id)
+        if not claims:
+            claims.append(await gql.raw(CLAIM, {"id": task_id}, b))
+        return task
+
+    monkeypatch.setattr(approvals, "_approval_task", read_then_let_b_claim)
+    decide = {"input": {"taskId": task_id, "response": {"decision": "APPROVED"}}}
+    decided = await gql.raw(COMPLETE, decide, a)
+    assert "errors" not in claims[0], claims[0]
+    assert decided["errors"][0]["extensions"]["code"] == "TASK_CLAIMED_BY_OTHER", decided
+    assert await _claimed_task(gql, task_id) == ("CLAIMED", actor_b)
+    recorded = (
+        select(func.count())
+        .select_from(Approval)
+        .where(Approval.proposal_id == proposed["proposal"]["id"])
+    )
+    assert await count(gql, recorded) == 0

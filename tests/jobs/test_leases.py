@@ -11,7 +11,8 @@ from signoff.models import Proposal, Target
 from signoff.resolvers.delivery import claim_delivery, record_outcome, renew_lease
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.conftest import Worker
-from tests.jobs.test_delivery import approved, read
+from tests.jobs.test_delivery import RETRY, approved, read
+from tests.jobs.test_operator import retry
 from tests.receivers import Answer, Receiver, serve
 
 
@@ -146,3 +147,34 @@ async def test_bounded_auto_proposals_are_due_at_once(
         assert proposal["state"] == "QUEUED"
         assert await worker.deliver(proposal["id"]) == "APPLIED"
     assert len(receiver.requests) == 1
+
+
+async def test_a_worker_from_an_earlier_retry_cycle_cannot_settle_the_new_attempt(
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+) -> None:
+    """The lease is fenced by a generation that never repeats: after ``retryProposal``
+    resets the attempt count, a worker that stalled holding attempt 1 of the first cycle
+    does not match attempt 1 of the second."""
+    async with serve(Receiver([Answer(400)])) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        proposal = await approved(world)
+        async with worker.services.work() as work:
+            stale = await claim_delivery(work, proposal["id"], lease_seconds=60)
+        assert stale is not None
+        frozen_clock.advance(60)
+        assert await worker.deliver(proposal["id"]) == "FAILED"  # took over; 400 is final
+        await gql(RETRY, retry(proposal), world.admin)
+        async with worker.services.work() as work:
+            current = await claim_delivery(work, proposal["id"], lease_seconds=60)
+        assert current is not None
+        assert current.delivery_attempt_count == stale.delivery_attempt_count == 1
+        async with worker.services.work() as work:
+            target = await work.session.get(Target, stale.target_id)
+            assert target is not None
+            outcome = await send(worker.services.http, stale, target, world.signing_secret, 1)
+            assert await record_outcome(work, stale, target, outcome) is None
+    state = await read(world, proposal["id"])
+    assert state["state"] == "APPLYING" and state["deliveryAttemptCount"] == 1
