@@ -92,7 +92,8 @@ async def _viewer(process: Process, role: Role, queue_slugs: tuple[str, ...] = (
         role=role,
         queue_slugs=queue_slugs,
     )
-    return await process.run(authenticate, token=created.token)
+    async with process.work.sessionmaker() as session:
+        return await authenticate(session=session, token=created.token)
 
 
 async def _cast(process: Process) -> Cast:
@@ -188,17 +189,17 @@ async def test_skewed_writers_are_stamped_and_delivered_in_version_order(
     a, b = processes
     cast = await _cast(a)
     proposal_id, task_id = await _take_turns(a, b, cast)
-    unstamped = await _events_of(a.sessionmaker, task_id)
+    unstamped = await _events_of(a.work.sessionmaker, task_id)
     by_clock = sorted(unstamped, key=lambda e: (e.occurred_at, e.id))
     assert [e.entity_version for e in by_clock] == [2, 4, 6, 1, 3, 5], "clocks should invert"
 
-    service = _service(a.sessionmaker)
+    service = _service(a.work.sessionmaker)
     subscriber = service.hub.subscribe(lambda change: change.entity_id in {proposal_id, task_id})
     await service.start()  # stamps and publishes everything pending
     await service.stop()
 
     for entity_id, expected in ((task_id, TASK_KINDS), (proposal_id, PROPOSAL_KINDS)):
-        stamped = await _events_of(a.sessionmaker, entity_id)
+        stamped = await _events_of(a.work.sessionmaker, entity_id)
         assert [(e.entity_version, e.kind) for e in stamped] == expected
     received = [await subscriber.get() for _ in range(len(TASK_KINDS) + len(PROPOSAL_KINDS))]
     assert [(c.entity_version, c.kind) for c in received if c.entity_id == task_id] == TASK_KINDS

@@ -50,10 +50,14 @@ async def test_exhaustion_retry_and_incidents_reach_the_feed(
     assert [(e.kind, e.snapshot.get("deliveryTerminal")) for e in events] == [
         ("proposal.proposed", False),
         ("proposal.approved", False),
+        ("proposal.delivery_started", False),
         ("proposal.failed", False),
+        ("proposal.delivery_started", False),
         ("proposal.failed", True),
         ("proposal.requeued", False),
+        ("proposal.delivery_started", False),
         ("proposal.failed", False),
+        ("proposal.delivery_started", False),
         ("proposal.failed", True),
     ]
     assert events[3].snapshot["lastErrorCode"] == "RECEIVER_ERROR"
