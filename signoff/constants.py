@@ -65,6 +65,8 @@ WS_CLOSE_TOO_SLOW_REASON = "subscriber too slow; resume with after"
 # RFC 6455 "Try Again Later": the server could not check the token (database saturated).
 WS_CLOSE_TRY_AGAIN = 1013
 WS_CLOSE_TRY_AGAIN_REASON = "server busy; reconnect shortly"
+# The major version of change events between processes (rules in signoff/events/wire.py).
+EVENTS_WIRE_VERSION = 1
 FEED_PAGE_SIZE = 500
 FEED_RELAY_GRACE_SECONDS = 2.0
 FEED_RETENTION_CHECK_SECONDS = 3600.0

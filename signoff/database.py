@@ -1,5 +1,11 @@
 """Async engine, sessions, and the commit that runs after-commit hooks.
 
+PostgreSQL sessions are pinned to READ COMMITTED, whatever the server's or the
+database's default: every state transition is a compare-and-set (``UPDATE … WHERE
+state = expected``), which relies on a racing loser re-reading the committed row and
+updating nothing. Under REPEATABLE READ or SERIALIZABLE the loser fails with a
+serialization error (SQLSTATE 40001) instead, and clients see errors, not refusals.
+
 SQLite (embedded default) gets WAL and a busy timeout. Sessions that write begin
 with ``BEGIN IMMEDIATE``, so concurrent writers queue up instead of failing with
 "database is locked" when a read lock cannot be upgraded. Sessions made from
@@ -23,6 +29,8 @@ logger = logging.getLogger("signoff.database")
 SessionMaker = async_sessionmaker[AsyncSession]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# What the compare-and-set transitions assume (see the module docstring).
+POSTGRES_ISOLATION_LEVEL = "READ COMMITTED"
 # An execution option: connections of ``read_only(engine)`` carry it.
 READ_ONLY = "signoff_read_only"
 
@@ -47,6 +55,7 @@ def create_engine(
         pool_size=pool_size,
         max_overflow=pool_size * 2,
         pool_pre_ping=True,
+        isolation_level=POSTGRES_ISOLATION_LEVEL,
     )
 
 

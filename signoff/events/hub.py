@@ -200,13 +200,9 @@ class EventHub:
     async def stop(self) -> None:
         await self.transport.stop()
 
-    async def publish(self, changes: Sequence[Change], *, local: bool = True) -> None:
-        """Deliver locally at once, then to other processes; raises if the transport failed.
-
-        ``local=False`` is for processes without subscribers (the arq worker's relay job).
-        """
-        if local:
-            await self.fanout.offer(changes)
+    async def publish(self, changes: Sequence[Change]) -> None:
+        """Deliver locally at once, then to other processes; raises if the transport failed."""
+        await self.fanout.offer(changes)
         await self.transport.publish(changes)
 
     def subscribe(self, match: Callable[[Change], bool]) -> Subscriber:

@@ -3,20 +3,21 @@
 Publishing raises when Redis is unreachable, so the caller leaves the events
 unpublished for the relay. The listener reconnects with backoff and, each time it
 (re)subscribes, asks the fanout to catch up from the database, so whatever was
-published while it was away still arrives, in order.
+published while it was away still arrives, in order. Messages are in the format of
+``signoff.events.wire``, whose rules let releases of a rolling deploy read each other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Sequence
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from signoff.events import wire
 from signoff.events.hub import Change, Deliver, Resync
 
 logger = logging.getLogger("signoff.events.redis")
@@ -45,9 +46,7 @@ class RedisTransport:
 
     async def publish(self, changes: Sequence[Change]) -> None:
         if changes:
-            await self._publisher.publish(
-                self.channel, json.dumps([c.to_wire() for c in changes], separators=(",", ":"))
-            )
+            await self._publisher.publish(self.channel, wire.encode(changes))
 
     async def _listen(self, deliver: Deliver, resync: Resync) -> None:
         delay = RECONNECT_MIN_SECONDS
@@ -64,8 +63,9 @@ class RedisTransport:
                             ignore_subscribe_messages=True, timeout=1.0
                         )
                         if message is not None and message["type"] == "message":
-                            data = json.loads(message["data"])
-                            await deliver([Change.from_wire(item) for item in data])
+                            changes = wire.decode(message["data"])
+                            if changes:
+                                await deliver(changes)
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:

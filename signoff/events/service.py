@@ -53,7 +53,6 @@ class EventService:
         self._kicked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_prune = 0.0
-        self._serving = False
         self._published: list[str] = []  # published, recorded at the next round
         self._stopping = False
 
@@ -67,7 +66,6 @@ class EventService:
             last = state.last_cursor
             await session.commit()
         await self.hub.start(last)
-        self._serving = True
         await self.tick()
         self._task = asyncio.create_task(self._run(), name="signoff-events")
 
@@ -167,7 +165,7 @@ class EventService:
 
     async def _publish(self, rows: Sequence[ChangeEvent]) -> bool:
         try:
-            await self.hub.publish([Change.from_row(row) for row in rows], local=self._serving)
+            await self.hub.publish([Change.from_row(row) for row in rows])
         except Exception as exc:
             logger.warning(
                 "publishing %d change events failed (%s); the relay retries",

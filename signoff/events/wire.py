@@ -1,0 +1,78 @@
+"""The format of change events between processes (Redis pub/sub), and how it may change.
+
+A message is a JSON array of changes, each an object of ``Change.to_wire``'s fields
+plus ``"v"``: the major version of that format (``EVENTS_WIRE_VERSION``). During a
+rolling deploy processes of two releases read each other's messages, so:
+
+- Readers ignore fields they do not know, and missing optional fields take their
+  defaults: adding a field is not a new version.
+- Anything an older reader would misread (a field removed, renamed, retyped or given
+  another meaning) is a new major version. A release first learns to read it
+  (``READABLE_VERSIONS``); only a later release writes it.
+- Readers log and skip changes of a version they cannot read, never logging their
+  content. Nothing is lost: cursors are dense, so the fanout fills the gap from the
+  database at the next change it can read, or at the relay's next catch-up.
+- A change without ``"v"`` is version 1, the format from before the marker, which it
+  matches field for field: processes of the previous release are still read.
+- The message stays an array: readers of every release iterate it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from signoff.constants import EVENTS_WIRE_VERSION
+from signoff.events.hub import Change
+
+logger = logging.getLogger("signoff.events.wire")
+
+VERSION_KEY = "v"
+# The version of a change that carries no marker (see the module docstring).
+UNMARKED_VERSION = 1
+READABLE_VERSIONS = frozenset({EVENTS_WIRE_VERSION})
+
+
+def encode(changes: Sequence[Change]) -> str:
+    """One message carrying ``changes``, each marked with this release's wire version."""
+    items = [{**change.to_wire(), VERSION_KEY: EVENTS_WIRE_VERSION} for change in changes]
+    return json.dumps(items, separators=(",", ":"))
+
+
+def decode(message: bytes | str) -> list[Change]:
+    """The changes of ``message`` this process can read; the others are logged and skipped."""
+    try:
+        items = json.loads(message)
+    except ValueError:
+        logger.warning("skipped an event message that is not JSON")
+        return []
+    if not isinstance(items, list):
+        logger.warning("skipped an event message that is not an array of changes")
+        return []
+    changes = [_decode_change(item) for item in items]
+    return [change for change in changes if change is not None]
+
+
+def _decode_change(item: Any) -> Change | None:
+    if not isinstance(item, dict):
+        logger.warning("skipped a change event that is not an object")
+        return None
+    version = item.get(VERSION_KEY, UNMARKED_VERSION)
+    # ``type(...) is int``: neither a bool (True == 1) nor an unhashable value passes.
+    is_int = type(version) is int
+    if not (is_int and version in READABLE_VERSIONS):
+        shown = version if is_int else "unknown"  # anything else could be content
+        logger.warning(
+            "skipped a change event of wire version %s (this process reads %s); "
+            "it is read from the database instead",
+            shown,
+            sorted(READABLE_VERSIONS),
+        )
+        return None
+    try:
+        return Change.from_wire(item)
+    except (KeyError, TypeError, ValueError) as exc:
+        logger.warning("skipped an unreadable change event (%s)", type(exc).__name__)
+        return None
