@@ -44,6 +44,7 @@ from starlette.routing import Route
 
 from signoff.config import Settings, load_sealer, normalise_database_url
 from signoff.database import create_engine, create_sessionmaker
+from signoff.delivery import webhook_id
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.migrate import migrate
@@ -151,7 +152,7 @@ async def approve_all(
     rate: float | None,
 ) -> dict[str, float]:
     """Propose and approve ``n`` actions, paced at ``rate`` per second if given;
-    returns operation key -> approval commit time."""
+    returns webhook-id -> approval commit time."""
     committed: dict[str, float] = {}
     keys = iter(range(n))
     start = time.time()
@@ -178,7 +179,7 @@ async def approve_all(
                     decision=Decision.APPROVED,
                     payload_digest=proposed.proposal.payload_digest,
                 )
-            committed[key] = time.time()
+            committed[webhook_id(proposed.proposal.id)] = time.time()
 
     await asyncio.gather(*(approver() for _ in range(APPROVERS)))
     return committed

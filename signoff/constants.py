@@ -38,6 +38,9 @@ DELIVERY_BACKOFF_MAX_SECONDS = 6 * 3600
 DELIVERY_ACCEPTED_WAIT_SECONDS = 3600
 RESPONSE_BODY_MAX_BYTES = 64 * 1024
 WEBHOOK_TOLERANCE_SECONDS = 5 * 60
+# The webhook-id of every attempt at one proposal. Not the operation key: that is unique
+# only per proposing agent, and receivers deduplicate on webhook-id.
+WEBHOOK_ID = "msg_{proposal_id}"
 DELIVERY_SCHEMA_VERSION = "1"
 SWEEP_BATCH_SIZE = 500
 SWEEP_INTERVAL_SECONDS = 10

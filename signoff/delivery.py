@@ -26,6 +26,7 @@ from signoff.constants import (
     DELIVERY_BACKOFF_MAX_SECONDS,
     DELIVERY_SCHEMA_VERSION,
     RESPONSE_BODY_MAX_BYTES,
+    WEBHOOK_ID,
 )
 from signoff.digest import canonical_json
 from signoff.jsonvalues import schema_errors
@@ -54,7 +55,11 @@ class Outcome:
 
 
 def request_body(proposal: Proposal) -> bytes:
-    """The delivered document: exactly the approved material, canonical JSON."""
+    """The delivered document: exactly the approved material, canonical JSON.
+
+    It names the proposal (``action_id``, whose deliveries carry ``webhook-id``
+    ``msg_<action_id>``) and keeps the agent's ``operation_key`` for the receiver.
+    """
     return canonical_json(
         {
             "schema_version": DELIVERY_SCHEMA_VERSION,
@@ -69,9 +74,15 @@ def request_body(proposal: Proposal) -> bytes:
     ).encode("utf-8")
 
 
+def webhook_id(proposal_id: str) -> str:
+    """The ``webhook-id`` of a proposal's deliveries: unique across agents, the same on
+    every attempt (retryProposal included), so receivers can deduplicate on it."""
+    return WEBHOOK_ID.format(proposal_id=proposal_id)
+
+
 def request_headers(proposal: Proposal, secret: str, body: bytes, attempt: int) -> dict[str, str]:
     """Standard Webhooks headers signed with the target's (unsealed) ``secret``."""
-    headers = sign(secret, proposal.operation_key, int(clock.now().timestamp()), body)
+    headers = sign(secret, webhook_id(proposal.id), int(clock.now().timestamp()), body)
     headers.update(
         {
             "content-type": "application/json",

@@ -1,7 +1,7 @@
 """``signoff receiver``: a demo webhook receiver that verifies signatures and prints deliveries.
 
 It is also the reference for writing your own: verify with ``signoff.webhooks.verify``,
-deduplicate on ``webhook-id`` (the operation key, the same on every attempt), answer
+deduplicate on ``webhook-id`` (``msg_<proposal id>``, the same on every attempt), answer
 2xx once the action is applied (or 202 and report later with ``reportActionResult``).
 """
 

@@ -10,8 +10,9 @@ A receiver needs only this module and the target's ``whsec_`` secret::
         return Response(status_code=401)
 
 The signed content is ``"<webhook-id>.<webhook-timestamp>.<body>"``; ``webhook-id`` is
-the proposal's operation key, the same on every attempt, so it doubles as the
-receiver's deduplication key.
+``msg_<proposal id>``, unique across agents and the same on every attempt at one
+proposal, so it is the receiver's deduplication key (the agent's operation key is in
+the body).
 """
 
 from __future__ import annotations

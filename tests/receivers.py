@@ -1,5 +1,6 @@
 """Real HTTP receivers on loopback for delivery tests: scripted answers, every request kept,
-every signature checked with ``signoff.webhooks.verify``."""
+every signature checked with ``signoff.webhooks.verify``, and deduplicated on ``webhook-id``
+as the README tells receivers to."""
 
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ class Receiver:
     secret: str | None = None
     port: int = 0
     requests: list[Received] = field(default_factory=list)
+    # What a receiver deduplicating on webhook-id applied: webhook-id -> the body of the
+    # first request with that id it answered 2xx; a later one with the same id is skipped.
+    applied: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused: int = 0
     _release: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -63,15 +67,16 @@ class Receiver:
             self.refused += 1
             return Response(status_code=401)
         answer = self.script[min(len(self.requests), len(self.script) - 1)]
-        self.requests.append(
-            Received(
-                webhook_id=request.headers["webhook-id"],
-                attempt=int(request.headers["signoff-attempt"]),
-                body=json.loads(body),
-                headers=dict(request.headers),
-                at=asyncio.get_running_loop().time(),
-            )
+        received = Received(
+            webhook_id=request.headers["webhook-id"],
+            attempt=int(request.headers["signoff-attempt"]),
+            body=json.loads(body),
+            headers=dict(request.headers),
+            at=asyncio.get_running_loop().time(),
         )
+        self.requests.append(received)
+        if 200 <= answer.status < 300:
+            self.applied.setdefault(received.webhook_id, received.body)
         if answer.hang:
             await self._release.wait()
         await asyncio.sleep(answer.delay)

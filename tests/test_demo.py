@@ -114,7 +114,9 @@ def test_an_approved_action_arrives_at_the_demo_receiver(
         state = call(
             base, admin, "query($id: ID!) { proposal(id: $id) { state } }", {"id": proposal["id"]}
         )
-    assert "POST /refunds webhook-id=refund-42 attempt=1 signature verified" in printed
+    webhook_id = f"msg_{proposal['id']}"
+    assert f"POST /refunds webhook-id={webhook_id} attempt=1 signature verified" in printed
+    assert '"operation_key": "refund-42"' in printed
     assert '"amount": 1200' in printed
     assert registered["signingSecret"] not in printed
     assert state["proposal"]["state"] == "APPLIED"

@@ -1,6 +1,6 @@
 """Crash safety: two real ``signoff worker`` processes on PostgreSQL and Redis deliver 500
 approved proposals; one is killed with SIGKILL midway and restarted. Every proposal is
-applied; the receiver saw every operation key, and any repeat carried the same webhook-id.
+applied; the receiver saw every proposal, and any repeat carried the same webhook-id.
 """
 
 from __future__ import annotations
@@ -145,7 +145,8 @@ async def test_killing_a_worker_midway_loses_nothing(
     keys = {p["id"]: p["operationKey"] for p in proposals}
     seen = Counter(r.body["action_id"] for r in receiver.requests)
     assert set(seen) == set(keys)
-    assert all(r.webhook_id == keys[r.body["action_id"]] for r in receiver.requests)
+    assert all(r.webhook_id == f"msg_{r.body['action_id']}" for r in receiver.requests)
+    assert all(r.body["operation_key"] == keys[r.body["action_id"]] for r in receiver.requests)
     assert receiver.refused == 0
     repeats = sum(n - 1 for n in seen.values())
     logger.warning(

@@ -20,7 +20,7 @@ from signoff.database import create_sessionmaker
 from signoff.digest import canonical_json
 from signoff.jobs.context import CTX_KEY
 from signoff.jobs.delivery import deliver_proposal
-from signoff.models import DeadLetter, DeliveryAttempt, Incident, IncidentState
+from signoff.models import DeadLetter, DeliveryAttempt, Incident, IncidentState, Role
 from signoff.resolvers.work import Services as WorkServices
 from signoff.resolvers.work import WorkMaker
 from signoff.sealing import Sealer, decode_key, new_key_text
@@ -66,7 +66,7 @@ async def test_receiver_answering_200_applies(
         assert await worker.deliver(proposal["id"]) == "APPLIED"
 
     [request] = receiver.requests
-    assert request.webhook_id == proposal["operationKey"]
+    assert request.webhook_id == f"msg_{proposal['id']}"
     assert request.body == {
         "schema_version": "1",
         "action_id": proposal["id"],
@@ -121,12 +121,48 @@ async def test_500_twice_then_200_applies_on_the_third_attempt_with_one_webhook_
         assert await worker.deliver(proposal["id"]) == "APPLIED"
 
     assert [r.attempt for r in receiver.requests] == [1, 2, 3]
-    assert {r.webhook_id for r in receiver.requests} == {proposal["operationKey"]}
+    assert {r.webhook_id for r in receiver.requests} == {f"msg_{proposal['id']}"}
     state = await read(world, proposal["id"])
     assert state["state"] == "APPLIED" and state["deliveryAttemptCount"] == 3
     assert [
         (a["attemptNumber"], a["responseClass"], a["statusCode"]) for a in state["attempts"]
     ] == [(1, "RETRYABLE", 500), (2, "RETRYABLE", 503), (3, "APPLIED", 200)]
+
+
+async def test_two_agents_with_one_operation_key_are_two_webhook_ids(
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+) -> None:
+    """An operation key is unique only per agent: were it the webhook-id, a receiver that
+    deduplicates on webhook-id would drop the second action while Signoff records it APPLIED."""
+    async with serve(Receiver([Answer(500), Answer(200)])) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        other_agent = replace(world, agent=await gql.token(Role.AGENT))
+        first = await approved(world, operation_key="refund-42")
+        second = await approved(other_agent, operation_key="refund-42")
+        assert first["id"] != second["id"]
+        assert await worker.deliver(first["id"]) == "FAILED"  # the 500: retried below
+        assert await worker.deliver(second["id"]) == "APPLIED"
+        frozen_clock.advance(15)
+        assert await worker.deliver(first["id"]) == "APPLIED"
+
+    # Every request's signature verified (the receiver refuses any that does not).
+    assert receiver.refused == 0 and len(receiver.requests) == 3
+    assert {msg_id: body["action_id"] for msg_id, body in receiver.applied.items()} == {
+        f"msg_{first['id']}": first["id"],
+        f"msg_{second['id']}": second["id"],
+    }
+    assert {body["operation_key"] for body in receiver.applied.values()} == {"refund-42"}
+    # The retry of the first proposal carried the same webhook-id as its first attempt.
+    assert [(r.webhook_id, r.attempt) for r in receiver.requests] == [
+        (f"msg_{first['id']}", 1),
+        (f"msg_{second['id']}", 1),
+        (f"msg_{first['id']}", 2),
+    ]
+    for proposal in (first, second):
+        assert (await read(world, proposal["id"]))["state"] == "APPLIED"
 
 
 async def test_429_with_retry_after_is_honoured(
@@ -278,6 +314,8 @@ async def test_exhausted_attempts_dead_letter_and_a_second_exhaustion_counts(
         assert await worker.deliver(proposal["id"]) == "FAILED"
 
     assert len(receiver.requests) == 4
+    # The operator's retry did not change the webhook-id: the receiver can still deduplicate.
+    assert {r.webhook_id for r in receiver.requests} == {f"msg_{proposal['id']}"}
     [incident], letters = await _incidents(worker)
     assert incident.occurrence_count == 2 and incident.state == IncidentState.OPEN
     assert incident.resolved_at is None

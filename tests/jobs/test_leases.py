@@ -38,7 +38,7 @@ async def test_a_lapsed_lease_lets_another_worker_take_over(
             outcome = await send(worker.services.http, crashed, target, world.signing_secret, 1)
             assert await record_outcome(work, crashed, target, outcome) is None
     assert [r.attempt for r in receiver.requests] == [2, 1]
-    assert {r.webhook_id for r in receiver.requests} == {proposal["operationKey"]}
+    assert {r.webhook_id for r in receiver.requests} == {f"msg_{proposal['id']}"}
     state = await read(world, proposal["id"])
     assert state["state"] == "APPLIED" and state["deliveryAttemptCount"] == 2
     assert len(state["attempts"]) == 2

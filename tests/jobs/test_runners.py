@@ -45,7 +45,7 @@ class TestEmbedded:
             proposal = await approved(world)
             state = await applied(world, proposal["id"])
         assert state["deliveryAttemptCount"] == 1
-        assert [r.webhook_id for r in receiver.requests] == [proposal["operationKey"]]
+        assert [r.webhook_id for r in receiver.requests] == [f"msg_{proposal['id']}"]
 
 
 def arq_settings(database_url: str, queue: str) -> Settings:
@@ -130,6 +130,7 @@ class TestArq:
             await gql(RETRY, {"input": retry}, world.admin)
             state = await applied(world, proposal["id"])
         assert [r.attempt for r in receiver.requests] == [1, 1]
+        assert {r.webhook_id for r in receiver.requests} == {f"msg_{proposal['id']}"}
         assert [a["attemptNumber"] for a in state["attempts"]] == [1, 1]
 
     async def test_one_job_per_attempt(self, settings: Settings) -> None:
