@@ -186,7 +186,7 @@ async def _settle(
     outcome: Outcome,
     jitter: Jitter | None,
 ) -> Proposal | None:
-    """Design section 4: applied, waiting for a result, retrying, or failed for good."""
+    """docs/design.md section 4.6, rows D4-D7: applied, accepted (202), retrying, or failed."""
     now, held = clock.now(), holding(attempt)
     if outcome.response_class is ResponseClass.APPLIED:
         return await mark_applied(session, proposal_id, held, now)
