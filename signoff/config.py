@@ -47,7 +47,7 @@ class Settings:
     job_timeout_seconds: int = JOB_TIMEOUT_SECONDS
     # Without Redis, `signoff serve` runs deliveries in-process unless this is off.
     embedded_worker: bool = True
-    # Live events (design section 8).
+    # Live events (docs/design.md section 8).
     events_channel: str = "signoff:events"
     subscriber_buffer: int = 256
     events_relay_seconds: float = 1.0

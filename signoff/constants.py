@@ -30,7 +30,7 @@ QUERY_MAX_TOKENS = 2000
 TOKEN_PREFIX = "so_"
 SIGNING_SECRET_PREFIX = "whsec_"
 
-# Delivery (design section 4, "Delivery" onwards)
+# Delivery (docs/design.md section 4.6 onwards)
 DELIVERY_LEASE_SECONDS = 60
 DELIVERY_BACKOFF_BASE_SECONDS = 15
 DELIVERY_BACKOFF_MAX_SECONDS = 6 * 3600

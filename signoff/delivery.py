@@ -148,7 +148,7 @@ async def _exchange(
 def classify(
     status: int, content: bytes, output_schema: dict[str, Any] | None
 ) -> tuple[ResponseClass, str | None]:
-    """Design section 4, "Response classes"."""
+    """docs/design.md section 4.8, "Response classes"."""
     if status == 202:
         return ResponseClass.ACCEPTED, None
     if 200 <= status < 300:

@@ -12,7 +12,7 @@ from signoff.models.base import enum_field, fk_field, id_field, time_field
 
 
 class ResponseClass(StrEnum):
-    """What a response means for the proposal (design section 4, "Response classes")."""
+    """What a response means for the proposal (docs/design.md section 4.8, "Response classes")."""
 
     APPLIED = "APPLIED"
     ACCEPTED = "ACCEPTED"

@@ -162,7 +162,7 @@ async def _settle(
     outcome: Outcome,
     jitter: Jitter | None,
 ) -> Proposal | None:
-    """docs/design.md section 4: applied, waiting for a result, retrying, or failed for good."""
+    """docs/design.md section 4.6, rows D4-D7: applied, accepted (202), retrying, or failed."""
     now, held, attempt = (
         work.now(),
         holding(proposal.delivery_lease),

@@ -6,7 +6,7 @@ the transaction that makes the change; a later call with the same key and the sa
 digest gets that result back (``replayed``), and a call with the same key and a
 different request is refused with ``IDEMPOTENCY_KEY_REUSED``, changing nothing. Two
 calls racing with one key meet at the unique key: the loser rolls back and answers as
-the winner's replay. Keys are per actor and per mutation (docs/design.md section 9).
+the winner's replay. Keys are per actor and per mutation (docs/design.md section 11).
 """
 
 from __future__ import annotations

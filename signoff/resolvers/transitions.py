@@ -17,7 +17,8 @@ and, per resulting state, the change-event kind and the audit action it writes.
 
 An edge that is not in the lifecycle's table, or an update that would lead
 somewhere the edge does not allow, is refused with ``TRANSITION_NOT_ALLOWED``.
-The tables are in ``signoff.resolvers.lifecycles``; docs/design.md section 3 shows them.
+The tables are in ``signoff.resolvers.lifecycles``; docs/design.md section 7 describes
+the rule and sections 4.5, 4.6, 5.2 and 6.2 show the tables.
 """
 
 from __future__ import annotations

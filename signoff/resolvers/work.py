@@ -4,7 +4,7 @@ A write resolver takes a ``UnitOfWork`` instead of a bare session. It carries th
 session, the clock, the job queue, the event publisher and the sealer, typed, so a
 rule never looks a service up by name; and it holds what must happen after the
 transaction commits (enqueue a delivery, wake the event relay), so nothing is sent
-for a change that rolled back (docs/design.md section 11).
+for a change that rolled back (docs/design.md section 7).
 
 After-commit work only speeds things up: the database is the source of truth, and
 the periodic sweeps and the event relay repair anything a hook failed to do.
