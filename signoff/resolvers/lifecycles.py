@@ -1,9 +1,9 @@
 """The transition tables: every state change a proposal, its delivery, a task or an
 incident can make, with the change event and the audit action each one writes.
 
-``docs/design.md`` sections 4.5, 4.6, 5.2 and 6.2 show the same tables; ``tests/resolvers/test_lifecycles.py``
-checks that they agree with each other and that every reachable proposal state,
-``APPLYING`` included, produces a change event.
+``docs/design.md`` sections 4.5, 4.6, 5.2 and 6.2 show the same tables;
+``tests/resolvers/test_lifecycles.py`` checks that they agree with each other and that
+every reachable proposal state, ``APPLYING`` included, produces a change event.
 """
 
 from __future__ import annotations
