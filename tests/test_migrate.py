@@ -10,9 +10,20 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import select
 
-from signoff.database import create_engine
+from signoff import clock
+from signoff.database import create_engine, create_sessionmaker
 from signoff.migrate import alembic_config, migrate
+from signoff.models import (
+    Actor,
+    ApprovalMode,
+    IdempotencyRecord,
+    Proposal,
+    ProposalState,
+    Role,
+    Target,
+)
 from tests.conftest import fresh_database
 
 VERSIONED = ("proposals", "human_tasks", "incidents")
@@ -70,3 +81,56 @@ async def test_entity_versions_upgrade_existing_rows_and_downgrade(
     assert not any((await _version_columns(scratch_engine)).values())
     await migrate(scratch_engine)
     assert all((await _version_columns(scratch_engine)).values())
+
+
+async def _one_proposal(engine: AsyncEngine) -> Proposal:
+    """An auto-approved proposal at its third delivery attempt, written without resolvers."""
+    sessionmaker = create_sessionmaker(engine)
+    async with sessionmaker() as session:
+        agent = Actor(name="agent", role=Role.AGENT)
+        session.add(agent)
+        await session.flush()
+        target = Target(
+            name="t",
+            url="http://127.0.0.1:9/",
+            approval_mode=ApprovalMode.BOUNDED_AUTO,
+            signing_secret="sealed:v1:x",
+            created_by_id=agent.id,
+        )
+        session.add(target)
+        await session.flush()
+        proposal = Proposal(
+            target_id=target.id,
+            proposed_by_id=agent.id,
+            action_code="refund.create",
+            payload_digest="sha256:p",
+            request_digest="sha256:r",
+            operation_key="refund-42",
+            state=ProposalState.FAILED,
+            delivery_attempt_count=3,
+            expires_at=clock.now(),
+        )
+        session.add(proposal)
+        await session.commit()
+    return proposal
+
+
+async def test_operation_keys_and_lease_generations_carry_over(
+    scratch_engine: AsyncEngine,
+) -> None:
+    """0005 records each existing proposal's operation key as an idempotency key with its
+    request digest, and starts its lease generation at its attempt count."""
+    await migrate(scratch_engine)
+    proposal = await _one_proposal(scratch_engine)
+    await _downgrade(scratch_engine, "0004")
+    await migrate(scratch_engine)
+    async with create_sessionmaker(scratch_engine)() as session:
+        record = (await session.exec(select(IdempotencyRecord))).one()
+        row = await session.get(Proposal, proposal.id)
+    assert row is not None and row.delivery_lease == 3
+    assert (record.operation, record.key, record.actor_id) == (
+        "proposeAction",
+        "refund-42",
+        proposal.proposed_by_id,
+    )
+    assert (record.request_digest, record.result) == ("sha256:r", {"proposal_id": proposal.id})

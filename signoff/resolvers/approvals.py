@@ -195,30 +195,26 @@ async def _advance(
     work: UnitOfWork, viewer: Viewer, proposal_id: str, approval: Approval, now: datetime
 ) -> Proposal | None:
     """Count the decision and move the state, only if the proposal is still awaiting it."""
+    edge, values = lifecycles.REJECT, dict[str, Any](decided_at=now)
     if approval.decision is Decision.APPROVED:
         count = col(Proposal.approval_count)
         reached = count + 1 >= col(Proposal.required_approvals)
-        return await PROPOSAL.move(
-            work,
+        edge, values = (
             lifecycles.COUNT_APPROVAL,
-            proposal_id,
-            actor_id=viewer.id,
-            guard=col(Proposal.expires_at) > now,
-            values={
+            {
                 "approval_count": count + 1,
                 "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
                 "decided_at": case((reached, now), else_=None),
                 "next_attempt_at": case((reached, now), else_=None),
             },
-            details={"approval_id": approval.id},
         )
     return await PROPOSAL.move(
         work,
-        lifecycles.REJECT,
+        edge,
         proposal_id,
         actor_id=viewer.id,
         guard=col(Proposal.expires_at) > now,
-        values={"decided_at": now},
+        values=values,
         details={"approval_id": approval.id},
     )
 

@@ -1,8 +1,7 @@
-"""Writing and reading the audit log."""
+"""Reading the audit log. It is written by the transition core
+(``signoff.resolvers.transitions.record``), from the same description as the change feed."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -10,28 +9,6 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff.models import AuditEvent, Role
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.pagination import Order, Page, paginate
-
-
-def record(
-    session: AsyncSession,
-    *,
-    actor_id: str | None,
-    action: str,
-    target_type: str,
-    target_id: str,
-    **details: Any,
-) -> AuditEvent:
-    """Add an audit event to the session; it commits with the change it describes."""
-    event = AuditEvent(
-        action=action,
-        actor_id=actor_id,
-        target_type=target_type,
-        target_id=target_id,
-        details=details,
-    )
-    session.add(event)
-    return event
-
 
 AUDIT_ORDER = (
     Order(col(AuditEvent.created_at), descending=True),

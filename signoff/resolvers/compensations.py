@@ -20,8 +20,8 @@ from signoff.resolvers.proposals import (
     ProposeResult,
     add_proposal,
     checked_request,
-    load_result,
     new_proposal,
+    proposed_once,
 )
 from signoff.resolvers.retries import load_proposal
 from signoff.resolvers.work import UnitOfWork
@@ -73,15 +73,7 @@ async def propose_compensation(
         await _require_compensation(work, viewer, original.id, proposal)
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        compensate,
-        result_of=lambda done: {"proposal_id": done.proposal.id},
-        replay=lambda stored: load_result(work.session, stored["proposal_id"]),
-    )
-    return result
+    return await proposed_once(work, viewer, call, compensate)
 
 
 async def _compensation_target(session: AsyncSession, original: Proposal, target_id: str) -> Target:

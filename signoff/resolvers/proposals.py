@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -138,6 +139,16 @@ async def propose_action(
         await add_proposal(work, viewer, proposal, task)
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
+    return await proposed_once(work, viewer, call, propose)
+
+
+async def proposed_once(
+    work: UnitOfWork,
+    viewer: Viewer,
+    call: idempotency.Keyed,
+    propose: Callable[[], Awaitable[ProposeResult]],
+) -> ProposeResult:
+    """``propose`` once per key; a replay answers with the proposal the key made."""
     result, _ = await idempotency.once(
         work,
         viewer,

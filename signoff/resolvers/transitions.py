@@ -199,10 +199,7 @@ class Lifecycle(Generic[M, S]):
             return []
         rows = await self._compare_and_set(work, edge, entity_ids, guard, dict(values or {}))
         for row in rows:
-            outcome = self._outcome(edge, row)
-            await self._record(work, row, outcome, actor_id, details or {})
-            if self._follow_up is not None:
-                self._follow_up(work, row)
+            await self._happened(work, row, self._outcome(edge, row), actor_id, details)
         return rows
 
     async def created(
@@ -218,9 +215,7 @@ class Lifecycle(Generic[M, S]):
         """Insert a new row (its first state), audited and in the feed like any transition."""
         work.session.add(row)
         await work.session.flush()  # the event carries the version the insert gave it
-        await self._record(work, row, Outcome(kind, action), actor_id, details or {})
-        if self._follow_up is not None:
-            self._follow_up(work, row)
+        await self._happened(work, row, Outcome(kind, action), actor_id, details)
         return row
 
     async def announce(
@@ -236,6 +231,18 @@ class Lifecycle(Generic[M, S]):
         """Record what a statement other than ``move`` did to a row (the incident upsert,
         which counts an occurrence whether or not the row existed)."""
         await self._record(work, row, Outcome(kind, action), actor_id, details or {})
+
+    async def _happened(
+        self,
+        work: UnitOfWork,
+        row: M,
+        outcome: Outcome,
+        actor_id: str | None,
+        details: Mapping[str, Any] | None,
+    ) -> None:
+        await self._record(work, row, outcome, actor_id, details or {})
+        if self._follow_up is not None:
+            self._follow_up(work, row)
 
     async def _compare_and_set(
         self,
