@@ -9,12 +9,13 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from signoff.config import Settings
+from signoff.config import Settings, load_sealer
 from signoff.constants import GC_THRESHOLDS, GIL_SWITCH_INTERVAL_SECONDS
 from signoff.database import create_engine, create_sessionmaker
 from signoff.errors import SignoffError
 from signoff.migrate import migrate
 from signoff.models import Role
+from signoff.sealing import SealingError
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -25,8 +26,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     try:
         args.run(args, settings)
-    except SignoffError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+    except (SignoffError, SealingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
 
 
@@ -83,7 +84,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
 
     from signoff.app import create_app
 
-    asyncio.run(_migrate_only(settings))
+    asyncio.run(_prepare(settings))
     _tune_for_serving()
     uvicorn.run(
         create_app(settings),
@@ -120,7 +121,7 @@ def _worker(_: argparse.Namespace, settings: Settings) -> None:
             "signoff worker needs SIGNOFF_REDIS_URL; without Redis, "
             "`signoff serve` delivers in-process."
         )
-    asyncio.run(_migrate_only(settings))
+    asyncio.run(_prepare(settings))
     run(settings)
 
 
@@ -154,6 +155,19 @@ async def _migrate_only(settings: Settings) -> None:
     engine = create_engine(settings.database_url)
     try:
         await migrate(engine)
+    finally:
+        await engine.dispose()
+
+
+async def _prepare(settings: Settings) -> None:
+    """Migrate, and refuse to go on with a secret key other than the database's."""
+    from signoff.resolvers.key_check import verify_secret_key
+
+    engine = create_engine(settings.database_url)
+    try:
+        await migrate(engine)
+        async with create_sessionmaker(engine)() as session:
+            await verify_secret_key(session=session, sealer=load_sealer(settings))
     finally:
         await engine.dispose()
 

@@ -213,3 +213,13 @@ class DatabaseBusy(SignoffError):
 
     code = "DATABASE_BUSY"
     default_message = "The database is busy; nothing was changed. Try again in a moment."
+
+
+class SecretKeyMismatch(SignoffError):
+    """The process's secret key is not the one the database's sealed secrets were sealed with.
+
+    Refused at start-up (``signoff serve``, ``signoff worker``), before anything is sealed
+    or opened with the wrong key.
+    """
+
+    code = "SECRET_KEY_MISMATCH"

@@ -70,3 +70,17 @@ async def test_entity_versions_upgrade_existing_rows_and_downgrade(
     assert not any((await _version_columns(scratch_engine)).values())
     await migrate(scratch_engine)
     assert all((await _version_columns(scratch_engine)).values())
+
+
+async def _tables(engine: AsyncEngine) -> set[str]:
+    async with engine.connect() as conn:
+        return set(await conn.run_sync(lambda c: sa.inspect(c).get_table_names()))
+
+
+async def test_key_checks_upgrade_and_downgrade(scratch_engine: AsyncEngine) -> None:
+    await migrate(scratch_engine)
+    assert "key_checks" in await _tables(scratch_engine)
+    await _downgrade(scratch_engine, "0004")
+    assert "key_checks" not in await _tables(scratch_engine)
+    await migrate(scratch_engine)
+    assert "key_checks" in await _tables(scratch_engine)

@@ -24,6 +24,7 @@ from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
 from signoff.jobs.queue import delivery_job_id
+from signoff.resolvers.key_check import verify_secret_key
 
 
 class ArqJobs:
@@ -64,6 +65,11 @@ async def startup(ctx: dict[str, Any]) -> None:
     """Open the database and the one shared HTTP client for this worker process."""
     settings: Settings = ctx.get("settings") or Settings.from_env()
     engine = create_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    ctx["engine"] = engine
+    sealer = load_sealer(settings)
+    # `signoff worker` has checked already; a worker started by `arq` itself has not.
+    async with create_sessionmaker(engine)() as session:
+        await verify_secret_key(session=session, sealer=sealer)
     jobs = ArqJobs(settings, ctx["redis"])
     # Delivery outcomes go to the change feed: stamped and published right after commit,
     # as the API processes do, rather than waiting for their relay.
@@ -74,11 +80,8 @@ async def startup(ctx: dict[str, Any]) -> None:
         settings=settings,
         http=open_http_client(),
         jobs=jobs,
-        sessionmaker=create_sessionmaker(
-            engine, jobs=jobs, events=events, sealer=load_sealer(settings)
-        ),
+        sessionmaker=create_sessionmaker(engine, jobs=jobs, events=events, sealer=sealer),
     )
-    ctx["engine"] = engine
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
