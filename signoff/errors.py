@@ -142,6 +142,13 @@ class AlreadyExists(SignoffError):
     code = "ALREADY_EXISTS"
 
 
+# Actors
+class RoleConflict(SignoffError):
+    """An actor with this name exists with another role; roles change only on purpose."""
+
+    code = "ROLE_CONFLICT"
+
+
 # Delivery
 class ResultIdentityMismatch(SignoffError):
     """A reported result names another operation key or digest than the proposal's."""

@@ -1,18 +1,21 @@
-"""Actors and API tokens: creating them (CLI) and authenticating requests."""
+"""Actors and API tokens: creating, revoking and re-roling them (CLI); authenticating requests."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import ColumnElement, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff import clock
 from signoff.constants import TOKEN_PREFIX
 from signoff.database import commit
-from signoff.errors import NotFound, Unauthenticated, ValidationFailed
+from signoff.errors import NotFound, RoleConflict, Unauthenticated, ValidationFailed
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers import audit
 from signoff.resolvers.access import Viewer
@@ -32,29 +35,28 @@ class NewToken:
 
 
 async def create_token(
-    *, session: AsyncSession, name: str, role: Role, queue_slugs: Sequence[str] = ()
+    *, session: AsyncSession, name: str, role: Role | None = None, queue_slugs: Sequence[str] = ()
 ) -> NewToken:
-    """Create (or reuse by name) an actor with ``role`` and queue memberships; issue a token."""
+    """Issue a token for the actor named, made with ``role`` if new; add queue memberships.
+
+    An existing actor keeps its role: ``role``, if given, must be the one it has, so a
+    name reused by mistake cannot re-role an actor whose tokens are in use elsewhere.
+    ``set_actor_role`` changes a role on purpose.
+    """
     name = name.strip()
     if not 1 <= len(name) <= NAME_MAX_CHARS:
         raise ValidationFailed(f"name must be 1 to {NAME_MAX_CHARS} characters.", field="name")
     queues = await _queues_by_slug(session, queue_slugs)
     actor = (await session.exec(select(Actor).where(Actor.name == name))).first()
     if actor is None:
-        actor = Actor(name=name, role=role)
-        session.add(actor)
-        await session.flush()
-    elif actor.role != role:
-        audit.record(
-            session,
-            actor_id=None,
-            action="actor.role_changed",
-            target_type="actor",
-            target_id=actor.id,
-            before=actor.role,
-            after=role,
+        actor = await _new_actor(session, name, role)
+    elif role is not None and actor.role != role:
+        raise RoleConflict(
+            f"{name} is {role_phrase(Role(actor.role))}, not {role_phrase(role)}; nothing was "
+            "changed. To change the role, run "
+            f"`signoff actor set-role --name {shlex.quote(name)} --role {role.value}`.",
+            field="role",
         )
-        actor.role = role
     await _add_memberships(session, actor, queues)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(ApiToken(actor_id=actor.id, token_hash=hash_token(token)))
@@ -64,11 +66,25 @@ async def create_token(
         action="actor.token_created",
         target_type="actor",
         target_id=actor.id,
-        role=role.value,
+        role=Role(actor.role).value,
         queues=sorted(q.slug for q in queues),
     )
     await commit(session)
     return NewToken(actor=actor, token=token)
+
+
+def role_phrase(role: Role) -> str:
+    """``a reviewer``, ``an operator``: a role as a sentence names it."""
+    return f"{'an' if role.value[0] in 'aeiou' else 'a'} {role.value}"
+
+
+async def _new_actor(session: AsyncSession, name: str, role: Role | None) -> Actor:
+    if role is None:
+        raise ValidationFailed(f"{name} is a new actor: give it a role with --role.", field="role")
+    actor = Actor(name=name, role=role)
+    session.add(actor)
+    await session.flush()
+    return actor
 
 
 async def _queues_by_slug(session: AsyncSession, slugs: Sequence[str]) -> list[Queue]:
@@ -100,6 +116,89 @@ async def _add_memberships(session: AsyncSession, actor: Actor, queues: list[Que
                 queue_id=queue.id,
                 snapshot={"role": actor.role},
             )
+
+
+@dataclass(frozen=True)
+class RevokedTokens:
+    """The actor whose tokens were revoked, and the ids of the tokens this call revoked."""
+
+    actor: Actor
+    token_ids: list[str]
+
+
+async def revoke_token(*, session: AsyncSession, token: str) -> RevokedTokens:
+    """Revoke one token, found by its value; it stops authenticating at once."""
+    found = (
+        await session.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(token.strip())))
+    ).first()
+    if found is None:
+        raise NotFound("No token matches; nothing was revoked.")
+    actor = await session.get(Actor, found.actor_id)
+    assert actor is not None  # tokens reference their actor
+    return await _revoke(session, actor, col(ApiToken.id) == found.id)
+
+
+async def revoke_actor_tokens(*, session: AsyncSession, name: str) -> RevokedTokens:
+    """Revoke every token of the actor named (the actor and its role stay)."""
+    actor = await _actor_named(session, name)
+    return await _revoke(session, actor, col(ApiToken.actor_id) == actor.id)
+
+
+async def _revoke(session: AsyncSession, actor: Actor, which: ColumnElement[bool]) -> RevokedTokens:
+    """One conditional UPDATE: of two revocations at once, each token is revoked and
+    audited by one of them."""
+    revoked = (
+        await session.exec(
+            update(ApiToken)
+            .where(which, col(ApiToken.revoked_at).is_(None))
+            .values(revoked_at=clock.now())
+            .returning(col(ApiToken.id))
+        )
+    ).scalars()
+    token_ids = sorted(revoked.all())
+    for token_id in token_ids:
+        audit.record(
+            session,
+            actor_id=None,
+            action="actor.token_revoked",
+            target_type="actor",
+            target_id=actor.id,
+            token_id=token_id,
+        )
+    await commit(session)
+    return RevokedTokens(actor=actor, token_ids=token_ids)
+
+
+@dataclass(frozen=True)
+class RoleChange:
+    actor: Actor
+    before: Role
+
+
+async def set_actor_role(*, session: AsyncSession, name: str, role: Role) -> RoleChange:
+    """Give the actor named another role; its tokens act with the new role from now on."""
+    actor = await _actor_named(session, name)
+    before = Role(actor.role)
+    if before != role:
+        actor.role = role
+        audit.record(
+            session,
+            actor_id=None,
+            action="actor.role_changed",
+            target_type="actor",
+            target_id=actor.id,
+            before=before.value,
+            after=role.value,
+        )
+        await commit(session)
+    return RoleChange(actor=actor, before=before)
+
+
+async def _actor_named(session: AsyncSession, name: str) -> Actor:
+    actor = (await session.exec(select(Actor).where(Actor.name == name.strip()))).first()
+    if actor is None:
+        raise NotFound(f"No actor is named {name.strip()}.")
+    return actor
 
 
 async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:
