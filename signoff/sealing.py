@@ -76,9 +76,9 @@ def decode_key(text: str, source: str = ENV_SOURCE) -> bytes:
     try:
         key = base64.urlsafe_b64decode(text.strip() + "=" * (-len(text.strip()) % 4))
     except (binascii.Error, ValueError):
-        raise SealingError(f"{source} is not base64.") from None
+        raise SealingError(f"The secret key in {source} is not base64.") from None
     if len(key) != KEY_BYTES:
-        raise SealingError(f"{source} must hold base64 of {KEY_BYTES} bytes.")
+        raise SealingError(f"The secret key in {source} must be base64 of {KEY_BYTES} bytes.")
     return key
 
 

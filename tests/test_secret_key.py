@@ -83,3 +83,9 @@ def test_the_readme_shows_the_refusal_as_printed() -> None:
     stray = "/srv/other/signoff.key"
     printed = f"error: The secret key in the key file {stray} (created just now) {HOW_TO_FIX}"
     assert printed in (ROOT / "README.md").read_text()
+
+
+def test_a_malformed_key_is_refused_without_a_traceback(own_database: str) -> None:
+    env = signoff_env(own_database, SIGNOFF_SECRET_KEY="not base64!")
+    message = "The secret key in SIGNOFF_SECRET_KEY is not base64."
+    assert_refused("serve", "--port", str(free_port()), env=env, message=message)

@@ -46,6 +46,16 @@ def test_a_malformed_key_is_refused(text: str) -> None:
         decode_key(text)
 
 
+def test_a_malformed_key_file_is_refused_with_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "signoff.key"
+    path.write_text("c2hvcnQ=\n")
+    with pytest.raises(SealingError) as refused:
+        load_sealer(None, path)
+    assert str(refused.value) == (
+        f"The secret key in the key file {path.resolve()} must be base64 of 32 bytes."
+    )
+
+
 def test_a_key_file_being_written_by_another_process_is_never_read_half_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
