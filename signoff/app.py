@@ -181,7 +181,8 @@ def _job_queue(settings: Settings) -> InProcessJobs | ArqJobs | None:
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
-    """Build the app; the database schema must already be migrated (``signoff serve`` does it)."""
+    """Build the app; the database must already be migrated and its secret key checked
+    (``signoff serve`` does both)."""
     settings = settings or Settings.from_env()
     engine = create_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     jobs = _job_queue(settings)

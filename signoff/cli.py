@@ -7,14 +7,21 @@ import asyncio
 import gc
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
-from signoff.config import Settings
+from signoff.config import Settings, load_sealer
 from signoff.constants import GC_THRESHOLDS, GIL_SWITCH_INTERVAL_SECONDS
 from signoff.database import create_engine, create_sessionmaker
 from signoff.errors import SignoffError
 from signoff.migrate import migrate
 from signoff.models import Role
+from signoff.sealing import SealingError
+
+if TYPE_CHECKING:
+    from signoff.resolvers.work import UnitOfWork
+
+T = TypeVar("T")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -25,8 +32,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     try:
         args.run(args, settings)
-    except SignoffError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+    except (SignoffError, SealingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
 
 
@@ -60,13 +67,24 @@ def _parser() -> argparse.ArgumentParser:
     migrate_cmd = commands.add_parser("migrate", help="bring the database schema up to date")
     migrate_cmd.set_defaults(run=_migrate)
 
+    _token_commands(commands)
+    _actor_commands(commands)
+    return parser
+
+
+def _token_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     token = commands.add_parser("token", help="manage API tokens")
     token_commands = token.add_subparsers(required=True, metavar="ACTION")
     create = token_commands.add_parser(
         "create", help="create (or reuse) an actor and print a new token on the last line"
     )
     create.add_argument("--name", required=True)
-    create.add_argument("--role", required=True, choices=[r.value for r in Role])
+    create.add_argument(
+        "--role",
+        choices=[r.value for r in Role],
+        help="required for a new actor; an existing actor keeps its own "
+        "(change it with `signoff actor set-role`)",
+    )
     create.add_argument(
         "--queue",
         action="append",
@@ -75,7 +93,27 @@ def _parser() -> argparse.ArgumentParser:
         help="queue the actor reviews (repeatable)",
     )
     create.set_defaults(run=_token_create)
-    return parser
+
+    revoke = token_commands.add_parser(
+        "revoke", help="revoke one token, or every token of an actor; they stop working at once"
+    )
+    which = revoke.add_mutually_exclusive_group(required=True)
+    which.add_argument("--name", help="revoke every token of this actor")
+    which.add_argument(
+        "--token", help="revoke this token; - reads it from stdin (keeping it out of `ps`)"
+    )
+    revoke.set_defaults(run=_token_revoke)
+
+
+def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    actor = commands.add_parser("actor", help="manage actors")
+    actor_commands = actor.add_subparsers(required=True, metavar="ACTION")
+    set_role = actor_commands.add_parser(
+        "set-role", help="change an actor's role; its tokens act with the new role"
+    )
+    set_role.add_argument("--name", required=True)
+    set_role.add_argument("--role", required=True, choices=[r.value for r in Role])
+    set_role.set_defaults(run=_actor_set_role)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
@@ -83,7 +121,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
 
     from signoff.app import create_app
 
-    asyncio.run(_migrate_only(settings))
+    _prepare(settings)
     _tune_for_serving()
     uvicorn.run(
         create_app(settings),
@@ -120,7 +158,7 @@ def _worker(_: argparse.Namespace, settings: Settings) -> None:
             "signoff worker needs SIGNOFF_REDIS_URL; without Redis, "
             "`signoff serve` delivers in-process."
         )
-    asyncio.run(_migrate_only(settings))
+    _prepare(settings)
     run(settings)
 
 
@@ -158,24 +196,76 @@ async def _migrate_only(settings: Settings) -> None:
         await engine.dispose()
 
 
-def _token_create(args: argparse.Namespace, settings: Settings) -> None:
-    from signoff.resolvers.actors import create_token
-    from signoff.resolvers.work import WorkMaker
+def _prepare(settings: Settings) -> None:
+    """Migrate, and refuse to go on with a secret key other than the database's."""
+    from signoff.resolvers.key_check import verify_secret_key
 
-    async def run() -> str:
+    sealer = load_sealer(settings)
+    _in_work(settings, lambda work: verify_secret_key(session=work.session, sealer=sealer))
+
+
+def _in_work(settings: Settings, command: Callable[[UnitOfWork], Awaitable[T]]) -> T:
+    """Migrate, then run ``command`` in one unit of work: how the CLI's commands reach the
+    database (no job queue, no event relay: the serving processes' relay publishes what
+    a command changed)."""
+
+    async def run() -> T:
+        from signoff.resolvers.work import WorkMaker
+
         engine = create_engine(settings.database_url)
         try:
             await migrate(engine)
             async with WorkMaker(create_sessionmaker(engine))() as work:
-                created = await create_token(
-                    work=work, name=args.name, role=Role(args.role), queue_slugs=args.queue
-                )
-                return created.token
+                return await command(work)
         finally:
             await engine.dispose()
 
-    token = asyncio.run(run())
-    print(
-        f"Token for {args.name} ({args.role}); it is shown once, keep it secret:", file=sys.stderr
+    return asyncio.run(run())
+
+
+def _token_create(args: argparse.Namespace, settings: Settings) -> None:
+    from signoff.resolvers.actors import create_token
+
+    role = None if args.role is None else Role(args.role)
+    created = _in_work(
+        settings,
+        lambda work: create_token(work=work, name=args.name, role=role, queue_slugs=args.queue),
     )
-    print(token)
+    actor = created.actor
+    print(
+        f"Token for {actor.name} ({Role(actor.role).value}); it is shown once, keep it secret:",
+        file=sys.stderr,
+    )
+    print(created.token)
+
+
+def _token_revoke(args: argparse.Namespace, settings: Settings) -> None:
+    from signoff.resolvers.actors import revoke_actor_tokens, revoke_token
+
+    if args.token is None:
+        revoked = _in_work(settings, lambda work: revoke_actor_tokens(work=work, name=args.name))
+        if not revoked.token_ids:
+            print(f"{revoked.actor.name} has no tokens left to revoke.")
+            return
+    else:
+        token = sys.stdin.readline() if args.token == "-" else args.token
+        revoked = _in_work(settings, lambda work: revoke_token(work=work, token=token))
+        if not revoked.token_ids:
+            print(f"That token of {revoked.actor.name} was revoked already.")
+            return
+    count = len(revoked.token_ids)
+    print(f"Revoked {count} token{'' if count == 1 else 's'} of {revoked.actor.name}.")
+
+
+def _actor_set_role(args: argparse.Namespace, settings: Settings) -> None:
+    from signoff.resolvers.actors import role_phrase, set_actor_role
+
+    change = _in_work(
+        settings,
+        lambda work: set_actor_role(work=work, name=args.name, role=Role(args.role)),
+    )
+    name, role = change.actor.name, Role(change.actor.role)
+    if change.before == role:
+        print(f"{name} is {role_phrase(role)} already; nothing was changed.")
+    else:
+        print(f"{name} is now {role_phrase(role)} (was {role_phrase(change.before)}).")

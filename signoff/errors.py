@@ -143,6 +143,13 @@ class AlreadyExists(SignoffError):
     code = "ALREADY_EXISTS"
 
 
+# Actors
+class RoleConflict(SignoffError):
+    """An actor with this name exists with another role; roles change only on purpose."""
+
+    code = "ROLE_CONFLICT"
+
+
 # Delivery
 class ResultIdentityMismatch(SignoffError):
     """A reported result names another operation key or digest than the proposal's."""
@@ -214,3 +221,13 @@ class DatabaseBusy(SignoffError):
 
     code = "DATABASE_BUSY"
     default_message = "The database is busy; nothing was changed. Try again in a moment."
+
+
+class SecretKeyMismatch(SignoffError):
+    """The process's secret key is not the one the database's sealed secrets were sealed with.
+
+    Refused at start-up (``signoff serve``, ``signoff worker``), before anything is sealed
+    or opened with the wrong key.
+    """
+
+    code = "SECRET_KEY_MISMATCH"

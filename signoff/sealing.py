@@ -6,15 +6,21 @@ database, so a copy of the database alone reveals no secret. The key comes from
 ``SIGNOFF_SECRET_KEY`` (base64, 32 bytes); without it, a key file beside the
 working directory (``SIGNOFF_SECRET_KEY_FILE``, default ``./signoff.key``) is
 created on first use, readable by its owner only. Processes that share a
-database must share the key.
+database must share the key: the database records a check value of the key it
+was first used with (``signoff.resolvers.key_check``), and processes started with
+another key refuse to run.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import hashlib
+import hmac
 import os
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
@@ -25,6 +31,9 @@ KEY_BYTES = 32
 NONCE_BYTES = 12
 # Binds each ciphertext to its purpose: a sealed value cannot be replayed elsewhere.
 ASSOCIATED_DATA = b"signoff:target-signing-secret"
+# HMAC-SHA256 of this label under the key identifies the key without revealing it.
+KEY_CHECK_LABEL = b"signoff:secret-key-check:v1"
+ENV_SOURCE = "SIGNOFF_SECRET_KEY"
 
 
 class SealingError(Exception):
@@ -33,7 +42,13 @@ class SealingError(Exception):
 
 @dataclass(frozen=True)
 class Sealer:
-    key: bytes
+    key: bytes = field(repr=False)
+    # Where the key came from, for messages that must say which key is wrong.
+    source: str = ENV_SOURCE
+
+    def check_value(self) -> str:
+        """A value that is the same for the same key and tells nothing about the key."""
+        return hmac.new(self.key, KEY_CHECK_LABEL, hashlib.sha256).hexdigest()
 
     def seal(self, plaintext: str) -> str:
         nonce = os.urandom(NONCE_BYTES)
@@ -56,13 +71,13 @@ class Sealer:
         return plaintext.decode()
 
 
-def decode_key(text: str) -> bytes:
+def decode_key(text: str, source: str = ENV_SOURCE) -> bytes:
     try:
         key = base64.urlsafe_b64decode(text.strip() + "=" * (-len(text.strip()) % 4))
     except (binascii.Error, ValueError):
-        raise SealingError("SIGNOFF_SECRET_KEY is not base64.") from None
+        raise SealingError(f"The secret key in {source} is not base64.") from None
     if len(key) != KEY_BYTES:
-        raise SealingError(f"SIGNOFF_SECRET_KEY must decode to {KEY_BYTES} bytes.")
+        raise SealingError(f"The secret key in {source} must be base64 of {KEY_BYTES} bytes.")
     return key
 
 
@@ -75,9 +90,48 @@ def load_sealer(key_text: str | None, key_file: Path) -> Sealer:
     if key_text:
         return Sealer(decode_key(key_text))
     try:
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return Sealer(decode_key(key_file.read_text()))
-    with os.fdopen(fd, "w") as handle:
-        handle.write(new_key_text() + "\n")
-    return Sealer(decode_key(key_file.read_text()))
+        created = _create_key_file(key_file)
+        text = key_file.read_text()
+    except OSError as exc:
+        raise SealingError(
+            f"The key file {key_file.resolve()} cannot be read or created: {exc.strerror}; "
+            "set SIGNOFF_SECRET_KEY or SIGNOFF_SECRET_KEY_FILE."
+        ) from None
+    source = f"the key file {key_file.resolve()}" + (" (created just now)" if created else "")
+    return Sealer(decode_key(text, source), source)
+
+
+def _create_key_file(path: Path) -> bool:
+    """Create the key file unless it exists; whether this call created it.
+
+    The key is written to a temporary file first and then linked into place, so the
+    file never exists half-written; linking fails if another process linked its key
+    first, and then both use that one.
+    """
+    if path.exists():
+        return False
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(new_key_text() + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, path)  # unlike a rename, never replaces a key already there
+        except FileExistsError:
+            return False
+    finally:
+        temporary.unlink()
+    _sync_directory(path.parent)
+    return True
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the new file's name durable: a key lost in a crash loses every sealed secret."""
+    with contextlib.suppress(OSError):  # not every platform or file system allows it
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -38,26 +38,29 @@ def signoff_env(database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str], cwd: Path = ROOT, timeout: float = 60, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "signoff", *args],
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
+        input=stdin,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
     )
 
 
 @contextmanager
-def serving(env: dict[str, str], timeout: float = 30) -> Iterator[str]:
+def serving(env: dict[str, str], timeout: float = 30, cwd: Path = ROOT) -> Iterator[str]:
     """Start ``signoff serve`` on a free port; yield its base URL once /readyz answers."""
     port = free_port()
     with tempfile.TemporaryFile(mode="w+") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "signoff", "serve", "--port", str(port)],
             env=env,
-            cwd=ROOT,
+            cwd=cwd,
             stdout=output,
             stderr=subprocess.STDOUT,
             text=True,

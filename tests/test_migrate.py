@@ -118,11 +118,11 @@ async def _one_proposal(engine: AsyncEngine) -> Proposal:
 async def test_operation_keys_and_lease_generations_carry_over(
     scratch_engine: AsyncEngine,
 ) -> None:
-    """0005 records each existing proposal's operation key as an idempotency key with its
+    """0006 records each existing proposal's operation key as an idempotency key with its
     request digest, and starts its lease generation at its attempt count."""
     await migrate(scratch_engine)
     proposal = await _one_proposal(scratch_engine)
-    await _downgrade(scratch_engine, "0004")
+    await _downgrade(scratch_engine, "0005")
     await migrate(scratch_engine)
     async with create_sessionmaker(scratch_engine)() as session:
         record = (await session.exec(select(IdempotencyRecord))).one()
@@ -134,3 +134,17 @@ async def test_operation_keys_and_lease_generations_carry_over(
         proposal.proposed_by_id,
     )
     assert (record.request_digest, record.result) == ("sha256:r", {"proposal_id": proposal.id})
+
+
+async def _tables(engine: AsyncEngine) -> set[str]:
+    async with engine.connect() as conn:
+        return set(await conn.run_sync(lambda c: sa.inspect(c).get_table_names()))
+
+
+async def test_key_checks_upgrade_and_downgrade(scratch_engine: AsyncEngine) -> None:
+    await migrate(scratch_engine)
+    assert "key_checks" in await _tables(scratch_engine)
+    await _downgrade(scratch_engine, "0004")
+    assert "key_checks" not in await _tables(scratch_engine)
+    await migrate(scratch_engine)
+    assert "key_checks" in await _tables(scratch_engine)

@@ -23,6 +23,7 @@ from signoff.database import create_engine, create_sessionmaker
 from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.resolvers.key_check import verify_secret_key
 from signoff.resolvers.work import Services as WorkServices
 from signoff.resolvers.work import WorkMaker, delivery_job_id
 
@@ -65,6 +66,11 @@ async def startup(ctx: dict[str, Any]) -> None:
     """Open the database and the one shared HTTP client for this worker process."""
     settings: Settings = ctx.get("settings") or Settings.from_env()
     engine = create_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    ctx["engine"] = engine
+    sealer = load_sealer(settings)
+    # `signoff worker` has checked already; a worker started by `arq` itself has not.
+    async with create_sessionmaker(engine)() as session:
+        await verify_secret_key(session=session, sealer=sealer)
     jobs = ArqJobs(settings, ctx["redis"])
     # Delivery outcomes go to the change feed: stamped and published right after commit,
     # as the API processes do, rather than waiting for their relay.
@@ -72,11 +78,10 @@ async def startup(ctx: dict[str, Any]) -> None:
     events = create_event_service(settings, sessionmaker)
     await events.start()
     ctx["events"] = events
-    services = WorkServices(jobs=jobs, events=events, sealer=load_sealer(settings))
+    services = WorkServices(jobs=jobs, events=events, sealer=sealer)
     ctx[CTX_KEY] = Services(
         settings=settings, http=open_http_client(), work=WorkMaker(sessionmaker, services)
     )
-    ctx["engine"] = engine
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.idempotency import IdempotencyRecord
 from signoff.models.incident import DeadLetter, Incident, IncidentState
+from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
 from signoff.models.target import ApprovalMode, Target
@@ -15,6 +16,7 @@ from signoff.models.task import APPROVAL_KIND, APPROVAL_RESPONSE_SCHEMA, HumanTa
 __all__ = [
     "APPROVAL_KIND",
     "APPROVAL_RESPONSE_SCHEMA",
+    "SIGNING_SECRETS",
     "Actor",
     "ApiToken",
     "Approval",
@@ -30,6 +32,7 @@ __all__ = [
     "IdempotencyRecord",
     "Incident",
     "IncidentState",
+    "KeyCheck",
     "Proposal",
     "ProposalState",
     "Queue",

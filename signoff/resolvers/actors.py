@@ -1,17 +1,19 @@
-"""Actors and API tokens: creating them (CLI) and authenticating requests."""
+"""Actors and API tokens: creating, revoking and re-roling them (CLI); authenticating requests."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import ColumnElement, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import TOKEN_PREFIX
-from signoff.errors import NotFound, Unauthenticated, ValidationFailed
+from signoff.errors import NotFound, RoleConflict, Unauthenticated, ValidationFailed
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.queues import membership_changed
@@ -32,9 +34,14 @@ class NewToken:
 
 
 async def create_token(
-    *, work: UnitOfWork, name: str, role: Role, queue_slugs: Sequence[str] = ()
+    *, work: UnitOfWork, name: str, role: Role | None = None, queue_slugs: Sequence[str] = ()
 ) -> NewToken:
-    """Create (or reuse by name) an actor with ``role`` and queue memberships; issue a token."""
+    """Issue a token for the actor named, made with ``role`` if new; add queue memberships.
+
+    An existing actor keeps its role: ``role``, if given, must be the one it has, so a
+    name reused by mistake cannot re-role an actor whose tokens are in use elsewhere.
+    ``set_actor_role`` changes a role on purpose.
+    """
     name = name.strip()
     if not 1 <= len(name) <= NAME_MAX_CHARS:
         raise ValidationFailed(f"name must be 1 to {NAME_MAX_CHARS} characters.", field="name")
@@ -42,36 +49,42 @@ async def create_token(
     queues = await _queues_by_slug(session, queue_slugs)
     actor = (await session.exec(select(Actor).where(Actor.name == name))).first()
     if actor is None:
-        actor = Actor(name=name, role=role)
-        session.add(actor)
-        await session.flush()
-    elif actor.role != role:
-        record(
-            work,
-            Happening(
-                entity_type="actor",
-                entity_id=actor.id,
-                actor_id=None,
-                action="actor.role_changed",
-                details={"before": actor.role, "after": role},
-            ),
+        actor = await _new_actor(session, name, role)
+    elif role is not None and actor.role != role:
+        raise RoleConflict(
+            f"{name} is {role_phrase(Role(actor.role))}, not {role_phrase(role)}; nothing was "
+            "changed. To change the role, run "
+            f"`signoff actor set-role --name {shlex.quote(name)} --role {role.value}`.",
+            field="role",
         )
-        actor.role = role
     await _add_memberships(work, actor, queues)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(ApiToken(actor_id=actor.id, token_hash=hash_token(token)))
     record(
         work,
-        Happening(
-            entity_type="actor",
-            entity_id=actor.id,
-            actor_id=None,
-            action="actor.token_created",
-            details={"role": role.value, "queues": sorted(q.slug for q in queues)},
+        _about(
+            actor,
+            "actor.token_created",
+            role=Role(actor.role).value,
+            queues=sorted(q.slug for q in queues),
         ),
     )
     await work.commit()
     return NewToken(actor=actor, token=token)
+
+
+def role_phrase(role: Role) -> str:
+    """``a reviewer``, ``an operator``: a role as a sentence names it."""
+    return f"{'an' if role.value[0] in 'aeiou' else 'a'} {role.value}"
+
+
+async def _new_actor(session: AsyncSession, name: str, role: Role | None) -> Actor:
+    if role is None:
+        raise ValidationFailed(f"{name} is a new actor: give it a role with --role.", field="role")
+    actor = Actor(name=name, role=role)
+    session.add(actor)
+    await session.flush()
+    return actor
 
 
 async def _queues_by_slug(session: AsyncSession, slugs: Sequence[str]) -> list[Queue]:
@@ -85,18 +98,93 @@ async def _queues_by_slug(session: AsyncSession, slugs: Sequence[str]) -> list[Q
 
 
 async def _add_memberships(work: UnitOfWork, actor: Actor, queues: list[Queue]) -> None:
-    session = work.session
     existing = set(
         (
-            await session.exec(
+            await work.session.exec(
                 select(QueueMembership.queue_id).where(QueueMembership.actor_id == actor.id)
             )
         ).all()
     )
     for queue in queues:
         if queue.id not in existing:
-            session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
+            work.session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
             record(work, membership_changed(None, queue.id, actor, ChangeKind.QUEUE_MEMBER_ADDED))
+
+
+def _about(actor: Actor, action: str, **details: object) -> Happening:
+    """An audited change to an actor made from the command line (no acting actor)."""
+    return Happening(
+        entity_type="actor", entity_id=actor.id, actor_id=None, action=action, details=details
+    )
+
+
+@dataclass(frozen=True)
+class RevokedTokens:
+    """The actor whose tokens were revoked, and the ids of the tokens this call revoked."""
+
+    actor: Actor
+    token_ids: list[str]
+
+
+async def revoke_token(*, work: UnitOfWork, token: str) -> RevokedTokens:
+    """Revoke one token, found by its value; it stops authenticating at once."""
+    session = work.session
+    found = (
+        await session.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(token.strip())))
+    ).first()
+    if found is None:
+        raise NotFound("No token matches; nothing was revoked.")
+    actor = await session.get(Actor, found.actor_id)
+    assert actor is not None  # tokens reference their actor
+    return await _revoke(work, actor, col(ApiToken.id) == found.id)
+
+
+async def revoke_actor_tokens(*, work: UnitOfWork, name: str) -> RevokedTokens:
+    """Revoke every token of the actor named (the actor and its role stay)."""
+    actor = await _actor_named(work.session, name)
+    return await _revoke(work, actor, col(ApiToken.actor_id) == actor.id)
+
+
+async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) -> RevokedTokens:
+    """One conditional UPDATE: of two revocations at once, each token is revoked and
+    audited by one of them."""
+    revoked = (
+        await work.session.exec(
+            update(ApiToken)
+            .where(which, col(ApiToken.revoked_at).is_(None))
+            .values(revoked_at=work.now())
+            .returning(col(ApiToken.id))
+        )
+    ).scalars()
+    token_ids = sorted(revoked.all())
+    for token_id in token_ids:
+        record(work, _about(actor, "actor.token_revoked", token_id=token_id))
+    await work.commit()
+    return RevokedTokens(actor=actor, token_ids=token_ids)
+
+
+@dataclass(frozen=True)
+class RoleChange:
+    actor: Actor
+    before: Role
+
+
+async def set_actor_role(*, work: UnitOfWork, name: str, role: Role) -> RoleChange:
+    """Give the actor named another role; its tokens act with the new role from now on."""
+    actor = await _actor_named(work.session, name)
+    before = Role(actor.role)
+    if before != role:
+        actor.role = role
+        record(work, _about(actor, "actor.role_changed", before=before.value, after=role.value))
+        await work.commit()
+    return RoleChange(actor=actor, before=before)
+
+
+async def _actor_named(session: AsyncSession, name: str) -> Actor:
+    actor = (await session.exec(select(Actor).where(Actor.name == name.strip()))).first()
+    if actor is None:
+        raise NotFound(f"No actor is named {name.strip()}.")
+    return actor
 
 
 async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:

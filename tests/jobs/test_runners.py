@@ -16,7 +16,11 @@ from arq.connections import RedisSettings
 from arq.worker import Worker
 
 from signoff.config import Settings
+from signoff.database import SessionMaker
+from signoff.errors import SecretKeyMismatch
 from signoff.jobs.worker import ArqJobs, WorkerSettings, shutdown, startup, sweeps
+from signoff.resolvers.key_check import verify_secret_key
+from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.conftest import REDIS_URL, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_delivery import RETRY, approved, read
@@ -149,3 +153,20 @@ class TestArq:
                     settings.arq_queue, "arq:job:deliver:p-1:1", "arq:job:deliver:p-1:2"
                 )
             await jobs.stop()
+
+
+async def test_a_worker_started_by_arq_itself_refuses_another_key(
+    database_url: str, sessionmaker: SessionMaker
+) -> None:
+    """``arq signoff.jobs.worker.WorkerSettings`` skips the CLI's check: start-up makes it."""
+    suite = Sealer(decode_key(os.environ["SIGNOFF_SECRET_KEY"]))
+    async with sessionmaker() as session:
+        await verify_secret_key(session=session, sealer=suite)
+    ctx: dict[str, Any] = {
+        "settings": Settings(database_url=database_url, secret_key=new_key_text())
+    }
+    try:
+        with pytest.raises(SecretKeyMismatch, match="SIGNOFF_SECRET_KEY does not match"):
+            await startup(ctx)
+    finally:
+        await shutdown(ctx)

@@ -1,0 +1,66 @@
+"""The database records the first secret key used with it and refuses any other."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from signoff.database import SessionMaker
+from signoff.errors import SecretKeyMismatch
+from signoff.models import SIGNING_SECRETS, KeyCheck
+from signoff.resolvers.key_check import verify_secret_key
+from signoff.sealing import Sealer, decode_key, new_key_text
+from tests.helpers import GraphQLClient, build_world
+
+
+def new_sealer() -> Sealer:
+    return Sealer(decode_key(new_key_text()))
+
+
+async def verified(sessionmaker: SessionMaker, sealer: Sealer) -> bool:
+    async with sessionmaker() as session:
+        try:
+            await verify_secret_key(session=session, sealer=sealer)
+        except SecretKeyMismatch:
+            return False
+    return True
+
+
+async def recorded(sessionmaker: SessionMaker) -> str | None:
+    async with sessionmaker() as session:
+        check = await session.get(KeyCheck, SIGNING_SECRETS)
+        return None if check is None else check.check_value
+
+
+async def test_the_first_key_is_recorded_and_only_it_is_accepted_after(
+    sessionmaker: SessionMaker,
+) -> None:
+    first, other = new_sealer(), new_sealer()
+    assert await verified(sessionmaker, first)
+    assert await recorded(sessionmaker) == first.check_value()
+    assert await verified(sessionmaker, first)
+    assert not await verified(sessionmaker, other)
+    assert await recorded(sessionmaker) == first.check_value()
+
+
+async def test_a_database_sealed_before_key_checks_is_checked_against_its_secrets(
+    gql: GraphQLClient, sessionmaker: SessionMaker
+) -> None:
+    await build_world(gql)  # a target sealed with the suite's key, and no key recorded
+    with pytest.raises(SecretKeyMismatch, match="SIGNOFF_SECRET_KEY does not match"):
+        async with sessionmaker() as session:
+            await verify_secret_key(session=session, sealer=new_sealer())
+    assert await recorded(sessionmaker) is None
+    suite = Sealer(decode_key(os.environ["SIGNOFF_SECRET_KEY"]))
+    assert await verified(sessionmaker, suite)
+    assert await recorded(sessionmaker) == suite.check_value()
+
+
+async def test_of_two_keys_recorded_at_once_one_wins(sessionmaker: SessionMaker) -> None:
+    sealers = [new_sealer(), new_sealer()]
+    outcomes = await asyncio.gather(*(verified(sessionmaker, s) for s in sealers))
+    assert sorted(outcomes) == [False, True]
+    [winner] = [s for s, ok in zip(sealers, outcomes, strict=True) if ok]
+    assert await recorded(sessionmaker) == winner.check_value()

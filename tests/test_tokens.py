@@ -1,0 +1,148 @@
+"""Tokens and roles managed with the real CLI, as the API then sees them.
+
+``signoff token create`` on an existing name used to change the actor's role without a
+word and leave its old tokens valid; a role now changes only through ``signoff actor
+set-role``, and ``signoff token revoke`` ends tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from typing import Any
+
+from signoff.models import Role
+from tests.helpers import GraphQLClient
+from tests.processes import run_cli, signoff_env
+
+VIEWER = "{ viewer { actor { id name role } } }"
+AUDIT = """query($id: ID!) {
+  auditEvents(targetType: "actor", targetId: $id, first: 100) {
+    edges { node { action details actor { name } } }
+  }
+}"""
+
+
+async def cli(database_url: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(run_cli, *args, env=signoff_env(database_url), stdin=stdin)
+
+
+async def token(database_url: str, *args: str) -> str:
+    """``signoff token create ARGS``; the token it prints on its last line."""
+    result = await cli(database_url, "token", "create", *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def assert_refused(result: subprocess.CompletedProcess[str], message: str) -> None:
+    assert result.returncode == 2, result
+    assert result.stderr.strip() == f"error: {message}"
+    assert result.stdout == ""
+
+
+async def viewer(gql: GraphQLClient, token: str) -> dict[str, Any]:
+    actor: dict[str, Any] = (await gql(VIEWER, token=token))["viewer"]["actor"]
+    return actor
+
+
+async def audit_of(gql: GraphQLClient, actor_id: str) -> list[dict[str, Any]]:
+    """The actor's audit events, oldest first."""
+    admin = await gql.token(Role.ADMIN)
+    edges = (await gql(AUDIT, {"id": actor_id}, admin))["auditEvents"]["edges"]
+    return [e["node"] for e in reversed(edges)]
+
+
+async def test_token_create_refuses_another_role_for_an_existing_actor(
+    gql: GraphQLClient, database_url: str
+) -> None:
+    alice = await token(database_url, "--name", "alice", "--role", "reviewer")
+    refused = await cli(database_url, "token", "create", "--name", "alice", "--role", "admin")
+    assert_refused(
+        refused,
+        "alice is a reviewer, not an admin; nothing was changed. To change the role, "
+        "run `signoff actor set-role --name alice --role admin`.",
+    )
+    actor = await viewer(gql, alice)
+    assert actor["role"] == "REVIEWER"
+    assert [e["action"] for e in await audit_of(gql, actor["id"])] == ["actor.token_created"]
+
+    # The same role, or none, issues another token for the actor as it is.
+    for args in (("--role", "reviewer"), ()):
+        another = await token(database_url, "--name", "alice", *args)
+        assert await viewer(gql, another) == actor
+    assert await viewer(gql, alice) == actor
+
+
+async def test_token_create_needs_a_role_for_a_new_actor(
+    gql: GraphQLClient, database_url: str
+) -> None:
+    refused = await cli(database_url, "token", "create", "--name", "bob")
+    assert_refused(refused, "bob is a new actor: give it a role with --role.")
+
+
+async def test_a_revoked_token_no_longer_authenticates(
+    gql: GraphQLClient, database_url: str
+) -> None:
+    first = await token(database_url, "--name", "alice", "--role", "reviewer")
+    second = await token(database_url, "--name", "alice")
+    actor = await viewer(gql, first)
+
+    # The token on stdin ("-") stays out of the process list and the shell history.
+    revoked = await cli(database_url, "token", "revoke", "--token", "-", stdin=first + "\n")
+    assert revoked.returncode == 0, revoked.stderr
+    assert revoked.stdout.strip() == "Revoked 1 token of alice."
+    error = await gql.error(VIEWER, token=first)
+    assert error.code == "UNAUTHENTICATED"
+    assert await viewer(gql, second) == actor
+
+    again = await cli(database_url, "token", "revoke", "--token", first)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "That token of alice was revoked already."
+
+    everything = await cli(database_url, "token", "revoke", "--name", "alice")
+    assert everything.returncode == 0, everything.stderr
+    assert everything.stdout.strip() == "Revoked 1 token of alice."
+    assert (await gql.error(VIEWER, token=second)).code == "UNAUTHENTICATED"
+
+    events = await audit_of(gql, actor["id"])
+    revocations = [e for e in events if e["action"] == "actor.token_revoked"]
+    assert len(revocations) == 2
+    assert all(e["actor"] is None and e["details"]["token_id"] for e in revocations)
+    assert len({e["details"]["token_id"] for e in revocations}) == 2
+
+
+async def test_token_revoke_refuses_what_it_cannot_find(
+    gql: GraphQLClient, database_url: str
+) -> None:
+    unknown = await cli(database_url, "token", "revoke", "--token", "so_not-a-real-token")
+    assert_refused(unknown, "No token matches; nothing was revoked.")
+    nobody = await cli(database_url, "token", "revoke", "--name", "nobody")
+    assert_refused(nobody, "No actor is named nobody.")
+    neither = await cli(database_url, "token", "revoke")
+    assert neither.returncode == 2 and "one of the arguments --name --token" in neither.stderr
+
+
+async def test_actor_set_role_changes_the_role_on_purpose(
+    gql: GraphQLClient, database_url: str
+) -> None:
+    alice = await token(database_url, "--name", "alice", "--role", "reviewer")
+    changed = await cli(database_url, "actor", "set-role", "--name", "alice", "--role", "operator")
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.strip() == "alice is now an operator (was a reviewer)."
+    actor = await viewer(gql, alice)  # the actor's tokens carry its role
+    assert actor["role"] == "OPERATOR"
+
+    same = await cli(database_url, "actor", "set-role", "--name", "alice", "--role", "operator")
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.strip() == "alice is an operator already; nothing was changed."
+
+    changes = [e for e in await audit_of(gql, actor["id"]) if e["action"] == "actor.role_changed"]
+    assert changes == [
+        {
+            "action": "actor.role_changed",
+            "details": {"before": "reviewer", "after": "operator"},
+            "actor": None,
+        }
+    ]
+    nobody = await cli(database_url, "actor", "set-role", "--name", "bob", "--role", "agent")
+    assert_refused(nobody, "No actor is named bob.")
