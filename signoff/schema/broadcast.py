@@ -353,7 +353,11 @@ class Broadcaster:
         member = Member(subscription.send, subscription.viewer, self._buffer, subscription.token)
         group = self._join(member, selection, document, subscription.scope, identity)
         try:
-            if subscription.start is not None:
+            if subscription.start is None:
+                # Live from the head of the feed: a rejoin after a membership change replays
+                # from here, never from the feed's beginning.
+                member.last = self.hub.fanout.last
+            else:
                 # Nothing at or below ``after``, even what this process's fanout delivers late.
                 member.last = subscription.start
                 await self._catch_up(member, group, subscription.start, subscription.wait_for_room)

@@ -219,3 +219,34 @@ async def test_a_membership_change_moves_a_subscriber_to_the_group_it_now_belong
         seen + hidden + in_b
     )
     assert hers.error is None  # the subscription went on
+
+
+async def test_a_subscription_without_after_replays_no_history_when_it_changes_groups(
+    app: Starlette, live: InProcessServer, http: GraphQLClient
+) -> None:
+    """A subscription opened without ``after`` starts at the head of the feed: when its
+    viewer's memberships change before it received anything, it rejoins from there, not
+    from the beginning of the feed."""
+    world = await build_world(http, reviewers=1)
+    slug_b, queue_b = await _second_queue(http, world.admin)
+    before = await _create_tasks(http, world.admin, queue_b, 2)
+    alice = await http.token(Role.REVIEWER, name="reviewer-0", queues=[slug_b])
+    alice_id = (await http("query { viewer { actor { id } } }", token=alice))["viewer"]["actor"][
+        "id"
+    ]
+    await feed_settled(http.sessionmaker)
+    async with Subscription(live.ws_url, alice, ALL_QUEUES, {}) as hers:
+        await _wait_for_groups(app.state.broadcaster, 1)
+        await asyncio.sleep(0.3)
+        await http(
+            MEMBER % "removeQueueMember",
+            {"input": {"queueId": world.queue_id, "actorId": alice_id}},
+            world.admin,
+        )
+        after = await _create_tasks(http, world.admin, queue_b, 1)
+        await hers.wait_for(1)
+        await asyncio.sleep(0.5)
+    created = [e["entityId"] for e in hers.events if e["kind"] == "task.created"]
+    assert not set(before) & set(created)
+    assert created == after
+    assert hers.error is None
