@@ -6,7 +6,17 @@ from signoff.models.audit import AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.idempotency import IdempotencyRecord
-from signoff.models.incident import DeadLetter, Incident, IncidentState
+from signoff.models.incident import (
+    SEVERITY_RANK,
+    DeadLetter,
+    DeadLetterState,
+    Incident,
+    IncidentState,
+    ReconciliationRun,
+    ReconciliationState,
+    RepairAction,
+    Severity,
+)
 from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
@@ -16,6 +26,7 @@ from signoff.models.task import APPROVAL_KIND, APPROVAL_RESPONSE_SCHEMA, HumanTa
 __all__ = [
     "APPROVAL_KIND",
     "APPROVAL_RESPONSE_SCHEMA",
+    "SEVERITY_RANK",
     "SIGNING_SECRETS",
     "Actor",
     "ApiToken",
@@ -26,6 +37,7 @@ __all__ = [
     "ChangeFeedState",
     "ChangeKind",
     "DeadLetter",
+    "DeadLetterState",
     "Decision",
     "DeliveryAttempt",
     "HumanTask",
@@ -37,8 +49,12 @@ __all__ = [
     "ProposalState",
     "Queue",
     "QueueMembership",
+    "ReconciliationRun",
+    "ReconciliationState",
+    "RepairAction",
     "ResponseClass",
     "Role",
+    "Severity",
     "Target",
     "TaskState",
 ]

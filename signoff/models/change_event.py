@@ -42,6 +42,11 @@ class ChangeKind(StrEnum):
     TASK_EXPIRED = "task.expired"
     INCIDENT_OPENED = "incident.opened"
     INCIDENT_RECURRED = "incident.recurred"
+    INCIDENT_ACKNOWLEDGED = "incident.acknowledged"
+    INCIDENT_RETRIED = "incident.retried"
+    INCIDENT_RESOLVED = "incident.resolved"
+    TARGET_PAUSED = "target.paused"
+    TARGET_RESUMED = "target.resumed"
 
 
 MEMBERSHIP_KINDS = frozenset({ChangeKind.QUEUE_MEMBER_ADDED, ChangeKind.QUEUE_MEMBER_REMOVED})

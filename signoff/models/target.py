@@ -36,6 +36,8 @@ class Target(SQLModel, table=True):
     created_by_id: str = fk_field("actors.id", index=False)
     created_at: datetime = time_field(default_now=True)
     retired_at: datetime | None = time_field(nullable=True)
+    # A paused target holds its proposals QUEUED: no attempt is made until it resumes.
+    paused_at: datetime | None = time_field(nullable=True)
 
     @property
     def is_active(self) -> bool:

@@ -169,8 +169,31 @@ TASK: Lifecycle[HumanTask, TaskState] = Lifecycle(
 # --- incidents ---------------------------------------------------------------------
 
 # An incident is opened, and re-opened by each recurrence, by one upsert per fingerprint
-# (``signoff.resolvers.incidents``), not by a compare-and-set; acknowledging and
-# resolving it are operator transitions still to come.
+# (``signoff.resolvers.incidents``), not by a compare-and-set; operators move it on.
+I = IncidentState  # noqa: E741 - the table reads better with one-letter state names
+
+ACKNOWLEDGE = Edge.of(
+    "acknowledge",
+    [I.OPEN],
+    I.ACKNOWLEDGED,
+    ChangeKind.INCIDENT_ACKNOWLEDGED,
+    "incident.acknowledged",
+)
+# Retrying its work takes the incident up, as acknowledging does.
+RETRY = Edge.of(
+    "retry",
+    [I.OPEN, I.ACKNOWLEDGED],
+    I.ACKNOWLEDGED,
+    ChangeKind.INCIDENT_RETRIED,
+    "incident.retried",
+)
+RESOLVE = Edge.of(
+    "resolve",
+    [I.OPEN, I.ACKNOWLEDGED],
+    I.RESOLVED,
+    ChangeKind.INCIDENT_RESOLVED,
+    "incident.resolved",
+)
 
 
 async def describe_incident(_: UnitOfWork, incident: Incident) -> Subject:
@@ -190,5 +213,5 @@ async def describe_incident(_: UnitOfWork, incident: Incident) -> Subject:
 
 
 INCIDENT: Lifecycle[Incident, IncidentState] = Lifecycle(
-    "incident", Incident, [], describe=describe_incident
+    "incident", Incident, [ACKNOWLEDGE, RETRY, RESOLVE], describe=describe_incident
 )
