@@ -187,6 +187,26 @@ class CompensationUnavailable(SignoffError):
     code = "COMPENSATION_UNAVAILABLE"
 
 
+# Incidents
+class IncidentResolved(SignoffError):
+    """A resolved incident is closed: it cannot be acknowledged, retried or resolved again."""
+
+    code = "INCIDENT_RESOLVED"
+    default_message = "The incident is resolved; nothing more can be done to it."
+
+
+class NotRepairable(SignoffError):
+    """The incident has nothing a retry could repair."""
+
+    code = "NOT_REPAIRABLE"
+
+
+class ResolutionInvalid(SignoffError):
+    """A resolution needs a code (``^[a-z][a-z0-9_]{1,63}$``) and a 3-2,000 character summary."""
+
+    code = "RESOLUTION_INVALID"
+
+
 # Live events
 class CursorInvalid(SignoffError):
     """The ``after`` cursor is not one this change feed handed out."""

@@ -48,13 +48,20 @@ class Incident(SQLModel, table=True):
     """One problem, however often it recurs: keyed by ``fingerprint``, counted, re-opened."""
 
     __tablename__ = "incidents"
-    __table_args__ = (sa.Index("ix_incidents_state_seen", "state", "last_seen_at", "id"),)
+    __table_args__ = (
+        sa.Index("ix_incidents_state_seen", "state", "last_seen_at", "id"),
+        sa.Index("ix_incidents_rank_seen", "severity_rank", "last_seen_at", "id"),
+    )
     __mapper_args__ = VERSIONED
 
     id: str = id_field()
     fingerprint: str = Field(sa_column=sa.Column(sa.String(255), nullable=False, unique=True))
     kind: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     severity: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    # ``SEVERITY_RANK[severity]``, written with it: lists order most severe first.
+    severity_rank: int = Field(
+        default=1, sa_column=sa.Column(sa.Integer, nullable=False, server_default="1")
+    )
     state: IncidentState = enum_field(IncidentState.OPEN)
     # Bumped by every update (the upsert sets it itself); change events carry it.
     version: int = version_field()

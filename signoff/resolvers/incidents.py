@@ -13,7 +13,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
 
 from signoff.constants import DELIVER_JOB, DELIVERY_INCIDENT_FINGERPRINT
-from signoff.models import ChangeKind, DeadLetter, Incident, IncidentState, Proposal
+from signoff.models import (
+    SEVERITY_RANK,
+    ChangeKind,
+    DeadLetter,
+    Incident,
+    IncidentState,
+    Proposal,
+    Severity,
+)
 from signoff.models.base import new_id
 from signoff.resolvers.lifecycles import INCIDENT
 from signoff.resolvers.transitions import Happening, record
@@ -81,7 +89,10 @@ async def upsert_incident(
     title: str,
     entity_type: str,
     entity_id: str,
-    error_code: str,
+    error_code: str | None,
+    severity: Severity = Severity.HIGH,
+    summary: str | None = None,
+    opened_by_id: str | None = None,
 ) -> str:
     """Insert the incident, or count another occurrence and re-open it; one statement, so two
     concurrent occurrences both count. Returns the incident id."""
@@ -96,7 +107,10 @@ async def upsert_incident(
         id=new_id(),
         fingerprint=fingerprint,
         kind=kind,
-        severity="HIGH",
+        severity=severity.value,
+        severity_rank=SEVERITY_RANK[severity],
+        summary=summary,
+        opened_by_id=opened_by_id,
         state=IncidentState.OPEN.value,
         title=title,
         entity_type=entity_type,
@@ -117,7 +131,11 @@ async def upsert_incident(
             "last_error_code": error_code,
             "last_seen_at": now,
             "acknowledged_at": None,
+            "acknowledged_by_id": None,
             "resolved_at": None,
+            "resolved_by_id": None,
+            "resolution_code": None,
+            "resolution_summary": None,
         },
     ).returning(col(Incident.id))
     incident_id: str = (await session.exec(upsert)).scalar_one()

@@ -12,6 +12,8 @@ from typing import Any
 
 from signoff.models import (
     ChangeKind,
+    DeadLetter,
+    DeadLetterState,
     HumanTask,
     Incident,
     IncidentState,
@@ -211,6 +213,22 @@ async def describe_incident(_: UnitOfWork, incident: Incident) -> Subject:
         },
     )
 
+
+# --- dead letters ------------------------------------------------------------------
+# They follow their incident; the incident's events and audit records tell the story.
+L = DeadLetterState
+
+TAKE_UP_LETTER = Edge.of("take_up", [L.OPEN], L.ACKNOWLEDGED, None, None)
+SETTLE_LETTER = Edge.of("settle", [L.OPEN, L.ACKNOWLEDGED], L.RESOLVED, None, None)
+
+
+async def describe_dead_letter(_: UnitOfWork, letter: DeadLetter) -> Subject:
+    return Subject(queue_id=None, proposal_id=letter.proposal_id, snapshot={})
+
+
+DEAD_LETTER: Lifecycle[DeadLetter, DeadLetterState] = Lifecycle(
+    "dead_letter", DeadLetter, [TAKE_UP_LETTER, SETTLE_LETTER], describe=describe_dead_letter
+)
 
 INCIDENT: Lifecycle[Incident, IncidentState] = Lifecycle(
     "incident", Incident, [ACKNOWLEDGE, RETRY, RESOLVE], describe=describe_incident

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -57,14 +58,29 @@ async def retry_proposal(
 
 
 async def _requeue(work: UnitOfWork, viewer: Viewer, proposal: Proposal) -> Proposal:
-    """From terminal failure to ``QUEUED``: one of concurrent retries wins. The attempt
-    count starts again; the lease generation does not, so no earlier worker can match."""
     seen = ProposalState(proposal.state)
-    retried = await PROPOSAL.move(
+    retried = await requeue_terminal(work, proposal, actor_id=viewer.id)
+    if retried is None:
+        await work.rollback()
+        raise NotRetryable(
+            f"Only a terminally failed proposal can be retried; it was {seen} "
+            "when asked (another retry may have just queued it).",
+            state=seen,
+        )
+    return retried
+
+
+async def requeue_terminal(
+    work: UnitOfWork, proposal: Proposal, *, actor_id: str | None, **details: Any
+) -> Proposal | None:
+    """From terminal failure to ``QUEUED``, due now: one of concurrent retries wins (the
+    others get ``None``). The attempt count starts again; the lease generation does not,
+    so no earlier worker can match."""
+    return await PROPOSAL.move(
         work,
         lifecycles.REQUEUE,
         proposal.id,
-        actor_id=viewer.id,
+        actor_id=actor_id,
         guard=col(Proposal.delivery_terminal).is_(True),
         values={
             "delivery_terminal": False,
@@ -74,16 +90,8 @@ async def _requeue(work: UnitOfWork, viewer: Viewer, proposal: Proposal) -> Prop
             "last_error_code": None,
             "accepted_at": None,
         },
-        details={"previous_error_code": proposal.last_error_code},
+        details={"previous_error_code": proposal.last_error_code, **details},
     )
-    if retried is None:
-        await work.rollback()
-        raise NotRetryable(
-            f"Only a terminally failed proposal can be retried; it was {seen} "
-            "when asked (another retry may have just queued it).",
-            state=seen,
-        )
-    return retried
 
 
 async def load_proposal(session: AsyncSession, proposal_id: str) -> Proposal:

@@ -8,6 +8,7 @@ from signoff import models
 from signoff.resolvers import (
     approvals,
     compensations,
+    incident_response,
     proposals,
     queues,
     results,
@@ -22,6 +23,17 @@ from signoff.schema.delivery import (
     ReportActionResultPayload,
     RetryProposalInput,
     RetryProposalPayload,
+)
+from signoff.schema.incident import (
+    AcknowledgeIncidentInput,
+    Incident,
+    IncidentPayload,
+    OpenIncidentInput,
+    OpenIncidentPayload,
+    RepairAction,
+    ResolveIncidentInput,
+    RetryIncidentInput,
+    RetryIncidentPayload,
 )
 from signoff.schema.proposal import (
     Approval,
@@ -46,6 +58,10 @@ from signoff.schema.task import (
     HumanTask,
     ReleaseTaskInput,
 )
+
+
+def _incident_payload(result: incident_response.IncidentResult) -> IncidentPayload:
+    return IncidentPayload(incident=Incident.from_model(result.incident), replayed=result.replayed)
 
 
 def _task(task: models.HumanTask | None) -> HumanTask | None:
@@ -246,4 +262,79 @@ class Mutation:
             proposal=Proposal.from_model(result.proposal),
             task=_task(result.task),
             replayed=result.replayed,
+        )
+
+    @strawberry.mutation(description="Operators: take an incident up.")
+    async def acknowledge_incident(
+        self, info: strawberry.Info, input: AcknowledgeIncidentInput
+    ) -> IncidentPayload:
+        result = await call(
+            info,
+            incident_response.acknowledge_incident,
+            incident_id=input.incident_id,
+            idempotency_key=input.idempotency_key,
+        )
+        return IncidentPayload(
+            incident=Incident.from_model(result.incident), replayed=result.replayed
+        )
+
+    @strawberry.mutation(
+        description=(
+            "Operators: send the incident's failed delivery again (attempts reset); a repair "
+            "action records it. If it fails again, the incident re-opens."
+        )
+    )
+    async def retry_incident(
+        self, info: strawberry.Info, input: RetryIncidentInput
+    ) -> RetryIncidentPayload:
+        result = await call(
+            info,
+            incident_response.retry_incident,
+            incident_id=input.incident_id,
+            idempotency_key=input.idempotency_key,
+        )
+        return RetryIncidentPayload(
+            incident=Incident.from_model(result.incident),
+            repair_action=RepairAction.from_model(result.repair_action),
+            replayed=result.replayed,
+        )
+
+    @strawberry.mutation(description="Operators: close an incident with what was done about it.")
+    async def resolve_incident(
+        self, info: strawberry.Info, input: ResolveIncidentInput
+    ) -> IncidentPayload:
+        result = await call(
+            info,
+            incident_response.resolve_incident,
+            incident_id=input.incident_id,
+            code=input.code,
+            summary=input.summary,
+            idempotency_key=input.idempotency_key,
+        )
+        return IncidentPayload(
+            incident=Incident.from_model(result.incident), replayed=result.replayed
+        )
+
+    @strawberry.mutation(
+        description=(
+            "Operators and integrations: raise an incident, one per key (while unresolved, the "
+            "same key returns it unchanged)."
+        )
+    )
+    async def open_incident(
+        self, info: strawberry.Info, input: OpenIncidentInput
+    ) -> OpenIncidentPayload:
+        result = await call(
+            info,
+            incident_response.open_incident,
+            key=input.key,
+            severity=input.severity,
+            category=input.category,
+            title=input.title,
+            summary=input.summary,
+            entity_type=input.entity_type,
+            entity_id=input.entity_id,
+        )
+        return OpenIncidentPayload(
+            incident=Incident.from_model(result.incident), deduplicated=result.deduplicated
         )

@@ -6,11 +6,20 @@ import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
-from signoff.resolvers import audit, proposals, queues, subscriptions, targets, tasks
+from signoff.resolvers import (
+    audit,
+    incident_response,
+    proposals,
+    queues,
+    subscriptions,
+    targets,
+    tasks,
+)
 from signoff.schema.actor import Actor, Viewer
 from signoff.schema.audit import AuditEvent
 from signoff.schema.call import call
 from signoff.schema.context import context_of
+from signoff.schema.incident import Incident
 from signoff.schema.pagination import Connection, connection
 from signoff.schema.proposal import Proposal
 from signoff.schema.queue import Queue
@@ -107,3 +116,31 @@ class Query:
             after=after,
         )
         return connection(page, AuditEvent.from_model)
+
+    @strawberry.field(
+        description="Most severe first, then most recently seen. Operators and admins."
+    )
+    async def incidents(
+        self,
+        info: strawberry.Info,
+        state: models.IncidentState | None = None,
+        severity: models.Severity | None = None,
+        category: str | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[Incident]:
+        page = await call(
+            info,
+            incident_response.list_incidents,
+            state=state,
+            severity=severity,
+            category=category,
+            first=first,
+            after=after,
+        )
+        return connection(page, Incident.from_model)
+
+    @strawberry.field(description="Operators and admins.")
+    async def incident(self, info: strawberry.Info, id: strawberry.ID) -> Incident:
+        row = await call(info, incident_response.get_incident, incident_id=id)
+        return Incident.from_model(row)

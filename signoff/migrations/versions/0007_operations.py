@@ -34,6 +34,17 @@ def upgrade() -> None:
     # which its foreign keys refuse once other tables reference its rows.
     for name, type_ in INCIDENT_COLUMNS:
         op.add_column("incidents", sa.Column(name, type_, nullable=True))
+    # Lists put the most severe first: the rank is stored beside the severity, so that
+    # order can be paginated by a plain column.
+    op.add_column(
+        "incidents",
+        sa.Column("severity_rank", sa.Integer(), nullable=False, server_default="1"),
+    )
+    op.execute(
+        "UPDATE incidents SET severity_rank = CASE severity WHEN 'CRITICAL' THEN 0 "
+        "WHEN 'HIGH' THEN 1 WHEN 'MEDIUM' THEN 2 ELSE 3 END"
+    )
+    op.create_index("ix_incidents_rank_seen", "incidents", ["severity_rank", "last_seen_at", "id"])
     op.add_column(
         "dead_letters",
         sa.Column("state", sa.String(length=32), nullable=False, server_default="OPEN"),
@@ -89,5 +100,7 @@ def downgrade() -> None:
     op.drop_table("reconciliation_runs")
     op.drop_column("targets", "paused_at")
     op.drop_column("dead_letters", "state")
+    op.drop_index("ix_incidents_rank_seen", table_name="incidents")
+    op.drop_column("incidents", "severity_rank")
     for name, _ in reversed(INCIDENT_COLUMNS):
         op.drop_column("incidents", name)
