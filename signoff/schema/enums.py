@@ -16,5 +16,8 @@ for _enum in (
     models.TaskState,
     models.ApprovalMode,
     models.Decision,
+    models.Severity,
+    models.DeadLetterState,
+    models.ReconciliationState,
 ):
     strawberry.enum(_enum)

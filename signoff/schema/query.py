@@ -6,11 +6,12 @@ import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
-from signoff.resolvers import audit, proposals, queues, subscriptions, targets, tasks
+from signoff.resolvers import audit, operations, proposals, queues, subscriptions, targets, tasks
 from signoff.schema.actor import Actor, Viewer
 from signoff.schema.audit import AuditEvent
 from signoff.schema.call import call
 from signoff.schema.context import context_of
+from signoff.schema.operations import DeadLetter, OperationsSnapshot
 from signoff.schema.pagination import Connection, connection
 from signoff.schema.proposal import Proposal
 from signoff.schema.queue import Queue
@@ -107,3 +108,20 @@ class Query:
             after=after,
         )
         return connection(page, AuditEvent.from_model)
+
+    @strawberry.field(
+        description="Backlogs, open incidents and reconciliation runs. Operators and admins."
+    )
+    async def operations_snapshot(self, info: strawberry.Info) -> OperationsSnapshot:
+        return OperationsSnapshot.from_operations(await call(info, operations.operations_snapshot))
+
+    @strawberry.field(description="Newest first. Operators and admins.")
+    async def dead_letters(
+        self,
+        info: strawberry.Info,
+        state: models.DeadLetterState | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[DeadLetter]:
+        page = await call(info, operations.list_dead_letters, state=state, first=first, after=after)
+        return connection(page, DeadLetter.from_model)
