@@ -1,13 +1,16 @@
-"""The ASGI app: GraphQL (and GraphiQL) at ``/graphql``, ``/healthz`` and ``/readyz``."""
+"""The ASGI app: GraphQL (and GraphiQL) at ``/graphql``, ``/healthz``, ``/readyz`` and
+``/metrics`` (Prometheus)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -17,8 +20,10 @@ from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 
+from signoff import metrics
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
+    METRICS_READ_TIMEOUT_SECONDS,
     WS_CLOSE_TRY_AGAIN,
     WS_CLOSE_TRY_AGAIN_REASON,
     WS_CONNECTION_INIT_TIMEOUT_SECONDS,
@@ -37,6 +42,7 @@ from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.resolvers.actors import authenticate
+from signoff.resolvers.operations import Operations, read_operations
 from signoff.resolvers.work import Services, WorkMaker
 from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster
@@ -180,6 +186,20 @@ def _job_queue(settings: Settings) -> InProcessJobs | ArqJobs | None:
     return InProcessJobs(settings) if settings.embedded_worker else None
 
 
+async def _read_operations(read_sessionmaker: SessionMaker) -> Operations | None:
+    """The database gauges, in one short read session; ``None`` if it does not answer in time."""
+    try:
+        async with asyncio.timeout(METRICS_READ_TIMEOUT_SECONDS):
+            async with read_sessionmaker() as session:
+                return await read_operations(session)
+    except Exception as exc:
+        logger.warning(
+            "metrics: reading the database failed: %s",
+            database_condition(exc) or type(exc).__name__,
+        )
+        return None
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; the database must already be migrated and its secret key checked
     (``signoff serve`` does both)."""
@@ -200,6 +220,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
         if database != READY:
             return JSONResponse({"status": "unavailable", "database": database}, status_code=503)
         return JSONResponse({"status": "ok", "database": database})
+
+    async def metrics_endpoint(_: Request) -> Response:
+        operations = await _read_operations(read_sessionmaker)
+        broadcaster = view.broadcaster
+        subscribers = None if broadcaster is None else broadcaster.subscriber_count
+        body = metrics.exposition(operations, subscribers)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -224,6 +251,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             WebSocketRoute("/graphql", view),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            Route("/metrics", metrics_endpoint),
         ],
         lifespan=lifespan,
     )

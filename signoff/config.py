@@ -55,6 +55,10 @@ class Settings:
     events_auth_refresh_seconds: float = 30.0
     # Compression state is kept per connection (tens of KiB each): off unless asked for.
     ws_per_message_deflate: bool = False
+    # `signoff worker`: serve Prometheus metrics on this port (unset: no metrics server).
+    # API processes always serve them at /metrics on their own port.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -100,6 +104,10 @@ class Settings:
             ),
             ws_per_message_deflate=env.get("SIGNOFF_WS_PER_MESSAGE_DEFLATE", "0")
             in {"1", "true", "yes"},
+            metrics_port=int(env["SIGNOFF_METRICS_PORT"])
+            if env.get("SIGNOFF_METRICS_PORT")
+            else None,
+            metrics_host=env.get("SIGNOFF_METRICS_HOST") or cls.metrics_host,
         )
 
 

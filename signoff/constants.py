@@ -76,3 +76,24 @@ FEED_RETENTION_CHECK_SECONDS = 3600.0
 # On shutdown the event loop finishes its round; one still running after this is cancelled.
 FEED_STOP_GRACE_SECONDS = 5.0
 FEED_LOADER_CACHE_SIZE = 2048
+
+# Operations (the operationsSnapshot query and /metrics)
+RECONCILIATION_RUNS_SHOWN = 5
+# A scrape of /metrics reads the database for at most this long, then answers 503.
+METRICS_READ_TIMEOUT_SECONDS = 5.0
+# Seconds; the attempt's start to finish (a target's timeout is at most 120 s).
+DELIVERY_LATENCY_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+)

@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from signoff import metrics
 from signoff.delivery import send
 from signoff.jobs.context import Services, services_of
 from signoff.models import Target
@@ -56,6 +57,7 @@ async def deliver_proposal(ctx: dict[str, Any], proposal_id: str) -> str:
         outcome = await send(services.http, proposal, target, secret, attempt)
     async with services.work() as work:
         state = await record_outcome(work, proposal, target, outcome, jitter=services.jitter)
+    metrics.observe_delivery(outcome)
     logger.info(
         "delivery proposal=%s attempt=%d class=%s code=%s state=%s",
         proposal_id,

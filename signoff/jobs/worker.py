@@ -9,7 +9,9 @@ from arq import cron, func
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.cron import CronJob
 from arq.worker import Function, run_worker
+from prometheus_client import start_http_server
 
+from signoff import metrics
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
@@ -82,9 +84,17 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx[CTX_KEY] = Services(
         settings=settings, http=open_http_client(), work=WorkMaker(sessionmaker, services)
     )
+    if settings.metrics_port is not None:
+        # A thread of its own: scrapes never wait for the event loop, and read no database.
+        ctx["metrics_server"], _ = start_http_server(
+            settings.metrics_port, addr=settings.metrics_host, registry=metrics.REGISTRY
+        )
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
+    if "metrics_server" in ctx:
+        ctx["metrics_server"].shutdown()
+        ctx["metrics_server"].server_close()
     if CTX_KEY in ctx:
         await services_of(ctx).http.aclose()
     if "events" in ctx:

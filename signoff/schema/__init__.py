@@ -22,6 +22,7 @@ from strawberry.types.execution import ExecutionContext
 from signoff.constants import QUERY_MAX_ALIASES, QUERY_MAX_DEPTH, QUERY_MAX_TOKENS
 from signoff.schema.context import Context
 from signoff.schema.errors import ErrorMapping
+from signoff.schema.metrics import CountOperations
 from signoff.schema.mutation import Mutation
 from signoff.schema.query import Query
 from signoff.schema.subscription import Subscription
@@ -66,6 +67,7 @@ def build_schema(**extra: Any) -> strawberry.Schema:
         subscription=Subscription,
         extensions=[
             CloseSession,
+            CountOperations,
             QueryLimits,
             lambda: MaxTokensLimiter(max_token_count=QUERY_MAX_TOKENS),
             lambda: ParserCache(maxsize=256),

@@ -338,6 +338,11 @@ class Broadcaster:
     def group_count(self) -> int:
         return len(self._groups)
 
+    @property
+    def subscriber_count(self) -> int:
+        """Live subscriptions in this process, over all groups."""
+        return sum(len(group.members) for group in self._groups.values())
+
     def forget(self, group: Group) -> None:
         if self._groups.get(group.key) is group:
             del self._groups[group.key]

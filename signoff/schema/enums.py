@@ -16,5 +16,9 @@ for _enum in (
     models.TaskState,
     models.ApprovalMode,
     models.Decision,
+    models.IncidentState,
+    models.Severity,
+    models.DeadLetterState,
+    models.ReconciliationState,
 ):
     strawberry.enum(_enum)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.scalars import JSON
 
+import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.resolvers import incident_response
 from signoff.schema.audit import AuditEvent
@@ -18,10 +19,6 @@ if TYPE_CHECKING:
     from signoff.schema.proposal import Proposal
 
 LazyProposal = Annotated["Proposal", strawberry.lazy("signoff.schema.proposal")]
-
-strawberry.enum(models.IncidentState, name="IncidentState")
-strawberry.enum(models.Severity, name="Severity")
-strawberry.enum(models.DeadLetterState, name="DeadLetterState")
 
 
 @strawberry.type(description="One occurrence of delivery giving up; it counts towards an incident.")

@@ -9,6 +9,7 @@ from signoff import models
 from signoff.resolvers import (
     audit,
     incident_response,
+    operations,
     proposals,
     queues,
     subscriptions,
@@ -19,7 +20,8 @@ from signoff.schema.actor import Actor, Viewer
 from signoff.schema.audit import AuditEvent
 from signoff.schema.call import call
 from signoff.schema.context import context_of
-from signoff.schema.incident import Incident
+from signoff.schema.incident import DeadLetter, Incident
+from signoff.schema.operations import OperationsSnapshot
 from signoff.schema.pagination import Connection, connection
 from signoff.schema.proposal import Proposal
 from signoff.schema.queue import Queue
@@ -144,3 +146,20 @@ class Query:
     async def incident(self, info: strawberry.Info, id: strawberry.ID) -> Incident:
         row = await call(info, incident_response.get_incident, incident_id=id)
         return Incident.from_model(row)
+
+    @strawberry.field(
+        description="Backlogs, open incidents and reconciliation runs. Operators and admins."
+    )
+    async def operations_snapshot(self, info: strawberry.Info) -> OperationsSnapshot:
+        return OperationsSnapshot.from_operations(await call(info, operations.operations_snapshot))
+
+    @strawberry.field(description="Newest first. Operators and admins.")
+    async def dead_letters(
+        self,
+        info: strawberry.Info,
+        state: models.DeadLetterState | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[DeadLetter]:
+        page = await call(info, operations.list_dead_letters, state=state, first=first, after=after)
+        return connection(page, DeadLetter.from_model)

@@ -1,0 +1,154 @@
+"""Prometheus metrics: every name Signoff exports is defined here.
+
+Two kinds:
+
+* **Events counted by this process** (``REGISTRY``): deliveries by outcome and their
+  latency (where a delivery runs: ``signoff worker``, or ``signoff serve`` on the
+  embedded default), GraphQL operations and errors (API processes), reconciliation
+  repairs (where the reconciliation job runs). Counters start at zero with the process;
+  Prometheus sums them across processes.
+* **Gauges read from the database at scrape time** (``OperationsCollector``): proposals
+  by state, open incidents by severity, outbox depths and oldest due ages, computed by
+  ``signoff.resolvers.operations`` in one short read session, plus the live subscribers
+  of this API process. Served by API processes only; every one of them reports the same
+  database figures, so aggregate them with ``max``, not ``sum``.
+
+``signoff_reconciliation_repairs_total{action_type}`` is incremented by the
+reconciliation job (``RECONCILIATION_REPAIRS.labels(action_type=...).inc()``) after the
+repair is committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from signoff.constants import DELIVERY_LATENCY_BUCKETS
+from signoff.delivery import Outcome
+from signoff.resolvers.operations import Operations
+
+# This process's counters and histograms; not prometheus_client's global default registry,
+# so nothing a library registers there leaks into ours, and tests read exactly these.
+REGISTRY = CollectorRegistry()
+ProcessCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
+
+DELIVERIES = Counter(
+    "signoff_deliveries_total",
+    "Delivery attempts that got an outcome, by response class "
+    "(APPLIED, ACCEPTED, RETRYABLE, TERMINAL).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+DELIVERY_SECONDS = Histogram(
+    "signoff_delivery_duration_seconds",
+    "Seconds from a delivery attempt's start to its finish.",
+    buckets=DELIVERY_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+GRAPHQL_REQUESTS = Counter(
+    "signoff_graphql_requests_total",
+    "GraphQL operations executed, by type (query, mutation, subscription; unknown when the "
+    "document did not parse).",
+    ["operation"],
+    registry=REGISTRY,
+)
+GRAPHQL_ERRORS = Counter(
+    "signoff_graphql_errors_total",
+    "GraphQL errors returned to clients, by extensions.code.",
+    ["code"],
+    registry=REGISTRY,
+)
+RECONCILIATION_REPAIRS = Counter(
+    "signoff_reconciliation_repairs_total",
+    "Repairs made by the reconciliation job, by repair action type.",
+    ["action_type"],
+    registry=REGISTRY,
+)
+
+
+def observe_delivery(outcome: Outcome) -> None:
+    """Count one recorded delivery outcome and its latency."""
+    DELIVERIES.labels(outcome=outcome.response_class.value).inc()
+    seconds = (outcome.finished_at - outcome.started_at).total_seconds()
+    DELIVERY_SECONDS.observe(max(0.0, seconds))
+
+
+def observe_graphql(operation: str, error_codes: Iterable[str]) -> None:
+    """Count one GraphQL operation and each error it returned."""
+    GRAPHQL_REQUESTS.labels(operation=operation).inc()
+    for code in error_codes:
+        GRAPHQL_ERRORS.labels(code=code).inc()
+
+
+class OperationsCollector(Collector):
+    """The gauges of one scrape, from figures already read (no I/O here).
+
+    ``operations`` is ``None`` when the database could not be read in time: the scrape
+    then says so (``signoff_operations_read_ok 0``) instead of failing.
+    """
+
+    def __init__(self, operations: Operations | None, live_subscribers: int | None) -> None:
+        self.operations = operations
+        self.live_subscribers = live_subscribers
+
+    def collect(self) -> Iterator[Metric]:
+        if self.live_subscribers is not None:
+            yield GaugeMetricFamily(
+                "signoff_live_subscribers",
+                "Live GraphQL subscriptions served by this API process.",
+                value=self.live_subscribers,
+            )
+        yield GaugeMetricFamily(
+            "signoff_operations_read_ok",
+            "1 if this scrape read the database gauges, 0 if the database did not answer in time.",
+            value=0 if self.operations is None else 1,
+        )
+        if self.operations is not None:
+            yield from _database_gauges(self.operations)
+
+
+def _database_gauges(ops: Operations) -> Iterator[Metric]:
+    proposals = GaugeMetricFamily("signoff_proposals", "Proposals, by state.", labels=["state"])
+    for state, count in ops.proposals_by_state.items():
+        proposals.add_metric([state.value], count)
+    yield proposals
+    incidents = GaugeMetricFamily(
+        "signoff_open_incidents", "Incidents not RESOLVED, by severity.", labels=["severity"]
+    )
+    for severity, count in ops.open_incidents.items():
+        incidents.add_metric([severity.value], count)
+    yield incidents
+    items = GaugeMetricFamily(
+        "signoff_outbox_items",
+        "Items in each outbox, by status (pending, in_flight, retrying, terminal_failure).",
+        labels=["outbox", "status"],
+    )
+    oldest = GaugeMetricFamily(
+        "signoff_outbox_oldest_due_age_seconds",
+        "How long the longest-waiting due item of each outbox has been due (0: none is).",
+        labels=["outbox"],
+    )
+    for box in ops.outboxes:
+        for status, count in (
+            ("pending", box.pending),
+            ("in_flight", box.in_flight),
+            ("retrying", box.retrying),
+            ("terminal_failure", box.terminal_failures),
+        ):
+            items.add_metric([box.outbox, status], count)
+        oldest.add_metric([box.outbox], box.oldest_due_age_seconds or 0.0)
+    yield items
+    yield oldest
+
+
+def exposition(operations: Operations | None, live_subscribers: int | None) -> bytes:
+    """The text exposition for an API process: its own counters, then the scrape's gauges."""
+    scrape = CollectorRegistry()
+    scrape.register(OperationsCollector(operations, live_subscribers))
+    return generate_latest(REGISTRY) + generate_latest(scrape)
