@@ -180,13 +180,13 @@ async def pause_target(
     )
 
     async def pause() -> Target:
-        target = await _load(work, target_id)
+        await _load(work, target_id)  # NOT_FOUND before anything is written
         paused = await _set_paused_at(work, target_id, paused=False, to=work.now())
         if paused is None:
             await work.rollback()
             current = await _load(work, target_id)  # as the pause that won left it
             raise TargetAlreadyPaused(
-                f"Target {target.name!r} has been paused since {_iso(current.paused_at)}; "
+                f"Target {current.name!r} has been paused since {_iso(current.paused_at)}; "
                 "resumeTarget first to pause it with another reason.",
                 pausedAt=_iso(current.paused_at),
             )
@@ -210,8 +210,11 @@ async def resume_target(
         paused_at = target.paused_at
         resumed = await _set_paused_at(work, target_id, paused=True, to=None)
         if resumed is None:
+            name = target.name  # before the rollback expires it
             await work.rollback()
-            raise TargetNotPaused(f"Target {target.name!r} is not paused.")
+            raise TargetNotPaused(
+                f"Target {name!r} is not paused (another operator may have just resumed it)."
+            )
         waiting = (
             await work.session.exec(
                 select(Proposal.id, Proposal.delivery_attempt_count)
