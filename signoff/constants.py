@@ -57,6 +57,17 @@ ARQ_QUEUE_DEFAULT = "signoff:jobs"
 DELIVER_JOB = "deliver_proposal"
 DELIVER_JOB_ID = "deliver:{proposal_id}:{attempt}"
 DELIVERY_INCIDENT_FINGERPRINT = "deliver_proposal:{proposal_id}"
+# Target health (docs/design.md section 6.4): a target is unhealthy when, of its last
+# TARGET_HEALTH_SAMPLE attempts that started within TARGET_HEALTH_WINDOW_SECONDS, at least
+# TARGET_HEALTH_MIN_ATTEMPTS were made and at least TARGET_HEALTH_FAILURE_PERCENT of them
+# failed (RETRYABLE or TERMINAL). One incident per target; a recurrence is a new bout of
+# failures: after the incident was resolved, or after a whole window without a judgement.
+TARGET_HEALTH_WINDOW_SECONDS = 15 * 60
+TARGET_HEALTH_SAMPLE = 20
+TARGET_HEALTH_MIN_ATTEMPTS = 5
+TARGET_HEALTH_FAILURE_PERCENT = 50
+TARGET_INCIDENT_FINGERPRINT = "target:{target_id}"
+TARGET_INCIDENT_KIND = "target_unhealthy"
 # `signoff serve`: how long the event loop may hold the GIL before a database thread gets it.
 GIL_SWITCH_INTERVAL_SECONDS = 0.0005
 # `signoff serve`: the garbage collector's generation thresholds (Python's are 700, 10, 10).

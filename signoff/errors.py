@@ -93,6 +93,18 @@ class TargetUnavailable(SignoffError):
     code = "TARGET_UNAVAILABLE"
 
 
+class TargetAlreadyPaused(SignoffError):
+    """The target is already paused (perhaps by another operator a moment ago)."""
+
+    code = "TARGET_ALREADY_PAUSED"
+
+
+class TargetNotPaused(SignoffError):
+    """The target is not paused, so there is nothing to resume."""
+
+    code = "TARGET_NOT_PAUSED"
+
+
 class PayloadDigestMismatch(SignoffError):
     """The decision names a digest other than the proposal's."""
 

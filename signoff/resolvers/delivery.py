@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import and_, exists, or_
 from sqlmodel import col, select
 
 from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
@@ -30,23 +30,37 @@ from signoff.models.proposal import payload_digest_of
 from signoff.resolvers import lifecycles
 from signoff.resolvers.incidents import record_delivery_dead_letter
 from signoff.resolvers.lifecycles import PROPOSAL
+from signoff.resolvers.target_health import judge_target_health
 from signoff.resolvers.work import UnitOfWork
 
 PENDING = tuple(state.value for state in lifecycles.PENDING)
 
 
 def due(now: datetime) -> Any:
-    """Proposals a worker may claim now: pending and due, or in flight with a lapsed lease."""
-    return or_(
-        and_(
-            col(Proposal.state).in_(PENDING),
-            col(Proposal.delivery_terminal).is_(False),
-            col(Proposal.next_attempt_at) <= now,
+    """Proposals a worker may claim now: pending and due, or in flight with a lapsed lease;
+    either way, of a target that is not paused."""
+    return and_(
+        or_(
+            and_(
+                col(Proposal.state).in_(PENDING),
+                col(Proposal.delivery_terminal).is_(False),
+                col(Proposal.next_attempt_at) <= now,
+            ),
+            and_(
+                col(Proposal.state) == ProposalState.APPLYING.value,
+                col(Proposal.lease_expires_at) <= now,
+            ),
         ),
-        and_(
-            col(Proposal.state) == ProposalState.APPLYING.value,
-            col(Proposal.lease_expires_at) <= now,
-        ),
+        target_not_paused(),
+    )
+
+
+def target_not_paused() -> Any:
+    """The proposal's target is not paused. A paused target's proposals wait: not claimed,
+    not taken over after a lapsed lease, not enqueued by the sweep (an attempt already in
+    flight when the pause commits still records its outcome)."""
+    return ~exists().where(
+        col(Target.id) == col(Proposal.target_id), col(Target.paused_at).is_not(None)
     )
 
 
@@ -151,6 +165,7 @@ async def record_outcome(
         )
     )
     settled = await _settle(work, proposal, target, outcome, jitter)
+    await judge_target_health(work, target, outcome)
     await work.commit()
     return None if settled is None else ProposalState(settled.state)
 

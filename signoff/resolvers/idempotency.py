@@ -5,8 +5,9 @@ key) runs through ``once``. It stores the digest of the request beside the resul
 the transaction that makes the change; a later call with the same key and the same
 digest gets that result back (``replayed``), and a call with the same key and a
 different request is refused with ``IDEMPOTENCY_KEY_REUSED``, changing nothing. Two
-calls racing with one key meet at the unique key: the loser rolls back and answers as
-the winner's replay. Keys are per actor and per mutation (docs/design.md section 11).
+calls racing with one key meet at the unique key, or at the compare-and-set of the
+change itself (the loser is refused by a state check): either way the loser rolls back
+and answers as the winner's replay. Keys are per actor and per mutation (docs/design.md section 11).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from signoff.digest import sha256_digest
-from signoff.errors import IdempotencyKeyReused, ValidationFailed
+from signoff.errors import IdempotencyKeyReused, SignoffError, ValidationFailed
 from signoff.models import IdempotencyRecord
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.work import UnitOfWork
@@ -66,7 +67,18 @@ async def once(
     stored = await _stored(work, viewer, call)
     if stored is not None:
         return await replay(stored), True
-    result = await run()
+    try:
+        result = await run()
+    except SignoffError:
+        # Refused by a state check: if it is because the same keyed call has just done the
+        # work (it won the compare-and-set, and committed its record with it), replay that.
+        if call.key is None:
+            raise
+        await work.rollback()
+        stored = await _stored(work, viewer, call)
+        if stored is None:
+            raise
+        return await replay(stored), True
     if call.key is not None:
         work.session.add(
             IdempotencyRecord(

@@ -20,7 +20,6 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff.errors import IncidentResolved, NotFound, NotRepairable, ResolutionInvalid
 from signoff.models import (
     AuditEvent,
-    ChangeKind,
     DeadLetter,
     DeadLetterState,
     Incident,
@@ -33,7 +32,7 @@ from signoff.models import (
 )
 from signoff.resolvers import idempotency, lifecycles
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.incidents import upsert_incident
+from signoff.resolvers.incidents import announce_occurrence, upsert_incident
 from signoff.resolvers.lifecycles import DEAD_LETTER, INCIDENT
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.resolvers.retries import requeue_terminal
@@ -371,16 +370,9 @@ async def open_incident(
         summary=summary,
         opened_by_id=viewer.id,
     )
-    incident = await work.session.get(Incident, incident_id, populate_existing=True)
-    assert incident is not None  # just upserted
-    opened = incident.occurrence_count == 1
-    await INCIDENT.announce(
-        work,
-        incident,
-        kind=ChangeKind.INCIDENT_OPENED if opened else ChangeKind.INCIDENT_RECURRED,
-        action="incident.opened" if opened else "incident.recurred",
-        actor_id=viewer.id,
-        details={"key": key, "severity": severity.value, "category": category},
+    assert incident_id is not None  # unconditional: inserted or counted
+    incident = await announce_occurrence(
+        work, incident_id, actor_id=viewer.id, key=key, severity=severity.value, category=category
     )
     await work.commit()
     return OpenResult(incident, deduplicated=False)

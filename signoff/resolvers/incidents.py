@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
 
@@ -41,6 +42,7 @@ async def record_delivery_dead_letter(
         entity_id=proposal.id,
         error_code=error_code,
     )
+    assert incident_id is not None  # unconditional: inserted or counted
     letter = DeadLetter(
         incident_id=incident_id,
         job_type=DELIVER_JOB,
@@ -52,17 +54,7 @@ async def record_delivery_dead_letter(
         created_at=work.now(),
     )
     work.session.add(letter)
-    incident = await work.session.get(Incident, incident_id, populate_existing=True)
-    assert incident is not None  # just upserted
-    opened = incident.occurrence_count == 1
-    await INCIDENT.announce(
-        work,
-        incident,
-        kind=ChangeKind.INCIDENT_OPENED if opened else ChangeKind.INCIDENT_RECURRED,
-        action="incident.opened" if opened else "incident.recurred",
-        actor_id=None,
-        details={"dead_letter_id": letter.id, "error_code": error_code},
-    )
+    await announce_occurrence(work, incident_id, dead_letter_id=letter.id, error_code=error_code)
     record(
         work,
         Happening(
@@ -81,6 +73,25 @@ async def record_delivery_dead_letter(
     return letter
 
 
+async def announce_occurrence(
+    work: UnitOfWork, incident_id: str, *, actor_id: str | None = None, **details: Any
+) -> Incident:
+    """Audit and announce what the upsert just did: ``incident.opened`` for a new incident,
+    ``incident.recurred`` for one it counted again."""
+    incident = await work.session.get(Incident, incident_id, populate_existing=True)
+    assert incident is not None  # just upserted
+    opened = incident.occurrence_count == 1
+    await INCIDENT.announce(
+        work,
+        incident,
+        kind=ChangeKind.INCIDENT_OPENED if opened else ChangeKind.INCIDENT_RECURRED,
+        action="incident.opened" if opened else "incident.recurred",
+        actor_id=actor_id,
+        details=details,
+    )
+    return incident
+
+
 async def upsert_incident(
     work: UnitOfWork,
     *,
@@ -93,9 +104,14 @@ async def upsert_incident(
     severity: Severity = Severity.HIGH,
     summary: str | None = None,
     opened_by_id: str | None = None,
-) -> str:
+    recur_when: Any = None,
+) -> str | None:
     """Insert the incident, or count another occurrence and re-open it; one statement, so two
-    concurrent occurrences both count. Returns the incident id."""
+    concurrent occurrences both count. Returns the incident id.
+
+    With ``recur_when`` (a condition on the existing row) an existing incident is counted and
+    re-opened only when it holds; otherwise nothing is written and ``None`` is returned.
+    """
     now, session = work.now(), work.session
     insert = (
         postgresql.insert
@@ -109,10 +125,10 @@ async def upsert_incident(
         kind=kind,
         severity=severity.value,
         severity_rank=SEVERITY_RANK[severity],
-        summary=summary,
         opened_by_id=opened_by_id,
         state=IncidentState.OPEN.value,
         title=title,
+        summary=summary,
         entity_type=entity_type,
         entity_id=entity_id,
         occurrence_count=1,
@@ -120,23 +136,48 @@ async def upsert_incident(
         first_seen_at=now,
         last_seen_at=now,
     )
+    recurrence: dict[str, Any] = {
+        "occurrence_count": table.c.occurrence_count + 1,
+        # ON CONFLICT DO UPDATE skips the column's onupdate: bump the version here.
+        "version": table.c.version + 1,
+        "state": IncidentState.OPEN.value,
+        "title": title,
+        "last_error_code": error_code,
+        "last_seen_at": now,
+        "acknowledged_at": None,
+        "acknowledged_by_id": None,
+        "resolved_at": None,
+        "resolved_by_id": None,
+        "resolution_code": None,
+        "resolution_summary": None,
+    }
+    if summary is not None:
+        recurrence["summary"] = summary
     upsert = stmt.on_conflict_do_update(
-        index_elements=[table.c.fingerprint],
-        set_={
-            "occurrence_count": table.c.occurrence_count + 1,
-            # ON CONFLICT DO UPDATE skips the column's onupdate: bump the version here.
-            "version": table.c.version + 1,
-            "state": IncidentState.OPEN.value,
-            "title": title,
-            "last_error_code": error_code,
-            "last_seen_at": now,
-            "acknowledged_at": None,
-            "acknowledged_by_id": None,
-            "resolved_at": None,
-            "resolved_by_id": None,
-            "resolution_code": None,
-            "resolution_summary": None,
-        },
+        index_elements=[table.c.fingerprint], set_=recurrence, where=recur_when
     ).returning(col(Incident.id))
-    incident_id: str = (await session.exec(upsert)).scalar_one()
+    incident_id: str | None = (await session.exec(upsert)).scalar_one_or_none()
     return incident_id
+
+
+async def refresh_incident(
+    work: UnitOfWork, *, fingerprint: str, title: str, summary: str, error_code: str
+) -> bool:
+    """Bring a still-open incident's description up to date without counting an occurrence
+    (like a lease renewal: no change event, no audit; the version is bumped all the same)."""
+    stmt = (
+        update(Incident)
+        .where(
+            col(Incident.fingerprint) == fingerprint,
+            col(Incident.state) != IncidentState.RESOLVED.value,
+        )
+        .values(
+            title=title,
+            summary=summary,
+            last_error_code=error_code,
+            last_seen_at=work.now(),
+            version=col(Incident.version) + 1,
+        )
+        .returning(col(Incident.id))
+    )
+    return (await work.session.exec(stmt)).first() is not None

@@ -4,24 +4,38 @@ from __future__ import annotations
 
 import base64
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import (
+    REASON_MAX_CHARS,
+    REASON_MIN_CHARS,
     REQUIRED_APPROVALS_MAX,
     SIGNING_SECRET_PREFIX,
+    SWEEP_BATCH_SIZE,
     TARGET_MAX_ATTEMPTS_DEFAULT,
     TARGET_TIMEOUT_DEFAULT_SECONDS,
 )
-from signoff.errors import AlreadyExists, NotFound, ValidationFailed
+from signoff.errors import (
+    AlreadyExists,
+    NotFound,
+    TargetAlreadyPaused,
+    TargetNotPaused,
+    ValidationFailed,
+)
 from signoff.jsonvalues import check_schema
-from signoff.models import ApprovalMode, ChangeKind, Queue, Role, Target
+from signoff.models import ApprovalMode, ChangeKind, Proposal, Queue, Role, Target
+from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.delivery import due
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
@@ -140,6 +154,153 @@ async def retire_target(*, work: UnitOfWork, viewer: Viewer, target_id: str) -> 
         )
         await work.commit()
     return target
+
+
+@dataclass(frozen=True)
+class PauseResult:
+    target: Target
+    replayed: bool
+
+
+async def pause_target(
+    *,
+    work: UnitOfWork,
+    viewer: Viewer,
+    target_id: str,
+    reason: str,
+    idempotency_key: str | None = None,
+) -> PauseResult:
+    """Hold a target's deliveries: its proposals stay QUEUED, no attempt starts, until
+    ``resume_target``. Of two concurrent pauses one wins; the other is refused
+    (``TARGET_ALREADY_PAUSED``) unless it repeats an idempotency key."""
+    require_role(viewer, Role.OPERATOR)
+    reason = require_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
+    call = idempotency.Keyed.of(
+        "pauseTarget", idempotency_key, {"target_id": target_id, "reason": reason}
+    )
+
+    async def pause() -> Target:
+        await _load(work, target_id)  # NOT_FOUND before anything is written
+        paused = await _set_paused_at(work, target_id, paused=False, to=work.now())
+        if paused is None:
+            await work.rollback()
+            current = await _load(work, target_id)  # as the pause that won left it
+            raise TargetAlreadyPaused(
+                f"Target {current.name!r} has been paused since {_iso(current.paused_at)}; "
+                "resumeTarget first to pause it with another reason.",
+                pausedAt=_iso(current.paused_at),
+            )
+        _announce(work, viewer, paused, "target.paused", ChangeKind.TARGET_PAUSED, reason=reason)
+        return paused
+
+    return await _once(work, viewer, call, pause)
+
+
+async def resume_target(
+    *, work: UnitOfWork, viewer: Viewer, target_id: str, idempotency_key: str | None = None
+) -> PauseResult:
+    """Let a paused target's deliveries go: what waited is due at once and is enqueued after
+    commit (up to a sweep batch; the sweep takes the rest). Of two concurrent resumes one
+    wins; the other is refused (``TARGET_NOT_PAUSED``) unless it repeats a key."""
+    require_role(viewer, Role.OPERATOR)
+    call = idempotency.Keyed.of("resumeTarget", idempotency_key, {"target_id": target_id})
+
+    async def resume() -> Target:
+        target = await _load(work, target_id)
+        paused_at = target.paused_at
+        resumed = await _set_paused_at(work, target_id, paused=True, to=None)
+        if resumed is None:
+            name = target.name  # before the rollback expires it
+            await work.rollback()
+            raise TargetNotPaused(
+                f"Target {name!r} is not paused (another operator may have just resumed it)."
+            )
+        waiting = (
+            await work.session.exec(
+                select(Proposal.id, Proposal.delivery_attempt_count)
+                .where(col(Proposal.target_id) == target_id, due(work.now()))
+                .order_by(col(Proposal.next_attempt_at))
+                .limit(SWEEP_BATCH_SIZE)
+            )
+        ).all()
+        for proposal_id, attempts in waiting:
+            work.schedule_delivery(proposal_id, attempts + 1)
+        _announce(
+            work,
+            viewer,
+            resumed,
+            "target.resumed",
+            ChangeKind.TARGET_RESUMED,
+            paused_at=_iso(paused_at),
+            scheduled=len(waiting),
+        )
+        return resumed
+
+    return await _once(work, viewer, call, resume)
+
+
+async def _once(
+    work: UnitOfWork, viewer: Viewer, call: idempotency.Keyed, run: Callable[[], Awaitable[Target]]
+) -> PauseResult:
+    target, replayed = await idempotency.once(
+        work,
+        viewer,
+        call,
+        run,
+        result_of=lambda target: {"target_id": target.id},
+        replay=lambda stored: _load(work, stored["target_id"]),
+    )
+    return PauseResult(target=target, replayed=replayed)
+
+
+async def _set_paused_at(
+    work: UnitOfWork, target_id: str, *, paused: bool, to: datetime | None
+) -> Target | None:
+    """Compare-and-set on ``paused_at``: the target, if it was (not) paused and now is not
+    (is); ``None`` if a concurrent pause or resume got there first."""
+    column = col(Target.paused_at)
+    stmt = (
+        update(Target)
+        .where(col(Target.id) == target_id, column.is_not(None) if paused else column.is_(None))
+        .values(paused_at=to)
+        .returning(Target)
+        .execution_options(populate_existing=True)
+    )
+    return (await work.session.exec(stmt)).scalars().first()
+
+
+def _announce(
+    work: UnitOfWork,
+    viewer: Viewer,
+    target: Target,
+    action: str,
+    kind: ChangeKind,
+    **details: Any,
+) -> None:
+    record(
+        work,
+        Happening(
+            entity_type="target",
+            entity_id=target.id,
+            actor_id=viewer.id,
+            action=action,
+            kind=kind,
+            details=details,
+            queue_id=target.queue_id,
+            snapshot={"name": target.name, "pausedAt": _iso(target.paused_at)},
+        ),
+    )
+
+
+async def _load(work: UnitOfWork, target_id: str) -> Target:
+    target = await work.session.get(Target, target_id, populate_existing=True)
+    if target is None:
+        raise NotFound("No such target.")
+    return target
+
+
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
 
 
 async def get_target(*, session: AsyncSession, viewer: Viewer, target_id: str) -> Target:

@@ -45,8 +45,11 @@ from signoff.schema.proposal import (
 )
 from signoff.schema.queue import CreateQueueInput, Queue, QueueMemberInput
 from signoff.schema.target import (
+    PauseTargetInput,
+    PauseTargetPayload,
     RegisterTargetInput,
     RegisterTargetPayload,
+    ResumeTargetInput,
     RetireTargetInput,
     Target,
 )
@@ -127,6 +130,41 @@ class Mutation:
     async def retire_target(self, info: strawberry.Info, input: RetireTargetInput) -> Target:
         target = await call(info, targets.retire_target, target_id=input.target_id)
         return Target.from_model(target)
+
+    @strawberry.mutation(
+        description=(
+            "Operators and admins: hold the target's deliveries (its proposals wait QUEUED, "
+            "nothing is sent) until resumeTarget. TARGET_ALREADY_PAUSED if it is paused."
+        )
+    )
+    async def pause_target(
+        self, info: strawberry.Info, input: PauseTargetInput
+    ) -> PauseTargetPayload:
+        result = await call(
+            info,
+            targets.pause_target,
+            target_id=input.target_id,
+            reason=input.reason,
+            idempotency_key=input.idempotency_key,
+        )
+        return PauseTargetPayload(target=Target.from_model(result.target), replayed=result.replayed)
+
+    @strawberry.mutation(
+        description=(
+            "Operators and admins: deliver a paused target's waiting proposals again, at once. "
+            "TARGET_NOT_PAUSED if it is not paused."
+        )
+    )
+    async def resume_target(
+        self, info: strawberry.Info, input: ResumeTargetInput
+    ) -> PauseTargetPayload:
+        result = await call(
+            info,
+            targets.resume_target,
+            target_id=input.target_id,
+            idempotency_key=input.idempotency_key,
+        )
+        return PauseTargetPayload(target=Target.from_model(result.target), replayed=result.replayed)
 
     @strawberry.mutation(description="Agents. Idempotent by operationKey.")
     async def propose_action(

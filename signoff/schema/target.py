@@ -25,6 +25,9 @@ class Target:
     max_attempts: int
     timeout_seconds: int
     retired_at: datetime | None
+    paused_at: datetime | None = strawberry.field(
+        description="Set while the target is paused: its proposals wait QUEUED, unsent."
+    )
     created_at: datetime
     queue_id: strawberry.Private[str | None]
 
@@ -50,6 +53,7 @@ class Target:
             max_attempts=target.max_attempts,
             timeout_seconds=target.timeout_seconds,
             retired_at=target.retired_at,
+            paused_at=target.paused_at,
             created_at=target.created_at,
             queue_id=target.queue_id,
         )
@@ -84,6 +88,25 @@ class RegisterTargetPayload:
 @strawberry.input
 class RetireTargetInput:
     target_id: strawberry.ID
+
+
+@strawberry.input
+class PauseTargetInput:
+    target_id: strawberry.ID
+    reason: str = strawberry.field(description="Why deliveries are held (3-2000 characters).")
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class ResumeTargetInput:
+    target_id: strawberry.ID
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class PauseTargetPayload:
+    target: Target
+    replayed: bool
 
 
 async def load_target(info: strawberry.Info, target_id: str) -> Target:
