@@ -24,9 +24,9 @@ from signoff.models import (
 )
 from signoff.resolvers import reconciliation
 from signoff.resolvers.delivery import claim_delivery, record_outcome
-from signoff.resolvers.reconciliation import LapsedLease, Reconciliation, reconcile
+from signoff.resolvers.reconciliation import LapsedLease, Reconciliation, Repair, reconcile
 from signoff.resolvers.work import Services as WorkServices
-from signoff.resolvers.work import WorkMaker
+from signoff.resolvers.work import UnitOfWork, WorkMaker
 from tests.conftest import requires_postgres
 from tests.events.test_service import RecordingTransport, _service
 from tests.helpers import CLAIM, GraphQLClient, build_world, record_event
@@ -223,3 +223,38 @@ async def test_an_unpublished_event_is_republished(
         assert len((await session.exec(select(ReconciliationRun))).all()) == 1
     assert (await reconcile(make)).republished == 0
     await events.hub.stop()
+
+
+async def test_a_failing_repair_leaves_the_others_made_and_the_run_partial(
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = await build_world(gql)
+    broken, fine = await approved(world), await approved(world)
+    for proposal in (broken, fine):
+        async with worker.services.work() as work:
+            assert await claim_delivery(work, proposal["id"], lease_seconds=60) is not None
+    frozen_clock.advance(60)
+    release = reconciliation.release
+
+    async def failing_once(work: UnitOfWork, lapsed: LapsedLease, run_id: str) -> Repair | None:
+        if lapsed.proposal_id == broken["id"]:
+            await release(work, lapsed, run_id)  # its transition is rolled back with it
+            raise RuntimeError("the database went away")
+        return await release(work, lapsed, run_id)
+
+    monkeypatch.setattr(reconciliation, "release", failing_once)
+    done = await reconcile(worker.services.work)
+    assert (done.run.state, done.run.repaired_count, done.run.error_code) == (
+        "PARTIAL",
+        1,
+        "RuntimeError",
+    )
+    assert [r.entity_id for r in await _repairs(worker)] == [fine["id"]]
+    assert [e.kind for e in await _events(worker, broken["id"])][-1] == (
+        "proposal.delivery_started"
+    )
+    monkeypatch.undo()
+    assert (await reconcile(worker.services.work)).run.repaired_count == 1
