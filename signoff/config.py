@@ -16,6 +16,7 @@ from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
     DELIVERY_LEASE_SECONDS,
     JOB_TIMEOUT_SECONDS,
+    RECONCILE_INTERVAL_SECONDS,
     SWEEP_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
 )
@@ -42,6 +43,7 @@ class Settings:
     arq_queue: str = ARQ_QUEUE_DEFAULT
     delivery_lease_seconds: int = DELIVERY_LEASE_SECONDS
     sweep_interval_seconds: int = SWEEP_INTERVAL_SECONDS
+    reconcile_interval_seconds: int = RECONCILE_INTERVAL_SECONDS
     worker_max_jobs: int = WORKER_MAX_JOBS
     # arq's job timeout; a job taken by a worker that died is run again this long (+10 s) later.
     job_timeout_seconds: int = JOB_TIMEOUT_SECONDS
@@ -85,6 +87,9 @@ class Settings:
             ),
             sweep_interval_seconds=int(
                 env.get("SIGNOFF_SWEEP_INTERVAL_SECONDS", str(SWEEP_INTERVAL_SECONDS))
+            ),
+            reconcile_interval_seconds=int(
+                env.get("SIGNOFF_RECONCILE_INTERVAL_SECONDS", str(RECONCILE_INTERVAL_SECONDS))
             ),
             worker_max_jobs=int(env.get("SIGNOFF_WORKER_MAX_JOBS", str(WORKER_MAX_JOBS))),
             job_timeout_seconds=int(

@@ -44,6 +44,11 @@ WEBHOOK_ID = "msg_{proposal_id}"
 DELIVERY_SCHEMA_VERSION = "1"
 SWEEP_BATCH_SIZE = 500
 SWEEP_INTERVAL_SECONDS = 10
+# Reconciliation (docs/design.md section 6.6): how often, and the key of each repair.
+RECONCILE_INTERVAL_SECONDS = 60
+RELEASE_LEASE_KEY = "release_lease:{proposal_id}:{lease}"
+LAPSE_CLAIM_KEY = "lapse_claim:{task_id}:{version}"
+EXPIRE_PROPOSAL_KEY = "expire_proposal:{proposal_id}"
 WORKER_MAX_JOBS = 20
 WORKER_POLL_DELAY_SECONDS = 0.1
 # On shutdown, jobs in flight get this long to finish before they are cancelled (a cancelled

@@ -19,6 +19,7 @@ from signoff.config import Settings
 from signoff.constants import WORKER_STOP_GRACE_SECONDS
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.work import WorkMaker, delivery_job_id
 
 logger = logging.getLogger("signoff.jobs.runner")
@@ -68,6 +69,11 @@ class InProcessJobs:
                 self._every(
                     self.settings.sweep_interval_seconds, sweep_deliveries, expire_due_proposals
                 )
+            )
+        )
+        self._tasks.append(
+            asyncio.create_task(
+                self._every(self.settings.reconcile_interval_seconds, run_reconciliation)
             )
         )
 

@@ -17,6 +17,7 @@ from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
     DELIVER_JOB,
     JOB_TIMEOUT_SECONDS,
+    RECONCILE_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
     WORKER_POLL_DELAY_SECONDS,
     WORKER_STOP_GRACE_SECONDS,
@@ -25,6 +26,7 @@ from signoff.database import create_engine, create_sessionmaker
 from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.key_check import verify_secret_key
 from signoff.resolvers.work import Services as WorkServices
 from signoff.resolvers.work import WorkMaker, delivery_job_id
@@ -103,25 +105,44 @@ async def shutdown(ctx: dict[str, Any]) -> None:
         await ctx["engine"].dispose()
 
 
-def sweeps(interval_seconds: int, queue_name: str) -> list[CronJob]:
-    """The sweeps, every ``interval_seconds`` (best as a divisor of 60).
+def sweeps(
+    interval_seconds: int,
+    queue_name: str,
+    reconcile_seconds: int = RECONCILE_INTERVAL_SECONDS,
+) -> list[CronJob]:
+    """The sweeps every ``interval_seconds``, reconciliation every ``reconcile_seconds``.
 
     ``unique`` makes one worker of many run each tick: arq gives the tick the job id
     ``<name>:<time>``, and job ids are global to the Redis database, so the name carries
     the queue name; otherwise workers of another queue would take this queue's ticks.
     """
-    seconds = set(range(0, 60, max(1, min(interval_seconds, 60))))
+    jobs = [
+        (sweep_deliveries, interval_seconds),
+        (expire_due_proposals, interval_seconds),
+        (run_reconciliation, reconcile_seconds),
+    ]
     return [
         cron(
             job,
             name=f"{queue_name}:{job.__name__}",
-            second=seconds,
+            second=_seconds(seconds),
+            minute=_minutes(seconds),
             run_at_startup=True,
             unique=True,
             keep_result=0,
         )
-        for job in (sweep_deliveries, expire_due_proposals)
+        for job, seconds in jobs
     ]
+
+
+def _seconds(period: int) -> set[int]:
+    """The cron seconds of a period: under a minute, best a divisor of 60."""
+    return set(range(0, 60, max(1, period))) if period < 60 else {0}
+
+
+def _minutes(period: int) -> set[int] | None:
+    """The cron minutes of a period of a minute or more (best a divisor of an hour)."""
+    return None if period < 60 else set(range(0, 60, min(period // 60, 60)))
 
 
 class WorkerSettings:
@@ -150,7 +171,11 @@ def run(settings: Settings) -> None:
         WorkerSettings,  # type: ignore[arg-type]
         redis_settings=RedisSettings.from_dsn(settings.redis_url),
         queue_name=settings.arq_queue,
-        cron_jobs=sweeps(settings.sweep_interval_seconds, settings.arq_queue),
+        cron_jobs=sweeps(
+            settings.sweep_interval_seconds,
+            settings.arq_queue,
+            settings.reconcile_interval_seconds,
+        ),
         max_jobs=settings.worker_max_jobs,
         job_timeout=settings.job_timeout_seconds,
         ctx={"settings": settings},

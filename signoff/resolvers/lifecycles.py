@@ -19,6 +19,8 @@ from signoff.models import (
     IncidentState,
     Proposal,
     ProposalState,
+    ReconciliationRun,
+    ReconciliationState,
     TaskState,
 )
 from signoff.resolvers.transitions import Edge, Lifecycle, Outcome, Subject
@@ -85,6 +87,15 @@ REFUSE = Edge.of(
     "refuse", IN_FLIGHT, P.FAILED, ChangeKind.PROPOSAL_FAILED, "proposal.delivery_refused"
 )
 REQUEUE = Edge.of("requeue", [P.FAILED], P.QUEUED, ChangeKind.PROPOSAL_REQUEUED, "proposal.retried")
+# Reconciliation: a lease that lapsed (its worker died) goes back to pending, due now. The
+# lease generation is kept: it is the fencing token (docs/design.md sections 4.6, 6.4).
+RELEASE_LEASE = Edge.of(
+    "release_lease",
+    IN_FLIGHT,
+    P.QUEUED,
+    ChangeKind.PROPOSAL_LEASE_RELEASED,
+    "proposal.lease_released",
+)
 
 
 async def describe_proposal(_: UnitOfWork, proposal: Proposal) -> Subject:
@@ -130,6 +141,7 @@ PROPOSAL: Lifecycle[Proposal, ProposalState] = Lifecycle(
         FAIL,
         REFUSE,
         REQUEUE,
+        RELEASE_LEASE,
     ],
     describe=describe_proposal,
     follow_up=schedule_if_due,
@@ -145,6 +157,10 @@ COMPLETE = Edge.of(
 # An approval task after a decision that did not reach the quorum: open for the next reviewer.
 REOPEN = Edge.of("reopen", [T.OPEN, T.CLAIMED], T.OPEN, ChangeKind.TASK_REOPENED, "task.reopened")
 EXPIRE_TASK = Edge.of("expire_task", [T.OPEN, T.CLAIMED], T.EXPIRED, ChangeKind.TASK_EXPIRED, None)
+# Reconciliation writes back what reads already derive: a lapsed claim leaves the task open.
+LAPSE_CLAIM = Edge.of(
+    "lapse_claim", [T.CLAIMED], T.OPEN, ChangeKind.TASK_CLAIM_LAPSED, "task.claim_lapsed"
+)
 
 
 async def describe_task(work: UnitOfWork, task: HumanTask) -> Subject:
@@ -164,7 +180,7 @@ async def describe_task(work: UnitOfWork, task: HumanTask) -> Subject:
 TASK: Lifecycle[HumanTask, TaskState] = Lifecycle(
     "task",
     HumanTask,
-    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK],
+    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK, LAPSE_CLAIM],
     describe=describe_task,
 )
 
@@ -232,4 +248,25 @@ DEAD_LETTER: Lifecycle[DeadLetter, DeadLetterState] = Lifecycle(
 
 INCIDENT: Lifecycle[Incident, IncidentState] = Lifecycle(
     "incident", Incident, [ACKNOWLEDGE, RETRY, RESOLVE], describe=describe_incident
+)
+
+# --- reconciliation runs -----------------------------------------------------------
+
+# A run is inserted RUNNING and finished once; the run row itself is the record, so
+# finishing writes neither an audit entry nor a change event.
+R = ReconciliationState
+
+FINISH_RUN = Edge(
+    "finish_run",
+    frozenset({R.RUNNING}),
+    {state: Outcome(None, None) for state in (R.SUCCEEDED, R.PARTIAL, R.FAILED)},
+)
+
+
+async def describe_run(_: UnitOfWork, run: ReconciliationRun) -> Subject:
+    return Subject(queue_id=None, proposal_id=None, snapshot={"state": str(run.state)})
+
+
+RECONCILIATION: Lifecycle[ReconciliationRun, ReconciliationState] = Lifecycle(
+    "reconciliation_run", ReconciliationRun, [FINISH_RUN], describe=describe_run
 )

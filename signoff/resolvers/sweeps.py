@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -39,33 +41,50 @@ async def enqueue_due_deliveries(
 
 async def expire_proposals(work: UnitOfWork, *, limit: int = SWEEP_BATCH_SIZE) -> list[str]:
     """Cancel proposals whose approval deadline has passed, and expire their tasks."""
-    now = work.now()
+    cancelled = await expire(work, await lapsed_approvals(work, limit=limit))
+    await work.commit()
+    return [proposal.id for proposal, _ in cancelled]
+
+
+async def lapsed_approvals(work: UnitOfWork, *, limit: int = SWEEP_BATCH_SIZE) -> list[str]:
+    """Proposals still awaiting approval past their deadline."""
     lapsed = (
         select(Proposal.id)
         .where(
             col(Proposal.state) == ProposalState.APPROVAL_REQUIRED.value,
-            col(Proposal.expires_at) <= now,
+            col(Proposal.expires_at) <= work.now(),
         )
         .limit(limit)
     )
-    candidates = list((await work.session.exec(lapsed)).all())
+    return list((await work.session.exec(lapsed)).all())
+
+
+async def expire(
+    work: UnitOfWork, proposal_ids: Sequence[str]
+) -> list[tuple[Proposal, list[HumanTask]]]:
+    """Rows P7 and T9: cancel those of ``proposal_ids`` still past their deadline and expire
+    their approval tasks, in ``work``'s transaction (the caller commits)."""
+    now = work.now()
     cancelled = await PROPOSAL.move_all(
         work,
         lifecycles.EXPIRE,
-        candidates,
+        proposal_ids,
         actor_id=None,
         guard=col(Proposal.expires_at) <= now,
         values={"decided_at": now},
     )
+    if not cancelled:
+        return []
     ids = [proposal.id for proposal in cancelled]
-    if ids:
-        tasks = select(HumanTask.id).where(col(HumanTask.proposal_id).in_(ids))
-        await TASK.move_all(
-            work,
-            lifecycles.EXPIRE_TASK,
-            list((await work.session.exec(tasks)).all()),
-            actor_id=None,
-            values={"assignee_id": None, "claim_expires_at": None},
-        )
-    await work.commit()
-    return ids
+    tasks = select(HumanTask.id).where(col(HumanTask.proposal_id).in_(ids))
+    expired = await TASK.move_all(
+        work,
+        lifecycles.EXPIRE_TASK,
+        list((await work.session.exec(tasks)).all()),
+        actor_id=None,
+        values={"assignee_id": None, "claim_expires_at": None},
+    )
+    return [
+        (proposal, [task for task in expired if task.proposal_id == proposal.id])
+        for proposal in cancelled
+    ]

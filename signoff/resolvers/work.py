@@ -46,6 +46,9 @@ class Publisher(Protocol):
     async def kick(self) -> None:
         """Stamp and publish soon, without making the writer wait."""
 
+    async def relay(self) -> int:
+        """Republish stamped events whose publish never happened; returns how many."""
+
 
 def delivery_job_id(proposal_id: str, attempt: int) -> str:
     """One job id per attempt: a fixed id would be swallowed by arq's dedup of finished jobs."""
