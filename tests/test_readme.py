@@ -15,17 +15,33 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import graphql
 import httpx
+from redis.asyncio import Redis
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from tests.live import Server, open_transport_ws, server_log_on_failure
+from signoff.database import SessionMaker
+from tests.conftest import REDIS_URL
+from tests.helpers import World, build_world
+from tests.jobs.test_crash import Workers
+from tests.jobs.test_delivery import approved, read
+from tests.jobs.test_runners import arq_settings
+from tests.live import (
+    Server,
+    http_gql,
+    open_transport_ws,
+    server_log_on_failure,
+    unique_channel,
+)
 from tests.processes import ROOT, signoff_env
+from tests.receivers import Answer, Receiver
+from tests.receivers import serve as serve_receiver
 from tests.test_server import new_token
 
 Serve = Callable[..., Awaitable[Server]]
@@ -47,6 +63,13 @@ IN_ORDER = [
     "decideProposal",
     "auditEvents",
     "queueEvents",
+    "operationsSnapshot",
+    "incidents",
+    "acknowledgeIncident",
+    "retryIncident",
+    "resolveIncident",
+    "pauseTarget",
+    "resumeTarget",
 ]
 
 # Every request must answer within a few seconds: the SQLite busy timeout is 30 s, and a
@@ -384,3 +407,99 @@ def assert_watched(watch: Watch, proposal_id: str, task_id: str) -> None:
     assert completed["actor"] == {"name": "alice"}
     assert completed["proposal"] == approved["proposal"]
     assert completed["task"] == {"id": task_id, "state": "COMPLETED", "assignee": None}
+
+
+async def wait_for_state(world: World, proposal_id: str, state: str) -> None:
+    """Until the embedded worker has brought the proposal to ``state``."""
+    deadline = time.monotonic() + EVENTS_WITHIN
+    while time.monotonic() < deadline:
+        if (await read(world, proposal_id))["state"] == state:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"proposal {proposal_id} did not become {state}")
+
+
+@contextlib.contextmanager
+def delivering(database_url: str, queue: str, logs: Path) -> Iterator[None]:
+    """With Redis, a ``signoff worker`` on the server's arq queue (the README's distributed
+    setup); on the embedded default the server's in-process worker delivers."""
+    if REDIS_URL is None:
+        yield
+        return
+    workers = Workers(arq_settings(database_url, queue), logs)
+    workers.start()
+    try:
+        yield
+    finally:
+        workers.stop()
+
+
+async def forget_jobs(queue: str, proposal_id: str) -> None:
+    """Redis is shared with other runs: delete this test's queue and its jobs' keys."""
+    if REDIS_URL is None:
+        return
+    redis = Redis.from_url(REDIS_URL)
+    try:
+        keys = [key async for key in redis.scan_iter(match=f"*{proposal_id}*")]
+        await redis.delete(queue, f"{queue}:health-check", *keys)
+    finally:
+        await redis.aclose()
+
+
+async def test_operating_signoff_as_printed(
+    serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path
+) -> None:
+    """The operator section: a delivery the receiver refuses opens an incident; it is
+    acknowledged, retried once the receiver is fixed, and resolved; the target is paused
+    and resumed. A real worker delivers: the server's own, or ``signoff worker``."""
+    queue = f"signoff:test:{unique_channel()}"
+    server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
+    proposal: dict[str, Any] = {"id": "none yet"}
+    with delivering(database_url, queue, tmp_path):
+        try:
+            await _work_an_incident(server, sessionmaker, proposal)
+        finally:
+            await forget_jobs(queue, proposal["id"])
+
+
+async def _work_an_incident(
+    server: Server, sessionmaker: SessionMaker, proposal: dict[str, Any]
+) -> None:
+    async with (
+        Readme.against(server) as readme,
+        http_gql(server, sessionmaker) as gql,
+        serve_receiver(Receiver([Answer(400), Answer(200)])) as receiver,
+    ):
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        ops = world.admin
+        proposal.update(await approved(world))
+        await wait_for_state(world, proposal["id"], "FAILED")
+
+        snapshot = await readme.run("operationsSnapshot", ops)
+        assert snapshot["proposalDelivery"]["terminalFailures"] == 1
+        assert {"severity": "HIGH", "count": 1} in snapshot["openIncidents"]
+
+        [incident] = (await readme.run("incidents", ops))["nodes"]
+        assert incident["category"] == "delivery_dead_letter"
+        assert incident["proposal"]["id"] == proposal["id"]
+        readme.values["the incident id"] = incident["id"]
+
+        acknowledged = await readme.run("acknowledgeIncident", ops)
+        assert acknowledged["incident"]["state"] == "ACKNOWLEDGED"
+        retried = await readme.run("retryIncident", ops)
+        assert retried["repairAction"]["actionType"] == "retry_delivery"
+        assert retried["repairAction"]["after"]["state"] == "QUEUED"
+        await wait_for_state(world, proposal["id"], "APPLIED")
+        resolved = await readme.run("resolveIncident", ops)
+        assert resolved["incident"]["state"] == "RESOLVED"
+        assert resolved["incident"]["resolutionCode"] == "receiver_fixed"
+
+        readme.values["the target id"] = world.target_id
+        paused = await readme.run("pauseTarget", ops)
+        assert paused["target"]["pausedAt"]
+        resumed = await readme.run("resumeTarget", ops)
+        assert resumed["target"]["pausedAt"] is None
+        metrics = (await readme.http.get("/metrics")).text
+        assert 'signoff_open_incidents{severity="HIGH"} 0.0' in metrics
+        await readme.ready()
