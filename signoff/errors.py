@@ -219,6 +219,135 @@ class ResolutionInvalid(SignoffError):
     code = "RESOLUTION_INVALID"
 
 
+# Drafts
+class RequestConflict(SignoffError):
+    """This requestId was already used with a different request."""
+
+    code = "REQUEST_CONFLICT"
+    default_message = "This requestId was already used with a different request."
+
+
+class StaleRevision(SignoffError):
+    """The draft changed since you read it; reload it and try again."""
+
+    code = "STALE_REVISION"
+    default_message = "The draft changed since you read it; reload it and try again."
+
+
+class NotEditable(SignoffError):
+    """A reserved or finished draft cannot be edited."""
+
+    code = "NOT_EDITABLE"
+    default_message = "A reserved or finished draft cannot be edited."
+
+
+class ImmutableRequest(SignoffError):
+    """An approval request cannot be changed after it was prepared."""
+
+    code = "IMMUTABLE_REQUEST"
+    default_message = "An approval request cannot be changed after it was prepared."
+
+
+class NotDispatchable(SignoffError):
+    """This draft cannot be dispatched."""
+
+    code = "NOT_DISPATCHABLE"
+    default_message = "This draft cannot be dispatched."
+
+
+class ValuesChanged(SignoffError):
+    """The draft's values are not the ones you reviewed; review them again."""
+
+    code = "VALUES_CHANGED"
+    default_message = "The draft's values are not the ones you reviewed; review them again."
+
+
+class ReservationMismatch(SignoffError):
+    """No matching reservation is waiting for this operation."""
+
+    code = "RESERVATION_MISMATCH"
+    default_message = "No matching reservation is waiting for this operation."
+
+
+class ReceiptConflict(SignoffError):
+    """A receipt may add facts but never remove or change one."""
+
+    code = "RECEIPT_CONFLICT"
+    default_message = "A receipt may add facts but never remove or change one."
+
+
+class DispatchConsumed(SignoffError):
+    """This was already submitted; check the system it went to before submitting again."""
+
+    code = "DISPATCH_CONSUMED"
+    default_message = (
+        "This was already submitted; check the system it went to before submitting again."
+    )
+
+
+class ReviewRequired(SignoffError):
+    """This dispatches only through its reviewed draft."""
+
+    code = "REVIEW_REQUIRED"
+    default_message = "This dispatches only through its reviewed draft."
+
+
+class TargetInUse(SignoffError):
+    """This form already has an open draft in another session."""
+
+    code = "TARGET_IN_USE"
+    default_message = "This form already has an open draft in another session."
+
+
+class TargetChanged(SignoffError):
+    """The form changed while its draft was being submitted; reopen it."""
+
+    code = "TARGET_CHANGED"
+    default_message = "The form changed while its draft was being submitted; reopen it."
+
+
+class TooManyDrafts(SignoffError):
+    """This session made too many drafts in the last week; start a new session."""
+
+    code = "TOO_MANY_DRAFTS"
+    default_message = "This session made too many drafts in the last week; start a new session."
+
+
+class TooLarge(SignoffError):
+    """The values are too large."""
+
+    code = "TOO_LARGE"
+    default_message = "The values are too large."
+
+
+class DraftExpired(SignoffError):
+    """The draft has expired."""
+
+    code = "EXPIRED"
+    default_message = "The draft has expired."
+
+
+class AccountMismatch(SignoffError):
+    """The draft belongs to another account."""
+
+    code = "ACCOUNT_MISMATCH"
+    default_message = "The draft belongs to another account."
+
+
+class ReferenceReadOnly(SignoffError):
+    """A reference draft is read-only: its owner keeps the object."""
+
+    code = "REFERENCE_READ_ONLY"
+    default_message = "A reference draft is read-only: its owner keeps the object."
+
+
+class RecordUnreadable(SignoffError):
+    """A stored draft could not be read by this version; nothing was changed."""
+
+    code = "RECORD_UNREADABLE"
+    default_message = "A stored draft could not be read by this version; nothing was changed."
+
+
 # Live events
 class CursorInvalid(SignoffError):
     """The ``after`` cursor is not one this change feed handed out."""

@@ -39,6 +39,8 @@ class Change:
     # The entity's version after the change; None for unversioned entities, and on the
     # wire from processes that predate versions.
     entity_version: int | None = None
+    # Drafts: ``<account id>:<session id>``; None elsewhere and from older processes.
+    session_key: str | None = None
 
     @classmethod
     def from_row(cls, row: ChangeEvent) -> Change:
@@ -54,6 +56,7 @@ class Change:
             occurred_at=row.occurred_at,
             snapshot=row.snapshot,
             entity_version=row.entity_version,
+            session_key=row.session_key,
         )
 
     def to_wire(self) -> dict[str, Any]:

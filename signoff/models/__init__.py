@@ -5,6 +5,15 @@ from signoff.models.approval import Approval, Decision
 from signoff.models.audit import AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
+from signoff.models.draft import (
+    CancelReason,
+    Draft,
+    DraftOutcome,
+    DraftOwner,
+    DraftSource,
+    DraftStatus,
+    OwnerKind,
+)
 from signoff.models.idempotency import IdempotencyRecord
 from signoff.models.incident import (
     SEVERITY_RANK,
@@ -33,6 +42,7 @@ __all__ = [
     "Approval",
     "ApprovalMode",
     "AuditEvent",
+    "CancelReason",
     "ChangeEvent",
     "ChangeFeedState",
     "ChangeKind",
@@ -40,11 +50,17 @@ __all__ = [
     "DeadLetterState",
     "Decision",
     "DeliveryAttempt",
+    "Draft",
+    "DraftOutcome",
+    "DraftOwner",
+    "DraftSource",
+    "DraftStatus",
     "HumanTask",
     "IdempotencyRecord",
     "Incident",
     "IncidentState",
     "KeyCheck",
+    "OwnerKind",
     "Proposal",
     "ProposalState",
     "Queue",

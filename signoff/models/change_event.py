@@ -49,6 +49,12 @@ class ChangeKind(StrEnum):
     INCIDENT_RESOLVED = "incident.resolved"
     TARGET_PAUSED = "target.paused"
     TARGET_RESUMED = "target.resumed"
+    DRAFT_PREPARED = "draft.prepared"
+    DRAFT_UPDATED = "draft.updated"
+    DRAFT_RESERVED = "draft.reserved"
+    DRAFT_DISPATCHED = "draft.dispatched"
+    DRAFT_OBSERVED = "draft.observed"
+    DRAFT_CANCELLED = "draft.cancelled"
 
 
 MEMBERSHIP_KINDS = frozenset({ChangeKind.QUEUE_MEMBER_ADDED, ChangeKind.QUEUE_MEMBER_REMOVED})
@@ -62,6 +68,7 @@ class ChangeEvent(SQLModel, table=True):
         sa.Index("ix_change_events_occurred", "occurred_at"),
         sa.Index("ix_change_events_queue", "queue_id", "cursor"),
         sa.Index("ix_change_events_proposal", "proposal_id", "cursor"),
+        sa.Index("ix_change_events_session", "session_key", "cursor"),
     )
 
     id: str = id_field()
@@ -77,6 +84,10 @@ class ChangeEvent(SQLModel, table=True):
     queue_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
     proposal_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
     actor_id: str | None = Field(default=None, sa_column=sa.Column(sa.String(36), nullable=True))
+    # Drafts: ``<account id>:<session id>``, what ``draftEvents(sessionId)`` follows.
+    session_key: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(240), nullable=True)
+    )
     snapshot: dict[str, Any] = json_field(default={})
     occurred_at: datetime = time_field(default_now=True)
     published_at: datetime | None = time_field(nullable=True)

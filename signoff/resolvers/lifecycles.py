@@ -14,6 +14,8 @@ from signoff.models import (
     ChangeKind,
     DeadLetter,
     DeadLetterState,
+    Draft,
+    DraftStatus,
     HumanTask,
     Incident,
     IncidentState,
@@ -229,6 +231,71 @@ async def describe_incident(_: UnitOfWork, incident: Incident) -> Subject:
         },
     )
 
+
+# --- drafts ------------------------------------------------------------------------
+D = DraftStatus
+UNSENT = [D.DRAFT, D.RESERVED]  # RESERVED only while its dispatch check has not passed (guard)
+REPORTED = [D.OBSERVED, D.PARTIAL, D.OUTCOME_UNKNOWN]
+
+EDIT_DRAFT = Edge.of("edit", [D.DRAFT], D.DRAFT, ChangeKind.DRAFT_UPDATED, "draft.updated")
+RESERVE_DRAFT = Edge.of(
+    "reserve", [D.DRAFT], D.RESERVED, ChangeKind.DRAFT_RESERVED, "draft.reserved"
+)
+CANCEL_DRAFT = Edge.of("cancel", UNSENT, D.CANCELLED, ChangeKind.DRAFT_CANCELLED, "draft.cancelled")
+SUPERSEDE_DRAFT = Edge.of(
+    "supersede", UNSENT, D.CANCELLED, ChangeKind.DRAFT_CANCELLED, "draft.superseded"
+)
+# The executor's one dispatch check: the reservation is consumed, the status stays.
+DISPATCH_DRAFT = Edge.of(
+    "dispatch", [D.RESERVED], D.RESERVED, ChangeKind.DRAFT_DISPATCHED, "draft.dispatched"
+)
+OBSERVE_DRAFT = Edge(
+    "observe",
+    frozenset({D.RESERVED, D.PARTIAL, D.OUTCOME_UNKNOWN}),
+    {state: Outcome(ChangeKind.DRAFT_OBSERVED, "draft.observed") for state in REPORTED},
+)
+# NOT_SUBMITTED: refused before anything was sent; the owner is free again.
+RELEASE_DRAFT = Edge.of(
+    "release", [D.RESERVED], D.CANCELLED, ChangeKind.DRAFT_CANCELLED, "draft.released"
+)
+# Retention drops a draft's values and keeps its tombstones; the status does not change.
+DROP_DRAFT_VALUES = Edge("drop_values", frozenset(D), {state: Outcome(None, None) for state in D})
+
+
+async def describe_draft(_: UnitOfWork, draft: Draft) -> Subject:
+    return Subject(
+        queue_id=None,
+        proposal_id=None,
+        session_key=draft_session_key(draft.account_id, draft.session_id),
+        snapshot={
+            "status": str(draft.status),
+            "revision": draft.revision,
+            "ownerKind": str(draft.owner_kind),
+            "sessionId": draft.session_id,
+        },
+    )
+
+
+def draft_session_key(account_id: str, session_id: str) -> str:
+    """What ``draftEvents(sessionId)`` follows: one account's drafts of one session."""
+    return f"{account_id}:{session_id}"
+
+
+DRAFT: Lifecycle[Draft, DraftStatus] = Lifecycle(
+    "draft",
+    Draft,
+    [
+        EDIT_DRAFT,
+        RESERVE_DRAFT,
+        CANCEL_DRAFT,
+        SUPERSEDE_DRAFT,
+        DISPATCH_DRAFT,
+        OBSERVE_DRAFT,
+        RELEASE_DRAFT,
+        DROP_DRAFT_VALUES,
+    ],
+    describe=describe_draft,
+)
 
 # --- dead letters ------------------------------------------------------------------
 # They follow their incident; the incident's events and audit records tell the story.

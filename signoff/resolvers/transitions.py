@@ -53,6 +53,7 @@ class Happening:
     version: int | None = None
     queue_id: str | None = None
     proposal_id: str | None = None
+    session_key: str | None = None
     snapshot: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -80,6 +81,7 @@ def record(work: UnitOfWork, happening: Happening) -> ChangeEvent | None:
         entity_version=happening.version,
         queue_id=happening.queue_id,
         proposal_id=happening.proposal_id,
+        session_key=happening.session_key,
         actor_id=happening.actor_id,
         snapshot=dict(happening.snapshot),
     )
@@ -133,6 +135,7 @@ class Subject:
     queue_id: str | None
     proposal_id: str | None
     snapshot: Mapping[str, Any]
+    session_key: str | None = None
 
 
 Describe = Callable[[UnitOfWork, Any], Awaitable[Subject]]
@@ -302,6 +305,7 @@ class Lifecycle(Generic[M, S]):
                 version=getattr(row, "version", None),
                 queue_id=subject.queue_id,
                 proposal_id=subject.proposal_id,
+                session_key=subject.session_key,
                 snapshot=subject.snapshot,
             ),
         )
