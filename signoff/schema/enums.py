@@ -20,5 +20,9 @@ for _enum in (
     models.Severity,
     models.DeadLetterState,
     models.ReconciliationState,
+    models.DraftStatus,
+    models.DraftSource,
+    models.DraftOutcome,
+    models.CancelReason,
 ):
     strawberry.enum(_enum)
