@@ -113,3 +113,9 @@ DELIVERY_LATENCY_BUCKETS = (
     60.0,
     120.0,
 )
+
+# Drafts (docs/design.md section 7).
+DRAFT_TTL_SECONDS = 7 * 86_400  # a draft expires a week after it was prepared
+DRAFTS_PER_SESSION = 200  # drafts one account may prepare in one session per week
+DRAFT_VALUES_MAX_BYTES = 64 * 1024  # values plus the list of fields the person edited
+DRAFT_FILES_MAX_BYTES = 2 * 1024 * 1024  # an APPROVAL owner with "carriesFiles": true
