@@ -46,6 +46,7 @@ from signoff.errors import (
     NotEditable,
     NotFound,
     ReceiptConflict,
+    RecordUnreadable,
     ReferenceReadOnly,
     RequestConflict,
     ReservationMismatch,
@@ -163,7 +164,21 @@ async def _holding(work: UnitOfWork, holder: DraftOwner) -> Draft | None:
     """The draft that holds the owner, if any is left (retention may have deleted it)."""
     if holder.draft_id is None:
         return None
-    return await work.session.get(Draft, holder.draft_id, populate_existing=True)
+    draft = await work.session.get(Draft, holder.draft_id, populate_existing=True)
+    return None if draft is None else readable(draft)
+
+
+def readable(draft: Draft) -> Draft:
+    """The draft, if this version understands it: one stored by a newer version (another
+    owner kind or status) is refused as a conflict, never answered with an error 500."""
+    if (
+        draft.owner_kind not in OwnerKind.__members__
+        or draft.status not in DraftStatus.__members__
+        or not isinstance(draft.owner, dict)
+        or not isinstance(draft.updated_by_user, list)
+    ):
+        raise RecordUnreadable()
+    return draft
 
 
 async def _supersede(work: UnitOfWork, draft: Draft, actor_id: str | None) -> None:
@@ -245,9 +260,7 @@ async def prepare_draft(
                 "This was submitted from the ordinary form; check the system it went to "
                 "before preparing another."
             )
-        current = (
-            None if holder.draft_id is None else await work.session.get(Draft, holder.draft_id)
-        )
+        current = await _holding(work, holder)
         if current is not None:
             kept = await _keep_or_supersede(work, viewer, current, session_id, owner, values)
             if kept is not None:
@@ -522,7 +535,7 @@ async def _in_session(work: UnitOfWork, draft_id: str, session_id: str) -> Draft
     draft = await work.session.get(Draft, draft_id, populate_existing=True)
     if draft is None or draft.session_id != session_id:
         raise NotFound("No such draft in this session.")
-    return draft
+    return readable(draft)
 
 
 async def _move(
@@ -575,6 +588,7 @@ async def check_draft_dispatch(
     draft = await work.session.get(Draft, draft_id)
     if draft is None:
         raise ReviewRequired("No matching reviewed draft exists for this owner.")
+    readable(draft)
     holder = await lock_owner(work, draft.owner_key)
     if holder.manual_submitted_at is not None and holder.manual_submitted_at >= draft.created_at:
         raise DispatchConsumed(

@@ -9,8 +9,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from sqlmodel import col, update
+
 from signoff import clock
-from signoff.models import Role
+from signoff.models import Draft, Role
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient
 
@@ -350,3 +352,25 @@ async def test_cancelling_frees_the_owner_but_not_after_dispatch(gql: GraphQLCli
         }
     }
     assert code(await gql.raw(CANCEL, late, cast.person)) == "NOT_EDITABLE"
+
+
+async def test_a_draft_this_version_cannot_read_is_a_conflict_not_an_error(
+    gql: GraphQLClient,
+) -> None:
+    """As if a newer version had stored an owner kind this one does not know."""
+    cast = await cast_of(gql)
+    draft = (await cast.prepare(cast.form()))["draft"]
+    async with gql.sessionmaker() as session:
+        row = await session.get(Draft, draft["id"])
+        assert row is not None
+        await session.exec(
+            update(Draft).where(col(Draft.id) == draft["id"]).values(owner_kind="CALENDAR")
+        )
+        await session.commit()
+    async with gql.sessionmaker() as session:
+        stored = await session.get(Draft, draft["id"])
+        assert stored is not None and stored.owner_kind == "CALENDAR", stored
+    body = await cast.update(draft, cast.person, "USER", patch={"a": 1})
+    assert code(body) == "RECORD_UNREADABLE", body
+    again = await cast.prepare_raw(cast.form())
+    assert code(again) == "RECORD_UNREADABLE", again
