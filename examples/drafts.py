@@ -125,6 +125,8 @@ def walk_through(
     }
     draft = agent.send(PREPARE, prepare)["draft"]
     draft_id, agent_saw = draft["id"], draft["revision"]
+    if draft["status"] != "DRAFT":  # a replay: this claim's walk-through ran before
+        raise Failed(f"claim {claim} was drafted before ({state(draft)}); pick another --claim")
     show("1. agent prepares", f"{state(draft)}, values {draft['values']}")
     again = agent.send(PREPARE, prepare)
     if not again["replayed"] or again["draft"]["id"] != draft_id:
