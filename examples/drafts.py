@@ -25,6 +25,7 @@ exit status 1.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import uuid
@@ -103,8 +104,15 @@ def show(step: str, text: str) -> None:
     print(f"{step:<44} {text}", flush=True)
 
 
-def state(draft: dict[str, Any]) -> str:
-    return f"{draft['status']} revision {draft['revision']}"
+def shown(value: Any) -> str:
+    """JSON with sorted keys: PostgreSQL keeps an object's keys in an order of its own."""
+    return json.dumps(value, sort_keys=True)
+
+
+def state(draft: dict[str, Any], field: str | None = None) -> str:
+    """The draft's status and revision, and one of its fields."""
+    text = f"{draft['status']} revision {draft['revision']}"
+    return text if field is None else f"{text}, {field} {shown(draft[field])}"
 
 
 def walk_through(
@@ -127,7 +135,7 @@ def walk_through(
     draft_id, agent_saw = draft["id"], draft["revision"]
     if draft["status"] != "DRAFT":  # a replay: this claim's walk-through ran before
         raise Failed(f"claim {claim} was drafted before ({state(draft)}); pick another --claim")
-    show("1. agent prepares", f"{state(draft)}, values {draft['values']}")
+    show("1. agent prepares", state(draft, "values"))
     again = agent.send(PREPARE, prepare)
     if not again["replayed"] or again["draft"]["id"] != draft_id:
         raise Failed(f"the same requestId did not replay: {again}")
@@ -149,7 +157,7 @@ def walk_through(
         },
     )["draft"]
     reviewed_digest = draft["valuesDigest"]  # what the person's screen shows now
-    show("2. person edits amount", f"{state(draft)}, edited by the person {draft['updatedByUser']}")
+    show("2. person edits amount", state(draft, "updatedByUser"))
 
     # 3. The agent, still at the revision it prepared, tries to change amount and note.
     agent_edit = {
@@ -168,7 +176,7 @@ def walk_through(
     )["draft"]
     if draft["values"]["amount"] != 112:
         raise Failed(f"the agent's patch overwrote the person's amount: {draft['values']}")
-    show("   agent edits again, at the revision", f"{state(draft)}, values {draft['values']}")
+    show("   agent edits again, at the revision", state(draft, "values"))
 
     # 4. The person reserves. Naming the digest seen before the agent's edit is refused.
     reserve = {
@@ -183,7 +191,8 @@ def walk_through(
     reserve = {**reserve, "requestId": f"{claim}-reserve-2", "valuesDigest": draft["valuesDigest"]}
     draft = person.send(RESERVE, reserve)["draft"]
     reservation = draft["reservation"]
-    show("   person reserves the current values", f"{state(draft)}, {reservation['operationKey']}")
+    key = reservation["operationKey"]
+    show("   person reserves the current values", f"{state(draft)}, operationKey {key}")
 
     # 5. The executor asks once before sending; a second ask is refused.
     check = {
@@ -215,7 +224,7 @@ def walk_through(
             "receipt": {"claimId": f"EC-{claim}"},
         },
     )["draft"]
-    show("6. executor observes PARTIAL", f"{state(draft)}, receipt {draft['receipt']}")
+    show("6. executor observes PARTIAL", state(draft, "receipt"))
     finished = {
         **observe,
         "requestId": f"{claim}-observe-submitted",
@@ -229,7 +238,7 @@ def walk_through(
     draft = executor.send(OBSERVE, {**finished, "requestId": f"{claim}-observe-submitted-2"})[
         "draft"
     ]
-    show("   executor observes SUBMITTED", f"{state(draft)}, receipt {draft['receipt']}")
+    show("   executor observes SUBMITTED", state(draft, "receipt"))
     if draft["status"] != "OBSERVED":
         raise Failed(f"the draft did not end OBSERVED: {draft}")
     print(f"done: draft {draft_id} OBSERVED; dispatch allowed once, then DISPATCH_CONSUMED")
