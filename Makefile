@@ -26,11 +26,11 @@ test: $(BIN)/signoff
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(BIN)/signoff
-	$(BIN)/ruff check signoff tests $(wildcard bench)
-	$(BIN)/ruff format --check signoff tests $(wildcard bench)
+	$(BIN)/ruff check signoff tests $(wildcard bench) $(wildcard examples)
+	$(BIN)/ruff format --check signoff tests $(wildcard bench) $(wildcard examples)
 
 typecheck: $(BIN)/signoff
-	$(BIN)/mypy signoff
+	$(BIN)/mypy signoff $(wildcard examples)
 
 check: lint typecheck test
 
