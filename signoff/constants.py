@@ -114,7 +114,12 @@ DELIVERY_LATENCY_BUCKETS = (
     120.0,
 )
 
-# Drafts (issue 10): reading them, and retention (a draft's 7-day lifetime is its expires_at).
+# Drafts (docs/design.md section 7).
+DRAFT_TTL_SECONDS = 7 * 86_400  # a draft expires a week after it was prepared
+DRAFTS_PER_SESSION = 200  # drafts one account may prepare in one session per week
+DRAFT_VALUES_MAX_BYTES = 64 * 1024  # values plus the list of fields the person edited
+DRAFT_FILES_MAX_BYTES = 2 * 1024 * 1024  # an APPROVAL owner with "carriesFiles": true
+# Draft reads and retention.
 # The newest drafts one ``drafts(sessionId)`` returns, values included.
 DRAFT_LIST_LIMIT = 50
 # One full ``drafts`` answer, values included, in UTF-8 bytes; past it the list is refused

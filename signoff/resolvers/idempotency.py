@@ -38,6 +38,8 @@ class Keyed:
     key: str | None
     digest: str  # of what the caller asked for, not of what was generated for it
     field: str = "idempotencyKey"
+    # The refusal of another request under a used key (drafts say REQUEST_CONFLICT).
+    conflict: type[SignoffError] = IdempotencyKeyReused
 
     @classmethod
     def of(cls, operation: str, key: str | None, request: Any) -> Keyed:
@@ -122,7 +124,7 @@ async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, An
     if record.request_digest != call.digest:
         # The ids of what the key did the first time (``proposalId``…) help the caller.
         first = {_camel(name): value for name, value in record.result.items()}
-        raise IdempotencyKeyReused(
+        raise call.conflict(
             f"This {call.field} was already used with a different request; "
             f"use a new {call.field} for a new request.",
             operation=call.operation,

@@ -8,6 +8,7 @@ from signoff import models
 from signoff.resolvers import (
     approvals,
     compensations,
+    drafts,
     incident_response,
     proposals,
     queues,
@@ -23,6 +24,17 @@ from signoff.schema.delivery import (
     ReportActionResultPayload,
     RetryProposalInput,
     RetryProposalPayload,
+)
+from signoff.schema.draft import (
+    CancelDraftInput,
+    CheckDraftDispatchInput,
+    Draft,
+    DraftDispatchCheck,
+    DraftPayload,
+    ObserveDraftInput,
+    PrepareDraftInput,
+    ReserveDraftInput,
+    UpdateDraftInput,
 )
 from signoff.schema.incident import (
     AcknowledgeIncidentInput,
@@ -61,6 +73,10 @@ from signoff.schema.task import (
     HumanTask,
     ReleaseTaskInput,
 )
+
+
+def _draft_payload(result: drafts.DraftResult) -> DraftPayload:
+    return DraftPayload(draft=Draft.from_model(result.draft), replayed=result.replayed)
 
 
 def _incident_payload(result: incident_response.IncidentResult) -> IncidentPayload:
@@ -376,3 +392,98 @@ class Mutation:
         return OpenIncidentPayload(
             incident=Incident.from_model(result.incident), deduplicated=result.deduplicated
         )
+
+    @strawberry.mutation(description="Agents: prepare a draft for a person (requestId replays).")
+    async def prepare_draft(self, info: strawberry.Info, input: PrepareDraftInput) -> DraftPayload:
+        result = await call(
+            info,
+            drafts.prepare_draft,
+            request_id=input.request_id,
+            session_id=input.session_id,
+            account_id=input.account_id,
+            owner=input.owner,
+            values=input.values,
+        )
+        return _draft_payload(result)
+
+    @strawberry.mutation(
+        description=(
+            "The preparing agent (source AGENT) or the person (USER) edits a draft; an "
+            "agent's patch never overwrites a field the person edited."
+        )
+    )
+    async def update_draft(self, info: strawberry.Info, input: UpdateDraftInput) -> DraftPayload:
+        result = await call(
+            info,
+            drafts.update_draft,
+            request_id=input.request_id,
+            draft_id=input.draft_id,
+            session_id=input.session_id,
+            expected_revision=input.expected_revision,
+            source=input.source,
+            patch=input.patch,
+            remove=input.remove,
+        )
+        return _draft_payload(result)
+
+    @strawberry.mutation(description="The person: cancel a draft, or an undispatched reservation.")
+    async def cancel_draft(self, info: strawberry.Info, input: CancelDraftInput) -> DraftPayload:
+        result = await call(
+            info,
+            drafts.cancel_draft,
+            request_id=input.request_id,
+            draft_id=input.draft_id,
+            session_id=input.session_id,
+            expected_revision=input.expected_revision,
+        )
+        return _draft_payload(result)
+
+    @strawberry.mutation(
+        description="The person: fix the reviewed values; the draft gets its operation key."
+    )
+    async def reserve_draft(self, info: strawberry.Info, input: ReserveDraftInput) -> DraftPayload:
+        result = await call(
+            info,
+            drafts.reserve_draft,
+            request_id=input.request_id,
+            draft_id=input.draft_id,
+            session_id=input.session_id,
+            expected_revision=input.expected_revision,
+            values_digest_=input.values_digest,
+        )
+        return _draft_payload(result)
+
+    @strawberry.mutation(
+        description=(
+            "Integrations (the executor), once before sending: a reservation passes exactly "
+            "once; without draftId it is the ordinary form's check."
+        )
+    )
+    async def check_draft_dispatch(
+        self, info: strawberry.Info, input: CheckDraftDispatchInput
+    ) -> DraftDispatchCheck:
+        result = await call(
+            info,
+            drafts.check_draft_dispatch,
+            owner=input.owner,
+            draft_id=input.draft_id,
+            operation_key=input.operation_key,
+            values_digest_=input.values_digest,
+        )
+        return DraftDispatchCheck(allowed=result.allowed, managed=result.managed)
+
+    @strawberry.mutation(description="Integrations: what became of a reservation.")
+    async def observe_draft(self, info: strawberry.Info, input: ObserveDraftInput) -> DraftPayload:
+        result = await call(
+            info,
+            drafts.observe_draft,
+            request_id=input.request_id,
+            draft_id=input.draft_id,
+            session_id=input.session_id,
+            expected_revision=input.expected_revision,
+            operation_key=input.operation_key,
+            outcome=input.outcome,
+            receipt=input.receipt,
+            owner_execution_ref=input.owner_execution_ref,
+        )
+        return _draft_payload(result)
