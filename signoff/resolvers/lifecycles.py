@@ -295,6 +295,7 @@ DRAFT: Lifecycle[Draft, DraftStatus] = Lifecycle(
         DROP_DRAFT_VALUES,
     ],
     describe=describe_draft,
+    state_field="status",
 )
 
 # --- dead letters ------------------------------------------------------------------

@@ -153,8 +153,10 @@ class Lifecycle(Generic[M, S]):
         *,
         describe: Describe,
         follow_up: FollowUp | None = None,
+        state_field: str = "state",
     ) -> None:
         self.entity_type = entity_type
+        self.state_field = state_field  # the column the table's states are stored in
         self.model = model
         self.edges = tuple(edges)
         self._describe = describe
@@ -256,13 +258,14 @@ class Lifecycle(Generic[M, S]):
         values: dict[str, Any],
     ) -> list[M]:
         table = self._table
-        if "state" not in values:
-            values["state"] = edge.target.value if len(edge.outcomes) == 1 else table.c.state
+        state = table.c[self.state_field]
+        if self.state_field not in values:
+            values[self.state_field] = edge.target.value if len(edge.outcomes) == 1 else state
         if "updated_at" in table.c:
             values.setdefault("updated_at", work.now())
         conditions = [
             table.c.id.in_(entity_ids) if len(entity_ids) > 1 else table.c.id == entity_ids[0],
-            table.c.state.in_([state.value for state in edge.sources]),
+            state.in_([source.value for source in edge.sources]),
         ]
         if guard is not None:
             conditions.append(guard)
@@ -276,7 +279,7 @@ class Lifecycle(Generic[M, S]):
         return list((await work.session.exec(stmt)).scalars().all())
 
     def _outcome(self, edge: Edge[S], row: M) -> Outcome:
-        state = getattr(row, "state")  # noqa: B009 - every lifecycle's model has a state
+        state = getattr(row, self.state_field)
         for target, outcome in edge.outcomes.items():
             if state == target.value:
                 return outcome
