@@ -34,24 +34,21 @@ async def actor_id(gql: GraphQLClient, token: str) -> str:
 
 
 def draft_row(account_id: str, session_id: str = "s-1", **fields: Any) -> Draft:
-    """A draft as prepare would store it (for listing, nothing else matters)."""
+    """A draft as prepare would store it; ``fields`` override any column."""
     now = clock.now()
-    values = fields.pop("values", {"n": 1})
-    return Draft(
-        account_id=account_id,
-        session_id=session_id,
-        prepared_by_id=account_id,
-        owner={"kind": "FORM", "form": "f", "step": uuid.uuid4().hex},
-        owner_kind=OwnerKind.FORM,
-        owner_key=f"sha256:{uuid.uuid4().hex}",
-        values=values,
-        values_digest="sha256:x",
-        updated_by_user=[],
-        expires_at=fields.pop("expires_at", now + timedelta(days=7)),
-        created_at=fields.pop("created_at", now),
-        updated_at=now,
-        **fields,
-    )
+    defaults: dict[str, Any] = {
+        "prepared_by_id": account_id,
+        "owner": {"kind": "FORM", "form": "f", "step": uuid.uuid4().hex},
+        "owner_kind": OwnerKind.FORM,
+        "owner_key": f"sha256:{uuid.uuid4().hex}",
+        "values": {"n": 1},
+        "values_digest": "sha256:x",
+        "updated_by_user": [],
+        "expires_at": now + timedelta(days=7),
+        "created_at": now,
+        "updated_at": now,
+    }
+    return Draft(account_id=account_id, session_id=session_id, **(defaults | fields))
 
 
 async def seed(sessionmaker: SessionMaker, *rows: Draft) -> list[str]:
