@@ -61,7 +61,6 @@ class ArqJobs:
         assert self.redis is not None, "ArqJobs.start() first"
         await self.redis.enqueue_job(
             DELIVER_JOB,
-            DRAFT_RETENTION_INTERVAL_SECONDS,
             proposal_id,
             _job_id=delivery_job_id(proposal_id, attempt),
             _queue_name=self.settings.arq_queue,

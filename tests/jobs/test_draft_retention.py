@@ -201,3 +201,10 @@ async def test_each_run_is_bounded(
     assert totals == [4, 4, 2, 0]
     async with sessionmaker() as session:
         assert len((await session.exec(select(Draft.id))).all()) == 5
+
+
+def test_the_worker_runs_retention_every_hour() -> None:
+    from signoff.jobs.worker import sweeps
+
+    (job,) = [j for j in sweeps(10, "q") if j.name == "q:run_draft_retention"]
+    assert (job.minute, job.second) == ({0}, {0})
