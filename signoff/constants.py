@@ -119,3 +119,20 @@ DRAFT_TTL_SECONDS = 7 * 86_400  # a draft expires a week after it was prepared
 DRAFTS_PER_SESSION = 200  # drafts one account may prepare in one session per week
 DRAFT_VALUES_MAX_BYTES = 64 * 1024  # values plus the list of fields the person edited
 DRAFT_FILES_MAX_BYTES = 2 * 1024 * 1024  # an APPROVAL owner with "carriesFiles": true
+# Draft reads and retention.
+# The newest drafts one ``drafts(sessionId)`` returns, values included.
+DRAFT_LIST_LIMIT = 50
+# One full ``drafts`` answer, values included, in UTF-8 bytes; past it the list is refused
+# with TOO_LARGE: list with ``draftReferences`` and read drafts one at a time.
+DRAFT_LIST_MAX_BYTES = 8 * 1024 * 1024
+# The newest drafts one ``draftReferences(sessionId)`` returns (no values).
+DRAFT_REFERENCE_LIST_LIMIT = 1000
+# How long an expired draft stays readable with its values before retention handles it.
+DRAFT_RETAIN_SECONDS = 30 * 24 * 3600
+# Idempotency records of draft requests (operations named ``draft…``) older than this are
+# deleted: a request retried later than a draft's lifetime meets an expired draft anyway.
+DRAFT_REQUEST_REPLAY_SECONDS = 7 * 24 * 3600
+DRAFT_REQUEST_OPERATION_PREFIX = "draft"
+# Rows retention handles per run, per kind of work (drafts; idempotency records).
+DRAFT_RETENTION_BATCH = 500
+DRAFT_RETENTION_INTERVAL_SECONDS = 3600

@@ -16,9 +16,10 @@ from typing import Any
 
 from signoff import clock
 from signoff.config import Settings
-from signoff.constants import WORKER_STOP_GRACE_SECONDS
+from signoff.constants import DRAFT_RETENTION_INTERVAL_SECONDS, WORKER_STOP_GRACE_SECONDS
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.work import WorkMaker, delivery_job_id
 
@@ -75,6 +76,9 @@ class InProcessJobs:
             asyncio.create_task(
                 self._every(self.settings.reconcile_interval_seconds, run_reconciliation)
             )
+        )
+        self._tasks.append(
+            asyncio.create_task(self._every(DRAFT_RETENTION_INTERVAL_SECONDS, run_draft_retention))
         )
 
     async def stop(self, grace_seconds: float = WORKER_STOP_GRACE_SECONDS) -> None:

@@ -16,6 +16,7 @@ from signoff.config import Settings, load_sealer
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
     DELIVER_JOB,
+    DRAFT_RETENTION_INTERVAL_SECONDS,
     JOB_TIMEOUT_SECONDS,
     RECONCILE_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
@@ -26,6 +27,7 @@ from signoff.database import create_engine, create_sessionmaker
 from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.key_check import verify_secret_key
 from signoff.resolvers.work import Services as WorkServices
@@ -110,7 +112,8 @@ def sweeps(
     queue_name: str,
     reconcile_seconds: int = RECONCILE_INTERVAL_SECONDS,
 ) -> list[CronJob]:
-    """The sweeps every ``interval_seconds``, reconciliation every ``reconcile_seconds``.
+    """The sweeps every ``interval_seconds``, reconciliation every ``reconcile_seconds``,
+    draft retention every ``DRAFT_RETENTION_INTERVAL_SECONDS``.
 
     ``unique`` makes one worker of many run each tick: arq gives the tick the job id
     ``<name>:<time>``, and job ids are global to the Redis database, so the name carries
@@ -120,6 +123,7 @@ def sweeps(
         (sweep_deliveries, interval_seconds),
         (expire_due_proposals, interval_seconds),
         (run_reconciliation, reconcile_seconds),
+        (run_draft_retention, DRAFT_RETENTION_INTERVAL_SECONDS),
     ]
     return [
         cron(

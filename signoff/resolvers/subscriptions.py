@@ -23,6 +23,8 @@ from signoff.events.hub import Change
 from signoff.models import ChangeEvent, Queue, Role
 from signoff.models.change_event import MEMBERSHIP_KINDS
 from signoff.resolvers.access import STAFF, Viewer, require_role
+from signoff.resolvers.draft_reads import check_session_id
+from signoff.resolvers.lifecycles import draft_session_key
 from signoff.resolvers.proposals import get_proposal
 
 CURSOR_PREFIX = "feed:"
@@ -48,14 +50,18 @@ def decode_cursor(value: str) -> int:
 
 @dataclass(frozen=True)
 class FeedScope:
-    """What one subscription asked for: a queue, all queues, one proposal, or incidents."""
+    """What one subscription asked for: a queue, all queues, one proposal, incidents, or one
+    account's drafts of one session (``session_key``, see ``draft_scope``)."""
 
     queue_id: str | None = None
     all_queues: bool = False
     proposal_id: str | None = None
     entity_type: str | None = None
+    session_key: str | None = None
 
     def matches(self, change: Change) -> bool:
+        if self.session_key is not None:
+            return change.session_key == self.session_key
         if self.all_queues:
             return change.queue_id is not None
         if self.queue_id is not None:
@@ -66,6 +72,8 @@ class FeedScope:
 
     def where(self, visibility: Visibility) -> list[Any]:
         """The same filter in SQL, for replay (visibility is re-checked per event)."""
+        if self.session_key is not None:
+            return [ChangeEvent.session_key == self.session_key]
         if self.all_queues:
             if visibility.sees_everything:
                 return [col(ChangeEvent.queue_id).is_not(None)]
@@ -84,13 +92,15 @@ class Visibility:
     Two subscribers with equal visibilities (and the same document and variables)
     receive exactly the same frames, so a frame is computed once for all of them.
     Everything that changes what a viewer may see is in here: the role, a reviewer's
-    queues (only those the subscription can reach), an agent's identity, and the
-    viewer's identity whenever the selection reads it (``identity``).
+    queues (only those the subscription can reach), an agent's identity, the
+    viewer's identity whenever the selection reads it (``identity``), and for a drafts
+    subscription the account whose drafts it may see (always the viewer's own).
     """
 
     role: Role
     queue_ids: frozenset[str] = frozenset()
     actor_id: str | None = None
+    drafts_of: str | None = None
 
     @classmethod
     def of(cls, viewer: Viewer, scope: FeedScope, *, identity: bool = False) -> Visibility:
@@ -104,6 +114,7 @@ class Visibility:
             role=viewer.role,
             queue_ids=queue_ids,
             actor_id=viewer.id if needs_identity else None,
+            drafts_of=viewer.id if scope.session_key is not None else None,
         )
 
     @property
@@ -111,7 +122,10 @@ class Visibility:
         return self.role in STAFF
 
     def allows(self, change: Change) -> bool:
-        """Staff see everything; reviewers their queues' events; agents their own proposals'."""
+        """Staff see everything; reviewers their queues' events; agents their own proposals';
+        in a drafts subscription, every role sees its own account's drafts and nothing else."""
+        if self.drafts_of is not None:
+            return change.entity_type == "draft" and _account_of(change) == self.drafts_of
         if self.sees_everything:
             return True
         if self.role is Role.REVIEWER:
@@ -119,6 +133,20 @@ class Visibility:
         if self.role is Role.AGENT:
             return change.snapshot.get("proposedById") == self.actor_id
         return False
+
+
+def _account_of(change: Change) -> str | None:
+    """The account of a draft event: the part of its session key before the first colon
+    (actor ids are UUIDs, so the session id after it may hold colons of its own)."""
+    if change.session_key is None:
+        return None
+    account, _, _ = change.session_key.partition(":")
+    return account
+
+
+def draft_scope(viewer: Viewer, session_id: str) -> FeedScope:
+    """``draftEvents(sessionId)``: the viewer's own drafts of that session, whatever its role."""
+    return FeedScope(session_key=draft_session_key(viewer.id, check_session_id(session_id)))
 
 
 async def authorize_scope(session: AsyncSession, viewer: Viewer, scope: FeedScope) -> None:
@@ -132,6 +160,10 @@ async def authorize_scope(session: AsyncSession, viewer: Viewer, scope: FeedScop
                 raise Forbidden("You are not a reviewer of this queue.")
     elif scope.proposal_id is not None:
         await get_proposal(session=session, viewer=viewer, proposal_id=scope.proposal_id)
+    elif scope.session_key is not None:
+        # Built from the viewer's own id (``draft_scope``): never another account's drafts.
+        if not scope.session_key.startswith(f"{viewer.id}:"):
+            raise Forbidden("You may follow only your own drafts.")
     else:
         require_role(viewer, Role.OPERATOR)
 

@@ -12,12 +12,13 @@ from signoff.events import Change
 from signoff.resolvers.subscriptions import encode_cursor
 from signoff.schema.actor import Actor, load_actor
 from signoff.schema.context import context_of
+from signoff.schema.draft import Draft
 from signoff.schema.proposal import Proposal
 from signoff.schema.queue import Queue, load_queue
 from signoff.schema.task import HumanTask
 
 
-@strawberry.type(description="A change to a queue, proposal, task or incident.")
+@strawberry.type(description="A change to a queue, proposal, task, incident or draft.")
 class ChangeEvent:
     cursor: str = strawberry.field(
         description="Opaque; pass it as `after` to resume right after this event."
@@ -59,6 +60,19 @@ class ChangeEvent:
             return None
         row = await loaders.task.load((self.change.entity_id, self.change.cursor))
         return None if row is None else HumanTask.from_model(row)
+
+    @strawberry.field(
+        description=(
+            "The draft this event is about, as it is now (draftEvents only; its session "
+            "key is the subscriber's own)."
+        )
+    )
+    async def draft(self, info: strawberry.Info) -> Draft | None:
+        loaders = context_of(info).feed_loaders
+        if self.change.entity_type != "draft" or loaders is None:
+            return None
+        row = await loaders.draft.load((self.change.entity_id, self.change.cursor))
+        return None if row is None else Draft.from_model(row)
 
     @classmethod
     def from_change(cls, change: Change) -> ChangeEvent:

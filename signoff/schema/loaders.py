@@ -12,7 +12,16 @@ from strawberry.dataloader import AbstractCache, DataLoader
 
 from signoff.constants import FEED_LOADER_CACHE_SIZE
 from signoff.database import SessionMaker
-from signoff.models import Actor, Approval, DeliveryAttempt, HumanTask, Proposal, Queue, Target
+from signoff.models import (
+    Actor,
+    Approval,
+    DeliveryAttempt,
+    Draft,
+    HumanTask,
+    Proposal,
+    Queue,
+    Target,
+)
 
 if TYPE_CHECKING:
     from signoff.schema.context import Context
@@ -105,6 +114,7 @@ class FeedLoaders:
         self._sessionmaker = sessionmaker
         self.proposal = self._at(Proposal)
         self.task = self._at(HumanTask)
+        self.draft = self._at(Draft)
 
     def _at(self, model: type[M]) -> DataLoader[tuple[str, int], M | None]:
         async def load(keys: list[tuple[str, int]]) -> list[M | None]:

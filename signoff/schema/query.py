@@ -8,6 +8,7 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.resolvers import (
     audit,
+    draft_reads,
     incident_response,
     operations,
     proposals,
@@ -20,6 +21,8 @@ from signoff.schema.actor import Actor, Viewer
 from signoff.schema.audit import AuditEvent
 from signoff.schema.call import call
 from signoff.schema.context import context_of
+from signoff.schema.draft import Draft
+from signoff.schema.draft_reference import DraftReference
 from signoff.schema.incident import DeadLetter, Incident
 from signoff.schema.operations import OperationsSnapshot
 from signoff.schema.pagination import Connection, connection
@@ -163,3 +166,41 @@ class Query:
     ) -> Connection[DeadLetter]:
         page = await call(info, operations.list_dead_letters, state=state, first=first, after=after)
         return connection(page, DeadLetter.from_model)
+
+    @strawberry.field(
+        description=(
+            "One of your drafts in that session (admins: anyone's). A draft of another "
+            "account, or of another session, is NOT_FOUND."
+        )
+    )
+    async def draft(self, info: strawberry.Info, id: strawberry.ID, session_id: str) -> Draft:
+        row = await call(info, draft_reads.get_draft, draft_id=id, session_id=session_id)
+        return Draft.from_model(row)
+
+    @strawberry.field(
+        description=(
+            "Your newest 50 drafts of a session, with values, oldest first; TOO_LARGE past "
+            "8 MiB of values (then list draftReferences). Admins may name an accountId."
+        )
+    )
+    async def drafts(
+        self, info: strawberry.Info, session_id: str, account_id: strawberry.ID | None = None
+    ) -> list[Draft]:
+        rows = await call(
+            info, draft_reads.list_drafts, session_id=session_id, account_id=account_id
+        )
+        return [Draft.from_model(row) for row in rows]
+
+    @strawberry.field(
+        description=(
+            "Your newest 1,000 drafts of a session without their values, oldest first. "
+            "Admins may name an accountId."
+        )
+    )
+    async def draft_references(
+        self, info: strawberry.Info, session_id: str, account_id: strawberry.ID | None = None
+    ) -> list[DraftReference]:
+        rows = await call(
+            info, draft_reads.list_draft_references, session_id=session_id, account_id=account_id
+        )
+        return [DraftReference.from_row(row) for row in rows]

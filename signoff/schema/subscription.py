@@ -9,12 +9,13 @@ per broadcast group. A connection that falls behind is closed with 4429
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 
 import strawberry
 
 from signoff.errors import SignoffError
-from signoff.resolvers.subscriptions import FeedScope, open_feed
+from signoff.resolvers.access import Viewer
+from signoff.resolvers.subscriptions import FeedScope, draft_scope, open_feed
 from signoff.schema.broadcast import Watch
 from signoff.schema.change_event import ChangeEvent
 from signoff.schema.context import context_of
@@ -60,9 +61,28 @@ class Subscription:
         async for event in _watch(info, FeedScope(entity_type="incident"), after):
             yield event
 
+    @strawberry.subscription(
+        description=(
+            "Changes to your own drafts of one session (whatever your role), so your screen "
+            "follows an agent's edits live; each frame's `draft` is the draft as it is now. "
+            "With `after`, first replays what you missed."
+        )
+    )
+    async def draft_events(
+        self, info: strawberry.Info, session_id: str, after: str | None = None
+    ) -> AsyncGenerator[ChangeEvent, None]:
+        async for event in _watch(info, functools.partial(_draft_scope, session_id), after):
+            yield event
+
+
+def _draft_scope(session_id: str, viewer: Viewer) -> FeedScope:
+    return draft_scope(viewer, session_id)
+
 
 async def _watch(
-    info: strawberry.Info, scope: FeedScope, after: str | None
+    info: strawberry.Info,
+    scope: FeedScope | Callable[[Viewer], FeedScope],
+    after: str | None,
 ) -> AsyncGenerator[ChangeEvent, None]:
     """The subscription's source stream. It yields nothing itself: the broadcaster
     computes each frame once for its group and sends it through the connection's writer.
@@ -73,6 +93,8 @@ async def _watch(
         raise LiveEventsUnavailable()
     viewer = await ctx.viewer()  # connection_init authenticated it
     assert ctx.token is not None
+    if not isinstance(scope, FeedScope):  # a scope that depends on who is asking
+        scope = scope(viewer)
     async with ctx.read_session() as session:
         start = await open_feed(session=session, viewer=viewer, scope=scope, after=after)
     connection.activate(operation_id)
