@@ -9,10 +9,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from sqlmodel import col, update
 
 from signoff import clock
 from signoff.models import Draft, Role
+from signoff.resolvers import drafts
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient
 
@@ -374,3 +376,36 @@ async def test_a_draft_this_version_cannot_read_is_a_conflict_not_an_error(
     assert code(body) == "RECORD_UNREADABLE", body
     again = await cast.prepare_raw(cast.form())
     assert code(again) == "RECORD_UNREADABLE", again
+
+
+async def test_a_changed_form_while_its_draft_is_being_submitted(gql: GraphQLClient) -> None:
+    """Same owner identity, other owner fields (a new schema version), while the draft is
+    reserved: the prepare cannot supersede a draft that may be dispatching."""
+    cast = await cast_of(gql)
+    await cast.reserved(cast.form(schema="v1"))
+    assert code(await cast.prepare_raw(cast.form(schema="v2"))) == "TARGET_CHANGED"
+    # Unreserved, the changed form simply takes the owner.
+    draft = (await cast.prepare(cast.form("2", schema="v1")))["draft"]
+    fresh = (await cast.prepare(cast.form("2", schema="v2")))["draft"]
+    assert fresh["id"] != draft["id"] and fresh["owner"]["schema"] == "v2"
+
+
+async def test_limits_per_session_and_for_files(
+    gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cast = await cast_of(gql)
+    monkeypatch.setattr(drafts, "DRAFTS_PER_SESSION", 3)
+    for step in range(3):
+        await cast.prepare(cast.form(f"cap-{step}"), session="busy")
+    assert code(await cast.prepare_raw(cast.form("cap-3"), session="busy")) == "TOO_MANY_DRAFTS"
+    assert (await cast.prepare(cast.form("cap-3"), session="quiet"))["draft"]["status"] == "DRAFT"
+    scan = {"request": {"scan": "x" * (200 * 1024)}}
+    approval = {
+        "kind": "APPROVAL",
+        "family": "receipts",
+        "requestId": "R-1",
+        "accountId": cast.person_id,
+    }
+    assert code(await cast.prepare_raw(approval, scan)) == "TOO_LARGE"
+    with_files = {**approval, "carriesFiles": True}
+    assert (await cast.prepare(with_files, scan))["draft"]["status"] == "DRAFT"
