@@ -109,15 +109,6 @@ async def dead_letters_of(session: AsyncSession, incident_id: str) -> list[DeadL
     return list((await session.exec(stmt)).all())
 
 
-async def repair_actions_of(session: AsyncSession, incident_id: str) -> list[RepairAction]:
-    stmt = (
-        select(RepairAction)
-        .where(RepairAction.incident_id == incident_id)
-        .order_by(col(RepairAction.created_at).desc(), col(RepairAction.id).desc())
-    )
-    return list((await session.exec(stmt)).all())
-
-
 async def audit_trail_of(session: AsyncSession, incident: Incident) -> list[AuditEvent]:
     """What happened to the incident and to what it is about, oldest first."""
     about = [(AuditEvent.target_type == "incident") & (AuditEvent.target_id == incident.id)]
@@ -133,12 +124,6 @@ async def audit_trail_of(session: AsyncSession, incident: Incident) -> list[Audi
         .limit(200)
     )
     return list((await session.exec(stmt)).all())
-
-
-async def affected_proposal(session: AsyncSession, incident: Incident) -> Proposal | None:
-    if incident.entity_type != "proposal":
-        return None
-    return await session.get(Proposal, incident.entity_id)
 
 
 # --- acknowledging, resolving ------------------------------------------------------

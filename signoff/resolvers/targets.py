@@ -110,18 +110,16 @@ async def register_target(
     except IntegrityError:
         await work.rollback()
         raise AlreadyExists(f"A target named {name!r} already exists.", field="name") from None
-    record(
+    _announce(
         work,
-        Happening(
-            entity_type="target",
-            entity_id=target.id,
-            actor_id=viewer.id,
-            action="target.registered",
-            kind=ChangeKind.TARGET_REGISTERED,
-            details={"name": name, "url": target.url, "approval_mode": approval_mode.value},
-            queue_id=target.queue_id,
-            snapshot={"name": name, "approvalMode": approval_mode.value},
-        ),
+        viewer,
+        target,
+        "target.registered",
+        ChangeKind.TARGET_REGISTERED,
+        {"approvalMode": approval_mode.value},
+        name=name,
+        url=target.url,
+        approval_mode=approval_mode.value,
     )
     await work.commit()
     return RegisteredTarget(target=target, signing_secret=secret)
@@ -140,18 +138,7 @@ async def retire_target(*, work: UnitOfWork, viewer: Viewer, target_id: str) -> 
     target = await get_target(session=work.session, viewer=viewer, target_id=target_id)
     if target.retired_at is None:
         target.retired_at = work.now()
-        record(
-            work,
-            Happening(
-                entity_type="target",
-                entity_id=target.id,
-                actor_id=viewer.id,
-                action="target.retired",
-                kind=ChangeKind.TARGET_RETIRED,
-                queue_id=target.queue_id,
-                snapshot={"name": target.name},
-            ),
-        )
+        _announce(work, viewer, target, "target.retired", ChangeKind.TARGET_RETIRED)
         await work.commit()
     return target
 
@@ -275,8 +262,11 @@ def _announce(
     target: Target,
     action: str,
     kind: ChangeKind,
+    snapshot: dict[str, Any] | None = None,
     **details: Any,
 ) -> None:
+    """A change to a target, audited and in the feed (targets have no state column: their
+    changes are facts, not transitions of a table)."""
     record(
         work,
         Happening(
@@ -287,7 +277,7 @@ def _announce(
             kind=kind,
             details=details,
             queue_id=target.queue_id,
-            snapshot={"name": target.name, "pausedAt": _iso(target.paused_at)},
+            snapshot={"name": target.name, "pausedAt": _iso(target.paused_at), **(snapshot or {})},
         ),
     )
 

@@ -98,24 +98,25 @@ class Incident:
     resolution_summary: str | None
     model: strawberry.Private[models.Incident]
 
+    # Lists of incidents load these for all their rows at once (DataLoaders); ids are
+    # UUIDv7, so reversing their order puts the newest first.
     @strawberry.field(description="Newest first.")
     async def dead_letters(self, info: strawberry.Info) -> list[DeadLetter]:
-        async with context_of(info).read() as session:
-            rows = await incident_response.dead_letters_of(session, str(self.id))
-        return [DeadLetter.from_model(row) for row in rows]
+        rows = await context_of(info).loaders.dead_letters_by_incident.load(str(self.id))
+        return [DeadLetter.from_model(row) for row in reversed(rows)]
 
     @strawberry.field(description="Newest first.")
     async def repair_actions(self, info: strawberry.Info) -> list[RepairAction]:
-        async with context_of(info).read() as session:
-            rows = await incident_response.repair_actions_of(session, str(self.id))
-        return [RepairAction.from_model(row) for row in rows]
+        rows = await context_of(info).loaders.repairs_by_incident.load(str(self.id))
+        return [RepairAction.from_model(row) for row in reversed(rows)]
 
     @strawberry.field(description="The proposal whose delivery failed, if it is about one.")
     async def proposal(self, info: strawberry.Info) -> LazyProposal | None:
         from signoff.schema.proposal import Proposal
 
-        async with context_of(info).read() as session:
-            row = await incident_response.affected_proposal(session, self.model)
+        if self.model.entity_type != "proposal":
+            return None
+        row = await context_of(info).loaders.proposal.load(self.model.entity_id)
         return None if row is None else Proposal.from_model(row)
 
     @strawberry.field(description="What happened to it and to what it is about, oldest first.")

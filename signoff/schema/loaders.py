@@ -15,11 +15,13 @@ from signoff.database import SessionMaker
 from signoff.models import (
     Actor,
     Approval,
+    DeadLetter,
     DeliveryAttempt,
     Draft,
     HumanTask,
     Proposal,
     Queue,
+    RepairAction,
     Target,
 )
 
@@ -43,6 +45,8 @@ class Loaders:
         self.approvals_by_proposal = self._many_by(Approval, "proposal_id", "created_at")
         # Attempt ids are UUIDv7, so id order is the order they were recorded in.
         self.attempts_by_proposal = self._many_by(DeliveryAttempt, "proposal_id", "id")
+        self.dead_letters_by_incident = self._many_by(DeadLetter, "incident_id", "id")
+        self.repairs_by_incident = self._many_by(RepairAction, "incident_id", "id")
 
     async def _fetch(
         self, model: type[M], column: str, keys: Sequence[str], order_by: str | None = None
