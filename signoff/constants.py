@@ -16,6 +16,17 @@ QUEUE_DUE_DEFAULT_SECONDS = 24 * 3600
 
 TARGET_MAX_ATTEMPTS_DEFAULT = 8
 TARGET_TIMEOUT_DEFAULT_SECONDS = 10
+# Per-target limits (docs/design.md section 4.15).
+TARGET_MAX_CONCURRENCY_DEFAULT = 20
+TARGET_MAX_CONCURRENCY_MAX = 1000
+TARGET_RATE_MIN_PER_SECOND = 0.01
+TARGET_RATE_MAX_PER_SECOND = 10_000.0
+# The circuit breaker (docs/design.md section 4.16): it opens after this many consecutive
+# failed attempts, and probes with one delivery after the probe interval, doubling up to
+# the maximum while probes keep failing.
+CIRCUIT_FAILURE_THRESHOLD = 10
+CIRCUIT_PROBE_SECONDS = 30
+CIRCUIT_PROBE_MAX_SECONDS = 15 * 60
 REQUIRED_APPROVALS_MAX = 5
 
 REASON_MIN_CHARS = 3

@@ -29,7 +29,7 @@ from signoff.models.incident import (
 from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
-from signoff.models.target import ApprovalMode, Target
+from signoff.models.target import ApprovalMode, CircuitState, Target
 from signoff.models.task import APPROVAL_KIND, APPROVAL_RESPONSE_SCHEMA, HumanTask, TaskState
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "ChangeEvent",
     "ChangeFeedState",
     "ChangeKind",
+    "CircuitState",
     "DeadLetter",
     "DeadLetterState",
     "Decision",

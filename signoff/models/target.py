@@ -9,13 +9,25 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
-from signoff.constants import TARGET_MAX_ATTEMPTS_DEFAULT, TARGET_TIMEOUT_DEFAULT_SECONDS
+from signoff.constants import (
+    TARGET_MAX_ATTEMPTS_DEFAULT,
+    TARGET_MAX_CONCURRENCY_DEFAULT,
+    TARGET_TIMEOUT_DEFAULT_SECONDS,
+)
 from signoff.models.base import enum_field, fk_field, id_field, json_field, time_field
 
 
 class ApprovalMode(StrEnum):
     HUMAN = "HUMAN"
     BOUNDED_AUTO = "BOUNDED_AUTO"
+
+
+class CircuitState(StrEnum):
+    """The target's circuit breaker (docs/design.md section 4.16)."""
+
+    CLOSED = "CLOSED"  # deliveries flow
+    OPEN = "OPEN"  # deliveries wait, without spending attempts, until the next probe
+    HALF_OPEN = "HALF_OPEN"  # one probe is in flight; its outcome closes or reopens
 
 
 class Target(SQLModel, table=True):
@@ -38,6 +50,23 @@ class Target(SQLModel, table=True):
     retired_at: datetime | None = time_field(nullable=True)
     # A paused target holds its proposals QUEUED: no attempt is made until it resumes.
     paused_at: datetime | None = time_field(nullable=True)
+    # Limits (docs/design.md section 4.15): deliveries in flight at once, and per second
+    # (``None``: no rate limit). ``rate_available_at`` is the limiter's state.
+    max_concurrency: int = Field(
+        default=TARGET_MAX_CONCURRENCY_DEFAULT,
+        sa_column=sa.Column(
+            sa.Integer, nullable=False, server_default=str(TARGET_MAX_CONCURRENCY_DEFAULT)
+        ),
+    )
+    rate_per_second: float | None = Field(default=None, sa_column=sa.Column(sa.Float))
+    rate_available_at: datetime | None = time_field(nullable=True)
+    # The circuit breaker (docs/design.md section 4.16).
+    circuit_state: CircuitState = enum_field(CircuitState.CLOSED)
+    consecutive_failures: int = 0
+    last_error: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    last_error_at: datetime | None = time_field(nullable=True)
+    circuit_opened_at: datetime | None = time_field(nullable=True)
+    circuit_probe_at: datetime | None = time_field(nullable=True)
 
     @property
     def is_active(self) -> bool:
