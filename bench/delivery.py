@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -31,17 +32,15 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import psycopg
-import uvicorn
+from redis.asyncio import Redis
 from sqlalchemy.engine import make_url
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
+from signoff import metrics
 from signoff.config import Settings, load_sealer, normalise_database_url
 from signoff.database import create_engine, create_sessionmaker
 from signoff.delivery import webhook_id
@@ -56,45 +55,83 @@ from signoff.resolvers.proposals import propose_action
 from signoff.resolvers.queues import create_queue
 from signoff.resolvers.targets import register_target
 from signoff.resolvers.work import Services, WorkMaker
-from signoff.webhooks import verify
 
 APPROVERS = 8
 
 
-@dataclass
 class Receiver:
-    secret: str = ""
-    seen: dict[str, float] = field(default_factory=dict)
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    expected: int = 0
+    """``bench/counting_receiver.py`` in a process of its own."""
 
-    async def handle(self, request: Request) -> Response:
-        body = await request.body()
-        verify(self.secret, headers=request.headers, body=body)
-        self.seen.setdefault(request.headers["webhook-id"], time.time())
-        if len(self.seen) >= self.expected:
-            self.done.set()
-        return Response(b'{"ok":true}', media_type="application/json")
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
 
-
-@asynccontextmanager
-async def serve(receiver: Receiver) -> AsyncIterator[int]:
-    app = Starlette(routes=[Route("/hook", receiver.handle, methods=["POST"])])
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=0, log_level="error", lifespan="off", access_log=False
+    def start(self, secret: str) -> None:
+        env = {**os.environ, "SIGNOFF_RECEIVER_SECRET": secret}
+        script = Path(__file__).with_name("counting_receiver.py")
+        self.process = subprocess.Popen(
+            [sys.executable, str(script), "--port", str(self.port)], env=env
         )
-    )
-    task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
-        await asyncio.sleep(0.01)
+
+    async def wait_ready(self) -> None:
+        async with httpx.AsyncClient() as http:
+            for _ in range(500):
+                try:
+                    await http.get(f"{self.url}/stats")
+                    return
+                except httpx.TransportError:
+                    await asyncio.sleep(0.02)
+        raise RuntimeError("the receiver did not start")
+
+    async def stats(self) -> dict[str, int]:
+        async with httpx.AsyncClient() as http:
+            answer: dict[str, int] = (await http.get(f"{self.url}/stats")).json()
+            return answer
+
+    async def wait_for(self, n: int) -> dict[str, float]:
+        async with asyncio.timeout(600):
+            while (await self.stats())["distinct"] < n:
+                await asyncio.sleep(0.05)
+        async with httpx.AsyncClient() as http:
+            seen: dict[str, float] = (await http.get(f"{self.url}/seen")).json()
+            return seen
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def redis_calls(url: str | None) -> int:
+    """Commands the Redis server has run so far (``INFO commandstats``), 0 without Redis."""
+    if url is None:
+        return 0
+    client = Redis.from_url(url)
     try:
-        yield server.servers[0].sockets[0].getsockname()[1]
+        stats = await client.info("commandstats")
     finally:
-        server.should_exit = True
-        await task
+        await client.aclose()
+    return sum(int(entry["calls"]) for entry in stats.values())
+
+
+async def worker_statements(metrics_port: int | None) -> float:
+    """The worker process's ``signoff_sql_statements_total`` (this process's without one)."""
+    if metrics_port is None:
+        return metrics.SQL_STATEMENTS._value.get()
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+    for line in text.splitlines():
+        if line.startswith("signoff_sql_statements_total "):
+            return float(line.split()[1])
+    raise RuntimeError("the worker exports no signoff_sql_statements_total")
 
 
 @asynccontextmanager
@@ -124,7 +161,7 @@ async def viewer(work: WorkMaker, role: Role, name: str, queues: list[str] | Non
         return await authenticate(session=unit.session, token=token)
 
 
-async def world(work: WorkMaker, port: int) -> tuple[str, str, Viewer, Viewer]:
+async def world(work: WorkMaker, url: str) -> tuple[str, str, Viewer, Viewer]:
     admin = await viewer(work, Role.ADMIN, "bench-admin")
     async with work() as unit:
         queue = await create_queue(work=unit, viewer=admin, slug="bench", name="Bench")
@@ -133,7 +170,7 @@ async def world(work: WorkMaker, port: int) -> tuple[str, str, Viewer, Viewer]:
             work=unit,
             viewer=admin,
             name="bench",
-            url=f"http://127.0.0.1:{port}/hook",
+            url=f"{url}/hook",
             input_schema={"type": "object"},
             approval_mode=ApprovalMode.HUMAN,
             queue_id=queue.id,
@@ -185,7 +222,7 @@ async def approve_all(
     return committed
 
 
-def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
+def start_worker(settings: Settings, metrics_port: int) -> subprocess.Popen[bytes]:
     assert settings.redis_url is not None
     env = {
         **os.environ,
@@ -193,8 +230,24 @@ def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
         "SIGNOFF_REDIS_URL": settings.redis_url,
         "SIGNOFF_ARQ_QUEUE": settings.arq_queue,
         "SIGNOFF_LOG_LEVEL": "warning",
+        "SIGNOFF_METRICS_PORT": str(metrics_port),
     }
     return subprocess.Popen([sys.executable, "-m", "signoff", "worker"], env=env)
+
+
+@dataclass
+class Costs:
+    """SQL statements and Redis commands while deliveries were being made."""
+
+    statements: float = 0.0
+    redis: int = 0
+
+    @classmethod
+    async def now(cls, metrics_port: int | None, redis_url: str | None) -> Costs:
+        return cls(await worker_statements(metrics_port), await redis_calls(redis_url))
+
+    def since(self, start: Costs) -> Costs:
+        return Costs(self.statements - start.statements, self.redis - start.redis)
 
 
 async def run(
@@ -208,64 +261,106 @@ async def run(
         )
         engine = create_engine(settings.database_url, pool_size=20)
         await migrate(engine)
+        if not redis_url:
+            metrics.count_statements(engine)  # the in-process runner shares this engine
         jobs = ArqJobs(settings) if redis_url else InProcessJobs(settings)
         work = WorkMaker(
             create_sessionmaker(engine), Services(jobs=jobs, sealer=load_sealer(settings))
         )
-        receiver = Receiver(expected=n)
+        receiver = Receiver()
+        metrics_port = free_port() if redis_url else None
         worker = None
         try:
-            async with serve(receiver) as port:
-                target_id, receiver.secret, agent, reviewer = await world(work, port)
-                if isinstance(jobs, ArqJobs):
-                    await jobs.start()
+            target_id, secret, agent, reviewer = await world(work, receiver.url)
+            receiver.start(secret)
+            await receiver.wait_ready()
+            if isinstance(jobs, ArqJobs):
+                await jobs.start()
+            if backlog:
                 started = time.time()
-                if backlog:
-                    committed = await approve_all(work, target_id, agent, reviewer, n, rate)
-                    approved = time.time()
-                if isinstance(jobs, ArqJobs):
-                    worker = start_worker(settings)
-                else:
-                    await jobs.start(work)
-                if not backlog:
-                    await asyncio.sleep(2)  # let the worker connect before the clock starts
-                    started = time.time()
-                    committed = await approve_all(work, target_id, agent, reviewer, n, rate)
-                    approved = time.time()
-                await asyncio.wait_for(receiver.done.wait(), timeout=600)
-                finished = max(receiver.seen.values())
+                committed = await approve_all(work, target_id, agent, reviewer, n, rate)
+                approved = time.time()
+            before = await Costs.now(None, redis_url)
+            if isinstance(jobs, ArqJobs):
+                assert metrics_port is not None
+                worker = start_worker(settings, metrics_port)
+                await wait_for_metrics(metrics_port)
+                before = await Costs.now(metrics_port, redis_url)
+            else:
+                await jobs.start(work)
+            if not backlog:
+                await asyncio.sleep(2)  # let the worker connect before the clock starts
+                before = await Costs.now(metrics_port, redis_url)
+                started = time.time()
+                committed = await approve_all(work, target_id, agent, reviewer, n, rate)
+                approved = time.time()
+            seen = await receiver.wait_for(n)
+            costs = (await Costs.now(metrics_port, redis_url)).since(before)
+            requests = (await receiver.stats())["requests"]
+            finished = max(seen.values())
         finally:
             await jobs.stop()
             if worker is not None:
                 worker.terminate()
                 worker.wait()
+            receiver.stop()
         await engine.dispose()
+    report(n, redis_url, backlog, rate, started, approved, committed, seen, finished, costs)
+    print(f"  requests received: {requests} for {n} proposals")
+
+
+def report(
+    n: int,
+    redis_url: str | None,
+    backlog: bool,
+    rate: float | None,
+    started: float,
+    approved: float,
+    committed: dict[str, float],
+    seen: dict[str, float],
+    finished: float,
+    costs: Costs,
+) -> None:
     mode = "PostgreSQL + Redis, one `signoff worker`" if redis_url else "SQLite, in-process runner"
     pace = "backlog" if backlog else f"live, approvals paced at {rate}/s" if rate else "live"
     print(f"{mode}: {n} deliveries, {pace}")
     if backlog:
-        first = min(receiver.seen.values())
+        first = min(seen.values())
         print(f"  approvals (worker stopped): {n / (approved - started):.0f}/s")
         print(
             f"  deliveries: {n / (finished - first):.0f}/s "
             f"(first to last delivery, {finished - first:.1f} s)"
         )
-        return
-    latencies = sorted((receiver.seen[k] - committed[k]) * 1000 for k in committed)
-    print(f"  approvals: {n / (approved - started):.0f}/s")
-    print(
-        f"  deliveries: {n / (finished - started):.0f}/s "
-        f"(first approval to last delivery, {finished - started:.1f} s)"
-    )
-    print(
-        f"  approval commit -> receiver: p50 {statistics.median(latencies):.0f} ms, "
-        f"p99 {latencies[int(len(latencies) * 0.99) - 1]:.0f} ms, "
-        f"max {latencies[-1]:.0f} ms"
-    )
+    else:
+        latencies = sorted((seen[k] - committed[k]) * 1000 for k in committed)
+        print(f"  approvals: {n / (approved - started):.0f}/s")
+        print(
+            f"  deliveries: {n / (finished - started):.0f}/s "
+            f"(first approval to last delivery, {finished - started:.1f} s)"
+        )
+        print(
+            f"  approval commit -> receiver: p50 {statistics.median(latencies):.0f} ms, "
+            f"p99 {latencies[int(len(latencies) * 0.99) - 1]:.0f} ms, "
+            f"max {latencies[-1]:.0f} ms"
+        )
+    scope = "the worker's" if redis_url else "this process's (approvals included when live)"
+    print(f"  SQL statements per delivery ({scope}): {costs.statements / n:.2f}")
+    if redis_url:
+        print(f"  Redis commands per delivery (all clients): {costs.redis / n:.2f}")
     print(
         f"  machine: {platform.platform()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"
     )
+
+
+async def wait_for_metrics(port: int) -> None:
+    for _ in range(500):
+        try:
+            await worker_statements(port)
+            return
+        except (httpx.TransportError, RuntimeError):
+            await asyncio.sleep(0.02)
+    raise RuntimeError("the worker did not start")
 
 
 def main() -> None:

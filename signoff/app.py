@@ -205,6 +205,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     (``signoff serve`` does both)."""
     settings = settings or Settings.from_env()
     engine = create_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    metrics.count_statements(engine)
     jobs = _job_queue(settings)
     sessionmaker = create_sessionmaker(engine)
     events = create_event_service(settings, sessionmaker)

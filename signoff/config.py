@@ -14,6 +14,7 @@ from pathlib import Path
 from signoff import sealing
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
+    DELIVERY_CONCURRENCY,
     DELIVERY_LEASE_SECONDS,
     JOB_TIMEOUT_SECONDS,
     RECONCILE_INTERVAL_SECONDS,
@@ -45,6 +46,8 @@ class Settings:
     sweep_interval_seconds: int = SWEEP_INTERVAL_SECONDS
     reconcile_interval_seconds: int = RECONCILE_INTERVAL_SECONDS
     worker_max_jobs: int = WORKER_MAX_JOBS
+    # Deliveries one worker process has in flight at once (and its HTTP connections).
+    delivery_concurrency: int = DELIVERY_CONCURRENCY
     # arq's job timeout; a job taken by a worker that died is run again this long (+10 s) later.
     job_timeout_seconds: int = JOB_TIMEOUT_SECONDS
     # Without Redis, `signoff serve` runs deliveries in-process unless this is off.
@@ -92,6 +95,9 @@ class Settings:
                 env.get("SIGNOFF_RECONCILE_INTERVAL_SECONDS", str(RECONCILE_INTERVAL_SECONDS))
             ),
             worker_max_jobs=int(env.get("SIGNOFF_WORKER_MAX_JOBS", str(WORKER_MAX_JOBS))),
+            delivery_concurrency=int(
+                env.get("SIGNOFF_DELIVERY_CONCURRENCY", str(DELIVERY_CONCURRENCY))
+            ),
             job_timeout_seconds=int(
                 env.get("SIGNOFF_JOB_TIMEOUT_SECONDS", str(JOB_TIMEOUT_SECONDS))
             ),

@@ -60,6 +60,17 @@ RECONCILE_INTERVAL_SECONDS = 60
 RELEASE_LEASE_KEY = "release_lease:{proposal_id}:{lease}"
 LAPSE_CLAIM_KEY = "lapse_claim:{task_id}:{version}"
 EXPIRE_PROPOSAL_KEY = "expire_proposal:{proposal_id}"
+# Delivery throughput (docs/delivery-throughput.md has the measurements behind each).
+# A worker's deliveries in flight, and as many pooled HTTP connections.
+DELIVERY_CONCURRENCY = 64
+HTTP_CONNECTIONS = DELIVERY_CONCURRENCY
+# Outcomes are written in one transaction per flush: when this many wait, or this long
+# after the first of them finished.
+OUTCOME_FLUSH_SIZE = 100
+OUTCOME_FLUSH_SECONDS = 0.02
+# An idle worker looks for due deliveries this often (a read), besides being woken by jobs.
+DISPATCH_POLL_SECONDS = 1.0
+# arq jobs only wake a worker's dispatcher, so they are short: a few slots are plenty.
 WORKER_MAX_JOBS = 20
 WORKER_POLL_DELAY_SECONDS = 0.1
 # On shutdown, jobs in flight get this long to finish before they are cancelled (a cancelled

@@ -18,7 +18,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import httpx
+import aiohttp
 
 from signoff import __version__, clock
 from signoff.constants import (
@@ -37,6 +37,11 @@ Jitter = Callable[[], float]
 
 RETRYABLE_STATUS = {408: "RECEIVER_TIMEOUT", 425: "TOO_EARLY", 429: "RATE_LIMITED"}
 PRECONDITION_STATUS = frozenset({409, 412})
+# A receiver stops the retries of one message with this response header (the convention
+# Svix documents for Standard Webhooks senders): docs/design.md section 4.8.
+DELIVERY_CONTROL_HEADER = "webhook-delivery"
+ABORT_MESSAGE = "abort-message"
+RECEIVER_ABORTED = "RECEIVER_ABORTED"
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,19 @@ def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+@dataclass(frozen=True)
+class Response:
+    """What came back: the status, at most ``RESPONSE_BODY_MAX_BYTES`` (+1) of the body,
+    and the headers delivery acts on."""
+
+    status: int
+    content: bytes
+    retry_after: str | None
+    control: str | None
+
+
 async def send(
-    http: httpx.AsyncClient, proposal: Proposal, target: Target, secret: str, attempt: int
+    http: aiohttp.ClientSession, proposal: Proposal, target: Target, secret: str, attempt: int
 ) -> Outcome:
     """Make one attempt; transport failures become outcomes, never exceptions."""
     body = request_body(proposal)
@@ -109,13 +125,16 @@ async def send(
     retry_after: str | None = None
     try:
         async with asyncio.timeout(target.timeout_seconds):
-            status, content, retry_after = await _exchange(http, target, body, headers)
+            response = await _exchange(http, target, body, headers)
+        status, content, retry_after = response.status, response.content, response.retry_after
         response_class, code = classify(status, content, target.output_schema)
+        if response_class is ResponseClass.RETRYABLE and _aborted(response.control):
+            response_class, code = ResponseClass.TERMINAL, RECEIVER_ABORTED
     except TimeoutError:
         response_class, code = ResponseClass.RETRYABLE, "TIMEOUT"
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL):
+    except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError, ValueError):
         response_class, code = ResponseClass.TERMINAL, "INVALID_URL"
-    except httpx.TransportError:
+    except (aiohttp.ClientError, OSError):
         response_class, code = ResponseClass.RETRYABLE, "CONNECTION_FAILED"
     return Outcome(
         response_class=response_class,
@@ -133,16 +152,28 @@ async def send(
 
 
 async def _exchange(
-    http: httpx.AsyncClient, target: Target, body: bytes, headers: dict[str, str]
-) -> tuple[int, bytes, str | None]:
+    http: aiohttp.ClientSession, target: Target, body: bytes, headers: dict[str, str]
+) -> Response:
     """Send, then read at most ``RESPONSE_BODY_MAX_BYTES`` (+1, to tell it was cut off)."""
-    async with http.stream(target.method, target.url, content=body, headers=headers) as response:
+    async with http.request(
+        target.method, target.url, data=body, headers=headers, allow_redirects=False
+    ) as response:
         content = bytearray()
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.content.iter_chunked(RESPONSE_BODY_MAX_BYTES + 1):
             content.extend(chunk)
             if len(content) > RESPONSE_BODY_MAX_BYTES:
                 break
-        return response.status_code, bytes(content), response.headers.get("retry-after")
+        return Response(
+            status=response.status,
+            content=bytes(content),
+            retry_after=response.headers.get("retry-after"),
+            control=response.headers.get(DELIVERY_CONTROL_HEADER),
+        )
+
+
+def _aborted(control: str | None) -> bool:
+    """The receiver asked for no more retries of this message."""
+    return control is not None and control.strip().lower() == ABORT_MESSAGE
 
 
 def classify(

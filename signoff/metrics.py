@@ -27,6 +27,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff.constants import DELIVERY_LATENCY_BUCKETS
 from signoff.delivery import Outcome
@@ -70,6 +72,23 @@ RECONCILIATION_REPAIRS = Counter(
     ["action_type"],
     registry=REGISTRY,
 )
+
+
+SQL_STATEMENTS = Counter(
+    "signoff_sql_statements",
+    "SQL statements this process sent to its database (the cost of its work: "
+    "bench/delivery.py divides it by the deliveries made).",
+    registry=REGISTRY,
+)
+
+
+def count_statements(engine: AsyncEngine) -> None:
+    """Count every statement ``engine`` executes in ``SQL_STATEMENTS``."""
+
+    def counted(*_: object) -> None:
+        SQL_STATEMENTS.inc()
+
+    event.listen(engine.sync_engine, "before_cursor_execute", counted)
 
 
 def observe_delivery(outcome: Outcome) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 
 from signoff import __version__
 from signoff.config import Settings
-from signoff.database import SessionMaker
+from signoff.constants import HTTP_CONNECTIONS
+from signoff.database import SessionMaker, create_sessionmaker, read_only
 from signoff.delivery import Jitter
 from signoff.resolvers.work import JobQueue, WorkMaker
 
@@ -23,28 +25,37 @@ class Services:
 
     settings: Settings
     work: WorkMaker
-    http: httpx.AsyncClient
+    http: aiohttp.ClientSession
     jitter: Jitter | None = None
 
     @property
     def sessionmaker(self) -> SessionMaker:
         return self.work.sessionmaker
 
+    @functools.cached_property
+    def read_sessionmaker(self) -> SessionMaker:
+        """Sessions for reads only (on SQLite they never take the write lock)."""
+        bind = self.sessionmaker.kw["bind"]
+        return create_sessionmaker(read_only(bind))
+
     @property
     def jobs(self) -> JobQueue | None:
         return self.work.services.jobs
 
 
-def open_http_client() -> httpx.AsyncClient:
-    """One client for every delivery: pooled connections, no redirects, no environment proxies.
+def open_http_client(connections: int = HTTP_CONNECTIONS) -> aiohttp.ClientSession:
+    """One client for every delivery: pooled connections (as many as deliveries may be in
+    flight, so none waits for a socket), no redirects, no environment proxies.
 
+    aiohttp rather than httpx: measured on this project's 2-core machine, one process
+    sends about 7,000 requests/s with aiohttp and about 600/s with httpx, whose cost per
+    request (1.6 ms of CPU) alone would cap a worker near that (docs/delivery-throughput.md).
     Per-target timeouts are applied around each request; this is only the outer bound.
     """
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(130.0, connect=10.0),
-        follow_redirects=False,
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=connections, ttl_dns_cache=300),
+        timeout=aiohttp.ClientTimeout(total=130.0, connect=10.0),
         trust_env=False,
-        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
         headers={"user-agent": f"signoff/{__version__}"},
     )
 

@@ -1,8 +1,9 @@
 """The in-process runner: the embedded default's worker, inside ``signoff serve``.
 
-It runs the same job functions as the arq worker, with the same ``ctx``, the same
-job ids (a job already waiting or running is not queued twice) and the same
-periodic sweeps; only the transport differs (an ``asyncio.Queue`` instead of Redis).
+It runs the same ``Dispatcher`` and the same periodic sweeps as the arq worker, with
+the same ``ctx``; only the transport of delivery jobs differs: an attempt due now wakes
+the dispatcher at once, one due later wakes it by a timer of this event loop (one per
+job id, so an attempt already waiting is not scheduled twice).
 """
 
 from __future__ import annotations
@@ -18,25 +19,22 @@ from signoff import clock
 from signoff.config import Settings
 from signoff.constants import DRAFT_RETENTION_INTERVAL_SECONDS, WORKER_STOP_GRACE_SECONDS
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
-from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.jobs.delivery import DISPATCHER_KEY, expire_due_proposals, sweep_deliveries
+from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.work import WorkMaker, delivery_job_id
 
 logger = logging.getLogger("signoff.jobs.runner")
 
-CONCURRENCY = 8
-
 
 class InProcessJobs:
-    """A ``JobQueue`` whose jobs run as tasks of this event loop."""
+    """A ``JobQueue`` whose jobs wake a ``Dispatcher`` of this event loop."""
 
-    def __init__(self, settings: Settings, *, concurrency: int = CONCURRENCY) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.concurrency = concurrency
         self.ctx: dict[str, Any] = {}
-        self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-        self._pending: set[str] = set()
+        self._dispatcher: Dispatcher | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[Any]] = set()
@@ -44,27 +42,33 @@ class InProcessJobs:
     async def enqueue_delivery(
         self, proposal_id: str, attempt: int, at: datetime | None = None
     ) -> None:
-        job_id = delivery_job_id(proposal_id, attempt)
-        if job_id in self._pending:
-            return
-        self._pending.add(job_id)
         delay = 0.0 if at is None else (at - clock.now()).total_seconds()
         if delay <= 0:
-            self._queue.put_nowait((job_id, proposal_id))
+            self._wake()
             return
-        self._timers[job_id] = asyncio.get_running_loop().call_later(
-            delay, self._release, job_id, proposal_id
-        )
+        job_id = delivery_job_id(proposal_id, attempt)
+        if job_id not in self._timers:
+            self._timers[job_id] = asyncio.get_running_loop().call_later(
+                delay, self._release, job_id
+            )
 
-    def _release(self, job_id: str, proposal_id: str) -> None:
+    def _release(self, job_id: str) -> None:
         self._timers.pop(job_id, None)
-        self._queue.put_nowait((job_id, proposal_id))
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._dispatcher is not None:
+            self._dispatcher.wake()
 
     async def start(self, work: WorkMaker) -> None:
-        """Open the shared HTTP client and start the workers and the sweeps (``work``'s
+        """Open the shared HTTP client and start the dispatcher and the sweeps (``work``'s
         services name this runner as their job queue)."""
-        self.ctx[CTX_KEY] = Services(settings=self.settings, work=work, http=open_http_client())
-        self._tasks = [asyncio.create_task(self._work()) for _ in range(self.concurrency)]
+        concurrency = self.settings.delivery_concurrency
+        services = Services(settings=self.settings, work=work, http=open_http_client(concurrency))
+        self.ctx[CTX_KEY] = services
+        self._dispatcher = Dispatcher(services, concurrency=concurrency)
+        self.ctx[DISPATCHER_KEY] = self._dispatcher
+        await self._dispatcher.start()
         self._tasks.append(
             asyncio.create_task(
                 self._every(
@@ -87,6 +91,9 @@ class InProcessJobs:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        if self._dispatcher is not None:
+            await self._dispatcher.stop(grace_seconds)
+            self._dispatcher = None
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -100,7 +107,7 @@ class InProcessJobs:
             await asyncio.gather(*late, return_exceptions=True)
         services = self.ctx.pop(CTX_KEY, None)
         if isinstance(services, Services):
-            await services.http.aclose()
+            await services.http.close()
 
     async def _run(self, name: str, job: Awaitable[Any]) -> None:
         """Run one job to its end even if the loop awaiting it is cancelled by ``stop``."""
@@ -113,14 +120,6 @@ class InProcessJobs:
             raise
         except Exception as exc:
             logger.error("job %s failed: %s", name, type(exc).__name__)
-
-    async def _work(self) -> None:
-        while True:
-            job_id, proposal_id = await self._queue.get()
-            try:
-                await self._run(job_id, deliver_proposal(self.ctx, proposal_id))
-            finally:
-                self._pending.discard(job_id)
 
     async def _every(
         self, seconds: float, *jobs: Callable[[dict[str, Any]], Awaitable[int]]

@@ -26,7 +26,14 @@ from signoff.constants import (
 from signoff.database import create_engine, create_sessionmaker
 from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
-from signoff.jobs.delivery import deliver_proposal, expire_due_proposals, sweep_deliveries
+from signoff.jobs.delivery import (
+    DISPATCHER_KEY,
+    deliver_proposal,
+    dispatcher_of,
+    expire_due_proposals,
+    sweep_deliveries,
+)
+from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.key_check import verify_secret_key
@@ -73,6 +80,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     settings: Settings = ctx.get("settings") or Settings.from_env()
     engine = create_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     ctx["engine"] = engine
+    metrics.count_statements(engine)
     sealer = load_sealer(settings)
     # `signoff worker` has checked already; a worker started by `arq` itself has not.
     async with create_sessionmaker(engine)() as session:
@@ -85,9 +93,14 @@ async def startup(ctx: dict[str, Any]) -> None:
     await events.start()
     ctx["events"] = events
     services = WorkServices(jobs=jobs, events=events, sealer=sealer)
+    concurrency = settings.delivery_concurrency
     ctx[CTX_KEY] = Services(
-        settings=settings, http=open_http_client(), work=WorkMaker(sessionmaker, services)
+        settings=settings,
+        http=open_http_client(concurrency),
+        work=WorkMaker(sessionmaker, services),
     )
+    ctx[DISPATCHER_KEY] = Dispatcher(services_of(ctx), concurrency=concurrency)
+    await dispatcher_of(ctx).start()
     if settings.metrics_port is not None:
         # A thread of its own: scrapes never wait for the event loop, and read no database.
         ctx["metrics_server"], _ = start_http_server(
@@ -99,8 +112,10 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     if "metrics_server" in ctx:
         ctx["metrics_server"].shutdown()
         ctx["metrics_server"].server_close()
+    if DISPATCHER_KEY in ctx:
+        await dispatcher_of(ctx).stop()
     if CTX_KEY in ctx:
-        await services_of(ctx).http.aclose()
+        await services_of(ctx).http.close()
     if "events" in ctx:
         await ctx["events"].stop()
     if "engine" in ctx:

@@ -49,6 +49,8 @@ class ChangeKind(StrEnum):
     INCIDENT_RESOLVED = "incident.resolved"
     TARGET_PAUSED = "target.paused"
     TARGET_RESUMED = "target.resumed"
+    TARGET_CIRCUIT_OPENED = "target.circuit_opened"
+    TARGET_CIRCUIT_CLOSED = "target.circuit_closed"
     DRAFT_PREPARED = "draft.prepared"
     DRAFT_UPDATED = "draft.updated"
     DRAFT_RESERVED = "draft.reserved"

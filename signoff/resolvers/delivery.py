@@ -1,143 +1,49 @@
-"""Delivery rules: claiming a due proposal with a lease, and recording what an attempt came to.
+"""Delivery outcomes: recording what attempts came to, in batches.
 
 Every change is a transition of the proposal's delivery (``lifecycles.PROPOSAL``), a
-compare-and-set: a claim succeeds for one worker only, and an outcome is recorded only
-by the worker that still holds the lease it claimed (``state = 'APPLYING'`` and the
-lease generation it was given), so a worker whose lease lapsed cannot overwrite the
-work of the one that took over, in this retry cycle or any later one.
+compare-and-set: an outcome is recorded only by the worker that still holds the lease
+it claimed (``state = 'APPLYING'`` and the lease generation it was given), so a worker
+whose lease lapsed cannot overwrite the work of the one that took over, in this retry
+cycle or any later one. Claims are in ``signoff.resolvers.delivery_claims``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, or_
-from sqlmodel import col, select
+from sqlalchemy import tuple_
+from sqlmodel import col
 
 from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
 from signoff.delivery import Jitter, Outcome, backoff_seconds
-from signoff.models import (
-    Approval,
-    Decision,
-    DeliveryAttempt,
-    Proposal,
-    ProposalState,
-    ResponseClass,
-    Target,
-)
-from signoff.models.proposal import payload_digest_of
+from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
 from signoff.resolvers import lifecycles
+from signoff.resolvers.circuit import note_attempts
+from signoff.resolvers.delivery_due import holding
 from signoff.resolvers.incidents import record_delivery_dead_letter
 from signoff.resolvers.lifecycles import PROPOSAL
-from signoff.resolvers.target_health import judge_target_health
+from signoff.resolvers.target_health import FAILED_CLASSES, judge_target_health
 from signoff.resolvers.work import UnitOfWork
-
-PENDING = tuple(state.value for state in lifecycles.PENDING)
-
-
-def due(now: datetime) -> Any:
-    """Proposals a worker may claim now: pending and due, or in flight with a lapsed lease;
-    either way, of a target that is not paused."""
-    return and_(
-        or_(
-            and_(
-                col(Proposal.state).in_(PENDING),
-                col(Proposal.delivery_terminal).is_(False),
-                col(Proposal.next_attempt_at) <= now,
-            ),
-            and_(
-                col(Proposal.state) == ProposalState.APPLYING.value,
-                col(Proposal.lease_expires_at) <= now,
-            ),
-        ),
-        target_not_paused(),
-    )
-
-
-def target_not_paused() -> Any:
-    """The proposal's target is not paused. A paused target's proposals wait: not claimed,
-    not taken over after a lapsed lease, not enqueued by the sweep (an attempt already in
-    flight when the pause commits still records its outcome)."""
-    return ~exists().where(
-        col(Target.id) == col(Proposal.target_id), col(Target.paused_at).is_not(None)
-    )
-
-
-def holding(lease: int) -> Any:
-    """The caller still holds the delivery lease of generation ``lease``."""
-    return and_(
-        col(Proposal.state) == ProposalState.APPLYING.value,
-        col(Proposal.delivery_lease) == lease,
-    )
-
-
-async def claim_delivery(
-    work: UnitOfWork, proposal_id: str, *, lease_seconds: int
-) -> Proposal | None:
-    """Take a lease on a due proposal and count the attempt; ``None`` if it is not due."""
-    now = work.now()
-    claimed = await PROPOSAL.move(
-        work,
-        lifecycles.START_ATTEMPT,
-        proposal_id,
-        actor_id=None,
-        guard=due(now),
-        values={
-            "lease_expires_at": now + timedelta(seconds=lease_seconds),
-            "delivery_attempt_count": col(Proposal.delivery_attempt_count) + 1,
-            "delivery_lease": col(Proposal.delivery_lease) + 1,
-        },
-    )
-    await work.commit()
-    return claimed
-
-
-async def renew_lease(
-    work: UnitOfWork, proposal_id: str, lease: int, *, lease_seconds: int
-) -> bool:
-    """Extend the lease while the request is still in flight."""
-    renewed = await PROPOSAL.move(
-        work,
-        lifecycles.RENEW_LEASE,
-        proposal_id,
-        actor_id=None,
-        guard=holding(lease),
-        values={"lease_expires_at": work.now() + timedelta(seconds=lease_seconds)},
-    )
-    await work.commit()
-    return renewed is not None
-
-
-async def refusal_before_send(work: UnitOfWork, proposal: Proposal, target: Target) -> str | None:
-    """Why this attempt must not be sent, or ``None``: re-checked at every attempt, because
-    what reaches the target must be exactly what was approved, while it is still valid."""
-    if proposal.delivery_attempt_count > target.max_attempts:
-        return "ATTEMPTS_EXHAUSTED"
-    if proposal.expires_at <= work.now():
-        return "ACTION_EXPIRED"
-    if payload_digest_of(proposal) != proposal.payload_digest:
-        return "APPROVAL_DIGEST_MISMATCH"
-    approved = await work.session.exec(
-        select(Approval.payload_digest).where(
-            Approval.proposal_id == proposal.id, Approval.decision == Decision.APPROVED
-        )
-    )
-    digests = list(approved.all())
-    if (
-        any(d != proposal.payload_digest for d in digests)
-        or len(digests) < proposal.required_approvals
-    ):
-        return "APPROVAL_DIGEST_MISMATCH"
-    return None
 
 
 async def refuse_attempt(work: UnitOfWork, proposal: Proposal, error_code: str) -> None:
-    """End delivery without sending: the attempt failed a check before it was sent."""
+    """End delivery without sending: the claimed attempt failed a check before it was sent."""
     await fail_terminally(
         work, proposal.id, holding(proposal.delivery_lease), error_code, edge=lifecycles.REFUSE
     )
-    await work.commit()
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """One attempt to record: the proposal as its worker claimed it (its lease), its
+    target, and what the attempt came to."""
+
+    proposal: Proposal
+    target: Target
+    outcome: Outcome
 
 
 async def record_outcome(
@@ -148,26 +54,79 @@ async def record_outcome(
     *,
     jitter: Jitter | None = None,
 ) -> ProposalState | None:
-    """Store the attempt and move the proposal by its response class; returns the new state,
-    or ``None`` when this worker no longer held the lease (the attempt is still stored)."""
-    work.session.add(
-        DeliveryAttempt(
-            proposal_id=proposal.id,
-            attempt_number=proposal.delivery_attempt_count,
-            response_class=outcome.response_class,
-            status_code=outcome.status_code,
-            error_code=outcome.error_code,
-            request_digest=outcome.request_digest,
-            response_digest=outcome.response_digest,
-            duration_ms=outcome.duration_ms,
-            started_at=outcome.started_at,
-            finished_at=outcome.finished_at,
-        )
-    )
-    settled = await _settle(work, proposal, target, outcome, jitter)
-    await judge_target_health(work, target, outcome)
+    """``record_outcomes`` for one attempt."""
+    (state,) = await record_outcomes(work, [Attempted(proposal, target, outcome)], jitter=jitter)
+    return state
+
+
+async def record_outcomes(
+    work: UnitOfWork, attempts: Sequence[Attempted], *, jitter: Jitter | None = None
+) -> list[ProposalState | None]:
+    """Store a batch of attempts and move each proposal by its response class, in one
+    transaction; returns each one's new state, or ``None`` where its worker no longer held
+    the lease (the attempt is still stored). Applied attempts, the common case, move in
+    one statement; the attempts' rows and change events are inserted in batches."""
+    work.session.add_all([_attempt_row(a) for a in attempts])
+    moved = await _apply_all(work, [a for a in attempts if _applied(a)])
+    for attempt in attempts:
+        if not _applied(attempt):
+            moved[attempt.proposal.id] = await _settle(
+                work, attempt.proposal, attempt.target, attempt.outcome, jitter
+            )
+    await _judge_targets(work, attempts)
     await work.commit()
-    return None if settled is None else ProposalState(settled.state)
+    return [
+        None if (row := moved.get(a.proposal.id)) is None else ProposalState(row.state)
+        for a in attempts
+    ]
+
+
+def _applied(attempt: Attempted) -> bool:
+    return attempt.outcome.response_class is ResponseClass.APPLIED
+
+
+def _attempt_row(attempt: Attempted) -> DeliveryAttempt:
+    proposal, outcome = attempt.proposal, attempt.outcome
+    return DeliveryAttempt(
+        proposal_id=proposal.id,
+        attempt_number=proposal.delivery_attempt_count,
+        response_class=outcome.response_class,
+        status_code=outcome.status_code,
+        error_code=outcome.error_code,
+        request_digest=outcome.request_digest,
+        response_digest=outcome.response_digest,
+        duration_ms=outcome.duration_ms,
+        started_at=outcome.started_at,
+        finished_at=outcome.finished_at,
+    )
+
+
+async def _apply_all(work: UnitOfWork, attempts: Sequence[Attempted]) -> dict[str, Proposal | None]:
+    """docs/design.md section 4.6, row D4 for a batch: each fenced by its own lease."""
+    if not attempts:
+        return {}
+    leases = [(a.proposal.id, a.proposal.delivery_lease) for a in attempts]
+    applied = await PROPOSAL.move_where(
+        work,
+        lifecycles.APPLY,
+        tuple_(col(Proposal.id), col(Proposal.delivery_lease)).in_(leases),
+        actor_id=None,
+        guard=col(Proposal.state) == ProposalState.APPLYING.value,
+        values=_applied_values(work),
+    )
+    return {row.id: row for row in applied}
+
+
+async def _judge_targets(work: UnitOfWork, attempts: Sequence[Attempted]) -> None:
+    """Once per target in the batch: its circuit, and its failure rate after a failure."""
+    by_target: dict[str, list[Attempted]] = {}
+    for attempt in sorted(attempts, key=lambda a: a.outcome.finished_at):
+        by_target.setdefault(attempt.target.id, []).append(attempt)
+    for target_id, batch in by_target.items():
+        await note_attempts(work, target_id, [a.outcome for a in batch])
+        failed = [a for a in batch if a.outcome.response_class in FAILED_CLASSES]
+        if failed:
+            await judge_target_health(work, failed[-1].target, failed[-1].outcome)
 
 
 async def _settle(
@@ -213,15 +172,19 @@ async def mark_applied(
         proposal_id,
         actor_id=actor_id,
         guard=guard,
-        values={
-            "applied_at": work.now(),
-            "lease_expires_at": None,
-            "next_attempt_at": None,
-            "last_error_code": None,
-        },
+        values=_applied_values(work),
         details=details,
     )
     return applied
+
+
+def _applied_values(work: UnitOfWork) -> dict[str, Any]:
+    return {
+        "applied_at": work.now(),
+        "lease_expires_at": None,
+        "next_attempt_at": None,
+        "last_error_code": None,
+    }
 
 
 async def schedule_retry(

@@ -32,7 +32,7 @@ from signoff.models import (
 )
 from signoff.models.base import UTCDateTime
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.delivery import due
+from signoff.resolvers.delivery_due import due
 from signoff.resolvers.pagination import Order, Page, paginate
 
 PROPOSAL_DELIVERY = "proposal_delivery"

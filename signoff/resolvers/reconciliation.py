@@ -40,7 +40,7 @@ from signoff.models import (
     TaskState,
 )
 from signoff.resolvers import lifecycles
-from signoff.resolvers.delivery import holding
+from signoff.resolvers.delivery_due import holding
 from signoff.resolvers.lifecycles import PROPOSAL, RECONCILIATION, TASK
 from signoff.resolvers.sweeps import expire, lapsed_approvals
 from signoff.resolvers.work import UnitOfWork, WorkMaker

@@ -15,9 +15,10 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
 from signoff.constants import SWEEP_BATCH_SIZE
-from signoff.models import HumanTask, Proposal, ProposalState
+from signoff.models import HumanTask, Proposal, ProposalState, Target
 from signoff.resolvers import lifecycles
-from signoff.resolvers.delivery import due
+from signoff.resolvers.circuit import accepting
+from signoff.resolvers.delivery_due import due
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.work import JobQueue, UnitOfWork
 
@@ -26,9 +27,12 @@ async def enqueue_due_deliveries(
     session: AsyncSession, jobs: JobQueue, *, limit: int = SWEEP_BATCH_SIZE
 ) -> int:
     """Enqueue the next attempt of every due proposal, oldest first; returns how many."""
+    now = clock.now()
+    # A target whose circuit is open is not sent to until its probe is due: no job for it.
+    accepting_targets = select(Target.id).where(accepting(now))
     stmt = (
         select(Proposal.id, Proposal.delivery_attempt_count)
-        .where(due(clock.now()))
+        .where(due(now), col(Proposal.target_id).in_(accepting_targets))
         .order_by(col(Proposal.next_attempt_at))
         .limit(limit)
     )

@@ -88,7 +88,6 @@ async def judge_target_health(work: UnitOfWork, target: Target, outcome: Outcome
     if not health.unhealthy:
         return
     error_code = outcome.error_code or "UNKNOWN"
-    fingerprint = TARGET_INCIDENT_FINGERPRINT.format(target_id=target.id)
     title = (
         f"Target {target.name} is failing: {health.failures} of its last {health.attempts} "
         f"attempts failed ({health.failure_percent}%), last error {error_code}"
@@ -100,6 +99,33 @@ async def judge_target_health(work: UnitOfWork, target: Target, outcome: Outcome
         f"error was {error_code}{status}. Check the receiver at {target.url}, and consider "
         "pauseTarget until it is fixed."
     )
+    await raise_target_incident(
+        work,
+        target,
+        action="target.unhealthy",
+        title=title,
+        summary=summary,
+        error_code=error_code,
+        attempts=health.attempts,
+        failures=health.failures,
+        failure_percent=health.failure_percent,
+    )
+
+
+async def raise_target_incident(
+    work: UnitOfWork,
+    target: Target,
+    *,
+    action: str,
+    title: str,
+    summary: str,
+    error_code: str,
+    **facts: Any,
+) -> None:
+    """Open, count again, or refresh the target's one incident (``target:<id>``): the failure
+    rate and the circuit breaker both raise it, so an operator sees one incident per target.
+    """
+    fingerprint = TARGET_INCIDENT_FINGERPRINT.format(target_id=target.id)
     stale = work.now() - timedelta(seconds=TARGET_HEALTH_WINDOW_SECONDS)
     incident_id = await upsert_incident(
         work,
@@ -122,21 +148,15 @@ async def judge_target_health(work: UnitOfWork, target: Target, outcome: Outcome
             work, fingerprint=fingerprint, title=title, summary=summary, error_code=error_code
         )
         return
-    facts: dict[str, Any] = {
-        "target_id": target.id,
-        "attempts": health.attempts,
-        "failures": health.failures,
-        "failure_percent": health.failure_percent,
-        "error_code": error_code,
-    }
-    await announce_occurrence(work, incident_id, **facts)
+    details: dict[str, Any] = {"target_id": target.id, "error_code": error_code, **facts}
+    await announce_occurrence(work, incident_id, **details)
     record(
         work,
         Happening(
             entity_type="target",
             entity_id=target.id,
             actor_id=None,
-            action="target.unhealthy",
-            details={"incident_id": incident_id, **facts},
+            action=action,
+            details={"incident_id": incident_id, **details},
         ),
     )

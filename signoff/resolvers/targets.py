@@ -35,7 +35,7 @@ from signoff.jsonvalues import check_schema
 from signoff.models import ApprovalMode, ChangeKind, Proposal, Queue, Role, Target
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.delivery import due
+from signoff.resolvers.delivery_due import due
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text

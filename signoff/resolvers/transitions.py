@@ -196,16 +196,40 @@ class Lifecycle(Generic[M, S]):
         details: Mapping[str, Any] | None = None,
     ) -> list[M]:
         """``move`` for many rows in one statement (sweeps); returns the rows that moved."""
+        if not entity_ids:
+            self._check(edge)
+            return []
+        table = self._table
+        which = table.c.id.in_(entity_ids) if len(entity_ids) > 1 else table.c.id == entity_ids[0]
+        return await self.move_where(
+            work, edge, which, actor_id=actor_id, guard=guard, values=values, details=details
+        )
+
+    async def move_where(
+        self,
+        work: UnitOfWork,
+        edge: Edge[S],
+        which: Any,
+        *,
+        actor_id: str | None,
+        guard: Any = None,
+        values: Mapping[str, Any] | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> list[M]:
+        """``move`` for the rows ``which`` selects (a condition on the table, such as
+        ``id IN (<subquery>)``), in one statement: a batch claim chooses its rows inside the
+        statement that moves them."""
+        self._check(edge)
+        rows = await self._compare_and_set(work, edge, which, guard, dict(values or {}))
+        for row in rows:
+            await self._happened(work, row, self._outcome(edge, row), actor_id, details)
+        return rows
+
+    def _check(self, edge: Edge[S]) -> None:
         if edge not in self.edges:
             raise TransitionNotAllowed(
                 f"{edge.name!r} is not a transition of a {self.entity_type}.", edge=edge.name
             )
-        if not entity_ids:
-            return []
-        rows = await self._compare_and_set(work, edge, entity_ids, guard, dict(values or {}))
-        for row in rows:
-            await self._happened(work, row, self._outcome(edge, row), actor_id, details)
-        return rows
 
     async def created(
         self,
@@ -253,7 +277,7 @@ class Lifecycle(Generic[M, S]):
         self,
         work: UnitOfWork,
         edge: Edge[S],
-        entity_ids: Sequence[str],
+        which: Any,
         guard: Any,
         values: dict[str, Any],
     ) -> list[M]:
@@ -263,10 +287,7 @@ class Lifecycle(Generic[M, S]):
             values[self.state_field] = edge.target.value if len(edge.outcomes) == 1 else state
         if "updated_at" in table.c:
             values.setdefault("updated_at", work.now())
-        conditions = [
-            table.c.id.in_(entity_ids) if len(entity_ids) > 1 else table.c.id == entity_ids[0],
-            state.in_([source.value for source in edge.sources]),
-        ]
+        conditions = [which, state.in_([source.value for source in edge.sources])]
         if guard is not None:
             conditions.append(guard)
         stmt = (

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from signoff.config import Settings, load_sealer
 from signoff.database import create_sessionmaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
-from signoff.jobs.delivery import deliver_proposal
+from signoff.jobs.dispatcher import Dispatcher
 from signoff.resolvers.work import Services as WorkServices
 from signoff.resolvers.work import WorkMaker, delivery_job_id
 
@@ -42,7 +42,8 @@ class Worker:
         return services
 
     async def deliver(self, proposal_id: str) -> str:
-        return await deliver_proposal(self.ctx, proposal_id)
+        """One attempt now, as the worker's dispatcher makes it (claim, send, record)."""
+        return await Dispatcher(self.services, concurrency=1).deliver(proposal_id)
 
 
 @pytest.fixture
@@ -57,4 +58,4 @@ async def worker(
     )
     services = Services(settings=settings, work=work, http=http, jitter=lambda: 1.0)
     yield Worker(ctx={CTX_KEY: services}, jobs=jobs)
-    await http.aclose()
+    await http.close()

@@ -18,8 +18,7 @@ from sqlmodel import select
 from signoff import clock
 from signoff.database import create_sessionmaker
 from signoff.digest import canonical_json
-from signoff.jobs.context import CTX_KEY
-from signoff.jobs.delivery import deliver_proposal
+from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import DeadLetter, DeliveryAttempt, Incident, IncidentState, Role
 from signoff.resolvers.work import Services as WorkServices
 from signoff.resolvers.work import WorkMaker
@@ -364,7 +363,7 @@ async def test_a_worker_with_another_key_sends_nothing_and_opens_an_incident(
                 create_sessionmaker(engine), WorkServices(jobs=worker.jobs, sealer=stranger)
             ),
         )
-        outcome = await deliver_proposal({CTX_KEY: services}, proposal["id"])
+        outcome = await Dispatcher(services, concurrency=1).deliver(proposal["id"])
     assert outcome == "SIGNING_SECRET_UNREADABLE"
     assert receiver.requests == []
     state = await read(world, proposal["id"])

@@ -23,7 +23,8 @@ from signoff.models import (
     Target,
 )
 from signoff.resolvers import reconciliation
-from signoff.resolvers.delivery import claim_delivery, record_outcome
+from signoff.resolvers.delivery import record_outcome
+from signoff.resolvers.delivery_claims import claim_delivery
 from signoff.resolvers.reconciliation import LapsedLease, Reconciliation, Repair, reconcile
 from signoff.resolvers.work import Services as WorkServices
 from signoff.resolvers.work import UnitOfWork, WorkMaker

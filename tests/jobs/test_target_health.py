@@ -91,8 +91,11 @@ async def test_a_failing_receiver_opens_one_target_incident_with_its_failure_rat
                 )
             )
         ).all()
+    # The tenth consecutive failure also opened the target's circuit (its own audit
+    # record); the incident it raises is the same one, already open.
     assert sorted(action for action, _ in audit) == [
         "incident.opened",
+        "target.circuit_opened",
         "target.registered",
         "target.unhealthy",
     ]

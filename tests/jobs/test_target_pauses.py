@@ -11,7 +11,7 @@ from signoff import clock
 from signoff.jobs.delivery import sweep_deliveries
 from signoff.models import Actor
 from signoff.resolvers.access import Viewer
-from signoff.resolvers.delivery import claim_delivery
+from signoff.resolvers.delivery_claims import claim_delivery
 from signoff.resolvers.targets import resume_target
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker

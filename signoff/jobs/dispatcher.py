@@ -1,0 +1,290 @@
+"""The dispatcher: one per worker process, it claims due deliveries in batches, sends them
+concurrently and records their outcomes in batches.
+
+docs/design.md section 4.14 and docs/delivery-throughput.md. Three loops:
+
+* **claim**: when woken (a delivery job came due, outcomes were recorded) or every
+  ``DISPATCH_POLL_SECONDS``, claim as many due deliveries as there are free slots, in one
+  transaction (``claim_deliveries``), and start sending each;
+* **flush**: outcomes wait in a buffer and are written in one transaction
+  (``record_outcomes``) when ``OUTCOME_FLUSH_SIZE`` wait or ``OUTCOME_FLUSH_SECONDS`` after
+  the first; each is still fenced by its own lease. A crash before the flush loses only
+  the record: the lease lapses and the delivery is sent again with the same
+  ``webhook-id``, which receivers deduplicate on (section 4.13);
+* **renew**: leases of deliveries still in flight (sent or waiting to be recorded) are
+  renewed together, every third of the lease.
+
+No session is open while a request is in flight or while a loop waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from signoff import clock, metrics
+from signoff.constants import (
+    DISPATCH_POLL_SECONDS,
+    OUTCOME_FLUSH_SECONDS,
+    OUTCOME_FLUSH_SIZE,
+    WORKER_STOP_GRACE_SECONDS,
+)
+from signoff.database import database_condition
+from signoff.delivery import Outcome, send
+from signoff.jobs.context import Services
+from signoff.models import ProposalState
+from signoff.resolvers.delivery import Attempted, record_outcomes
+from signoff.resolvers.delivery_claims import (
+    Claim,
+    Delivery,
+    any_claimable,
+    claim_deliveries,
+    renew_leases,
+)
+
+logger = logging.getLogger("signoff.jobs")
+
+RECORD_RETRY_SECONDS = 0.5
+RECORD_TRIES_WHEN_STOPPING = 3
+
+
+@dataclass
+class Sent:
+    """A delivery whose request finished, waiting for its outcome to be recorded."""
+
+    delivery: Delivery
+    outcome: Outcome
+
+
+class Dispatcher:
+    """Claims, sends and records deliveries for one worker process."""
+
+    def __init__(
+        self,
+        services: Services,
+        *,
+        concurrency: int,
+        flush_size: int = OUTCOME_FLUSH_SIZE,
+        flush_seconds: float = OUTCOME_FLUSH_SECONDS,
+        poll_seconds: float = DISPATCH_POLL_SECONDS,
+    ) -> None:
+        self.services = services
+        self.concurrency = concurrency
+        self.flush_size = flush_size
+        self.flush_seconds = flush_seconds
+        self.poll_seconds = poll_seconds
+        self._wake = asyncio.Event()
+        self._outcome_waiting = asyncio.Event()
+        self._flush_now = asyncio.Event()
+        self._in_flight: dict[str, tuple[Delivery, float]] = {}  # proposal id -> (delivery, since)
+        self._sent: list[Sent] = []
+        self._sending: set[asyncio.Task[None]] = set()
+        self._loops: list[asyncio.Task[None]] = []
+        self._stopping = False  # no more claims
+        self._closing = asyncio.Event()  # no more flushes or renewals: stop() records the rest
+
+    @property
+    def free_slots(self) -> int:
+        return self.concurrency - len(self._in_flight)
+
+    def wake(self) -> None:
+        """Claim soon: a delivery came due, or slots were freed."""
+        self._wake.set()
+
+    async def start(self) -> None:
+        self._stopping = False
+        self._closing.clear()
+        self._loops = [
+            asyncio.create_task(self._claim_loop(), name="signoff-claim"),
+            asyncio.create_task(self._flush_loop(), name="signoff-flush"),
+            asyncio.create_task(self._renew_loop(), name="signoff-renew"),
+        ]
+
+    async def stop(self, grace_seconds: float = WORKER_STOP_GRACE_SECONDS) -> None:
+        """Stop claiming, let requests in flight finish (up to ``grace_seconds``; a request
+        cut off is safe: its lease lapses and it is sent again), and record every outcome.
+        No loop is cancelled: each checks between transactions whether to stop."""
+        self._stopping = True
+        self.wake()
+        claim_loop, others = self._loops[:1], self._loops[1:]
+        await asyncio.gather(*claim_loop)
+        if self._sending:
+            _, late = await asyncio.wait(self._sending, timeout=grace_seconds)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        self._closing.set()
+        self._outcome_waiting.set()
+        self._flush_now.set()
+        await asyncio.gather(*others)
+        await self._record(self._take_sent())
+        self._loops = []
+
+    async def deliver(self, proposal_id: str) -> str:
+        """Claim, send and record one proposal's attempt now, whatever the loops are doing;
+        returns its new state, the refusal, ``NOT_DUE`` or ``SUPERSEDED``."""
+        claim = await self._claim(1, only=[proposal_id])
+        if proposal_id in claim.refused:
+            return claim.refused[proposal_id]
+        if not claim.deliveries:
+            return "NOT_DUE"
+        (delivery,) = claim.deliveries
+        self._in_flight[proposal_id] = (delivery, time.monotonic())
+        sent = asyncio.Event()
+        renewer = asyncio.create_task(self._renew_loop(sent))
+        try:
+            outcome = await self._send(delivery)
+        finally:
+            sent.set()
+            await renewer
+        (state,) = await self._record([Sent(delivery, outcome)])
+        return "SUPERSEDED" if state is None else state.value
+
+    async def _claim(self, limit: int, only: Sequence[str] | None = None) -> Claim:
+        settings = self.services.settings
+        async with self.services.work() as work:
+            return await claim_deliveries(
+                work, limit=limit, lease_seconds=settings.delivery_lease_seconds, only=only
+            )
+
+    async def _claim_loop(self) -> None:
+        woken = True
+        while not self._stopping:
+            self._wake.clear()
+            wait = self.poll_seconds
+            if self.free_slots > 0:
+                try:
+                    wait = await self._claim_free_slots(woken)
+                except Exception as exc:
+                    logger.warning(
+                        "claiming deliveries failed: %s",
+                        database_condition(exc) or type(exc).__name__,
+                    )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)
+            woken = self._wake.is_set()
+
+    async def _claim_free_slots(self, woken: bool) -> float:
+        """Claim and start sending; returns how long to wait before looking again."""
+        if not woken and not await self._anything_due():
+            return self.poll_seconds
+        claim = await self._claim(self.free_slots)
+        for delivery in claim.deliveries:
+            self._start(delivery)
+        if claim.retry_at is None:
+            return self.poll_seconds
+        until = (claim.retry_at - clock.now()).total_seconds()
+        return min(self.poll_seconds, max(until, 0.001))
+
+    async def _anything_due(self) -> bool:
+        async with self.services.read_sessionmaker() as session:
+            return await any_claimable(session, clock.now())
+
+    def _start(self, delivery: Delivery) -> None:
+        self._in_flight[delivery.proposal.id] = (delivery, time.monotonic())
+        task = asyncio.create_task(self._send_and_buffer(delivery))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, delivery: Delivery) -> Outcome:
+        proposal = delivery.proposal
+        return await send(
+            self.services.http,
+            proposal,
+            delivery.target,
+            delivery.secret,
+            proposal.delivery_attempt_count,
+        )
+
+    async def _send_and_buffer(self, delivery: Delivery) -> None:
+        outcome = await self._send(delivery)
+        self._sent.append(Sent(delivery, outcome))
+        self._outcome_waiting.set()
+        # Waiting longer gains nothing once every request in flight has finished.
+        if len(self._sent) >= min(self.flush_size, len(self._in_flight)):
+            self._flush_now.set()
+
+    def _take_sent(self) -> list[Sent]:
+        sent, self._sent = self._sent, []
+        self._outcome_waiting.clear()
+        self._flush_now.clear()
+        return sent
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._outcome_waiting.wait()
+            if self._closing.is_set():
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._flush_now.wait(), self.flush_seconds)
+            await self._record(self._take_sent())
+            self.wake()
+
+    async def _record(self, batch: list[Sent]) -> list[ProposalState | None]:
+        """Write a batch of outcomes, trying again while the database refuses; the
+        deliveries stay in flight (their leases renewed) until it is written."""
+        if not batch:
+            return []
+        attempts = [Attempted(s.delivery.proposal, s.delivery.target, s.outcome) for s in batch]
+        failures = 0
+        while True:
+            try:
+                async with self.services.work() as work:
+                    states = await record_outcomes(work, attempts, jitter=self.services.jitter)
+                break
+            except Exception as exc:
+                failures += 1
+                condition = database_condition(exc) or type(exc).__name__
+                if self._stopping and failures >= RECORD_TRIES_WHEN_STOPPING:
+                    # Not lost: the leases lapse and these deliveries are sent again.
+                    logger.error("stopping with %d outcomes unrecorded: %s", len(batch), condition)
+                    return [None] * len(batch)
+                logger.warning(
+                    "recording %d delivery outcomes failed: %s; trying again",
+                    len(batch),
+                    condition,
+                )
+                await asyncio.sleep(RECORD_RETRY_SECONDS)
+        for sent, state in zip(batch, states, strict=True):
+            self._in_flight.pop(sent.delivery.proposal.id, None)
+            _report(sent, state)
+        return states
+
+    async def _renew_loop(self, until: asyncio.Event | None = None) -> None:
+        """Every third of the lease, renew the leases held longer than that, until
+        ``until`` (or the dispatcher's closing) is set."""
+        lease = self.services.settings.delivery_lease_seconds
+        stop = until or self._closing
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), lease / 3)
+            if stop.is_set():
+                return
+            older = time.monotonic() - lease / 3
+            leases = [d.lease for d, since in self._in_flight.values() if since <= older]
+            try:
+                async with self.services.work() as work:
+                    await renew_leases(work, leases, lease_seconds=lease)
+            except Exception as exc:
+                logger.warning(
+                    "lease renewal failed for %d deliveries: %s",
+                    len(leases),
+                    database_condition(exc) or type(exc).__name__,
+                )
+
+
+def _report(sent: Sent, state: ProposalState | None) -> None:
+    outcome, proposal = sent.outcome, sent.delivery.proposal
+    metrics.observe_delivery(outcome)
+    logger.info(
+        "delivery proposal=%s attempt=%d class=%s code=%s state=%s",
+        proposal.id,
+        proposal.delivery_attempt_count,
+        outcome.response_class,
+        outcome.error_code,
+        state or "SUPERSEDED",
+    )
