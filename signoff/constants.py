@@ -17,7 +17,7 @@ QUEUE_DUE_DEFAULT_SECONDS = 24 * 3600
 TARGET_MAX_ATTEMPTS_DEFAULT = 8
 TARGET_TIMEOUT_DEFAULT_SECONDS = 10
 # Per-target limits (docs/design.md section 4.15).
-TARGET_MAX_CONCURRENCY_DEFAULT = 20
+TARGET_MAX_CONCURRENCY_DEFAULT = 64
 TARGET_MAX_CONCURRENCY_MAX = 1000
 TARGET_RATE_MIN_PER_SECOND = 0.01
 TARGET_RATE_MAX_PER_SECOND = 10_000.0
@@ -62,7 +62,7 @@ LAPSE_CLAIM_KEY = "lapse_claim:{task_id}:{version}"
 EXPIRE_PROPOSAL_KEY = "expire_proposal:{proposal_id}"
 # Delivery throughput (docs/delivery-throughput.md has the measurements behind each).
 # A worker's deliveries in flight, and as many pooled HTTP connections.
-DELIVERY_CONCURRENCY = 64
+DELIVERY_CONCURRENCY = 128
 HTTP_CONNECTIONS = DELIVERY_CONCURRENCY
 # Outcomes are written in one transaction per flush: when this many wait, or this long
 # after the first of them finished.

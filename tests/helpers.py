@@ -10,7 +10,7 @@ from typing import Any
 from httpx import AsyncClient
 
 from signoff.database import SessionMaker
-from signoff.models import ChangeEvent, ChangeKind, Role
+from signoff.models import ChangeKind, Role
 from signoff.resolvers.actors import create_token
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
@@ -235,9 +235,10 @@ def record_event(
     entity_id: str,
     queue_id: str | None = None,
     snapshot: dict[str, Any] | None = None,
-) -> ChangeEvent:
-    """A change event written the way business rules write theirs (no audit record)."""
-    event = record(
+) -> str:
+    """A change event written the way business rules write theirs (no audit record);
+    returns its id (it is inserted when ``work`` commits)."""
+    event_id = record(
         work,
         Happening(
             entity_type=entity_type,
@@ -248,5 +249,5 @@ def record_event(
             snapshot=snapshot or {},
         ),
     )
-    assert event is not None
-    return event
+    assert event_id is not None
+    return event_id

@@ -172,7 +172,14 @@ class Dispatcher:
         """Claim and start sending; returns how long to wait before looking again."""
         if not woken and not await self._anything_due():
             return self.poll_seconds
-        claim = await self._claim(self.free_slots)
+        free = self.free_slots
+        claim = await self._claim(free)
+        logger.debug(
+            "claimed %d of %d free slots (%d refused)",
+            len(claim.deliveries),
+            free,
+            len(claim.refused),
+        )
         for delivery in claim.deliveries:
             self._start(delivery)
         if claim.retry_at is None:

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import tuple_
 from sqlmodel import col
 
 from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
 from signoff.delivery import Jitter, Outcome, backoff_seconds
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
+from signoff.models.base import new_id
 from signoff.resolvers import lifecycles
 from signoff.resolvers.circuit import note_attempts
 from signoff.resolvers.delivery_due import holding
@@ -34,6 +36,9 @@ async def refuse_attempt(work: UnitOfWork, proposal: Proposal, error_code: str) 
     await fail_terminally(
         work, proposal.id, holding(proposal.delivery_lease), error_code, edge=lifecycles.REFUSE
     )
+
+
+ATTEMPTS: sa.Table = DeliveryAttempt.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,8 @@ async def record_outcomes(
     transaction; returns each one's new state, or ``None`` where its worker no longer held
     the lease (the attempt is still stored). Applied attempts, the common case, move in
     one statement; the attempts' rows and change events are inserted in batches."""
-    work.session.add_all([_attempt_row(a) for a in attempts])
+    connection = await work.session.connection()
+    await connection.execute(sa.insert(ATTEMPTS), [_attempt_row(a) for a in attempts])
     moved = await _apply_all(work, [a for a in attempts if _applied(a)])
     for attempt in attempts:
         if not _applied(attempt):
@@ -85,20 +91,21 @@ def _applied(attempt: Attempted) -> bool:
     return attempt.outcome.response_class is ResponseClass.APPLIED
 
 
-def _attempt_row(attempt: Attempted) -> DeliveryAttempt:
+def _attempt_row(attempt: Attempted) -> dict[str, Any]:
     proposal, outcome = attempt.proposal, attempt.outcome
-    return DeliveryAttempt(
-        proposal_id=proposal.id,
-        attempt_number=proposal.delivery_attempt_count,
-        response_class=outcome.response_class,
-        status_code=outcome.status_code,
-        error_code=outcome.error_code,
-        request_digest=outcome.request_digest,
-        response_digest=outcome.response_digest,
-        duration_ms=outcome.duration_ms,
-        started_at=outcome.started_at,
-        finished_at=outcome.finished_at,
-    )
+    return {
+        "id": new_id(),
+        "proposal_id": proposal.id,
+        "attempt_number": proposal.delivery_attempt_count,
+        "response_class": outcome.response_class.value,
+        "status_code": outcome.status_code,
+        "error_code": outcome.error_code,
+        "request_digest": outcome.request_digest,
+        "response_digest": outcome.response_digest,
+        "duration_ms": outcome.duration_ms,
+        "started_at": outcome.started_at,
+        "finished_at": outcome.finished_at,
+    }
 
 
 async def _apply_all(work: UnitOfWork, attempts: Sequence[Attempted]) -> dict[str, Proposal | None]:

@@ -32,11 +32,15 @@ import sqlalchemy as sa
 from sqlalchemy import update
 from sqlmodel import SQLModel
 
+from signoff import clock
 from signoff.errors import TransitionNotAllowed
 from signoff.models import AuditEvent, ChangeEvent, ChangeKind
+from signoff.models.base import new_id
 from signoff.resolvers.work import UnitOfWork
 
 M = TypeVar("M", bound=SQLModel)
+AUDIT_EVENTS: sa.Table = AuditEvent.__table__  # type: ignore[attr-defined]
+CHANGE_EVENTS: sa.Table = ChangeEvent.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -57,37 +61,47 @@ class Happening:
     snapshot: Mapping[str, Any] = field(default_factory=dict)
 
 
-def record(work: UnitOfWork, happening: Happening) -> ChangeEvent | None:
-    """Add the audit record and the change event of ``happening`` to the transaction;
-    returns the change event, if it has one."""
-    session = work.session
+def record(work: UnitOfWork, happening: Happening) -> str | None:
+    """Write the audit record and the change event of ``happening`` in the transaction
+    (inserted at commit, batched with the transaction's others); returns the change
+    event's id, if it has one."""
+    now = work.now()
     if happening.action is not None:
-        session.add(
-            AuditEvent(
-                action=happening.action,
-                actor_id=happening.actor_id,
-                target_type=happening.entity_type,
-                target_id=happening.entity_id,
-                details=dict(happening.details),
-                created_at=work.now(),
-            )
+        work.insert_at_commit(
+            AUDIT_EVENTS,
+            {
+                "id": new_id(),
+                "action": happening.action,
+                "actor_id": happening.actor_id,
+                "target_type": happening.entity_type,
+                "target_id": happening.entity_id,
+                "details": dict(happening.details),
+                "created_at": now,
+            },
         )
     if happening.kind is None:
         return None
-    event = ChangeEvent(
-        kind=happening.kind.value,
-        entity_type=happening.entity_type,
-        entity_id=happening.entity_id,
-        entity_version=happening.version,
-        queue_id=happening.queue_id,
-        proposal_id=happening.proposal_id,
-        session_key=happening.session_key,
-        actor_id=happening.actor_id,
-        snapshot=dict(happening.snapshot),
+    event_id = new_id()
+    work.insert_at_commit(
+        CHANGE_EVENTS,
+        {
+            "id": event_id,
+            "cursor": None,
+            "kind": happening.kind.value,
+            "entity_type": happening.entity_type,
+            "entity_id": happening.entity_id,
+            "entity_version": happening.version,
+            "queue_id": happening.queue_id,
+            "proposal_id": happening.proposal_id,
+            "session_key": happening.session_key,
+            "actor_id": happening.actor_id,
+            "snapshot": dict(happening.snapshot),
+            "occurred_at": clock.now(),
+            "published_at": None,
+        },
     )
-    session.add(event)
     work.changed()
-    return event
+    return event_id
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
+import sqlalchemy as sa
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
@@ -77,6 +78,7 @@ class UnitOfWork:
         self.services = services or Services()
         self._after_commit: list[AfterCommit] = []
         self._changed = False
+        self._rows: dict[sa.Table, list[dict[str, Any]]] = {}
 
     def now(self) -> datetime:
         return clock.now()
@@ -109,8 +111,20 @@ class UnitOfWork:
         self._changed = True
         self.after_commit(self.services.events.kick)
 
+    def insert_at_commit(self, table: sa.Table, row: dict[str, Any]) -> None:
+        """Insert ``row`` (every column given) just before commit, with the transaction's
+        other rows of ``table`` in one statement: for the records nothing reads back in
+        the transaction that writes them (audit records, change events). A batch of
+        transitions then costs one insert per table, not an ORM object per row."""
+        self._rows.setdefault(table, []).append(row)
+
     async def commit(self) -> None:
         """Commit, then run the after-commit hooks; a failing hook is logged, never raised."""
+        rows, self._rows = self._rows, {}
+        if rows:
+            connection = await self.session.connection()
+            for table, batch in rows.items():
+                await connection.execute(sa.insert(table), batch)
         hooks, self._after_commit, self._changed = self._after_commit, [], False
         await self.session.commit()
         for hook in hooks:
@@ -121,7 +135,7 @@ class UnitOfWork:
 
     async def rollback(self) -> None:
         """Roll back, and forget what was to happen after a commit that will not come."""
-        self._after_commit, self._changed = [], False
+        self._after_commit, self._changed, self._rows = [], False, {}
         await self.session.rollback()
 
 

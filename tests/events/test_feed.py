@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
 from signoff.config import Settings
@@ -16,19 +17,20 @@ from signoff.database import SessionMaker, create_sessionmaker
 from signoff.events import create_event_service, feed
 from signoff.events.hub import Change, Fanout, Subscriber
 from signoff.models import ChangeEvent, ChangeKind
-from signoff.resolvers.work import UnitOfWork
 from tests.conftest import requires_postgres
-from tests.helpers import record_event
 
 
-def _record(session: object, label: str) -> None:
-    record_event(
-        UnitOfWork(session),
-        kind=ChangeKind.TASK_CREATED,
-        entity_type="task",
-        entity_id=str(uuid.uuid4()),
-        queue_id="q",
-        snapshot={"label": label},
+def _record(session: AsyncSession, label: str) -> None:
+    """A change event in ``session``'s transaction, written when it flushes (business
+    rules' events are written at commit: these tests place the insert themselves)."""
+    session.add(
+        ChangeEvent(
+            kind=ChangeKind.TASK_CREATED.value,
+            entity_type="task",
+            entity_id=str(uuid.uuid4()),
+            queue_id="q",
+            snapshot={"label": label},
+        )
     )
 
 

@@ -18,7 +18,7 @@ from signoff.events import feed
 from signoff.events.hub import Change, Deliver, EventHub, Resync, Subscriber
 from signoff.events.service import EventService
 from signoff.models import ChangeEvent, ChangeKind
-from signoff.resolvers.work import Services, UnitOfWork, WorkMaker
+from signoff.resolvers.work import Services, WorkMaker
 from tests.helpers import record_event
 
 RELAY_SECONDS = 0.2
@@ -68,7 +68,7 @@ async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[str]]:
     async def write() -> None:
         while not stop.is_set():
             async with work() as unit:
-                event = record_event(
+                event_id = record_event(
                     unit,
                     kind=ChangeKind.TASK_CREATED,
                     entity_type="task",
@@ -76,7 +76,7 @@ async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[str]]:
                     snapshot={"label": "load"},
                 )
                 await unit.commit()
-            committed.append(event.id)
+            committed.append(event_id)
             await asyncio.sleep(COMMIT_EVERY_SECONDS)
 
     writing = asyncio.create_task(write())
@@ -90,14 +90,14 @@ async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[str]]:
 async def _orphan(sessionmaker: SessionMaker, occurred_at: datetime) -> ChangeEvent:
     """An event stamped by a process that crashed before publishing it."""
     async with sessionmaker() as session:
-        event = record_event(
-            UnitOfWork(session),
-            kind=ChangeKind.TASK_CREATED,
+        event = ChangeEvent(
+            kind=ChangeKind.TASK_CREATED.value,
             entity_type="task",
             entity_id=str(uuid.uuid4()),
             snapshot={"label": "orphan"},
+            occurred_at=occurred_at,
         )
-        event.occurred_at = occurred_at
+        session.add(event)
         await session.flush()
         await feed.stamp_pending(session)  # same transaction: never seen unstamped
         await session.commit()

@@ -231,14 +231,15 @@ async def test_incident_events_are_for_operators(serve: Serve, sessionmaker: Ses
             Subscription(server.ws_url, world.reviewers[0], query, {"after": None}) as rev,
         ):
             async with sessionmaker() as session:  # as delivery's dead-letter job will
+                unit = UnitOfWork(session)
                 record_event(
-                    UnitOfWork(session),
+                    unit,
                     kind=ChangeKind.INCIDENT_OPENED,
                     entity_type="incident",
                     entity_id="incident-1",
                     snapshot={"severity": "high"},
                 )
-                await session.commit()
+                await unit.commit()
             events = await ops.wait_for(1)
             with pytest.raises(AssertionError, match="FORBIDDEN"):
                 await rev.wait_for(1, within=5)

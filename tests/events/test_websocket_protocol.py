@@ -153,16 +153,17 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
         padding = base64.b64encode(os.urandom(3000)).decode()  # incompressible
         for batch in range(total // 10):  # paced: bursts stay well under the buffer
             async with sessionmaker() as session:
+                unit = UnitOfWork(session)
                 for i in range(10):
                     record_event(
-                        UnitOfWork(session),
+                        unit,
                         kind=ChangeKind.TASK_CREATED,
                         entity_type="task",
                         entity_id=f"t-{batch}-{i}",
                         queue_id=world.queue_id,
                         snapshot={"padding": padding},
                     )
-                await session.commit()
+                await unit.commit()
             await asyncio.sleep(0.02)
         assert await fast_task == total
         # The slow client now reads what the server managed to send, then the close.

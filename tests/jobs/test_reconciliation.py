@@ -236,7 +236,7 @@ async def test_an_unpublished_event_is_republished(
     assert len(transport.published) == 1
     await events.mark_published()
     async with worker.services.sessionmaker() as session:
-        row = await session.get(ChangeEvent, lost.id)
+        row = await session.get(ChangeEvent, lost)
         assert row is not None and row.published_at is not None
         assert len((await session.exec(select(ReconciliationRun))).all()) == 1
     assert (await reconcile(make)).republished == 0
