@@ -110,7 +110,7 @@ async def register_target(
     except IntegrityError:
         await work.rollback()
         raise AlreadyExists(f"A target named {name!r} already exists.", field="name") from None
-    _announce(
+    announce(
         work,
         viewer,
         target,
@@ -138,13 +138,13 @@ async def retire_target(*, work: UnitOfWork, viewer: Viewer, target_id: str) -> 
     target = await get_target(session=work.session, viewer=viewer, target_id=target_id)
     if target.retired_at is None:
         target.retired_at = work.now()
-        _announce(work, viewer, target, "target.retired", ChangeKind.TARGET_RETIRED)
+        announce(work, viewer, target, "target.retired", ChangeKind.TARGET_RETIRED)
         await work.commit()
     return target
 
 
 @dataclass(frozen=True)
-class PauseResult:
+class TargetResult:
     target: Target
     replayed: bool
 
@@ -156,7 +156,7 @@ async def pause_target(
     target_id: str,
     reason: str,
     idempotency_key: str | None = None,
-) -> PauseResult:
+) -> TargetResult:
     """Hold a target's deliveries: its proposals stay QUEUED, no attempt starts, until
     ``resume_target``. Of two concurrent pauses one wins; the other is refused
     (``TARGET_ALREADY_PAUSED``) unless it repeats an idempotency key."""
@@ -167,25 +167,25 @@ async def pause_target(
     )
 
     async def pause() -> Target:
-        await _load(work, target_id)  # NOT_FOUND before anything is written
+        await load(work, target_id)  # NOT_FOUND before anything is written
         paused = await _set_paused_at(work, target_id, paused=False, to=work.now())
         if paused is None:
             await work.rollback()
-            current = await _load(work, target_id)  # as the pause that won left it
+            current = await load(work, target_id)  # as the pause that won left it
             raise TargetAlreadyPaused(
-                f"Target {current.name!r} has been paused since {_iso(current.paused_at)}; "
+                f"Target {current.name!r} has been paused since {iso(current.paused_at)}; "
                 "resumeTarget first to pause it with another reason.",
-                pausedAt=_iso(current.paused_at),
+                pausedAt=iso(current.paused_at),
             )
-        _announce(work, viewer, paused, "target.paused", ChangeKind.TARGET_PAUSED, reason=reason)
+        announce(work, viewer, paused, "target.paused", ChangeKind.TARGET_PAUSED, reason=reason)
         return paused
 
-    return await _once(work, viewer, call, pause)
+    return await keyed_change(work, viewer, call, pause)
 
 
 async def resume_target(
     *, work: UnitOfWork, viewer: Viewer, target_id: str, idempotency_key: str | None = None
-) -> PauseResult:
+) -> TargetResult:
     """Let a paused target's deliveries go: what waited is due at once and is enqueued after
     commit (up to a sweep batch; the sweep takes the rest). Of two concurrent resumes one
     wins; the other is refused (``TARGET_NOT_PAUSED``) unless it repeats a key."""
@@ -193,7 +193,7 @@ async def resume_target(
     call = idempotency.Keyed.of("resumeTarget", idempotency_key, {"target_id": target_id})
 
     async def resume() -> Target:
-        target = await _load(work, target_id)
+        target = await load(work, target_id)
         paused_at = target.paused_at
         resumed = await _set_paused_at(work, target_id, paused=True, to=None)
         if resumed is None:
@@ -202,42 +202,50 @@ async def resume_target(
             raise TargetNotPaused(
                 f"Target {name!r} is not paused (another operator may have just resumed it)."
             )
-        waiting = (
-            await work.session.exec(
-                select(Proposal.id, Proposal.delivery_attempt_count)
-                .where(col(Proposal.target_id) == target_id, due(work.now()))
-                .order_by(col(Proposal.next_attempt_at))
-                .limit(SWEEP_BATCH_SIZE)
-            )
-        ).all()
-        for proposal_id, attempts in waiting:
-            work.schedule_delivery(proposal_id, attempts + 1)
-        _announce(
+        scheduled = await schedule_due_deliveries(work, target_id)
+        announce(
             work,
             viewer,
             resumed,
             "target.resumed",
             ChangeKind.TARGET_RESUMED,
-            paused_at=_iso(paused_at),
-            scheduled=len(waiting),
+            paused_at=iso(paused_at),
+            scheduled=scheduled,
         )
         return resumed
 
-    return await _once(work, viewer, call, resume)
+    return await keyed_change(work, viewer, call, resume)
 
 
-async def _once(
+async def keyed_change(
     work: UnitOfWork, viewer: Viewer, call: idempotency.Keyed, run: Callable[[], Awaitable[Target]]
-) -> PauseResult:
+) -> TargetResult:
+    """Run a keyed change to one target, or replay it: the target as it is now."""
     target, replayed = await idempotency.once(
         work,
         viewer,
         call,
         run,
         result_of=lambda target: {"target_id": target.id},
-        replay=lambda stored: _load(work, stored["target_id"]),
+        replay=lambda stored: load(work, stored["target_id"]),
     )
-    return PauseResult(target=target, replayed=replayed)
+    return TargetResult(target=target, replayed=replayed)
+
+
+async def schedule_due_deliveries(work: UnitOfWork, target_id: str) -> int:
+    """Enqueue, after commit, the target's proposals that are due now (up to a sweep batch;
+    the sweep takes any more): for a change that lets waiting deliveries go at once."""
+    waiting = (
+        await work.session.exec(
+            select(Proposal.id, Proposal.delivery_attempt_count)
+            .where(col(Proposal.target_id) == target_id, due(work.now()))
+            .order_by(col(Proposal.next_attempt_at))
+            .limit(SWEEP_BATCH_SIZE)
+        )
+    ).all()
+    for proposal_id, attempts in waiting:
+        work.schedule_delivery(proposal_id, attempts + 1)
+    return len(waiting)
 
 
 async def _set_paused_at(
@@ -256,7 +264,7 @@ async def _set_paused_at(
     return (await work.session.exec(stmt)).scalars().first()
 
 
-def _announce(
+def announce(
     work: UnitOfWork,
     viewer: Viewer,
     target: Target,
@@ -277,19 +285,21 @@ def _announce(
             kind=kind,
             details=details,
             queue_id=target.queue_id,
-            snapshot={"name": target.name, "pausedAt": _iso(target.paused_at), **(snapshot or {})},
+            snapshot={"name": target.name, "pausedAt": iso(target.paused_at), **(snapshot or {})},
         ),
     )
 
 
-async def _load(work: UnitOfWork, target_id: str) -> Target:
+async def load(work: UnitOfWork, target_id: str) -> Target:
+    """The target as stored now (``NOT_FOUND`` if there is none)."""
     target = await work.session.get(Target, target_id, populate_existing=True)
     if target is None:
         raise NotFound("No such target.")
     return target
 
 
-def _iso(at: datetime | None) -> str | None:
+def iso(at: datetime | None) -> str | None:
+    """A time as audit details and snapshots carry it."""
     return None if at is None else at.isoformat()
 
 
