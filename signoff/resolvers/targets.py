@@ -22,6 +22,10 @@ from signoff.constants import (
     SIGNING_SECRET_PREFIX,
     SWEEP_BATCH_SIZE,
     TARGET_MAX_ATTEMPTS_DEFAULT,
+    TARGET_MAX_CONCURRENCY_DEFAULT,
+    TARGET_MAX_CONCURRENCY_MAX,
+    TARGET_RATE_MAX_PER_SECOND,
+    TARGET_RATE_MIN_PER_SECOND,
     TARGET_TIMEOUT_DEFAULT_SECONDS,
 )
 from signoff.errors import (
@@ -68,6 +72,8 @@ async def register_target(
     required_approvals: int | None = None,
     max_attempts: int | None = None,
     timeout_seconds: int | None = None,
+    max_concurrency: int | None = None,
+    rate_per_second: float | None = None,
 ) -> RegisteredTarget:
     """Register a target; its signing secret is returned here once and never again."""
     require_role(viewer, Role.OPERATOR)
@@ -101,6 +107,8 @@ async def register_target(
         timeout_seconds=require_range(
             timeout_seconds, "timeoutSeconds", 1, 120, TARGET_TIMEOUT_DEFAULT_SECONDS
         ),
+        max_concurrency=require_max_concurrency(max_concurrency),
+        rate_per_second=None if rate_per_second is None else require_rate(rate_per_second),
         signing_secret=work.sealer.seal(secret),
         created_by_id=viewer.id,
     )
@@ -123,6 +131,25 @@ async def register_target(
     )
     await work.commit()
     return RegisteredTarget(target=target, signing_secret=secret)
+
+
+def require_max_concurrency(value: int | None) -> int:
+    """Deliveries of one target in flight at once (docs/design.md section 4.15)."""
+    return require_range(
+        value, "maxConcurrency", 1, TARGET_MAX_CONCURRENCY_MAX, TARGET_MAX_CONCURRENCY_DEFAULT
+    )
+
+
+def require_rate(value: float) -> float:
+    """Deliveries of one target started per second (docs/design.md section 4.15)."""
+    low, high = TARGET_RATE_MIN_PER_SECOND, TARGET_RATE_MAX_PER_SECOND
+    if not low <= value <= high:  # also refuses NaN
+        raise ValidationFailed(
+            f"ratePerSecond must be between {low:g} and {high:g} deliveries per second; "
+            "leave it out for no rate limit.",
+            field="ratePerSecond",
+        )
+    return value
 
 
 def _check_url(url: str) -> str:

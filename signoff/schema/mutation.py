@@ -137,6 +137,8 @@ class Mutation:
             required_approvals=input.required_approvals,
             max_attempts=input.max_attempts,
             timeout_seconds=input.timeout_seconds,
+            max_concurrency=input.max_concurrency,
+            rate_per_second=input.rate_per_second,
         )
         return RegisterTargetPayload(
             target=Target.from_model(registered.target), signing_secret=registered.signing_secret
