@@ -14,6 +14,7 @@ from signoff.resolvers import (
     queues,
     results,
     retries,
+    target_controls,
     targets,
     tasks,
 )
@@ -63,7 +64,9 @@ from signoff.schema.target import (
     RegisterTargetPayload,
     ResumeTargetInput,
     RetireTargetInput,
+    SetTargetLimitsInput,
     Target,
+    TargetChangePayload,
 )
 from signoff.schema.task import (
     ClaimTaskInput,
@@ -183,6 +186,28 @@ class Mutation:
             idempotency_key=input.idempotency_key,
         )
         return PauseTargetPayload(target=Target.from_model(result.target), replayed=result.replayed)
+
+    @strawberry.mutation(
+        description=(
+            "Operators and admins: change how many deliveries to the target may be in flight "
+            "at once, and how many may start per second. What is left out stays as it is."
+        )
+    )
+    async def set_target_limits(
+        self, info: strawberry.Info, input: SetTargetLimitsInput
+    ) -> TargetChangePayload:
+        result = await call(
+            info,
+            target_controls.set_target_limits,
+            target_id=input.target_id,
+            max_concurrency=input.max_concurrency,
+            rate_per_second=input.rate_per_second,
+            clear_rate=input.clear_rate,
+            idempotency_key=input.idempotency_key,
+        )
+        return TargetChangePayload(
+            target=Target.from_model(result.target), replayed=result.replayed
+        )
 
     @strawberry.mutation(description="Agents. Idempotent by operationKey.")
     async def propose_action(

@@ -150,6 +150,31 @@ class ResumeTargetInput:
     idempotency_key: str | None = None
 
 
+@strawberry.input
+class SetTargetLimitsInput:
+    target_id: strawberry.ID
+    max_concurrency: int | None = strawberry.field(
+        default=None,
+        description=f"Deliveries in flight at once (1-{TARGET_MAX_CONCURRENCY_MAX}); "
+        "left out: unchanged.",
+    )
+    rate_per_second: float | None = strawberry.field(
+        default=None,
+        description=f"Deliveries started per second ({TARGET_RATE_MIN_PER_SECOND:g}-"
+        f"{TARGET_RATE_MAX_PER_SECOND:g}); left out: unchanged.",
+    )
+    clear_rate: bool = strawberry.field(
+        default=False, description="Remove the rate limit (not together with ratePerSecond)."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class TargetChangePayload:
+    target: Target
+    replayed: bool
+
+
 @strawberry.type
 class PauseTargetPayload:
     target: Target
