@@ -13,18 +13,22 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import col, select
 
-from signoff.errors import NotFound, ValidationFailed
-from signoff.models import ChangeKind, Role, Target
+from signoff.constants import REASON_MAX_CHARS, REASON_MIN_CHARS
+from signoff.errors import NotFound, TargetCircuitNotOpen, ValidationFailed
+from signoff.models import ChangeKind, CircuitState, Role, Target
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.targets import (
     TargetResult,
     announce,
+    iso,
     keyed_change,
     require_max_concurrency,
     require_rate,
+    schedule_due_deliveries,
 )
 from signoff.resolvers.work import UnitOfWork
+from signoff.validation import require_text
 
 
 async def set_target_limits(
@@ -55,8 +59,7 @@ async def set_target_limits(
     )
 
     async def change() -> Target:
-        before = await _locked(work, target_id)
-        was = {"maxConcurrency": before.max_concurrency, "ratePerSecond": before.rate_per_second}
+        before = _limits(await _locked(work, target_id))
         stmt = (
             update(Target)
             .where(col(Target.id) == target_id)
@@ -65,20 +68,24 @@ async def set_target_limits(
             .execution_options(populate_existing=True)
         )
         target: Target = (await work.session.exec(stmt)).scalars().one()
-        now = {"maxConcurrency": target.max_concurrency, "ratePerSecond": target.rate_per_second}
+        after = _limits(target)
         announce(
             work,
             viewer,
             target,
             "target.limits_changed",
             ChangeKind.TARGET_LIMITS_CHANGED,
-            now,
-            before=was,
-            after=now,
+            {"maxConcurrency": target.max_concurrency, "ratePerSecond": target.rate_per_second},
+            before=before,
+            after=after,
         )
         return target
 
     return await keyed_change(work, viewer, call, change)
+
+
+def _limits(target: Target) -> dict[str, Any]:
+    return {"max_concurrency": target.max_concurrency, "rate_per_second": target.rate_per_second}
 
 
 def _limit_changes(
@@ -102,6 +109,79 @@ def _limit_changes(
             "Nothing to change: give maxConcurrency, ratePerSecond or clearRate: true."
         )
     return changes
+
+
+async def close_target_circuit(
+    *,
+    work: UnitOfWork,
+    viewer: Viewer,
+    target_id: str,
+    reason: str,
+    idempotency_key: str | None = None,
+) -> TargetResult:
+    """Close an OPEN or HALF_OPEN circuit at once, for an operator who fixed the receiver:
+    its failure count starts again from zero and its waiting proposals are enqueued after
+    commit, as resuming a target does. A closed circuit is refused
+    (``TARGET_CIRCUIT_NOT_OPEN``) unless the call repeats an idempotency key."""
+    require_role(viewer, Role.OPERATOR)
+    reason = require_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
+    call = idempotency.Keyed.of(
+        "closeTargetCircuit", idempotency_key, {"target_id": target_id, "reason": reason}
+    )
+
+    async def close() -> Target:
+        before = await _locked(work, target_id)
+        was = {
+            "circuit_state": str(before.circuit_state),  # a plain string once loaded
+            "consecutive_failures": before.consecutive_failures,
+            "circuit_opened_at": iso(before.circuit_opened_at),
+        }
+        closed = await _close_circuit(work, target_id)
+        if closed is None:
+            name = before.name  # before the rollback expires it
+            await work.rollback()
+            raise TargetCircuitNotOpen(
+                f"Target {name!r}'s circuit is closed: deliveries already flow (another "
+                "operator, or a successful probe, may have just closed it).",
+                circuitState=CircuitState.CLOSED.value,
+            )
+        scheduled = await schedule_due_deliveries(work, target_id)
+        announce(
+            work,
+            viewer,
+            closed,
+            "target.circuit_closed",
+            ChangeKind.TARGET_CIRCUIT_CLOSED,
+            {"circuitState": CircuitState.CLOSED.value},
+            reason=reason,
+            scheduled=scheduled,
+            **was,
+        )
+        return closed
+
+    return await keyed_change(work, viewer, call, close)
+
+
+async def _close_circuit(work: UnitOfWork, target_id: str) -> Target | None:
+    """Compare-and-set on ``circuit_state``: the target, if its circuit was OPEN or
+    HALF_OPEN and now is CLOSED; ``None`` if it was already closed."""
+    stmt = (
+        update(Target)
+        .where(
+            col(Target.id) == target_id,
+            col(Target.circuit_state).in_([CircuitState.OPEN.value, CircuitState.HALF_OPEN.value]),
+        )
+        .values(
+            circuit_state=CircuitState.CLOSED.value,
+            consecutive_failures=0,
+            circuit_opened_at=None,
+            circuit_probe_at=None,
+        )
+        .returning(Target)
+        .execution_options(populate_existing=True)
+    )
+    closed: Target | None = (await work.session.exec(stmt)).scalars().first()
+    return closed
 
 
 async def _locked(work: UnitOfWork, target_id: str) -> Target:

@@ -58,6 +58,7 @@ from signoff.schema.proposal import (
 )
 from signoff.schema.queue import CreateQueueInput, Queue, QueueMemberInput
 from signoff.schema.target import (
+    CloseTargetCircuitInput,
     PauseTargetInput,
     PauseTargetPayload,
     RegisterTargetInput,
@@ -203,6 +204,27 @@ class Mutation:
             max_concurrency=input.max_concurrency,
             rate_per_second=input.rate_per_second,
             clear_rate=input.clear_rate,
+            idempotency_key=input.idempotency_key,
+        )
+        return TargetChangePayload(
+            target=Target.from_model(result.target), replayed=result.replayed
+        )
+
+    @strawberry.mutation(
+        description=(
+            "Operators and admins, once the receiver is fixed: close the target's OPEN or "
+            "HALF_OPEN circuit at once and deliver its waiting proposals. "
+            "TARGET_CIRCUIT_NOT_OPEN if it is closed."
+        )
+    )
+    async def close_target_circuit(
+        self, info: strawberry.Info, input: CloseTargetCircuitInput
+    ) -> TargetChangePayload:
+        result = await call(
+            info,
+            target_controls.close_target_circuit,
+            target_id=input.target_id,
+            reason=input.reason,
             idempotency_key=input.idempotency_key,
         )
         return TargetChangePayload(

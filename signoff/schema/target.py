@@ -169,6 +169,15 @@ class SetTargetLimitsInput:
     idempotency_key: str | None = None
 
 
+@strawberry.input
+class CloseTargetCircuitInput:
+    target_id: strawberry.ID
+    reason: str = strawberry.field(
+        description="What was fixed, for the audit trail (3-2000 characters)."
+    )
+    idempotency_key: str | None = None
+
+
 @strawberry.type
 class TargetChangePayload:
     target: Target

@@ -163,8 +163,8 @@ async def test_operators_and_admins_set_limits_others_may_not(gql: GraphQLClient
     assert await limit_records(gql, world) == [
         (
             {
-                "before": {"maxConcurrency": c0, "ratePerSecond": r0},
-                "after": {"maxConcurrency": c1, "ratePerSecond": r1},
+                "before": {"max_concurrency": c0, "rate_per_second": r0},
+                "after": {"max_concurrency": c1, "rate_per_second": r1},
             },
             {"name": name, "pausedAt": None, "maxConcurrency": c1, "ratePerSecond": r1},
         )
