@@ -18,6 +18,7 @@ from signoff.errors import NotFound, TargetCircuitNotOpen, ValidationFailed
 from signoff.models import ChangeKind, CircuitState, Role, Target
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.circuit import circuit_snapshot, close_circuit
 from signoff.resolvers.targets import (
     TargetResult,
     announce,
@@ -25,7 +26,6 @@ from signoff.resolvers.targets import (
     keyed_change,
     require_max_concurrency,
     require_rate,
-    schedule_due_deliveries,
 )
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_text
@@ -119,9 +119,9 @@ async def close_target_circuit(
     reason: str,
     idempotency_key: str | None = None,
 ) -> TargetResult:
-    """Close an OPEN or HALF_OPEN circuit at once, for an operator who fixed the receiver:
-    its failure count starts again from zero and its waiting proposals are enqueued after
-    commit, as resuming a target does. A closed circuit is refused
+    """Close an OPEN or HALF_OPEN circuit at once, for an operator who fixed the receiver,
+    the way a successful probe closes it: its failure count starts again from zero and its
+    waiting deliveries are woken after commit. A closed circuit is refused
     (``TARGET_CIRCUIT_NOT_OPEN``) unless the call repeats an idempotency key."""
     require_role(viewer, Role.OPERATOR)
     reason = require_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
@@ -136,7 +136,7 @@ async def close_target_circuit(
             "consecutive_failures": before.consecutive_failures,
             "circuit_opened_at": iso(before.circuit_opened_at),
         }
-        closed = await _close_circuit(work, target_id)
+        closed = await close_circuit(work, target_id)
         if closed is None:
             name = before.name  # before the rollback expires it
             await work.rollback()
@@ -145,43 +145,19 @@ async def close_target_circuit(
                 "operator, or a successful probe, may have just closed it).",
                 circuitState=CircuitState.CLOSED.value,
             )
-        scheduled = await schedule_due_deliveries(work, target_id)
         announce(
             work,
             viewer,
             closed,
             "target.circuit_closed",
             ChangeKind.TARGET_CIRCUIT_CLOSED,
-            {"circuitState": CircuitState.CLOSED.value},
+            circuit_snapshot(closed),
             reason=reason,
-            scheduled=scheduled,
             **was,
         )
         return closed
 
     return await keyed_change(work, viewer, call, close)
-
-
-async def _close_circuit(work: UnitOfWork, target_id: str) -> Target | None:
-    """Compare-and-set on ``circuit_state``: the target, if its circuit was OPEN or
-    HALF_OPEN and now is CLOSED; ``None`` if it was already closed."""
-    stmt = (
-        update(Target)
-        .where(
-            col(Target.id) == target_id,
-            col(Target.circuit_state).in_([CircuitState.OPEN.value, CircuitState.HALF_OPEN.value]),
-        )
-        .values(
-            circuit_state=CircuitState.CLOSED.value,
-            consecutive_failures=0,
-            circuit_opened_at=None,
-            circuit_probe_at=None,
-        )
-        .returning(Target)
-        .execution_options(populate_existing=True)
-    )
-    closed: Target | None = (await work.session.exec(stmt)).scalars().first()
-    return closed
 
 
 async def _locked(work: UnitOfWork, target_id: str) -> Target:

@@ -1,4 +1,4 @@
-"""Closing a target's circuit enqueues its waiting proposals at once, as resuming does."""
+"""Closing a target's circuit by hand wakes delivery for its waiting proposals at once."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.jobs.test_delivery import approved
 from tests.schema.test_target_circuit import open_circuit
 
 
-async def test_closing_the_circuit_enqueues_the_waiting_proposals(
+async def test_closing_the_circuit_wakes_the_waiting_deliveries(
     gql: GraphQLClient, worker: Worker
 ) -> None:
     world = await build_world(gql)

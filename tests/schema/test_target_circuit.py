@@ -121,12 +121,18 @@ async def test_an_operator_closes_an_open_circuit_others_may_not(gql: GraphQLCli
         (
             {
                 "reason": "receiver redeployed",
-                "scheduled": 0,
                 "circuit_state": "OPEN",
                 "consecutive_failures": 10,
                 "circuit_opened_at": OPENED_AT.isoformat(),
             },
-            {"name": name, "pausedAt": None, "circuitState": "CLOSED"},
+            {
+                "name": name,
+                "pausedAt": None,
+                "circuitState": "CLOSED",
+                "consecutiveFailures": 0,
+                "lastError": "RECEIVER_ERROR (HTTP 503)",
+                "nextProbeAt": None,
+            },
         )
     ]
 
