@@ -105,6 +105,12 @@ class TargetNotPaused(SignoffError):
     code = "TARGET_NOT_PAUSED"
 
 
+class TargetCircuitNotOpen(SignoffError):
+    """The target's circuit is already closed (deliveries flow), so there is nothing to close."""
+
+    code = "TARGET_CIRCUIT_NOT_OPEN"
+
+
 class PayloadDigestMismatch(SignoffError):
     """The decision names a digest other than the proposal's."""
 

@@ -42,6 +42,7 @@ from tests.live import (
 from tests.processes import ROOT, signoff_env
 from tests.receivers import Answer, Receiver
 from tests.receivers import serve as serve_receiver
+from tests.schema.test_target_circuit import open_circuit
 from tests.test_server import new_token
 
 Serve = Callable[..., Awaitable[Server]]
@@ -70,6 +71,9 @@ IN_ORDER = [
     "resolveIncident",
     "pauseTarget",
     "resumeTarget",
+    "setTargetLimits",
+    "targets",
+    "closeTargetCircuit",
 ]
 
 # Every request must answer within a few seconds: the SQLite busy timeout is 30 s, and a
@@ -451,7 +455,8 @@ async def test_operating_signoff_as_printed(
 ) -> None:
     """The operator section: a delivery the receiver refuses opens an incident; it is
     acknowledged, retried once the receiver is fixed, and resolved; the target is paused
-    and resumed. A real worker delivers: the server's own, or ``signoff worker``."""
+    and resumed, limited, and its circuit (opened by hand) closed. A real worker delivers:
+    the server's own, or ``signoff worker``."""
     queue = f"signoff:test:{unique_channel()}"
     server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
     proposal: dict[str, Any] = {"id": "none yet"}
@@ -500,6 +505,14 @@ async def _work_an_incident(
         assert paused["target"]["pausedAt"]
         resumed = await readme.run("resumeTarget", ops)
         assert resumed["target"]["pausedAt"] is None
+        limited = (await readme.run("setTargetLimits", ops))["target"]
+        assert (limited["maxConcurrency"], limited["ratePerSecond"]) == (5, 2.0)
+        await open_circuit(gql, world)  # as the delivery engine leaves it after failures
+        [circuit] = await readme.run("targets", ops)
+        assert circuit["circuitState"] == "OPEN" and circuit["nextProbeAt"]
+        closed = await readme.run("closeTargetCircuit", ops)
+        assert closed["target"]["circuitState"] == "CLOSED"
+        assert closed["target"]["consecutiveFailures"] == 0
         metrics = (await readme.http.get("/metrics")).text
         assert 'signoff_open_incidents{severity="HIGH"} 0.0' in metrics
         await readme.ready()

@@ -22,6 +22,10 @@ from signoff.constants import (
     SIGNING_SECRET_PREFIX,
     SWEEP_BATCH_SIZE,
     TARGET_MAX_ATTEMPTS_DEFAULT,
+    TARGET_MAX_CONCURRENCY_DEFAULT,
+    TARGET_MAX_CONCURRENCY_MAX,
+    TARGET_RATE_MAX_PER_SECOND,
+    TARGET_RATE_MIN_PER_SECOND,
     TARGET_TIMEOUT_DEFAULT_SECONDS,
 )
 from signoff.errors import (
@@ -68,6 +72,8 @@ async def register_target(
     required_approvals: int | None = None,
     max_attempts: int | None = None,
     timeout_seconds: int | None = None,
+    max_concurrency: int | None = None,
+    rate_per_second: float | None = None,
 ) -> RegisteredTarget:
     """Register a target; its signing secret is returned here once and never again."""
     require_role(viewer, Role.OPERATOR)
@@ -101,6 +107,8 @@ async def register_target(
         timeout_seconds=require_range(
             timeout_seconds, "timeoutSeconds", 1, 120, TARGET_TIMEOUT_DEFAULT_SECONDS
         ),
+        max_concurrency=require_max_concurrency(max_concurrency),
+        rate_per_second=None if rate_per_second is None else require_rate(rate_per_second),
         signing_secret=work.sealer.seal(secret),
         created_by_id=viewer.id,
     )
@@ -110,7 +118,7 @@ async def register_target(
     except IntegrityError:
         await work.rollback()
         raise AlreadyExists(f"A target named {name!r} already exists.", field="name") from None
-    _announce(
+    announce(
         work,
         viewer,
         target,
@@ -123,6 +131,25 @@ async def register_target(
     )
     await work.commit()
     return RegisteredTarget(target=target, signing_secret=secret)
+
+
+def require_max_concurrency(value: int | None) -> int:
+    """Deliveries of one target in flight at once (docs/design.md section 4.15)."""
+    return require_range(
+        value, "maxConcurrency", 1, TARGET_MAX_CONCURRENCY_MAX, TARGET_MAX_CONCURRENCY_DEFAULT
+    )
+
+
+def require_rate(value: float) -> float:
+    """Deliveries of one target started per second (docs/design.md section 4.15)."""
+    low, high = TARGET_RATE_MIN_PER_SECOND, TARGET_RATE_MAX_PER_SECOND
+    if not low <= value <= high:  # also refuses NaN
+        raise ValidationFailed(
+            f"ratePerSecond must be between {low:g} and {high:g} deliveries per second; "
+            "leave it out for no rate limit.",
+            field="ratePerSecond",
+        )
+    return value
 
 
 def _check_url(url: str) -> str:
@@ -138,13 +165,13 @@ async def retire_target(*, work: UnitOfWork, viewer: Viewer, target_id: str) -> 
     target = await get_target(session=work.session, viewer=viewer, target_id=target_id)
     if target.retired_at is None:
         target.retired_at = work.now()
-        _announce(work, viewer, target, "target.retired", ChangeKind.TARGET_RETIRED)
+        announce(work, viewer, target, "target.retired", ChangeKind.TARGET_RETIRED)
         await work.commit()
     return target
 
 
 @dataclass(frozen=True)
-class PauseResult:
+class TargetResult:
     target: Target
     replayed: bool
 
@@ -156,7 +183,7 @@ async def pause_target(
     target_id: str,
     reason: str,
     idempotency_key: str | None = None,
-) -> PauseResult:
+) -> TargetResult:
     """Hold a target's deliveries: its proposals stay QUEUED, no attempt starts, until
     ``resume_target``. Of two concurrent pauses one wins; the other is refused
     (``TARGET_ALREADY_PAUSED``) unless it repeats an idempotency key."""
@@ -167,25 +194,25 @@ async def pause_target(
     )
 
     async def pause() -> Target:
-        await _load(work, target_id)  # NOT_FOUND before anything is written
+        await load(work, target_id)  # NOT_FOUND before anything is written
         paused = await _set_paused_at(work, target_id, paused=False, to=work.now())
         if paused is None:
             await work.rollback()
-            current = await _load(work, target_id)  # as the pause that won left it
+            current = await load(work, target_id)  # as the pause that won left it
             raise TargetAlreadyPaused(
-                f"Target {current.name!r} has been paused since {_iso(current.paused_at)}; "
+                f"Target {current.name!r} has been paused since {iso(current.paused_at)}; "
                 "resumeTarget first to pause it with another reason.",
-                pausedAt=_iso(current.paused_at),
+                pausedAt=iso(current.paused_at),
             )
-        _announce(work, viewer, paused, "target.paused", ChangeKind.TARGET_PAUSED, reason=reason)
+        announce(work, viewer, paused, "target.paused", ChangeKind.TARGET_PAUSED, reason=reason)
         return paused
 
-    return await _once(work, viewer, call, pause)
+    return await keyed_change(work, viewer, call, pause)
 
 
 async def resume_target(
     *, work: UnitOfWork, viewer: Viewer, target_id: str, idempotency_key: str | None = None
-) -> PauseResult:
+) -> TargetResult:
     """Let a paused target's deliveries go: what waited is due at once and is enqueued after
     commit (up to a sweep batch; the sweep takes the rest). Of two concurrent resumes one
     wins; the other is refused (``TARGET_NOT_PAUSED``) unless it repeats a key."""
@@ -193,7 +220,7 @@ async def resume_target(
     call = idempotency.Keyed.of("resumeTarget", idempotency_key, {"target_id": target_id})
 
     async def resume() -> Target:
-        target = await _load(work, target_id)
+        target = await load(work, target_id)
         paused_at = target.paused_at
         resumed = await _set_paused_at(work, target_id, paused=True, to=None)
         if resumed is None:
@@ -202,42 +229,50 @@ async def resume_target(
             raise TargetNotPaused(
                 f"Target {name!r} is not paused (another operator may have just resumed it)."
             )
-        waiting = (
-            await work.session.exec(
-                select(Proposal.id, Proposal.delivery_attempt_count)
-                .where(col(Proposal.target_id) == target_id, due(work.now()))
-                .order_by(col(Proposal.next_attempt_at))
-                .limit(SWEEP_BATCH_SIZE)
-            )
-        ).all()
-        for proposal_id, attempts in waiting:
-            work.schedule_delivery(proposal_id, attempts + 1)
-        _announce(
+        scheduled = await schedule_due_deliveries(work, target_id)
+        announce(
             work,
             viewer,
             resumed,
             "target.resumed",
             ChangeKind.TARGET_RESUMED,
-            paused_at=_iso(paused_at),
-            scheduled=len(waiting),
+            paused_at=iso(paused_at),
+            scheduled=scheduled,
         )
         return resumed
 
-    return await _once(work, viewer, call, resume)
+    return await keyed_change(work, viewer, call, resume)
 
 
-async def _once(
+async def keyed_change(
     work: UnitOfWork, viewer: Viewer, call: idempotency.Keyed, run: Callable[[], Awaitable[Target]]
-) -> PauseResult:
+) -> TargetResult:
+    """Run a keyed change to one target, or replay it: the target as it is now."""
     target, replayed = await idempotency.once(
         work,
         viewer,
         call,
         run,
         result_of=lambda target: {"target_id": target.id},
-        replay=lambda stored: _load(work, stored["target_id"]),
+        replay=lambda stored: load(work, stored["target_id"]),
     )
-    return PauseResult(target=target, replayed=replayed)
+    return TargetResult(target=target, replayed=replayed)
+
+
+async def schedule_due_deliveries(work: UnitOfWork, target_id: str) -> int:
+    """Enqueue, after commit, the target's proposals that are due now (up to a sweep batch;
+    the sweep takes any more): for a change that lets waiting deliveries go at once."""
+    waiting = (
+        await work.session.exec(
+            select(Proposal.id, Proposal.delivery_attempt_count)
+            .where(col(Proposal.target_id) == target_id, due(work.now()))
+            .order_by(col(Proposal.next_attempt_at))
+            .limit(SWEEP_BATCH_SIZE)
+        )
+    ).all()
+    for proposal_id, attempts in waiting:
+        work.schedule_delivery(proposal_id, attempts + 1)
+    return len(waiting)
 
 
 async def _set_paused_at(
@@ -256,7 +291,7 @@ async def _set_paused_at(
     return (await work.session.exec(stmt)).scalars().first()
 
 
-def _announce(
+def announce(
     work: UnitOfWork,
     viewer: Viewer,
     target: Target,
@@ -277,19 +312,21 @@ def _announce(
             kind=kind,
             details=details,
             queue_id=target.queue_id,
-            snapshot={"name": target.name, "pausedAt": _iso(target.paused_at), **(snapshot or {})},
+            snapshot={"name": target.name, "pausedAt": iso(target.paused_at), **(snapshot or {})},
         ),
     )
 
 
-async def _load(work: UnitOfWork, target_id: str) -> Target:
+async def load(work: UnitOfWork, target_id: str) -> Target:
+    """The target as stored now (``NOT_FOUND`` if there is none)."""
     target = await work.session.get(Target, target_id, populate_existing=True)
     if target is None:
         raise NotFound("No such target.")
     return target
 
 
-def _iso(at: datetime | None) -> str | None:
+def iso(at: datetime | None) -> str | None:
+    """A time as audit details and snapshots carry it."""
     return None if at is None else at.isoformat()
 
 

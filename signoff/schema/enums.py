@@ -15,6 +15,7 @@ for _enum in (
     models.ProposalState,
     models.TaskState,
     models.ApprovalMode,
+    models.CircuitState,
     models.Decision,
     models.IncidentState,
     models.Severity,

@@ -14,6 +14,7 @@ from signoff.resolvers import (
     queues,
     results,
     retries,
+    target_controls,
     targets,
     tasks,
 )
@@ -57,13 +58,16 @@ from signoff.schema.proposal import (
 )
 from signoff.schema.queue import CreateQueueInput, Queue, QueueMemberInput
 from signoff.schema.target import (
+    CloseTargetCircuitInput,
     PauseTargetInput,
     PauseTargetPayload,
     RegisterTargetInput,
     RegisterTargetPayload,
     ResumeTargetInput,
     RetireTargetInput,
+    SetTargetLimitsInput,
     Target,
+    TargetChangePayload,
 )
 from signoff.schema.task import (
     ClaimTaskInput,
@@ -137,6 +141,8 @@ class Mutation:
             required_approvals=input.required_approvals,
             max_attempts=input.max_attempts,
             timeout_seconds=input.timeout_seconds,
+            max_concurrency=input.max_concurrency,
+            rate_per_second=input.rate_per_second,
         )
         return RegisterTargetPayload(
             target=Target.from_model(registered.target), signing_secret=registered.signing_secret
@@ -181,6 +187,49 @@ class Mutation:
             idempotency_key=input.idempotency_key,
         )
         return PauseTargetPayload(target=Target.from_model(result.target), replayed=result.replayed)
+
+    @strawberry.mutation(
+        description=(
+            "Operators and admins: change how many deliveries to the target may be in flight "
+            "at once, and how many may start per second. What is left out stays as it is."
+        )
+    )
+    async def set_target_limits(
+        self, info: strawberry.Info, input: SetTargetLimitsInput
+    ) -> TargetChangePayload:
+        result = await call(
+            info,
+            target_controls.set_target_limits,
+            target_id=input.target_id,
+            max_concurrency=input.max_concurrency,
+            rate_per_second=input.rate_per_second,
+            clear_rate=input.clear_rate,
+            idempotency_key=input.idempotency_key,
+        )
+        return TargetChangePayload(
+            target=Target.from_model(result.target), replayed=result.replayed
+        )
+
+    @strawberry.mutation(
+        description=(
+            "Operators and admins, once the receiver is fixed: close the target's OPEN or "
+            "HALF_OPEN circuit at once and deliver its waiting proposals. "
+            "TARGET_CIRCUIT_NOT_OPEN if it is closed."
+        )
+    )
+    async def close_target_circuit(
+        self, info: strawberry.Info, input: CloseTargetCircuitInput
+    ) -> TargetChangePayload:
+        result = await call(
+            info,
+            target_controls.close_target_circuit,
+            target_id=input.target_id,
+            reason=input.reason,
+            idempotency_key=input.idempotency_key,
+        )
+        return TargetChangePayload(
+            target=Target.from_model(result.target), replayed=result.replayed
+        )
 
     @strawberry.mutation(description="Agents. Idempotent by operationKey.")
     async def propose_action(

@@ -9,6 +9,12 @@ from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.constants import (
+    TARGET_MAX_CONCURRENCY_DEFAULT,
+    TARGET_MAX_CONCURRENCY_MAX,
+    TARGET_RATE_MAX_PER_SECOND,
+    TARGET_RATE_MIN_PER_SECOND,
+)
 from signoff.schema.queue import Queue, load_queue
 
 
@@ -27,6 +33,29 @@ class Target:
     retired_at: datetime | None
     paused_at: datetime | None = strawberry.field(
         description="Set while the target is paused: its proposals wait QUEUED, unsent."
+    )
+    max_concurrency: int = strawberry.field(
+        description="At most this many deliveries to the target are in flight at once."
+    )
+    rate_per_second: float | None = strawberry.field(
+        description="At most this many deliveries start per second; null: no rate limit."
+    )
+    circuit_state: models.CircuitState = strawberry.field(
+        description="CLOSED: deliveries flow. OPEN: they wait until the next probe. "
+        "HALF_OPEN: one probe is in flight."
+    )
+    consecutive_failures: int = strawberry.field(
+        description="Failed attempts since the last success."
+    )
+    last_error: str | None = strawberry.field(
+        description="The last failed attempt's error, for example RECEIVER_ERROR (HTTP 503)."
+    )
+    last_error_at: datetime | None
+    circuit_opened_at: datetime | None = strawberry.field(
+        description="When the circuit last opened; null while it is CLOSED."
+    )
+    next_probe_at: datetime | None = strawberry.field(
+        description="When an OPEN circuit next lets one delivery through to probe."
     )
     created_at: datetime
     queue_id: strawberry.Private[str | None]
@@ -54,6 +83,14 @@ class Target:
             timeout_seconds=target.timeout_seconds,
             retired_at=target.retired_at,
             paused_at=target.paused_at,
+            max_concurrency=target.max_concurrency,
+            rate_per_second=target.rate_per_second,
+            circuit_state=models.CircuitState(target.circuit_state),
+            consecutive_failures=target.consecutive_failures,
+            last_error=target.last_error,
+            last_error_at=target.last_error_at,
+            circuit_opened_at=target.circuit_opened_at,
+            next_probe_at=target.circuit_probe_at,
             created_at=target.created_at,
             queue_id=target.queue_id,
         )
@@ -75,6 +112,16 @@ class RegisterTargetInput:
     )
     max_attempts: int | None = None
     timeout_seconds: int | None = None
+    max_concurrency: int | None = strawberry.field(
+        default=None,
+        description=f"Deliveries in flight at once (1-{TARGET_MAX_CONCURRENCY_MAX}, "
+        f"default {TARGET_MAX_CONCURRENCY_DEFAULT}).",
+    )
+    rate_per_second: float | None = strawberry.field(
+        default=None,
+        description=f"Deliveries started per second ({TARGET_RATE_MIN_PER_SECOND:g}-"
+        f"{TARGET_RATE_MAX_PER_SECOND:g}); leave it out for no limit.",
+    )
 
 
 @strawberry.type
@@ -101,6 +148,40 @@ class PauseTargetInput:
 class ResumeTargetInput:
     target_id: strawberry.ID
     idempotency_key: str | None = None
+
+
+@strawberry.input
+class SetTargetLimitsInput:
+    target_id: strawberry.ID
+    max_concurrency: int | None = strawberry.field(
+        default=None,
+        description=f"Deliveries in flight at once (1-{TARGET_MAX_CONCURRENCY_MAX}); "
+        "left out: unchanged.",
+    )
+    rate_per_second: float | None = strawberry.field(
+        default=None,
+        description=f"Deliveries started per second ({TARGET_RATE_MIN_PER_SECOND:g}-"
+        f"{TARGET_RATE_MAX_PER_SECOND:g}); left out: unchanged.",
+    )
+    clear_rate: bool = strawberry.field(
+        default=False, description="Remove the rate limit (not together with ratePerSecond)."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class CloseTargetCircuitInput:
+    target_id: strawberry.ID
+    reason: str = strawberry.field(
+        description="What was fixed, for the audit trail (3-2000 characters)."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class TargetChangePayload:
+    target: Target
+    replayed: bool
 
 
 @strawberry.type
