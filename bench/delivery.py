@@ -1,7 +1,9 @@
-"""Delivery benchmark: N approved proposals delivered to a local receiver answering 200 at once.
+"""Delivery benchmark: N approved proposals delivered to a receiver answering 200 at once.
 
-Prints deliveries per second and the p50/p99 time from the approval's commit to the
-receiver seeing the request. Two set-ups:
+The receiver (``bench/counting_receiver.py``) runs in its own process and verifies every
+signature. Prints deliveries per second, the p50/p99 time from the approval's commit to
+the receiver seeing the request, and SQL statements and Redis commands per delivery.
+Two set-ups:
 
 * PostgreSQL + Redis, one ``signoff worker`` process::
 
@@ -12,9 +14,13 @@ receiver seeing the request. Two set-ups:
 
     python bench/delivery.py
 
-Approvals are made through the resolvers (as the API does, without HTTP) by a few
-concurrent approvers while the worker runs, so the latency includes any queueing.
-A fresh database (and arq queue) is created for the run and dropped afterwards.
+plus ``--database-url`` alone: PostgreSQL with the in-process runner. ``--backlog``
+approves everything first and then starts the worker (its drain rate); ``--rate R``
+approves R per second while the worker runs. Proposals are made before the clock starts;
+approvals go through the resolvers (as the API does, without HTTP) by a few concurrent
+approvers, so the latency includes any queueing. The target's ``maxConcurrency`` is
+``--target-concurrency`` (default 128, the worker's concurrency). A fresh database (and
+arq queue) is created for the run and dropped afterwards.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -54,7 +61,7 @@ from signoff.resolvers.approvals import decide_proposal
 from signoff.resolvers.proposals import propose_action
 from signoff.resolvers.queues import create_queue
 from signoff.resolvers.targets import register_target
-from signoff.resolvers.work import Services, WorkMaker
+from signoff.resolvers.work import JobQueue, Services, WorkMaker
 
 APPROVERS = 8
 
@@ -162,7 +169,9 @@ async def viewer(work: WorkMaker, role: Role, name: str, queues: list[str] | Non
         return await authenticate(session=unit.session, token=token)
 
 
-async def world(work: WorkMaker, url: str) -> tuple[str, str, Viewer, Viewer]:
+async def world(
+    work: WorkMaker, url: str, target_concurrency: int
+) -> tuple[str, str, Viewer, Viewer]:
     admin = await viewer(work, Role.ADMIN, "bench-admin")
     async with work() as unit:
         queue = await create_queue(work=unit, viewer=admin, slug="bench", name="Bench")
@@ -175,52 +184,77 @@ async def world(work: WorkMaker, url: str) -> tuple[str, str, Viewer, Viewer]:
             input_schema={"type": "object"},
             approval_mode=ApprovalMode.HUMAN,
             queue_id=queue.id,
+            max_concurrency=target_concurrency,
         )
     agent = await viewer(work, Role.AGENT, "bench-agent")
     reviewer = await viewer(work, Role.REVIEWER, "bench-reviewer", ["bench"])
     return registered.target.id, registered.signing_secret, agent, reviewer
 
 
-async def approve_all(
-    work: WorkMaker,
-    target_id: str,
-    agent: Viewer,
-    reviewer: Viewer,
-    n: int,
-    rate: float | None,
-) -> dict[str, float]:
-    """Propose and approve ``n`` actions, paced at ``rate`` per second if given;
-    returns webhook-id -> approval commit time."""
-    committed: dict[str, float] = {}
-    keys = iter(range(n))
-    start = time.time()
+@dataclass(frozen=True)
+class Proposed:
+    proposal_id: str
+    digest: str
 
-    async def approver() -> None:
+
+async def propose_all(work: WorkMaker, target_id: str, agent: Viewer, n: int) -> list[Proposed]:
+    """Propose ``n`` actions (before the clock starts: what is measured is approval)."""
+    keys = iter(range(n))
+    proposed: list[Proposed] = []
+
+    async def proposer() -> None:
         for i in keys:
-            if rate is not None:
-                await asyncio.sleep(max(0.0, start + i / rate - time.time()))
-            key = f"bench-{i}"
             async with work() as unit:
-                proposed = await propose_action(
+                made = await propose_action(
                     work=unit,
                     viewer=agent,
                     target_id=target_id,
                     action_code="bench.run",
-                    operation_key=key,
+                    operation_key=f"bench-{i}",
                     payload={"i": i},
                 )
+            proposed.append(Proposed(made.proposal.id, made.proposal.payload_digest))
+
+    await asyncio.gather(*(proposer() for _ in range(APPROVERS)))
+    return proposed
+
+
+class CommitClock:
+    """A job queue that notes when each approval's transaction committed: the unit of work
+    calls ``enqueue_delivery`` first thing after its commit."""
+
+    def __init__(self, jobs: JobQueue) -> None:
+        self.jobs = jobs
+        self.committed: dict[str, float] = {}
+
+    async def enqueue_delivery(
+        self, proposal_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        self.committed.setdefault(webhook_id(proposal_id), time.time())
+        await self.jobs.enqueue_delivery(proposal_id, attempt, at)
+
+
+async def approve_all(
+    work: WorkMaker, reviewer: Viewer, proposals: list[Proposed], rate: float | None
+) -> None:
+    """Approve ``proposals``, paced at ``rate`` per second if given."""
+    numbered = iter(enumerate(proposals))
+    start = time.time()
+
+    async def approver() -> None:
+        for i, proposed in numbered:
+            if rate is not None:
+                await asyncio.sleep(max(0.0, start + i / rate - time.time()))
             async with work() as unit:
                 await decide_proposal(
                     work=unit,
                     viewer=reviewer,
-                    proposal_id=proposed.proposal.id,
+                    proposal_id=proposed.proposal_id,
                     decision=Decision.APPROVED,
-                    payload_digest=proposed.proposal.payload_digest,
+                    payload_digest=proposed.digest,
                 )
-            committed[webhook_id(proposed.proposal.id)] = time.time()
 
     await asyncio.gather(*(approver() for _ in range(APPROVERS)))
-    return committed
 
 
 def start_worker(settings: Settings, metrics_port: int) -> subprocess.Popen[bytes]:
@@ -252,7 +286,12 @@ class Costs:
 
 
 async def run(
-    n: int, database_url: str | None, redis_url: str | None, backlog: bool, rate: float | None
+    n: int,
+    database_url: str | None,
+    redis_url: str | None,
+    backlog: bool,
+    rate: float | None,
+    target_concurrency: int,
 ) -> None:
     async with fresh_database(database_url) as url:
         settings = Settings(
@@ -265,21 +304,23 @@ async def run(
         if not redis_url:
             metrics.count_statements(engine)  # the in-process runner shares this engine
         jobs = ArqJobs(settings) if redis_url else InProcessJobs(settings)
+        clock = CommitClock(jobs)
         work = WorkMaker(
-            create_sessionmaker(engine), Services(jobs=jobs, sealer=load_sealer(settings))
+            create_sessionmaker(engine), Services(jobs=clock, sealer=load_sealer(settings))
         )
         receiver = Receiver()
         metrics_port = free_port() if redis_url else None
         worker = None
         try:
-            target_id, secret, agent, reviewer = await world(work, receiver.url)
+            target_id, secret, agent, reviewer = await world(work, receiver.url, target_concurrency)
+            proposals = await propose_all(work, target_id, agent, n)
             receiver.start(secret)
             await receiver.wait_ready()
             if isinstance(jobs, ArqJobs):
                 await jobs.start()
             if backlog:
                 started = time.time()
-                committed = await approve_all(work, target_id, agent, reviewer, n, rate)
+                await approve_all(work, reviewer, proposals, rate)
                 approved = time.time()
             before = await Costs.now(None, redis_url)
             if isinstance(jobs, ArqJobs):
@@ -293,7 +334,7 @@ async def run(
                 await asyncio.sleep(2)  # let the worker connect before the clock starts
                 before = await Costs.now(metrics_port, redis_url)
                 started = time.time()
-                committed = await approve_all(work, target_id, agent, reviewer, n, rate)
+                await approve_all(work, reviewer, proposals, rate)
                 approved = time.time()
             seen = await receiver.wait_for(n)
             costs = (await Costs.now(metrics_port, redis_url)).since(before)
@@ -314,7 +355,7 @@ async def run(
         rate,
         started,
         approved,
-        committed,
+        clock.committed,
         seen,
         finished,
         costs,
@@ -345,14 +386,16 @@ def report(
     print(f"{mode}: {n} deliveries, {pace}")
     if backlog:
         first = min(seen.values())
-        print(f"  approvals (worker stopped): {n / (approved - started):.0f}/s")
+        print(
+            f"  approvals (worker stopped; proposed beforehand): {n / (approved - started):.0f}/s"
+        )
         print(
             f"  deliveries: {n / (finished - first):.0f}/s "
             f"(first to last delivery, {finished - first:.1f} s)"
         )
     else:
         latencies = sorted((seen[k] - committed[k]) * 1000 for k in committed)
-        print(f"  approvals: {n / (approved - started):.0f}/s")
+        print(f"  approvals (proposed beforehand): {n / (approved - started):.0f}/s")
         print(
             f"  deliveries: {n / (finished - started):.0f}/s "
             f"(first approval to last delivery, {finished - started:.1f} s)"
@@ -393,8 +436,23 @@ def main() -> None:
         help="approve all first, then start the worker: its drain rate",
     )
     parser.add_argument("--rate", type=float, help="approvals per second (default: flat out)")
+    parser.add_argument(
+        "--target-concurrency",
+        type=int,
+        default=128,
+        help="the bench target's maxConcurrency (default 128: the worker's concurrency)",
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.n, args.database_url, args.redis_url, args.backlog, args.rate))
+    asyncio.run(
+        run(
+            args.n,
+            args.database_url,
+            args.redis_url,
+            args.backlog,
+            args.rate,
+            args.target_concurrency,
+        )
+    )
 
 
 if __name__ == "__main__":
