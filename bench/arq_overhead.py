@@ -24,10 +24,20 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.worker import Worker
 
 started: dict[str, float] = {}
+waiting = {"count": 0}
+all_started = asyncio.Event()
 
 
 async def noop(ctx: dict[str, Any], key: str) -> None:
     started[key] = time.time()
+    if len(started) >= waiting["count"]:
+        all_started.set()
+
+
+def expect(n: int) -> None:
+    started.clear()
+    all_started.clear()
+    waiting["count"] = n
 
 
 async def redis_calls(redis: ArqRedis) -> int:
@@ -50,6 +60,7 @@ def worker(redis: ArqRedis, queue: str, max_jobs: int, poll_delay: float) -> Wor
 async def throughput(redis: ArqRedis, n: int, max_jobs: int, poll_delay: float) -> str:
     """Enqueue ``n`` jobs, then drain them with one worker."""
     queue = f"signoff:bench:arq:{uuid.uuid4().hex[:8]}"
+    expect(n)
     calls, cpu = await redis_calls(redis), time.process_time()
     for i in range(n):
         await redis.enqueue_job("noop", f"t{i}", _job_id=f"t{i}", _queue_name=queue)
@@ -57,13 +68,11 @@ async def throughput(redis: ArqRedis, n: int, max_jobs: int, poll_delay: float) 
     runner = worker(redis, queue, max_jobs, poll_delay)
     task = asyncio.create_task(runner.async_run())
     begin, cpu = time.time(), time.process_time()
-    while len([k for k in started if k.startswith("t")]) < n:
-        await asyncio.sleep(0.01)
+    await all_started.wait()
     elapsed, run_cpu = time.time() - begin, time.process_time() - cpu
     await runner.close()
     task.cancel()
     per_job = await redis_calls(redis) - calls
-    started.clear()
     return (
         f"{n / elapsed:7.0f} jobs/s  cpu {1000 * (enqueue_cpu + run_cpu) / n:5.2f} ms/job "
         f"(enqueue {1000 * enqueue_cpu / n:4.2f})  redis {per_job / n:5.1f} commands/job"
@@ -76,18 +85,17 @@ async def latency(redis: ArqRedis, n: int, max_jobs: int, poll_delay: float) -> 
     runner = worker(redis, queue, max_jobs, poll_delay)
     task = asyncio.create_task(runner.async_run())
     await asyncio.sleep(0.2)
+    expect(n)
     enqueued: dict[str, float] = {}
     for i in range(n):
         key = f"l{i}"
         enqueued[key] = time.time()
         await redis.enqueue_job("noop", key, _job_id=key, _queue_name=queue)
         await asyncio.sleep(0.02)
-    while len([k for k in started if k.startswith("l")]) < n:
-        await asyncio.sleep(0.01)
+    await all_started.wait()
     await runner.close()
     task.cancel()
     waits = sorted((started[k] - enqueued[k]) * 1000 for k in enqueued)
-    started.clear()
     p99 = waits[int(len(waits) * 0.99) - 1]
     return f"enqueue -> start p50 {statistics.median(waits):5.1f} ms, p99 {p99:5.1f} ms"
 

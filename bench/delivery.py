@@ -49,6 +49,7 @@ from sqlalchemy.engine import make_url
 
 from signoff import metrics
 from signoff.config import Settings, load_sealer, normalise_database_url
+from signoff.constants import DELIVERY_CONCURRENCY
 from signoff.database import create_engine, create_sessionmaker
 from signoff.delivery import webhook_id
 from signoff.jobs.runner import InProcessJobs
@@ -261,6 +262,7 @@ def start_worker(settings: Settings, metrics_port: int) -> subprocess.Popen[byte
     assert settings.redis_url is not None
     env = {
         **os.environ,
+        "SIGNOFF_DELIVERY_CONCURRENCY": str(settings.delivery_concurrency),
         "SIGNOFF_DATABASE_URL": settings.database_url,
         "SIGNOFF_REDIS_URL": settings.redis_url,
         "SIGNOFF_ARQ_QUEUE": settings.arq_queue,
@@ -292,12 +294,14 @@ async def run(
     backlog: bool,
     rate: float | None,
     target_concurrency: int,
+    worker_concurrency: int,
 ) -> None:
     async with fresh_database(database_url) as url:
         settings = Settings(
             database_url=normalise_database_url(url),
             redis_url=redis_url,
             arq_queue=f"signoff:bench:{uuid.uuid4().hex[:8]}",
+            delivery_concurrency=worker_concurrency,
         )
         engine = create_engine(settings.database_url, pool_size=20)
         await migrate(engine)
@@ -437,6 +441,12 @@ def main() -> None:
     )
     parser.add_argument("--rate", type=float, help="approvals per second (default: flat out)")
     parser.add_argument(
+        "--worker-concurrency",
+        type=int,
+        default=DELIVERY_CONCURRENCY,
+        help=f"the worker's SIGNOFF_DELIVERY_CONCURRENCY (default {DELIVERY_CONCURRENCY})",
+    )
+    parser.add_argument(
         "--target-concurrency",
         type=int,
         default=128,
@@ -451,6 +461,7 @@ def main() -> None:
             args.backlog,
             args.rate,
             args.target_concurrency,
+            args.worker_concurrency,
         )
     )
 
