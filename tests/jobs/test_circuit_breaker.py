@@ -7,9 +7,11 @@ decide when it closes (docs/design.md 4.16). Each attempt is made as a worker ma
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlmodel import col, select
 
 from signoff import clock
@@ -18,8 +20,9 @@ from signoff.constants import (
     CIRCUIT_PROBE_MAX_SECONDS,
     CIRCUIT_PROBE_SECONDS,
 )
+from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import AuditEvent, ChangeEvent, DeadLetter, Incident, IncidentState
-from signoff.resolvers.delivery_claims import claim_deliveries
+from signoff.resolvers.delivery_claims import claim_deliveries, claim_delivery
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved, read
@@ -271,3 +274,32 @@ async def test_abort_message_on_a_success_changes_nothing(
     state = await read(world, proposal["id"])
     assert state["lastErrorCode"] is None and state["deliveryTerminal"] is False
     assert [a["responseClass"] for a in state["attempts"]] == ["APPLIED"]
+
+
+async def test_a_due_probe_waits_for_deliveries_in_flight_without_busy_claiming(
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A delivery claimed before the circuit opened is still in flight when the probe falls
+    due: the probe waits for it (only one request at a time while the circuit is not
+    closed), and a dispatcher looks again at its next poll or wake, not over and over."""
+    async with serve(Receiver([Answer(503)])) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        proposals = [await approved(world) for _ in range(OPENS + 1)]
+        async with worker.services.work() as work:  # another worker's request, still going
+            assert await claim_delivery(work, proposals[-1]["id"], lease_seconds=600)
+        await fail_each(worker, proposals[:OPENS])
+        frozen_clock.advance(CIRCUIT_PROBE_SECONDS)
+        assert await claim_all(worker) == []
+
+        caplog.set_level(logging.DEBUG, logger="signoff.jobs")
+        dispatcher = Dispatcher(worker.services, concurrency=4)
+        await dispatcher.start()
+        await asyncio.sleep(0.5)
+        await dispatcher.stop()
+    claims = [r for r in caplog.records if r.getMessage().startswith("claimed ")]
+    assert 1 <= len(claims) <= 2
+    assert len(receiver.requests) == OPENS
