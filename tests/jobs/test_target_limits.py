@@ -1,6 +1,6 @@
 """Per-target limits under running dispatchers, against real receivers on loopback and the
 real clock: a target's concurrency and rate hold however many dispatchers claim its
-deliveries, and a slow target does not hold back a fast one (docs/design.md 4.14, 4.15).
+deliveries, and a slow target does not hold back a fast one (docs/design.md 4.15).
 
 Rates are checked against the GCRA limiter's arithmetic: with a burst of one second's
 worth, N deliveries due at once start within (N - burst) / rate seconds of the first,
@@ -34,15 +34,16 @@ WORKER_HEADER = "x-test-worker"
 RATE_SLACK = 0.2
 
 
-async def add_target(world: World, url: str, **target: Any) -> World:
-    """Another auto-approved target beside the world's, as a world whose proposals go to it."""
+async def add_target(world: World, receiver: Receiver, **target: Any) -> World:
+    """Another auto-approved target beside the world's, delivering to ``receiver``, as a
+    world whose proposals go to it."""
     registered = (
         await world.gql(
             REGISTER_TARGET,
             {
                 "input": {
                     "name": f"refunds-{uuid.uuid4().hex[:6]}",
-                    "url": url,
+                    "url": receiver.url,
                     "inputSchema": PAYMENT_SCHEMA,
                     "approvalMode": "BOUNDED_AUTO",
                     **target,
@@ -51,11 +52,9 @@ async def add_target(world: World, url: str, **target: Any) -> World:
             world.admin,
         )
     )["registerTarget"]
-    return dataclasses.replace(
-        world,
-        target_id=registered["target"]["id"],
-        signing_secret=registered["signingSecret"],
-    )
+    secret: str = registered["signingSecret"]
+    receiver.secret = secret
+    return dataclasses.replace(world, target_id=registered["target"]["id"], signing_secret=secret)
 
 
 async def auto_world(gql: GraphQLClient, receiver: Receiver, **target: Any) -> World:
@@ -168,8 +167,7 @@ async def test_a_hanging_receiver_does_not_starve_a_fast_one(
     timeout, rate = 2, 20.0
     async with serve(Receiver([Answer(hang=True)])) as hanging, serve(Receiver()) as fast:
         world_a = await auto_world(gql, hanging, timeoutSeconds=timeout, maxConcurrency=2)
-        world_b = await add_target(world_a, fast.url, ratePerSecond=rate)
-        fast.secret = world_b.signing_secret
+        world_b = await add_target(world_a, fast, ratePerSecond=rate)
         for_a, for_b = await queued(world_a, 10), await queued(world_b, 40)
 
         async with dispatching(worker, concurrency=8):
