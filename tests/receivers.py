@@ -1,13 +1,13 @@
 """Real HTTP receivers on loopback for delivery tests: scripted answers, every request kept,
 every signature checked with ``signoff.webhooks.verify``, and deduplicated on ``webhook-id``
-as the README tells receivers to."""
+as the README tells receivers to. Each counts the requests it holds open at once."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,9 @@ from signoff.webhooks import WebhookVerificationError, verify
 
 @dataclass(frozen=True)
 class Answer:
+    """One scripted answer; ``hang`` holds the request until the test releases the receiver
+    or the client gives up (its timeout), ``delay`` holds it that many seconds."""
+
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
@@ -51,6 +54,9 @@ class Receiver:
     # first request with that id it answered 2xx; a later one with the same id is skipped.
     applied: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused: int = 0
+    # Requests being answered now, and the most there ever were at once.
+    open: int = 0
+    most_open: int = 0
     _release: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -77,9 +83,14 @@ class Receiver:
         self.requests.append(received)
         if 200 <= answer.status < 300:
             self.applied.setdefault(received.webhook_id, received.body)
-        if answer.hang:
-            await self._release.wait()
-        await asyncio.sleep(answer.delay)
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        try:
+            if answer.hang:
+                await _first(self._release.wait(), _gone(request))
+            await asyncio.sleep(answer.delay)
+        finally:
+            self.open -= 1
         content = b"" if answer.body is None else json.dumps(answer.body).encode()
         return Response(
             content,
@@ -87,6 +98,23 @@ class Receiver:
             headers=answer.headers,
             media_type="application/json",
         )
+
+
+async def _gone(request: Request) -> None:
+    """Return once the client has closed the connection (its request body is already read)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _first(*waits: Coroutine[Any, Any, Any]) -> None:
+    """Wait until any of ``waits`` is done, then cancel the others."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @contextlib.asynccontextmanager

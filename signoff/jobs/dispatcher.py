@@ -231,7 +231,9 @@ class Dispatcher:
         return sent
 
     async def _flush_loop(self) -> None:
-        while True:
+        # Closing is checked before every wait: stop() sets it with the events, and a flush
+        # under way when it does clears them (``_take_sent``), so they cannot be relied on.
+        while not self._closing.is_set():
             await self._outcome_waiting.wait()
             if self._closing.is_set():
                 return

@@ -36,9 +36,13 @@ def allowance(target: Target, in_flight: int, now: datetime) -> Allowance:
     """The target's allowance given its deliveries in flight."""
     if target.circuit_state != CircuitState.CLOSED:
         probe_due = target.circuit_probe_at is None or target.circuit_probe_at <= now
-        if probe_due and in_flight == 0:
+        if not probe_due:
+            return Allowance(target, 0, retry_at=target.circuit_probe_at)
+        if in_flight == 0:
             return Allowance(target, 1, probe=True)
-        return Allowance(target, 0, retry_at=target.circuit_probe_at)
+        # The probe waits for the deliveries still in flight: no time to look again at (the
+        # probe time has passed), but the next poll, or the wake when they are recorded.
+        return Allowance(target, 0)
     quota = max(0, target.max_concurrency - in_flight)
     rate = target.rate_per_second
     if rate is None or quota == 0:

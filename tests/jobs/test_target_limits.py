@@ -1,0 +1,244 @@
+"""Per-target limits under running dispatchers, against real receivers on loopback and the
+real clock: a target's concurrency and rate hold however many dispatchers claim its
+deliveries, and a slow target does not hold back a fast one (docs/design.md 4.15).
+
+Rates are checked against the GCRA limiter's arithmetic: with a burst of one second's
+worth, N deliveries due at once start within (N - burst) / rate seconds of the first,
+and no window of t seconds holds more than burst + rate * t of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from sqlmodel import col, func, select
+
+from signoff.jobs.context import open_http_client
+from signoff.jobs.dispatcher import Dispatcher
+from signoff.models import DeliveryAttempt, Proposal, ProposalState
+from signoff.resolvers.target_limits import BURST_SECONDS
+from tests.conftest import requires_postgres
+from tests.helpers import PAYMENT_SCHEMA, REGISTER_TARGET, GraphQLClient, World, build_world
+from tests.jobs.conftest import Worker
+from tests.receivers import Answer, Receiver, serve
+
+# Each dispatcher of a test labels its requests, so the receiver tells who sent what.
+WORKER_HEADER = "x-test-worker"
+# Slack on a measured rate: real time on a loaded machine.
+RATE_SLACK = 0.2
+
+
+async def add_target(world: World, receiver: Receiver, **target: Any) -> World:
+    """Another auto-approved target beside the world's, delivering to ``receiver``, as a
+    world whose proposals go to it."""
+    registered = (
+        await world.gql(
+            REGISTER_TARGET,
+            {
+                "input": {
+                    "name": f"refunds-{uuid.uuid4().hex[:6]}",
+                    "url": receiver.url,
+                    "inputSchema": PAYMENT_SCHEMA,
+                    "approvalMode": "BOUNDED_AUTO",
+                    **target,
+                }
+            },
+            world.admin,
+        )
+    )["registerTarget"]
+    secret: str = registered["signingSecret"]
+    receiver.secret = secret
+    return dataclasses.replace(world, target_id=registered["target"]["id"], signing_secret=secret)
+
+
+async def auto_world(gql: GraphQLClient, receiver: Receiver, **target: Any) -> World:
+    """A world whose target approves by itself and delivers to ``receiver``."""
+    world = await build_world(gql, url=receiver.url, approval_mode="BOUNDED_AUTO", **target)
+    receiver.secret = world.signing_secret
+    return world
+
+
+async def queued(world: World, count: int) -> list[str]:
+    """``count`` proposals to the world's (auto-approved) target, all due now; their ids."""
+
+    async def one(i: int) -> str:
+        proposal = (await world.propose({"amount": i + 1, "currency": "EUR"}))["proposal"]
+        assert proposal["state"] == "QUEUED"
+        return str(proposal["id"])
+
+    ids: list[str] = []
+    for start in range(0, count, 20):
+        ids += await asyncio.gather(*(one(i) for i in range(start, min(count, start + 20))))
+    return ids
+
+
+@contextlib.asynccontextmanager
+async def dispatching(
+    worker: Worker, count: int = 1, *, concurrency: int, woken_often: bool = False
+) -> AsyncIterator[list[Dispatcher]]:
+    """``count`` started dispatchers, as that many worker processes run them: each with its
+    own HTTP client (its requests labelled with ``WORKER_HEADER``), all on one database.
+    ``woken_often``: each is woken every 10 ms, as a stream of due delivery jobs wakes it,
+    so that their claims keep meeting."""
+    clients = [open_http_client() for _ in range(count)]
+    for number, client in enumerate(clients):
+        client.headers[WORKER_HEADER] = str(number)
+    dispatchers = [
+        Dispatcher(dataclasses.replace(worker.services, http=client), concurrency=concurrency)
+        for client in clients
+    ]
+    waking = asyncio.create_task(wake_often(dispatchers)) if woken_often else None
+    try:
+        await asyncio.gather(*(d.start() for d in dispatchers))
+        yield dispatchers
+    finally:
+        if waking is not None:
+            waking.cancel()
+        await asyncio.gather(*(d.stop() for d in dispatchers))
+        await asyncio.gather(*(c.close() for c in clients))
+
+
+async def wake_often(dispatchers: list[Dispatcher]) -> None:
+    while True:
+        for dispatcher in dispatchers:
+            dispatcher.wake()
+        await asyncio.sleep(0.01)
+
+
+async def eventually(check: Callable[[], bool], seconds: float) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, f"not done within {seconds} s"
+        await asyncio.sleep(0.02)
+
+
+def assert_paced(times: list[float], rate: float) -> None:
+    """Request arrival times (all due at once) as a limiter of ``rate`` per second paces
+    them: overall close to the rate, and no window faster than burst + rate * t."""
+    burst = max(1.0, rate * BURST_SECONDS)
+    span = times[-1] - times[0]
+    expected = (len(times) - burst) / rate
+    assert expected / (1 + RATE_SLACK) <= span <= expected / (1 - RATE_SLACK), (
+        f"{len(times)} deliveries at {rate}/s took {span:.2f} s, expected about {expected:.2f} s"
+    )
+    for first, start in enumerate(times):
+        for last in range(first + 1, len(times)):
+            window = times[last] - start
+            assert last - first + 1 <= burst + 1 + (1 + RATE_SLACK) * rate * window, (
+                f"{last - first + 1} deliveries within {window:.2f} s at {rate}/s"
+            )
+
+
+def once_each(receiver: Receiver, proposal_ids: list[str]) -> None:
+    """The receiver got every proposal, each exactly once."""
+    seen = Counter(r.webhook_id for r in receiver.requests)
+    assert seen == Counter(f"msg_{i}" for i in proposal_ids)
+    assert receiver.refused == 0
+
+
+def workers_seen(receiver: Receiver) -> set[str]:
+    return {r.headers[WORKER_HEADER] for r in receiver.requests}
+
+
+async def applied(worker: Worker, proposal_ids: list[str]) -> bool:
+    async with worker.services.sessionmaker() as session:
+        count = (
+            await session.exec(
+                select(func.count()).where(
+                    col(Proposal.id).in_(proposal_ids),
+                    col(Proposal.state) == ProposalState.APPLIED.value,
+                )
+            )
+        ).one()
+    return bool(count == len(proposal_ids))
+
+
+async def test_a_hanging_receiver_does_not_starve_a_fast_one(
+    gql: GraphQLClient, worker: Worker
+) -> None:
+    """A's receiver never answers: A may hold only its 2 slots of the dispatcher's 8, each
+    until its 2 s timeout, while B is delivered at its own rate in the meantime."""
+    timeout, rate = 2, 20.0
+    async with serve(Receiver([Answer(hang=True)])) as hanging, serve(Receiver()) as fast:
+        world_a = await auto_world(gql, hanging, timeoutSeconds=timeout, maxConcurrency=2)
+        world_b = await add_target(world_a, fast, ratePerSecond=rate)
+        for_a, for_b = await queued(world_a, 10), await queued(world_b, 40)
+
+        async with dispatching(worker, concurrency=8):
+            await eventually(lambda: len(fast.requests) == len(for_b), 10)
+            b_done = asyncio.get_running_loop().time()
+            await eventually(lambda: len(hanging.requests) == len(for_a), 15)
+
+    once_each(fast, for_b)
+    assert_paced([r.at for r in fast.requests], rate)
+    # All of B went while A's first two requests were still hanging: B waited for nothing.
+    first_a = hanging.requests[0].at
+    assert fast.requests[0].at - first_a < 0.5 and b_done < first_a + timeout
+    # A got each of its proposals once, never more than two at a time, a pair per timeout.
+    assert Counter(r.webhook_id for r in hanging.requests) == Counter(f"msg_{i}" for i in for_a)
+    assert hanging.most_open == 2
+    arrivals = [r.at for r in hanging.requests]
+    assert all(b - a > timeout * 0.9 for a, b in zip(arrivals, arrivals[2:], strict=False))
+
+
+@requires_postgres
+async def test_max_concurrency_holds_across_two_dispatchers(
+    gql: GraphQLClient, worker: Worker
+) -> None:
+    """Two dispatchers of 2 slots each, woken often, race for one target that allows 3 in
+    flight: neither fills it alone, together they could send 4."""
+    assert worker.services.settings.delivery_lease_seconds >= 60  # no lease lapses here
+    async with serve(Receiver([Answer(delay=0.2)])) as receiver:
+        world = await auto_world(gql, receiver, maxConcurrency=3)
+        ids = await queued(world, 30)
+        async with dispatching(worker, 2, concurrency=2, woken_often=True):
+            await eventually(lambda: len(receiver.requests) == len(ids), 15)
+
+    assert receiver.most_open == 3
+    once_each(receiver, ids)
+    assert await applied(worker, ids)
+    assert workers_seen(receiver) == {"0", "1"}
+
+
+@requires_postgres
+async def test_the_rate_limit_is_shared_by_two_dispatchers(
+    gql: GraphQLClient, worker: Worker
+) -> None:
+    """Two dispatchers, woken often, together deliver at the target's rate, not twice it;
+    each has fewer slots than the burst, so both take part from the start."""
+    rate = 10.0
+    async with serve(Receiver()) as receiver:
+        world = await auto_world(gql, receiver, ratePerSecond=rate)
+        ids = await queued(world, 40)
+        async with dispatching(worker, 2, concurrency=5, woken_often=True):
+            await eventually(lambda: len(receiver.requests) == len(ids), 10)
+
+    once_each(receiver, ids)
+    assert_paced([r.at for r in receiver.requests], rate)
+    assert workers_seen(receiver) == {"0", "1"}
+
+
+@requires_postgres
+async def test_dispatchers_claiming_at_once_never_claim_a_delivery_twice(
+    gql: GraphQLClient, worker: Worker
+) -> None:
+    """Four dispatchers start together over 200 due deliveries of one fast target, and are
+    woken over and over (as delivery jobs wake them), so their claims keep colliding."""
+    async with serve(Receiver([Answer(delay=0.02)])) as receiver:
+        world = await auto_world(gql, receiver, maxConcurrency=100)
+        ids = await queued(world, 200)
+        async with dispatching(worker, 4, concurrency=10, woken_often=True):
+            await eventually(lambda: len(receiver.requests) >= len(ids), 15)
+
+    once_each(receiver, ids)
+    assert await applied(worker, ids)
+    assert workers_seen(receiver) == {"0", "1", "2", "3"}
+    async with worker.services.sessionmaker() as session:
+        attempts = (await session.exec(select(DeliveryAttempt.attempt_number))).all()
+    assert Counter(attempts) == {1: len(ids)}
