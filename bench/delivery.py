@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import socket
@@ -65,6 +66,8 @@ from signoff.resolvers.targets import register_target
 from signoff.resolvers.work import JobQueue, Services, WorkMaker
 
 APPROVERS = 8
+# Approver processes begin this long after they are spawned, all at once.
+APPROVER_STARTUP_SECONDS = 3.0
 
 
 class Receiver:
@@ -166,8 +169,16 @@ async def viewer(work: WorkMaker, role: Role, name: str, queues: list[str] | Non
         token = (
             await create_token(work=unit, name=name, role=role, queue_slugs=queues or [])
         ).token
+    TOKENS[name] = token
+    return await authenticated(work, token)
+
+
+async def authenticated(work: WorkMaker, token: str) -> Viewer:
     async with work() as unit:
         return await authenticate(session=unit.session, token=token)
+
+
+TOKENS: dict[str, str] = {}
 
 
 async def world(
@@ -236,11 +247,17 @@ class CommitClock:
 
 
 async def approve_all(
-    work: WorkMaker, reviewer: Viewer, proposals: list[Proposed], rate: float | None
+    work: WorkMaker,
+    reviewer: Viewer,
+    proposals: list[Proposed],
+    rate: float | None,
+    start_at: float | None = None,
 ) -> None:
-    """Approve ``proposals``, paced at ``rate`` per second if given."""
+    """Approve ``proposals`` from ``start_at`` (default now), paced at ``rate`` per second
+    if given."""
     numbered = iter(enumerate(proposals))
-    start = time.time()
+    start = start_at or time.time()
+    await asyncio.sleep(max(0.0, start - time.time()))
 
     async def approver() -> None:
         for i, proposed in numbered:
@@ -256,6 +273,93 @@ async def approve_all(
                 )
 
     await asyncio.gather(*(approver() for _ in range(APPROVERS)))
+
+
+async def approve_in_processes(
+    settings: Settings, proposals: list[Proposed], rate: float | None, processes: int
+) -> dict[str, float]:
+    """``approve_all`` split over ``processes`` processes (``--approve-slice``), each taking
+    every ``processes``-th proposal at ``rate / processes``; returns their commit times."""
+    assert settings.redis_url is not None
+    start_at = time.time() + APPROVER_STARTUP_SECONDS
+    with tempfile.TemporaryDirectory() as tmp:
+        slices = write_slices(Path(tmp), proposals, processes)
+        children = []
+        for slice_file in slices:
+            command = [
+                sys.executable,
+                __file__,
+                "--approve-slice",
+                str(slice_file),
+                "--database-url",
+                settings.database_url,
+                "--redis-url",
+                settings.redis_url,
+                "--arq-queue",
+                settings.arq_queue,
+                "--reviewer-token",
+                TOKENS["bench-reviewer"],
+                "--start-at",
+                str(start_at),
+            ]
+            if rate is not None:
+                command += ["--rate", str(rate / processes)]
+            children.append(await asyncio.create_subprocess_exec(*command))
+        for child in children:
+            await child.wait()
+        return read_commit_times(slices)
+
+
+def write_slices(folder: Path, proposals: list[Proposed], processes: int) -> list[Path]:
+    slices = []
+    for index in range(processes):
+        slice_file = folder / f"slice-{index}.json"
+        mine = proposals[index::processes]
+        slice_file.write_text(json.dumps([[p.proposal_id, p.digest] for p in mine]))
+        slices.append(slice_file)
+    return slices
+
+
+def read_commit_times(slices: list[Path]) -> dict[str, float]:
+    committed: dict[str, float] = {}
+    for slice_file in slices:
+        committed.update(json.loads(slice_file.with_suffix(".done").read_text()))
+    return committed
+
+
+def approve_slice(slice_file: Path, args: argparse.Namespace) -> None:
+    """One approver process: approve the slice, write the commit times beside it."""
+    proposals = [Proposed(i, d) for i, d in json.loads(slice_file.read_text())]
+    committed = asyncio.run(
+        approve_slice_now(
+            proposals,
+            Settings(
+                database_url=args.database_url, redis_url=args.redis_url, arq_queue=args.arq_queue
+            ),
+            args.reviewer_token,
+            args.rate,
+            args.start_at,
+        )
+    )
+    slice_file.with_suffix(".done").write_text(json.dumps(committed))
+
+
+async def approve_slice_now(
+    proposals: list[Proposed],
+    settings: Settings,
+    token: str,
+    rate: float | None,
+    start_at: float,
+) -> dict[str, float]:
+    engine = create_engine(settings.database_url, pool_size=APPROVERS)
+    jobs = ArqJobs(settings)
+    await jobs.start()
+    clock = CommitClock(jobs)
+    work = WorkMaker(create_sessionmaker(engine), Services(jobs=clock))
+    await approve_all(work, await authenticated(work, token), proposals, rate, start_at)
+    await jobs.stop()
+    await engine.dispose()
+    return clock.committed
 
 
 def start_worker(settings: Settings, metrics_port: int) -> subprocess.Popen[bytes]:
@@ -295,6 +399,7 @@ async def run(
     rate: float | None,
     target_concurrency: int,
     worker_concurrency: int,
+    approver_processes: int,
 ) -> None:
     async with fresh_database(database_url) as url:
         settings = Settings(
@@ -338,7 +443,13 @@ async def run(
                 await asyncio.sleep(2)  # let the worker connect before the clock starts
                 before = await Costs.now(metrics_port, redis_url)
                 started = time.time()
-                await approve_all(work, reviewer, proposals, rate)
+                if approver_processes > 1:
+                    started += APPROVER_STARTUP_SECONDS  # the processes start together then
+                    clock.committed.update(
+                        await approve_in_processes(settings, proposals, rate, approver_processes)
+                    )
+                else:
+                    await approve_all(work, reviewer, proposals, rate)
                 approved = time.time()
             seen = await receiver.wait_for(n)
             costs = (await Costs.now(metrics_port, redis_url)).since(before)
@@ -452,7 +563,20 @@ def main() -> None:
         default=128,
         help="the bench target's maxConcurrency (default 128: the worker's concurrency)",
     )
+    parser.add_argument(
+        "--approver-processes",
+        type=int,
+        default=1,
+        help="approve from this many processes (with Redis; default 1: this process)",
+    )
+    parser.add_argument("--approve-slice", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--arq-queue", help=argparse.SUPPRESS)
+    parser.add_argument("--reviewer-token", help=argparse.SUPPRESS)
+    parser.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.approve_slice is not None:
+        approve_slice(args.approve_slice, args)
+        return
     asyncio.run(
         run(
             args.n,
@@ -462,6 +586,7 @@ def main() -> None:
             args.rate,
             args.target_concurrency,
             args.worker_concurrency,
+            args.approver_processes,
         )
     )
 
