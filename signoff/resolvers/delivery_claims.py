@@ -28,7 +28,7 @@ from sqlalchemy import exists, func, tuple_, union_all, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.models import Approval, Decision, Proposal, ProposalState, Target
+from signoff.models import Approval, CircuitState, Decision, Proposal, ProposalState, Target
 from signoff.models.proposal import payload_digest_of
 from signoff.resolvers import lifecycles
 from signoff.resolvers.circuit import accepting
@@ -184,7 +184,7 @@ async def _charge(
         if count and entry.target.rate_per_second is not None:
             values["rate_available_at"] = rate_available_after(entry.target, count, now)
         if count and entry.probe:
-            values["circuit_state"] = "HALF_OPEN"
+            values["circuit_state"] = CircuitState.HALF_OPEN.value
             values["circuit_probe_at"] = now + timedelta(seconds=lease_seconds)
         if values:
             await work.session.exec(
