@@ -14,7 +14,7 @@ Opening raises the target's incident (``target:<id>``), the one its failure rate
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,6 +29,7 @@ from signoff.delivery import Outcome
 from signoff.models import ChangeKind, CircuitState, Proposal, ResponseClass, Target
 from signoff.resolvers.delivery_due import due
 from signoff.resolvers.target_health import raise_target_incident
+from signoff.resolvers.targets import iso
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 
@@ -218,14 +219,8 @@ def circuit_snapshot(target: Target) -> dict[str, Any]:
         "circuitState": str(target.circuit_state),
         "consecutiveFailures": target.consecutive_failures,
         "lastError": target.last_error,
-        "nextProbeAt": None
-        if target.circuit_probe_at is None
-        else target.circuit_probe_at.isoformat(),
+        "nextProbeAt": iso(target.circuit_probe_at),
     }
-
-
-def _iso(at: datetime | None) -> str | None:
-    return None if at is None else at.isoformat()
 
 
 def accepting(now: Any) -> Any:
