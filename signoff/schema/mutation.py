@@ -19,6 +19,7 @@ from signoff.resolvers import (
     tasks,
 )
 from signoff.schema.call import call
+from signoff.schema.context import context_of
 from signoff.schema.delivery import (
     ProposeCompensationInput,
     ReportActionResultInput,
@@ -110,6 +111,7 @@ class Mutation:
         queue = await call(
             info, queues.add_queue_member, queue_id=input.queue_id, actor_id=input.actor_id
         )
+        context_of(info).forget_viewers()
         return Queue.from_model(queue)
 
     @strawberry.mutation(
@@ -122,6 +124,7 @@ class Mutation:
         queue = await call(
             info, queues.remove_queue_member, queue_id=input.queue_id, actor_id=input.actor_id
         )
+        context_of(info).forget_viewers()
         return Queue.from_model(queue)
 
     @strawberry.mutation(description="Operators and admins. The signing secret is shown once.")
