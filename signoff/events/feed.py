@@ -33,7 +33,9 @@ stamped first, or the ``limit`` could even leave the earlier one for the next ru
 So each event carries its entity's ``version`` and a run
 
 1. takes, besides its batch, every other pending event of the batch's versioned
-   entities (the batch is closed under entity: the limit never splits one); then
+   entities (the batch is closed under entity: the limit never splits one; a batch
+   under the limit holds every pending event the statement saw, so it is closed
+   already and needs no second read); then
 2. reorders each entity's events among the places they hold, by version, and
    leaves every other position as the clocks put it (``in_entity_order``).
 
@@ -52,9 +54,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, update
+from sqlalchemy import case, delete, func, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -101,10 +104,22 @@ async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> l
     """
     state = await feed_state(session, lock=True)
     batch = await _pending(session, limit=limit)
-    batch += await _rest_of_their_entities(session, batch)
+    if len(batch) >= limit:
+        batch += await _rest_of_their_entities(session, batch)
     pending = in_entity_order(sorted(batch, key=lambda e: (e.occurred_at, e.id)))
-    for offset, event in enumerate(pending, start=1):
-        event.cursor = state.last_cursor + offset
+    if not pending:
+        return []
+    cursors = {event.id: state.last_cursor + offset for offset, event in enumerate(pending, 1)}
+    # One statement for the whole batch (the ORM would send one UPDATE per event); the
+    # loaded events take their cursors as if read back, so the flush leaves them alone.
+    await session.exec(
+        update(ChangeEvent)
+        .where(col(ChangeEvent.id).in_(cursors))
+        .values(cursor=case(cursors, value=col(ChangeEvent.id)))
+        .execution_options(synchronize_session=False)
+    )
+    for event in pending:
+        set_committed_value(event, "cursor", cursors[event.id])
     state.last_cursor += len(pending)
     await session.flush()
     return pending
