@@ -1,22 +1,166 @@
-"""Checks on client-supplied JSON: size limits and JSON Schema validation with pointers."""
+"""Checks on client-supplied JSON: decoding request bodies, characters, numbers, sizes,
+and JSON Schema validation with pointers."""
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from jsonschema.validators import validator_for
 
-from signoff.constants import JSON_VALUE_MAX_BYTES
+from signoff.constants import (
+    JSON_LARGE_NUMBERS_KEYWORD,
+    JSON_MAX_DEPTH,
+    JSON_NUMBER_MAX_DIGITS,
+    JSON_SAFE_INTEGER,
+    JSON_VALUE_MAX_BYTES,
+)
 from signoff.digest import canonical_json
-from signoff.errors import SchemaInvalid, SignoffError, ValidationFailed
+from signoff.errors import (
+    BadRequestBody,
+    InvalidCharacter,
+    SchemaInvalid,
+    SignoffError,
+    ValidationFailed,
+    ValueOutOfRange,
+)
 
 
-def require_object(value: Any, field: str) -> dict[str, Any]:
-    """Refuse anything but a JSON object, and anything over the size limit."""
+def decode_body(data: str | bytes) -> dict[str, Any]:
+    """A request body as a JSON object, or a coded refusal (never a crash).
+
+    Refuses bytes that are not UTF-8, bad JSON, ``NaN``/``Infinity``, numbers of more than
+    ``JSON_NUMBER_MAX_DIGITS`` digits or beyond a double, nesting past ``JSON_MAX_DEPTH``,
+    and strings with U+0000 or a lone surrogate (no database stores them).
+    """
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise BadRequestBody(
+            f"The request body is not valid UTF-8 (byte {exc.start}); send JSON encoded as UTF-8."
+        ) from None
+    try:
+        value = json.loads(
+            text, parse_constant=_refuse_constant, parse_int=_parse_int, parse_float=_parse_float
+        )
+    except json.JSONDecodeError as exc:
+        raise BadRequestBody(
+            f"The request body is not valid JSON ({exc.msg} at line {exc.lineno} column "
+            f"{exc.colno}); send a JSON object such as "
+            '{"query": "{ viewer { queueIds } }"}.'
+        ) from None
+    except RecursionError:
+        raise _too_deep("the request body") from None
+    if not isinstance(value, dict):
+        raise BadRequestBody(
+            f"The request body is a JSON {_json_type(value)}; it must be a JSON object such as "
+            '{"query": "{ viewer { queueIds } }"}.'
+        )
+    check_tree(value, "the request body")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueOutOfRange(f"{name} is not a JSON number; send a finite number or null.")
+
+
+def _parse_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > JSON_NUMBER_MAX_DIGITS:
+        raise ValueOutOfRange(
+            f"A number in the request has {len(digits.lstrip('-'))} digits; "
+            f"the limit is {JSON_NUMBER_MAX_DIGITS}."
+        )
+    return int(digits)
+
+
+def _parse_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueOutOfRange(f"The number {text[:40]} is beyond what a JSON number can hold.")
+    return number
+
+
+def _json_type(value: Any) -> str:
+    names = {str: "string", list: "array", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _too_deep(what: str) -> BadRequestBody:
+    return BadRequestBody(
+        f"{what[:1].upper()}{what[1:]} nests arrays and objects more than "
+        f"{JSON_MAX_DEPTH} levels deep; the limit is {JSON_MAX_DEPTH}."
+    )
+
+
+def check_text(text: str, what: str, pointer: str | None = None) -> None:
+    """Refuse U+0000 and lone surrogates: PostgreSQL stores neither, and UTF-8 cannot."""
+    if "\x00" in text:
+        problem = "the character U+0000 (NUL), which Signoff does not store; remove it"
+    elif text.isascii():
+        return
+    else:
+        try:
+            text.encode("utf-8")
+            return
+        except UnicodeEncodeError:
+            problem = "a lone UTF-16 surrogate, which is not a character; send valid Unicode"
+    place = what if pointer is None else f"{what} at {pointer or '/'}"
+    details = {} if pointer is None else {"pointer": pointer}
+    raise InvalidCharacter(f"{place[:1].upper()}{place[1:]} contains {problem}.", **details)
+
+
+def check_tree(value: Any, what: str, *, large_numbers: bool = True) -> None:
+    """Walk a JSON value (without recursion): depth, every string and key, every number."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, pointer, depth = stack.pop()
+        if isinstance(item, str):
+            check_text(item, what, pointer)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int | float):
+            _check_number(item, what, pointer, large_numbers)
+        elif isinstance(item, dict | list):
+            if depth >= JSON_MAX_DEPTH:
+                raise _too_deep(what)
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                if isinstance(key, str):
+                    check_text(key, f"a key of {what}", pointer)
+                stack.append((child, f"{pointer}/{_escape(str(key))}", depth + 1))
+
+
+def _check_number(number: float, what: str, pointer: str, large_numbers: bool) -> None:
+    where = f"{what[:1].upper()}{what[1:]} at {pointer or '/'}"
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ValueOutOfRange(f"{where} is not a finite number.", pointer=pointer)
+    if not large_numbers and abs(number) > JSON_SAFE_INTEGER:
+        raise ValueOutOfRange(
+            f"{where} is beyond ±2^53 ({JSON_SAFE_INTEGER}), which JSON readers cannot "
+            f"keep exactly; send it as a string, or have the target's input schema set "
+            f'"{JSON_LARGE_NUMBERS_KEYWORD}": true.',
+            pointer=pointer,
+        )
+
+
+def _escape(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def allows_large_numbers(schema: dict[str, Any] | None) -> bool:
+    """A JSON Schema opts in to numbers beyond ±2^53 with ``"x-signoff-large-numbers": true``."""
+    return schema is not None and schema.get(JSON_LARGE_NUMBERS_KEYWORD) is True
+
+
+def require_object(value: Any, field: str, *, large_numbers: bool = False) -> dict[str, Any]:
+    """Refuse anything but a JSON object, anything over the size limit, strings a database
+    cannot store, and numbers beyond ±2^53 (unless ``large_numbers``)."""
     if not isinstance(value, dict):
         raise ValidationFailed(f"{field} must be a JSON object.", field=field)
+    check_tree(value, field, large_numbers=large_numbers)
     require_size(value, field)
     return value
 
@@ -33,6 +177,7 @@ def check_schema(schema: Any, field: str) -> dict[str, Any]:
     """Refuse a JSON Schema that its own metaschema rejects (``SCHEMA_INVALID``)."""
     if not isinstance(schema, dict):
         raise SchemaInvalid(f"{field} must be a JSON Schema object.", field=field)
+    check_tree(schema, field)
     require_size(schema, field)
     cls = validator_for(schema, default=Draft202012Validator)
     try:
