@@ -23,7 +23,7 @@ from signoff.schema.context import Context
 from signoff.schema.errors import ErrorMapping
 from signoff.schema.introspection import IntrospectionOffRule
 from signoff.schema.limits import QueryLimitsRule
-from signoff.schema.literals import StringLiteralsRule
+from signoff.schema.literals import LiteralsRule
 from signoff.schema.metrics import CountOperations
 from signoff.schema.mutation import Mutation
 from signoff.schema.query import Query
@@ -42,12 +42,12 @@ class CloseSession(SchemaExtension):
 
 # Fixed classes: ``ValidationCache`` keys on the rule classes, so rules made anew for
 # every operation (as Strawberry's limiter extensions do) would never hit the cache.
-_RULES: list[type[ASTValidationRule]] = [QueryLimitsRule, StringLiteralsRule]
+_RULES: list[type[ASTValidationRule]] = [QueryLimitsRule, LiteralsRule]
 _RULES_WITHOUT_INTROSPECTION = [*_RULES, IntrospectionOffRule]
 
 
 class QueryLimits(AddValidationRules):
-    """Depth, alias and cost limits and string literals, checked (and cached) with the rest
+    """Depth, alias and cost limits and literal values, checked (and cached) with the rest
     of validation; with ``introspection=False`` also refuses introspection."""
 
     def __init__(self, introspection: bool = True) -> None:

@@ -64,6 +64,14 @@ def mask_error(error: GraphQLError, request_id: str | None) -> GraphQLError:
     if isinstance(original, GraphQLError) and error.path is None:
         # graphql-core refusing a variable's value (coercion wraps its own error).
         original = None
+    if isinstance(original, ValueError) and error.path is None and error.nodes:
+        # graphql-core's literal parsing raised while validating (Python's int() refuses an
+        # integer of over 4,300 digits): the document's fault, which LiteralsRule names.
+        return GraphQLError(
+            "A value in the query cannot be read as the type its argument expects.",
+            nodes=error.nodes,
+            extensions={"code": GRAPHQL_VALIDATION_FAILED},
+        )
     if original is None:
         # Validation and variable coercion errors: the client's own query. Signoff's own
         # rules (limits, string literals, introspection) already carry their codes.

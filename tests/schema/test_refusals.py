@@ -278,3 +278,21 @@ async def test_wrong_types_unknown_enums_and_foreign_ids_change_nothing(
     assert oversized.code == "VALIDATION_FAILED"
     assert "65536" in oversized.errors[0]["message"]
     assert await row_counts(gql.sessionmaker) == before
+
+
+async def test_numbers_written_into_the_query_are_checked_too(gql: GraphQLClient) -> None:
+    world = await build_world(gql)
+    before = await row_counts(gql.sessionmaker)
+    long_int = "{ proposals(first: " + "1" * 5000 + ") { edges { cursor } } }"
+    codes = {e["extensions"]["code"] for e in (await gql.error(long_int, token=world.admin)).errors}
+    assert "VALUE_OUT_OF_RANGE" in codes and "INTERNAL" not in codes
+    for amount in ("1e400", "9007199254740993", "-1" + "0" * 200):
+        error = await gql.error(
+            "mutation($t: ID!) { proposeAction(input: {targetId: $t, actionCode: "
+            f'"a", operationKey: "k", payload: {{amount: {amount}, currency: "EUR"}}}}) '
+            "{ replayed } }",
+            {"t": world.target_id},
+            world.agent,
+        )
+        assert error.code == "VALUE_OUT_OF_RANGE", amount
+    assert await row_counts(gql.sessionmaker) == before
