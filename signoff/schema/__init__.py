@@ -7,27 +7,18 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import strawberry
-from graphql import ASTValidationRule
 from graphql.error import GraphQLError
-from strawberry.extensions import (
-    AddValidationRules,
-    MaxTokensLimiter,
-    ParserCache,
-    SchemaExtension,
-    ValidationCache,
-)
+from strawberry.extensions import MaxTokensLimiter, ParserCache, SchemaExtension
 from strawberry.types.execution import ExecutionContext
 
 from signoff.constants import QUERY_MAX_TOKENS
 from signoff.schema.context import Context
 from signoff.schema.errors import ErrorMapping
-from signoff.schema.introspection import IntrospectionOffRule
-from signoff.schema.limits import QueryLimitsRule
-from signoff.schema.literals import LiteralsRule
 from signoff.schema.metrics import CountOperations
 from signoff.schema.mutation import Mutation
 from signoff.schema.query import Query
 from signoff.schema.subscription import Subscription
+from signoff.schema.validation import CheckedValidation
 
 
 class CloseSession(SchemaExtension):
@@ -38,20 +29,6 @@ class CloseSession(SchemaExtension):
         context = self.execution_context.context
         if isinstance(context, Context):
             await context.close()
-
-
-# Fixed classes: ``ValidationCache`` keys on the rule classes, so rules made anew for
-# every operation (as Strawberry's limiter extensions do) would never hit the cache.
-_RULES: list[type[ASTValidationRule]] = [QueryLimitsRule, LiteralsRule]
-_RULES_WITHOUT_INTROSPECTION = [*_RULES, IntrospectionOffRule]
-
-
-class QueryLimits(AddValidationRules):
-    """Depth, alias and cost limits and literal values, checked (and cached) with the rest
-    of validation; with ``introspection=False`` also refuses introspection."""
-
-    def __init__(self, introspection: bool = True) -> None:
-        super().__init__(_RULES if introspection else _RULES_WITHOUT_INTROSPECTION)
 
 
 class CachedParse(ParserCache):
@@ -89,10 +66,9 @@ def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Sche
         extensions=[
             CloseSession,
             CountOperations,
-            lambda: QueryLimits(introspection),
             lambda: MaxTokensLimiter(max_token_count=QUERY_MAX_TOKENS),
             lambda: CachedParse(maxsize=256),
-            lambda: ValidationCache(maxsize=256),
+            lambda: CheckedValidation(introspection),
             ErrorMapping,
         ],
         **extra,

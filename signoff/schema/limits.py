@@ -14,6 +14,7 @@ nothing below them, like Strawberry's limiter, so GraphiQL and schema tools keep
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ from signoff.constants import (
     QUERY_MAX_ALIASES,
     QUERY_MAX_COST,
     QUERY_MAX_DEPTH,
+    QUERY_MAX_MERGED,
 )
 from signoff.errors import QueryTooCostly, QueryTooDeep, SignoffError, TooManyAliases
 
@@ -61,11 +63,29 @@ class Size:
     depth: int = 0
     aliases: int = 0
     cost: int = 0
+    # The most selections merged into one place: of one response name, or of fragments.
+    merged: int = 0
 
     def __add__(self, other: Size) -> Size:
         return Size(
-            max(self.depth, other.depth), self.aliases + other.aliases, self.cost + other.cost
+            max(self.depth, other.depth),
+            self.aliases + other.aliases,
+            self.cost + other.cost,
+            max(self.merged, other.merged),
         )
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What one selection set merges: response names with their counts, and the fragments
+    spread into it (through other fragments and inline fragments too)."""
+
+    names: Counter[str]
+    spreads: frozenset[str]
+
+    @property
+    def widest(self) -> int:
+        return max(max(self.names.values(), default=0), len(self.spreads))
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,7 @@ class Limits:
     depth: int = QUERY_MAX_DEPTH
     aliases: int = QUERY_MAX_ALIASES
     cost: int = QUERY_MAX_COST
+    merged: int = QUERY_MAX_MERGED
 
     def refusal(self, size: Size) -> SignoffError | None:
         """The first limit ``size`` breaks, as the refusal a client sees."""
@@ -93,6 +114,12 @@ class Limits:
                 f"else {PAGE_SIZE_DEFAULT}, for connections; {QUERY_LIST_SIZE_ESTIMATE} for "
                 "plain lists): ask for smaller pages or fewer fields."
             )
+        if size.merged > self.merged:
+            return QueryTooCostly(
+                f"The query merges {_rounded(size.merged)} selections of one field, or "
+                f"fragments, into one place; the limit is {self.merged} (comparing them "
+                "costs the square of their number). Select each field once."
+            )
         return None
 
 
@@ -109,9 +136,11 @@ class Measure:
             d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
         }
         self.sizes: dict[str, Size] = {}
+        self.merges: dict[str, Merged] = {}
         for name in _dependency_order(self.fragments):
             fragment = self.fragments[name]
             parent = schema.get_type(fragment.type_condition.name.value)
+            self.merges[name] = self.merged(fragment.selection_set)
             self.sizes[name] = self.selection_set(fragment.selection_set, parent, 0)
 
     def operation(self, operation: OperationDefinitionNode) -> Size:
@@ -132,7 +161,26 @@ class Measure:
                 condition = selection.type_condition
                 inner = parent if condition is None else self.schema.get_type(condition.name.value)
                 total += self.selection_set(selection.selection_set, inner, level)
-        return total
+        return total + Size(merged=self.merged(selection_set).widest)
+
+    def merged(self, selection_set: SelectionSetNode) -> Merged:
+        """The fields and fragments graphql-core merges (and compares pairwise) at one place."""
+        names: Counter[str] = Counter()
+        spreads: set[str] = set()
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                names[(selection.alias or selection.name).value] += 1
+                continue
+            if isinstance(selection, FragmentSpreadNode):
+                spreads.add(selection.name.value)
+                inner = self.merges.get(selection.name.value)
+            else:
+                assert isinstance(selection, InlineFragmentNode)
+                inner = self.merged(selection.selection_set)
+            if inner is not None:
+                names.update(inner.names)
+                spreads.update(inner.spreads)
+        return Merged(names, frozenset(spreads))
 
     def field(self, node: FieldNode, parent: GraphQLNamedType | None, level: int) -> Size:
         alias = 1 if node.alias is not None else 0
@@ -143,7 +191,12 @@ class Measure:
         field_type, has_first = _field_type(parent, node.name.value)
         children = self.selection_set(node.selection_set, get_named_type(field_type), level + 1)
         times = _list_size(node, parent, field_type, has_first)
-        return Size(1 + children.depth, alias + times * children.aliases, 1 + times * children.cost)
+        return Size(
+            1 + children.depth,
+            alias + times * children.aliases,
+            1 + times * children.cost,
+            children.merged,
+        )
 
 
 def _field_type(parent: GraphQLNamedType | None, name: str) -> tuple[Any, bool]:
@@ -216,24 +269,29 @@ def _dependency_order(fragments: dict[str, FragmentDefinitionNode]) -> list[str]
     return order
 
 
-class QueryLimitsRule(ValidationRule):
-    """Refuse a document whose operations are too deep, alias too much or cost too much.
+def limits_refusal(
+    schema: GraphQLSchema, document: DocumentNode, limits: Limits = Limits()
+) -> GraphQLError | None:
+    """The error for the first operation of ``document`` that breaks a limit, if any.
 
-    One error per document, with the code of the first limit broken; the rule runs
-    with graphql-core's validation, so the validation cache remembers its verdict.
+    A direct walk of the document, without graphql-core's visitor (which costs more than
+    the measuring): it runs before validation, on every document that parsed.
     """
+    measure = Measure(schema, document)
+    for definition in document.definitions:
+        if isinstance(definition, OperationDefinitionNode):
+            refusal = limits.refusal(measure.operation(definition))
+            if refusal is not None:
+                return GraphQLError(refusal.message, [definition], extensions=refusal.extensions)
+    return None
 
-    limits = Limits()
+
+class QueryLimitsRule(ValidationRule):
+    """The limits as a validation rule (one error per document), for running them with
+    other rules through graphql-core's ``validate``."""
 
     def enter_document(self, node: DocumentNode, *_: Any) -> VisitorAction:
-        measure = Measure(self.context.schema, node)
-        for definition in node.definitions:
-            if not isinstance(definition, OperationDefinitionNode):
-                continue
-            refusal = self.limits.refusal(measure.operation(definition))
-            if refusal is not None:
-                self.report_error(
-                    GraphQLError(refusal.message, [definition], extensions=refusal.extensions)
-                )
-                break
+        error = limits_refusal(self.context.schema, node)
+        if error is not None:
+            self.report_error(error)
         return SKIP
