@@ -31,13 +31,10 @@ from graphql import (
     IntValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
-    ValidationRule,
     get_named_type,
     get_nullable_type,
     is_list_type,
 )
-from graphql.language import VisitorAction
-from graphql.language.visitor import SKIP
 from graphql.type.definition import GraphQLInterfaceType
 
 from signoff.constants import (
@@ -284,14 +281,3 @@ def limits_refusal(
             if refusal is not None:
                 return GraphQLError(refusal.message, [definition], extensions=refusal.extensions)
     return None
-
-
-class QueryLimitsRule(ValidationRule):
-    """The limits as a validation rule (one error per document), for running them with
-    other rules through graphql-core's ``validate``."""
-
-    def enter_document(self, node: DocumentNode, *_: Any) -> VisitorAction:
-        error = limits_refusal(self.context.schema, node)
-        if error is not None:
-            self.report_error(error)
-        return SKIP
