@@ -94,3 +94,30 @@ async def test_the_server_pings_and_closes_a_client_that_stops_answering(
         except ConnectionClosed:
             pass
         assert ws.close_code == 4410
+
+
+async def test_refused_documents_over_a_websocket_are_coded_errors(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    token = await reviewer_token(server, sessionmaker)
+    documents = {
+        "1": ("subscription { queueEvents(", "GRAPHQL_PARSE_FAILED"),
+        "2": ("subscription { noSuchField }", "GRAPHQL_VALIDATION_FAILED"),
+        "3": (
+            "subscription { queueEvents { " + "proposal { task { " * 7 + "id" + " } }" * 7 + " } }",
+            "QUERY_TOO_DEEP",
+        ),
+        "4": (
+            'subscription { proposalEvents(proposalId: "a\\u0000") { cursor } }',
+            "INVALID_CHARACTER",
+        ),
+    }
+    async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:
+        await connected(ws, token)
+        for operation_id, (query, code) in documents.items():
+            subscribe = {"id": operation_id, "type": "subscribe", "payload": {"query": query}}
+            await ws.send(json.dumps(subscribe))
+            refused = await receive(ws)
+            assert refused["type"] == "error" and refused["id"] == operation_id, refused
+            assert refused["payload"][0]["extensions"]["code"] == code, refused
