@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -28,13 +29,16 @@ from signoff.errors import (
     ValueOutOfRange,
 )
 
+_TOO_MANY_DIGITS = 10**JSON_NUMBER_MAX_DIGITS
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+
 
 def decode_body(data: str | bytes) -> dict[str, Any]:
     """A request body as a JSON object, or a coded refusal (never a crash).
 
-    Refuses bytes that are not UTF-8, bad JSON, ``NaN``/``Infinity``, numbers of more than
-    ``JSON_NUMBER_MAX_DIGITS`` digits or beyond a double, nesting past ``JSON_MAX_DEPTH``,
-    and strings with U+0000 or a lone surrogate (no database stores them).
+    Refuses bytes that are not UTF-8, bad JSON, ``NaN``/``Infinity``, numbers Python cannot
+    read (over 4,300 digits) or beyond a double, nesting past ``JSON_MAX_DEPTH``, and
+    strings with U+0000 or a lone surrogate (no database stores them).
     """
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -43,14 +47,18 @@ def decode_body(data: str | bytes) -> dict[str, Any]:
             f"The request body is not valid UTF-8 (byte {exc.start}); send JSON encoded as UTF-8."
         ) from None
     try:
-        value = json.loads(
-            text, parse_constant=_refuse_constant, parse_int=_parse_int, parse_float=_parse_float
-        )
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
     except json.JSONDecodeError as exc:
         raise BadRequestBody(
             f"The request body is not valid JSON ({exc.msg} at line {exc.lineno} column "
             f"{exc.colno}); send a JSON object such as "
             '{"query": "{ viewer { queueIds } }"}.'
+        ) from None
+    except ValueError:
+        # int() refusing more than 4,300 digits (JSON values allow 100: check_tree).
+        raise ValueOutOfRange(
+            "A number in the request has more digits than can be read; JSON values allow "
+            f"{JSON_NUMBER_MAX_DIGITS}."
         ) from None
     except RecursionError:
         raise _too_deep("the request body") from None
@@ -59,21 +67,16 @@ def decode_body(data: str | bytes) -> dict[str, Any]:
             f"The request body is a JSON {_json_type(value)}; it must be a JSON object such as "
             '{"query": "{ viewer { queueIds } }"}.'
         )
-    check_tree(value, "the request body")
+    # Decoded UTF-8 holds no lone surrogate and strict JSON no raw U+0000: only an escape
+    # (as \u0000 or \udc00) can bring one in. Nesting is only walked when there may be much.
+    strings = not isinstance(data, bytes) or _SUSPECT_ESCAPE.search(text) is not None
+    if strings or text.count("[") + text.count("{") > JSON_MAX_DEPTH:
+        check_tree(value, "the request body", strings=strings)
     return value
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueOutOfRange(f"{name} is not a JSON number; send a finite number or null.")
-
-
-def _parse_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > JSON_NUMBER_MAX_DIGITS:
-        raise ValueOutOfRange(
-            f"A number in the request has {len(digits.lstrip('-'))} digits; "
-            f"the limit is {JSON_NUMBER_MAX_DIGITS}."
-        )
-    return int(digits)
 
 
 def _parse_float(text: str) -> float:
@@ -95,55 +98,89 @@ def _too_deep(what: str) -> BadRequestBody:
     )
 
 
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "the character U+0000 (NUL), which Signoff does not store; remove it"
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "a lone UTF-16 surrogate, which is not a character; send valid Unicode"
+    return None
+
+
 def check_text(text: str, what: str, pointer: str | None = None) -> None:
     """Refuse U+0000 and lone surrogates: PostgreSQL stores neither, and UTF-8 cannot."""
-    if "\x00" in text:
-        problem = "the character U+0000 (NUL), which Signoff does not store; remove it"
-    elif text.isascii():
-        return
-    else:
-        try:
-            text.encode("utf-8")
-            return
-        except UnicodeEncodeError:
-            problem = "a lone UTF-16 surrogate, which is not a character; send valid Unicode"
-    place = what if pointer is None else f"{what} at {pointer or '/'}"
-    details = {} if pointer is None else {"pointer": pointer}
-    raise InvalidCharacter(f"{place[:1].upper()}{place[1:]} contains {problem}.", **details)
+    problem = _text_problem(text)
+    if problem is not None:
+        place = what if pointer is None else f"{what} at {pointer or '/'}"
+        details = {} if pointer is None else {"pointer": pointer}
+        raise InvalidCharacter(f"{place[:1].upper()}{place[1:]} contains {problem}.", **details)
 
 
-def check_tree(value: Any, what: str, *, large_numbers: bool = True) -> None:
-    """Walk a JSON value (without recursion): depth, every string and key, every number."""
-    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+# A place in a JSON value: the place of its container and its key there (None: the root).
+_Path = tuple[Any, Any] | None
+
+
+def check_tree(value: Any, what: str, *, large_numbers: bool = True, strings: bool = True) -> None:
+    """Walk a JSON value without recursion: its depth, every string and key (unless
+    ``strings`` is false: already known clean) and every number. Pointers are only
+    built for the refusal."""
+    _check_leaf(value, what, None, large_numbers, strings)
+    stack: list[tuple[Any, _Path, int]] = [(value, None, 0)]
     while stack:
-        item, pointer, depth = stack.pop()
-        if isinstance(item, str):
-            check_text(item, what, pointer)
-        elif isinstance(item, bool) or item is None:
+        item, path, depth = stack.pop()
+        if not isinstance(item, dict | list):
             continue
-        elif isinstance(item, int | float):
-            _check_number(item, what, pointer, large_numbers)
-        elif isinstance(item, dict | list):
-            if depth >= JSON_MAX_DEPTH:
-                raise _too_deep(what)
-            pairs = item.items() if isinstance(item, dict) else enumerate(item)
-            for key, child in pairs:
-                if isinstance(key, str):
-                    check_text(key, f"a key of {what}", pointer)
-                stack.append((child, f"{pointer}/{_escape(str(key))}", depth + 1))
+        if depth >= JSON_MAX_DEPTH:
+            raise _too_deep(what)
+        for key, child in item.items() if isinstance(item, dict) else enumerate(item):
+            if strings and isinstance(key, str) and _text_problem(key) is not None:
+                check_text(key, f"a key of {what}", _pointer(path))
+            if isinstance(child, dict | list):
+                stack.append((child, (path, key), depth + 1))
+            elif child is not None and not isinstance(child, bool):
+                _check_leaf(child, what, (path, key), large_numbers, strings)
 
 
-def _check_number(number: float, what: str, pointer: str, large_numbers: bool) -> None:
-    where = f"{what[:1].upper()}{what[1:]} at {pointer or '/'}"
-    if isinstance(number, float) and not math.isfinite(number):
-        raise ValueOutOfRange(f"{where} is not a finite number.", pointer=pointer)
-    if not large_numbers and abs(number) > JSON_SAFE_INTEGER:
+def _check_leaf(value: Any, what: str, path: _Path, large_numbers: bool, strings: bool) -> None:
+    if isinstance(value, str):
+        if strings and _text_problem(value) is not None:
+            check_text(value, what, _pointer(path))
+    elif isinstance(value, float) and not math.isfinite(value):
         raise ValueOutOfRange(
-            f"{where} is beyond ±2^53 ({JSON_SAFE_INTEGER}), which JSON readers cannot "
-            f"keep exactly; send it as a string, or have the target's input schema set "
-            f'"{JSON_LARGE_NUMBERS_KEYWORD}": true.',
-            pointer=pointer,
+            f"{_place(what, path)} is not a finite number.", pointer=_pointer(path)
         )
+    elif isinstance(value, int) and abs(value) >= _TOO_MANY_DIGITS:
+        raise ValueOutOfRange(
+            f"{_place(what, path)} has more than {JSON_NUMBER_MAX_DIGITS} digits.",
+            pointer=_pointer(path),
+        )
+    elif (
+        not large_numbers
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and abs(value) > JSON_SAFE_INTEGER
+    ):
+        raise ValueOutOfRange(
+            f"{_place(what, path)} is beyond ±2^53 ({JSON_SAFE_INTEGER}), which JSON readers "
+            "cannot keep exactly; send it as a string, or have the target's input schema set "
+            f'"{JSON_LARGE_NUMBERS_KEYWORD}": true.',
+            pointer=_pointer(path),
+        )
+
+
+def _pointer(path: _Path) -> str:
+    parts: list[str] = []
+    while path is not None:
+        path, key = path
+        parts.append(_escape(str(key)))
+    return "".join("/" + part for part in reversed(parts))
+
+
+def _place(what: str, path: _Path) -> str:
+    return f"{what[:1].upper()}{what[1:]} at {_pointer(path) or '/'}"
 
 
 def _escape(part: str) -> str:
