@@ -278,10 +278,12 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         finally:
             if pinger is not None:
                 pinger.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                # A ping that failed because the socket went away ends with the socket.
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await pinger
 
     async def keep_alive(self) -> None:
+        """Ping every ``ping_seconds``; close 4410 when the last ping got no pong."""
         while True:
             await asyncio.sleep(self.ping_seconds)
             if not self.connection_acknowledged:
