@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
+from cross_web import HTTPException
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -37,10 +38,12 @@ from signoff.database import (
     read_only,
     readiness,
 )
-from signoff.errors import Unauthenticated
+from signoff.errors import RateLimited, SignoffError, Unauthenticated
 from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
+from signoff.jsonvalues import decode_body
+from signoff.ratelimit import RateLimiter
 from signoff.resolvers.actors import authenticate
 from signoff.resolvers.operations import Operations, read_operations
 from signoff.resolvers.viewer_cache import ViewerCache
@@ -48,6 +51,7 @@ from signoff.resolvers.work import Services, WorkMaker
 from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster
 from signoff.schema.context import Context, bearer_token
+from signoff.schema.http import from_http_exception, refusal_response, unexpected_response
 from signoff.schema.websocket import Connection, LegacyWSHandler, TransportWSHandler
 
 logger = logging.getLogger("signoff.app")
@@ -68,12 +72,19 @@ class SignoffGraphQL(GraphQL[Context, None]):
         settings: Settings,
         hub: EventHub | None = None,
     ) -> None:
-        schema = build_schema()
+        schema = build_schema(introspection=settings.introspection)
         super().__init__(
             schema,
             graphql_ide="graphiql" if settings.graphiql else None,
             connection_init_wait_timeout=timedelta(seconds=WS_CONNECTION_INIT_TIMEOUT_SECONDS),
+            max_subscriptions_per_connection=settings.ws_max_operations,
+            # The legacy graphql-ws protocol's "ka" messages; graphql-transport-ws pings
+            # (TransportWSHandler) at the same interval.
+            keep_alive=settings.ws_ping_seconds > 0,
+            keep_alive_interval=settings.ws_ping_seconds,
         )
+        self.ping_seconds = settings.ws_ping_seconds  # read by TransportWSHandler
+        self.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
         self.work = work
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
@@ -88,6 +99,46 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 buffer=settings.subscriber_buffer,
                 refresh_seconds=settings.events_auth_refresh_seconds,
             )
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """HTTP: every refusal and every crash outside an operation answered as coded JSON."""
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        request = Request(scope=scope, receive=receive)
+        try:
+            self.check_rate(request)
+            response = await self.run(request)
+        except SignoffError as refusal:
+            response = refusal_response(refusal)
+        except HTTPException as exc:
+            response = refusal_response(from_http_exception(exc))
+        except Exception as exc:
+            response = unexpected_response(exc)
+        await response(scope, receive, send)
+
+    def check_rate(self, request: Request) -> None:
+        """``RATE_LIMITED`` when the request's bearer token is over its rate."""
+        token = bearer_token(request.headers.get("authorization"))
+        wait = None if token is None else self.rate_limiter.retry_after(token)
+        if wait is not None:
+            retry_after = round(wait, 3)
+            raise RateLimited(
+                f"Too many requests with this token (the limit is "
+                f"{self.rate_limiter.per_second:g} a second after a burst of "
+                f"{self.rate_limiter.burst}); retry after {retry_after} s.",
+                retryAfter=retry_after,
+            )
+
+    def decode_json(self, data: str | bytes) -> object:
+        return decode_body(data)
+
+    @property
+    def graphql_ide_html(self) -> str:
+        """GraphiQL without writing its headers (bearer tokens) to the browser's localStorage."""
+        return super().graphql_ide_html.replace(
+            "shouldPersistHeaders: true", "shouldPersistHeaders: false"
         )
 
     async def get_context(

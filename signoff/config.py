@@ -17,9 +17,13 @@ from signoff.constants import (
     DELIVERY_CONCURRENCY,
     DELIVERY_LEASE_SECONDS,
     JOB_TIMEOUT_SECONDS,
+    RATE_LIMIT_BURST,
+    RATE_LIMIT_PER_SECOND,
     RECONCILE_INTERVAL_SECONDS,
     SWEEP_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
+    WS_MAX_OPERATIONS_PER_CONNECTION,
+    WS_PING_INTERVAL_SECONDS,
 )
 from signoff.sealing import Sealer
 
@@ -37,6 +41,14 @@ class Settings:
     # SQLite: how long a write waits for the write lock before DATABASE_BUSY.
     sqlite_busy_timeout_ms: int = 30_000
     graphiql: bool = True
+    # Off (SIGNOFF_INTROSPECTION=0): __schema and __type are refused (INTROSPECTION_DISABLED).
+    introspection: bool = True
+    # Requests per second per bearer token, per API process, after a burst (0: no limit).
+    rate_limit_per_second: float = RATE_LIMIT_PER_SECOND
+    rate_limit_burst: int = RATE_LIMIT_BURST
+    # Websockets: operations running at once on one connection; server pings (0: none).
+    ws_max_operations: int = WS_MAX_OPERATIONS_PER_CONNECTION
+    ws_ping_seconds: float = WS_PING_INTERVAL_SECONDS
     # Seals webhook signing secrets at rest (signoff.sealing); every process sharing a
     # database needs the same key. Unset: a key file, created on first use.
     secret_key: str | None = None
@@ -84,6 +96,15 @@ class Settings:
                 env.get("SIGNOFF_SQLITE_BUSY_TIMEOUT_MS", str(cls.sqlite_busy_timeout_ms))
             ),
             graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
+            introspection=env.get("SIGNOFF_INTROSPECTION", "1") not in {"0", "false", "no"},
+            rate_limit_per_second=float(env.get("SIGNOFF_RATE_LIMIT", str(RATE_LIMIT_PER_SECOND))),
+            rate_limit_burst=int(env.get("SIGNOFF_RATE_LIMIT_BURST", str(RATE_LIMIT_BURST))),
+            ws_max_operations=int(
+                env.get("SIGNOFF_WS_MAX_OPERATIONS", str(WS_MAX_OPERATIONS_PER_CONNECTION))
+            ),
+            ws_ping_seconds=float(
+                env.get("SIGNOFF_WS_PING_SECONDS", str(WS_PING_INTERVAL_SECONDS))
+            ),
             secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
             secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,
             arq_queue=env.get("SIGNOFF_ARQ_QUEUE") or ARQ_QUEUE_DEFAULT,

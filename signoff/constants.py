@@ -6,6 +6,14 @@ PAGE_SIZE_DEFAULT = 50
 PAGE_SIZE_MAX = 100
 
 JSON_VALUE_MAX_BYTES = 64 * 1024
+# JSON numbers: what every JSON reader keeps exactly (IEEE doubles) is within ±2^53; a
+# target's input schema may opt in to larger ones (JSON_LARGE_NUMBERS_KEYWORD: true).
+JSON_SAFE_INTEGER = 2**53
+JSON_LARGE_NUMBERS_KEYWORD = "x-signoff-large-numbers"
+# A request body: digits in one JSON number (Python refuses to parse over 4,300), and
+# nesting of arrays and objects.
+JSON_NUMBER_MAX_DIGITS = 100
+JSON_MAX_DEPTH = 64
 
 PROPOSAL_EXPIRY_DEFAULT_SECONDS = 24 * 3600
 PROPOSAL_EXPIRY_MIN_SECONDS = 60
@@ -37,6 +45,20 @@ DIGEST_SCHEMA_VERSION = "1"
 QUERY_MAX_DEPTH = 12
 QUERY_MAX_ALIASES = 30
 QUERY_MAX_TOKENS = 2000
+# The cost of a query: one per field, times the page size (``first``, or the default) of
+# every connection above it, times QUERY_LIST_SIZE_ESTIMATE for every plain list above it.
+QUERY_MAX_COST = 50_000
+# Selections of one response name, or fragments, merged into one place: graphql-core
+# compares them pairwise while validating (490 copies of one field blocked it for 1.5 s).
+QUERY_MAX_MERGED = 10
+QUERY_LIST_SIZE_ESTIMATE = 10
+# Websockets: operations one connection may run at once; a server ping this often.
+WS_MAX_OPERATIONS_PER_CONNECTION = 100
+WS_PING_INTERVAL_SECONDS = 15.0
+# Requests per second per token (a bucket of RATE_LIMIT_BURST), per API process.
+RATE_LIMIT_PER_SECOND = 100.0
+RATE_LIMIT_BURST = 1000
+RATE_LIMIT_MAX_TOKENS_TRACKED = 10_000
 
 TOKEN_PREFIX = "so_"
 SIGNING_SECRET_PREFIX = "whsec_"
@@ -111,6 +133,9 @@ GC_THRESHOLDS = (50_000, 20, 100)
 WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
 WS_CLOSE_TOO_SLOW = 4429
 WS_CLOSE_TOO_SLOW_REASON = "subscriber too slow; resume with after"
+# graphql-transport-ws: the client did not answer the server's last ping before the next.
+WS_CLOSE_NO_PONG = 4410
+WS_CLOSE_NO_PONG_REASON = "no pong to the last ping; reconnect"
 # RFC 6455 "Try Again Later": the server could not check the token (database saturated).
 WS_CLOSE_TRY_AGAIN = 1013
 WS_CLOSE_TRY_AGAIN_REASON = "server busy; reconnect shortly"

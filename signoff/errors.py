@@ -398,3 +398,90 @@ class SecretKeyMismatch(SignoffError):
     """
 
     code = "SECRET_KEY_MISMATCH"
+
+
+# Refusals of the request itself and of the query's shape (docs/design.md section 9)
+class BadRequestBody(SignoffError):
+    """The HTTP body is not a JSON object Signoff can read (bad JSON, bad UTF-8, too nested)."""
+
+    code = "BAD_REQUEST_BODY"
+    default_message = (
+        'The request body must be a JSON object such as {"query": "{ viewer { queueIds } }"}.'
+    )
+
+
+class UnsupportedContentType(SignoffError):
+    """The HTTP request's content type is not one the GraphQL endpoint reads."""
+
+    code = "UNSUPPORTED_CONTENT_TYPE"
+    default_message = (
+        "Send the request with Content-Type: application/json "
+        "(or use GET with ?query=... for queries)."
+    )
+
+
+class MethodNotAllowed(SignoffError):
+    """The HTTP method cannot carry this operation (a mutation sent with GET, a PUT)."""
+
+    code = "METHOD_NOT_ALLOWED"
+
+
+class InvalidCharacter(SignoffError):
+    """A string holds a character no stored value may hold: U+0000 or a lone surrogate."""
+
+    code = "INVALID_CHARACTER"
+
+
+class ValueOutOfRange(SignoffError):
+    """A JSON number is not finite or lies beyond ±2^53 (what every JSON reader keeps exactly)."""
+
+    code = "VALUE_OUT_OF_RANGE"
+
+
+class GraphQLParseFailed(SignoffError):
+    """The GraphQL document is not syntactically valid."""
+
+    code = "GRAPHQL_PARSE_FAILED"
+
+
+class QueryTooDeep(SignoffError):
+    """The query nests selections deeper than the depth limit."""
+
+    code = "QUERY_TOO_DEEP"
+
+
+class TooManyAliases(SignoffError):
+    """The query uses more aliases than the alias limit."""
+
+    code = "TOO_MANY_ALIASES"
+
+
+class TooManyTokens(SignoffError):
+    """The GraphQL document has more tokens than the token limit."""
+
+    code = "TOO_MANY_TOKENS"
+
+
+class QueryTooCostly(SignoffError):
+    """The query's estimated cost (fields times list sizes) is over the cost limit."""
+
+    code = "QUERY_TOO_COSTLY"
+
+
+class IntrospectionDisabled(SignoffError):
+    """Introspection is switched off on this server (``SIGNOFF_INTROSPECTION=0``)."""
+
+    code = "INTROSPECTION_DISABLED"
+    default_message = "Introspection is disabled on this server (SIGNOFF_INTROSPECTION=0)."
+
+
+class TooManySubscriptions(SignoffError):
+    """A websocket already runs as many operations as one connection may."""
+
+    code = "TOO_MANY_SUBSCRIPTIONS"
+
+
+class RateLimited(SignoffError):
+    """The token sent more requests than its rate allows; ``retryAfter`` says when to retry."""
+
+    code = "RATE_LIMITED"

@@ -10,8 +10,7 @@ from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import CompensationUnavailable, NotFound, PayloadSchemaInvalid
-from signoff.jsonvalues import validate_against
+from signoff.errors import CompensationUnavailable, NotFound
 from signoff.models import Proposal, ProposalState, Role, Target
 from signoff.resolvers import idempotency, lifecycles
 from signoff.resolvers.access import Viewer, require_role
@@ -19,6 +18,7 @@ from signoff.resolvers.lifecycles import PROPOSAL
 from signoff.resolvers.proposals import (
     ProposeResult,
     add_proposal,
+    check_payload,
     checked_request,
     new_proposal,
     proposed_once,
@@ -64,7 +64,7 @@ async def propose_compensation(
     async def compensate() -> ProposeResult:
         original = await load_proposal(work.session, proposal_id)
         target = await _compensation_target(work.session, original, target_id)
-        validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
+        check_payload(request.payload, target)
         proposal, task = new_proposal(
             viewer, target, request, human=True, compensates_proposal_id=original.id
         )

@@ -59,6 +59,7 @@ from signoff.errors import (
     ValidationFailed,
     ValuesChanged,
 )
+from signoff.jsonvalues import check_tree
 from signoff.models import (
     Actor,
     CancelReason,
@@ -201,6 +202,7 @@ def checked_values(owner: dict[str, Any], values: Any) -> dict[str, Any]:
     values = {} if values is None else values
     if not isinstance(values, dict):
         raise ValidationFailed("values must be an object.", field="values")
+    check_tree(values, "values", large_numbers=False)
     if kind is OwnerKind.REFERENCE and values:
         raise ValidationFailed("A REFERENCE draft carries no values.", field="values")
     if kind is OwnerKind.APPROVAL and (

@@ -18,7 +18,12 @@ from signoff.constants import (
 )
 from signoff.digest import sha256_digest
 from signoff.errors import Forbidden, NotFound, PayloadSchemaInvalid, TargetUnavailable
-from signoff.jsonvalues import require_object, validate_against
+from signoff.jsonvalues import (
+    allows_large_numbers,
+    check_tree,
+    require_object,
+    validate_against,
+)
 from signoff.models import (
     APPROVAL_KIND,
     APPROVAL_RESPONSE_SCHEMA,
@@ -86,7 +91,8 @@ def checked_request(
         target_id=target_id,
         action_code=require_text(action_code, "actionCode", 1, 200),
         subject=require_object({} if subject is None else subject, "subject"),
-        payload=require_object(payload, "payload"),
+        # Numbers beyond ±2^53 are checked once the target is known: its schema may allow them.
+        payload=require_object(payload, "payload", large_numbers=True),
         preconditions=require_object(
             {} if preconditions is None else preconditions, "preconditions"
         ),
@@ -99,6 +105,14 @@ def checked_request(
             PROPOSAL_EXPIRY_DEFAULT_SECONDS,
         ),
     )
+
+
+def check_payload(payload: dict[str, Any], target: Target) -> None:
+    """The payload against its target: numbers beyond ±2^53 only where the target's input
+    schema allows them (``PAYLOAD_SCHEMA_INVALID`` comes after ``VALUE_OUT_OF_RANGE``)."""
+    if not allows_large_numbers(target.input_schema):
+        check_tree(payload, "payload", large_numbers=False)
+    validate_against(payload, target.input_schema, PayloadSchemaInvalid, "payload")
 
 
 async def propose_action(
@@ -134,7 +148,7 @@ async def propose_action(
             raise NotFound("No such target.", field="targetId")
         if not target.is_active:
             raise TargetUnavailable(f"Target {target.name!r} is retired and takes no proposals.")
-        validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
+        check_payload(request.payload, target)
         proposal, task = new_proposal(viewer, target, request)
         await add_proposal(work, viewer, proposal, task)
         return ProposeResult(proposal=proposal, task=task, replayed=False)

@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import strawberry
-from graphql import ASTValidationRule
 from graphql.error import GraphQLError
-from strawberry.extensions import (
-    AddValidationRules,
-    MaxTokensLimiter,
-    ParserCache,
-    SchemaExtension,
-    ValidationCache,
-)
-from strawberry.extensions.max_aliases import create_validator as aliases_rule
-from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
+from strawberry.extensions import MaxTokensLimiter, ParserCache, SchemaExtension
 from strawberry.types.execution import ExecutionContext
 
-from signoff.constants import QUERY_MAX_ALIASES, QUERY_MAX_DEPTH, QUERY_MAX_TOKENS
+from signoff.constants import QUERY_MAX_TOKENS
 from signoff.schema.context import Context
 from signoff.schema.errors import ErrorMapping
 from signoff.schema.metrics import CountOperations
 from signoff.schema.mutation import Mutation
 from signoff.schema.query import Query
 from signoff.schema.subscription import Subscription
+from signoff.schema.validation import CheckedValidation
 
 
 class CloseSession(SchemaExtension):
@@ -38,19 +31,22 @@ class CloseSession(SchemaExtension):
             await context.close()
 
 
-# Created once: ``ValidationCache`` keys on the rule classes, and Strawberry's limiter
-# extensions make new ones for every operation, so nothing would ever hit the cache.
-_LIMIT_RULES: list[type[ASTValidationRule]] = [
-    depth_rule(QUERY_MAX_DEPTH, None),
-    aliases_rule(QUERY_MAX_ALIASES),
-]
+class CachedParse(ParserCache):
+    """Strawberry's ``ParserCache``, except for a document that does not parse.
 
+    ``ParserCache`` parses before the parsing hook yields, so its syntax error escapes
+    the operation's extensions and reaches the client without ``ErrorMapping`` (no
+    code). A document that fails here is left to Strawberry's own parse, whose error
+    goes through ``ErrorMapping`` like any other.
+    """
 
-class QueryLimits(AddValidationRules):
-    """Query depth and alias limits, checked (and cached) with the rest of validation."""
-
-    def __init__(self) -> None:
-        super().__init__(_LIMIT_RULES)
+    def on_parse(self) -> Iterator[None]:
+        context = self.execution_context
+        with contextlib.suppress(GraphQLError, RecursionError):
+            context.graphql_document = self.cached_parse_document(
+                context.query, **context.parse_options
+            )
+        yield
 
 
 class SignoffSchema(strawberry.Schema):
@@ -60,7 +56,9 @@ class SignoffSchema(strawberry.Schema):
         """Logging happens in ``ErrorMapping``, without messages or stack traces."""
 
 
-def build_schema(**extra: Any) -> strawberry.Schema:
+def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Schema:
+    """The schema with its extensions; ``introspection=False`` refuses ``__schema`` and
+    ``__type`` (``INTROSPECTION_DISABLED``)."""
     return SignoffSchema(
         query=Query,
         mutation=Mutation,
@@ -68,10 +66,9 @@ def build_schema(**extra: Any) -> strawberry.Schema:
         extensions=[
             CloseSession,
             CountOperations,
-            QueryLimits,
             lambda: MaxTokensLimiter(max_token_count=QUERY_MAX_TOKENS),
-            lambda: ParserCache(maxsize=256),
-            lambda: ValidationCache(maxsize=256),
+            lambda: CachedParse(maxsize=256),
+            lambda: CheckedValidation(introspection),
             ErrorMapping,
         ],
         **extra,

@@ -10,11 +10,12 @@ import logging
 import os
 import traceback
 
-from graphql.error import GraphQLError
+from graphql.error import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import MaskErrors
 
+from signoff.constants import QUERY_MAX_TOKENS
 from signoff.database import database_condition, is_busy
-from signoff.errors import DatabaseBusy, SignoffError
+from signoff.errors import DatabaseBusy, GraphQLParseFailed, SignoffError, TooManyTokens
 
 logger = logging.getLogger("signoff.errors")
 
@@ -52,8 +53,28 @@ def mask_error(error: GraphQLError, request_id: str | None) -> GraphQLError:
     ``INTERNAL`` with the request id that the log line carries.
     """
     original = error.original_error
+    if isinstance(error, GraphQLSyntaxError):
+        return _syntax_refusal(error)
+    if isinstance(original, RecursionError) and error.path is None:
+        # graphql-core's parser recursing through a deeply nested value or selection.
+        refusal = GraphQLParseFailed(
+            "The query nests lists, objects or selections too deeply to parse; flatten it."
+        )
+        return GraphQLError(refusal.message, extensions=refusal.extensions)
+    if isinstance(original, GraphQLError) and error.path is None:
+        # graphql-core refusing a variable's value (coercion wraps its own error).
+        original = None
+    if isinstance(original, ValueError) and error.path is None and error.nodes:
+        # graphql-core's literal parsing raised while validating (Python's int() refuses an
+        # integer of over 4,300 digits): the document's fault, which LiteralsRule names.
+        return GraphQLError(
+            "A value in the query cannot be read as the type its argument expects.",
+            nodes=error.nodes,
+            extensions={"code": GRAPHQL_VALIDATION_FAILED},
+        )
     if original is None:
-        # Syntax, validation and variable coercion errors: the client's own query.
+        # Validation and variable coercion errors: the client's own query. Signoff's own
+        # rules (limits, string literals, introspection) already carry their codes.
         if error.extensions is None or "code" not in error.extensions:
             error.extensions = {**(error.extensions or {}), "code": GRAPHQL_VALIDATION_FAILED}
         return error
@@ -67,6 +88,27 @@ def mask_error(error: GraphQLError, request_id: str | None) -> GraphQLError:
         return _replace(error, DatabaseBusy.default_message, DatabaseBusy.code, request_id)
     logger.error("unexpected error request_id=%s path=%s %s", request_id, path, describe(original))
     return _replace(error, ErrorMapping.error_message, INTERNAL, request_id)
+
+
+def _syntax_refusal(error: GraphQLSyntaxError) -> GraphQLError:
+    """``TOO_MANY_TOKENS`` when the parser stopped at the token limit, else
+    ``GRAPHQL_PARSE_FAILED`` with graphql-core's description and position."""
+    if "Document contains more than" in error.message:
+        refusal: SignoffError = TooManyTokens(
+            f"The query has more than {QUERY_MAX_TOKENS} tokens (names, punctuation and "
+            f"values); the limit is {QUERY_MAX_TOKENS}."
+        )
+    else:
+        refusal = GraphQLParseFailed(
+            f"The query is not valid GraphQL: {error.message} Check the query at the "
+            "position given in `locations`."
+        )
+    return GraphQLError(
+        refusal.message,
+        source=error.source,
+        positions=error.positions,
+        extensions=refusal.extensions,
+    )
 
 
 def _replace(error: GraphQLError, message: str, code: str, request_id: str | None) -> GraphQLError:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
+from graphql import GraphQLFormattedError
 from starlette.websockets import WebSocket, WebSocketState
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.exceptions import ConnectionRejectionError
@@ -29,10 +30,25 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
 )
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    ErrorMessage,
+    PongMessage,
+    SubscribeMessage,
+)
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
-from strawberry.subscriptions.protocols.graphql_ws.types import ConnectionInitMessage
+from strawberry.subscriptions.protocols.graphql_ws.types import (
+    ConnectionInitMessage,
+    StartMessage,
+)
+from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage as LegacyErrorMessage
 
-from signoff.constants import WS_CLOSE_TOO_SLOW, WS_CLOSE_TOO_SLOW_REASON
+from signoff.constants import (
+    WS_CLOSE_NO_PONG,
+    WS_CLOSE_NO_PONG_REASON,
+    WS_CLOSE_TOO_SLOW,
+    WS_CLOSE_TOO_SLOW_REASON,
+)
+from signoff.errors import TooManySubscriptions
 from signoff.schema.context import Context
 
 logger = logging.getLogger("signoff.websocket")
@@ -233,15 +249,66 @@ def _bind(context: Any, websocket: Any, frame_type: str) -> None:
         context.connection = websocket
 
 
+def too_many_operations(limit: int) -> GraphQLFormattedError:
+    """The error sent for an operation over the connection's limit (the socket stays open)."""
+    refusal = TooManySubscriptions(
+        f"This connection already runs {limit} operations, the limit; complete one or open "
+        "another connection."
+    )
+    return {"message": refusal.message, "extensions": refusal.extensions}
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
-    """graphql-transport-ws, with every send through the connection's writer."""
+    """graphql-transport-ws, with every send through the connection's writer.
+
+    Once acknowledged, the server pings every ``view.ping_seconds``; a client that has not
+    answered the previous ping by the next one is closed with 4410.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _bind(self.context, self.websocket, "next")
+        self.ping_seconds: float = getattr(self.view, "ping_seconds", 0.0)
+        self.awaiting_pong = False
 
     async def handle(self) -> None:
-        await _handle_then_stop(super().handle, self.websocket)
+        pinger = asyncio.create_task(self.keep_alive()) if self.ping_seconds > 0 else None
+        try:
+            await _handle_then_stop(super().handle, self.websocket)
+        finally:
+            if pinger is not None:
+                pinger.cancel()
+                # A ping that failed because the socket went away ends with the socket.
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pinger
+
+    async def keep_alive(self) -> None:
+        """Ping every ``ping_seconds``; close 4410 when the last ping got no pong."""
+        while True:
+            await asyncio.sleep(self.ping_seconds)
+            if not self.connection_acknowledged:
+                continue
+            if self.awaiting_pong:
+                await self.websocket.close(WS_CLOSE_NO_PONG, WS_CLOSE_NO_PONG_REASON)
+                return
+            self.awaiting_pong = True
+            await self.send_message({"type": "ping"})
+
+    async def handle_pong(self, message: PongMessage) -> None:
+        self.awaiting_pong = False
+
+    async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        limit = self.max_subscriptions_per_connection
+        if (
+            limit is not None
+            and self.connection_acknowledged
+            and message["id"] not in self.operations
+            and len(self.operations) >= limit
+        ):
+            error = too_many_operations(limit)
+            await self.send_message(ErrorMessage(id=message["id"], type="error", payload=[error]))
+            return
+        await super().handle_subscribe(message)
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         OPERATION_ID.set(operation.id)
@@ -259,6 +326,21 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
 
     async def handle(self) -> None:
         await _handle_then_stop(super().handle, self.websocket)
+
+    async def handle_start(self, message: StartMessage) -> None:
+        limit = self.max_subscriptions_per_connection
+        if (
+            limit is not None
+            and self.connection_acknowledged
+            and message["id"] not in self.tasks
+            and len(self.tasks) >= limit
+        ):
+            payload = too_many_operations(limit)
+            await self.send_message(
+                LegacyErrorMessage(type="error", id=message["id"], payload=payload)
+            )
+            return
+        await super().handle_start(message)
 
     async def handle_async_results(
         self,

@@ -1,0 +1,50 @@
+"""Validating a document: Signoff's limits first, graphql-core's rules only after them.
+
+Signoff's limits (``signoff/schema/limits.py``) are measured in one walk, linear in the
+document. Some of graphql-core's
+rules are not: ``OverlappingFieldsCanBeMergedRule`` compares fields of one response name,
+and fragments spread into one place, pairwise. Running them only on documents that passed
+the linear checks (which bound those merges, ``QUERY_MAX_MERGED``) keeps validation of any
+document the token limit lets through to milliseconds. Verdicts are cached per document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+
+from graphql import ASTValidationRule, DocumentNode, GraphQLError, GraphQLSchema, validate
+from strawberry.extensions import SchemaExtension
+
+from signoff.schema.introspection import IntrospectionOffRule
+from signoff.schema.limits import limits_refusal
+from signoff.schema.literals import LiteralsRule
+
+
+@lru_cache(maxsize=256)
+def _validate(
+    schema: GraphQLSchema, document: DocumentNode, rules: tuple[type[ASTValidationRule], ...]
+) -> list[GraphQLError]:
+    refusal = limits_refusal(schema, document)
+    if refusal is not None:
+        return [refusal]
+    return validate(schema, document, [*rules, LiteralsRule])
+
+
+class CheckedValidation(SchemaExtension):
+    """Replaces Strawberry's validation (and ``ValidationCache``); with ``introspection=False``
+    also refuses ``__schema`` and ``__type`` (``INTROSPECTION_DISABLED``)."""
+
+    def __init__(self, introspection: bool = True) -> None:
+        self.introspection = introspection
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        assert context.graphql_document is not None
+        rules = tuple(context.validation_rules)
+        if not self.introspection:
+            rules = (*rules, IntrospectionOffRule)
+        context.pre_execution_errors = _validate(
+            context.schema._schema, context.graphql_document, rules
+        )
+        yield
