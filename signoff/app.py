@@ -1,5 +1,5 @@
-"""The ASGI app: GraphQL (and GraphiQL) at ``/graphql``, ``/healthz``, ``/readyz`` and
-``/metrics`` (Prometheus)."""
+"""The ASGI app: GraphQL (and GraphiQL) at ``/graphql``, the review console at ``/`` with
+its files under ``/static``, ``/healthz``, ``/readyz`` and ``/metrics`` (Prometheus)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ from signoff.errors import Unauthenticated
 from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
+from signoff.pages import graphiql_page, page_routes
 from signoff.resolvers.actors import authenticate
 from signoff.resolvers.operations import Operations, read_operations
 from signoff.resolvers.work import Services, WorkMaker
@@ -124,6 +125,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
             raise ConnectionRejectionError({"code": "UNAVAILABLE"}) from None
         context.token = token
         context._viewer = viewer
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return graphiql_page()
 
 
 class BodySizeLimit:
@@ -253,6 +257,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),
+            *page_routes(),
         ],
         lifespan=lifespan,
     )
