@@ -257,7 +257,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),
-            *page_routes(),
+            *page_routes(console=settings.console),
         ],
         lifespan=lifespan,
     )

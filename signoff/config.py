@@ -37,6 +37,7 @@ class Settings:
     # SQLite: how long a write waits for the write lock before DATABASE_BUSY.
     sqlite_busy_timeout_ms: int = 30_000
     graphiql: bool = True
+    console: bool = True
     # Seals webhook signing secrets at rest (signoff.sealing); every process sharing a
     # database needs the same key. Unset: a key file, created on first use.
     secret_key: str | None = None
@@ -82,6 +83,7 @@ class Settings:
                 env.get("SIGNOFF_SQLITE_BUSY_TIMEOUT_MS", str(cls.sqlite_busy_timeout_ms))
             ),
             graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
+            console=env.get("SIGNOFF_CONSOLE", "1") not in {"0", "false", "no"},
             secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
             secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,
             arq_queue=env.get("SIGNOFF_ARQ_QUEUE") or ARQ_QUEUE_DEFAULT,

@@ -1,13 +1,14 @@
-"""The browser pages: GraphiQL at ``/graphql``, served from files inside the package
-(``signoff/static``), so it needs no internet."""
+"""The browser pages: the review console at ``/`` and GraphiQL at ``/graphql``, both served
+from files inside the package (``signoff/static``), so neither needs the internet."""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
 
-from starlette.responses import HTMLResponse
-from starlette.routing import Mount
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -37,6 +38,16 @@ def graphiql_page() -> HTMLResponse:
     return HTMLResponse(_read("graphiql/index.html"), headers=PAGE_HEADERS)
 
 
-def page_routes() -> list[Mount]:
-    """``/static``: the vendored GraphiQL's files."""
-    return [Mount("/static", StaticFiles(directory=STATIC_DIR), name="static")]
+async def console_page(_: Request) -> Response:
+    """The review console's single page; the rest is static modules under ``/static``."""
+    return HTMLResponse(_read("console/index.html"), headers=PAGE_HEADERS)
+
+
+def page_routes(*, console: bool) -> list[Route | Mount]:
+    """``/static`` always (GraphiQL needs it), and the console at ``/`` when it is on."""
+    routes: list[Route | Mount] = [
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    if console:
+        routes.insert(0, Route("/", console_page))
+    return routes
