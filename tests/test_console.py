@@ -178,7 +178,15 @@ async def _decide_and_deliver(
     await expect(other.locator(".empty")).to_contain_text("Nothing waiting")
     assert title not in await other.content()
 
-    for context in (alice_context, bob_context, other_context):
+    # An operator sees every queue and the operations snapshot with the delivery counted.
+    ops_context, ops, ops_errors = await signed_in(browser, server, world.admin)
+    await ops.get_by_role("link", name="Operations").click()
+    await expect(ops.locator(".work h2")).to_have_text("Operations")
+    await expect(ops.locator(".counts").first).to_contain_text("APPLIED 1")
+    await ops.screenshot(path=screenshot_path("console-operations"))
+    assert ops_errors == []
+
+    for context in (alice_context, bob_context, other_context, ops_context):
         assert context.outside == []  # type: ignore[attr-defined]
         await context.close()
     assert alice_errors == [] and other_errors == []

@@ -80,6 +80,7 @@ const state = {
   live: null,
   stopFeed: null,
   selectedQueue: null,
+  onOperations: false,
   openTask: null, // the task shown on the task page
 };
 
@@ -337,7 +338,7 @@ function queueNav() {
             "a",
             {
               href: queue.id ? `#/queue/${queue.id}` : "#/",
-              "aria-current": state.selectedQueue === queue.id ? "page" : null,
+              "aria-current": !state.onOperations && state.selectedQueue === queue.id ? "page" : null,
             },
             queue.name,
           ),
@@ -345,7 +346,7 @@ function queueNav() {
       ),
     ),
     ["OPERATOR", "ADMIN"].includes(state.viewer.actor.role)
-      ? h("p", {}, h("a", { href: "#/operations" }, "Operations"))
+      ? h("p", {}, h("a", { href: "#/operations", "aria-current": state.onOperations ? "page" : null }, "Operations"))
       : null,
   );
 }
@@ -668,6 +669,7 @@ async function showOperations() {
 function route() {
   if (!state.token) return;
   const hash = window.location.hash;
+  state.onOperations = hash === "#/operations";
   const task = hash.match(/^#\/task\/([\w-]+)$/);
   const queue = hash.match(/^#\/queue\/([\w-]+)$/);
   if (task) {
