@@ -77,6 +77,11 @@ def console_errors(page: Page) -> list[str]:
     return errors
 
 
-def screenshot_path(name: str) -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS / f"{name}.png"
+def screenshot_path(name: str, directory: Path) -> Path:
+    """Where a test saves a screenshot: ``directory`` (the test's own temporary one), or the
+    README's ``docs/screenshots`` when ``SIGNOFF_UPDATE_SCREENSHOTS=1``, so an ordinary run
+    leaves the working tree as it was."""
+    if os.environ.get("SIGNOFF_UPDATE_SCREENSHOTS") == "1":
+        directory = SCREENSHOTS
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{name}.png"

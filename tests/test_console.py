@@ -4,13 +4,16 @@ against real ``signoff serve`` processes and a real loopback receiver.
 Reviewers sign in with their tokens, watch a proposal arrive live, claim it, approve it and
 see it delivered; a second reviewer's screen follows every step live; a reviewer of another
 queue never sees it. The console comes back after its server restarts and resumes its
-subscription with ``after``. The screenshots in ``docs/screenshots`` are taken here.
+subscription with ``after``. The screenshots in ``docs/screenshots`` are taken here
+(``SIGNOFF_UPDATE_SCREENSHOTS=1`` writes them there).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -109,7 +112,9 @@ async def test_reviewers_decide_live_and_see_the_delivery(
         outsider = await gql.token("reviewer", name="outsider", queues=["elsewhere"])
         with delivering(database_url, queue, tmp_path), server_log_on_failure(server):
             try:
-                await _decide_and_deliver(browser, server, world, outsider, receiver, proposal)
+                await _decide_and_deliver(
+                    browser, server, world, outsider, receiver, proposal, tmp_path / "shots"
+                )
             finally:
                 await forget_jobs(queue, proposal["id"])
 
@@ -121,11 +126,12 @@ async def _decide_and_deliver(
     outsider: str,
     receiver: Receiver,
     proposal: dict[str, Any],
+    shots: Path,
 ) -> None:
     sign_in_page = await (await offline_context(browser, viewport=DESKTOP)).new_page()
     await sign_in_page.goto(server.url + "/")
     await sign_in_page.get_by_label("API token").wait_for()
-    await sign_in_page.screenshot(path=screenshot_path("console-sign-in"))
+    await sign_in_page.screenshot(path=screenshot_path("console-sign-in", shots))
     await sign_in_page.context.close()
 
     alice_context, alice, alice_errors = await signed_in(browser, server, world.reviewers[0])
@@ -139,7 +145,7 @@ async def _decide_and_deliver(
     title = "Approve refund.create"
     for page in (alice, bob):
         await expect(page.locator(".task-link")).to_contain_text(title, timeout=LIVE_WITHIN)
-    await alice.screenshot(path=screenshot_path("console-tasks"))
+    await alice.screenshot(path=screenshot_path("console-tasks", shots))
 
     # Alice opens it with the keyboard: j selects the first task, Enter opens it.
     await alice.keyboard.press("j")
@@ -149,7 +155,7 @@ async def _decide_and_deliver(
     await alice.keyboard.press("c")
     await expect(alice.locator(".facts")).to_contain_text("Claimed byyou")
     await expect(bob.locator(".task-meta")).to_contain_text("claimed by reviewer-0")
-    await alice.screenshot(path=screenshot_path("console-proposal"), full_page=True)
+    await alice.screenshot(path=screenshot_path("console-proposal", shots), full_page=True)
 
     # Bob tries to approve what Alice holds: refused, with the sentence for the code.
     await bob.locator(".task-link").click()
@@ -157,7 +163,7 @@ async def _decide_and_deliver(
     await expect(bob.locator("#notice")).to_contain_text(
         "Another reviewer holds this task. Wait for them to release it. (TASK_CLAIMED_BY_OTHER)"
     )
-    await bob.screenshot(path=screenshot_path("console-phone-refusal"), full_page=True)
+    await bob.screenshot(path=screenshot_path("console-phone-refusal", shots), full_page=True)
     fits = "() => document.documentElement.scrollWidth <= window.innerWidth"
     assert await bob.evaluate(fits), "the proposal page scrolls sideways at phone width"
 
@@ -166,7 +172,7 @@ async def _decide_and_deliver(
     await expect(alice.locator("#attempts-title")).to_have_text("Delivery attempts (1)")
     await expect(alice.locator("table")).to_contain_text("APPLIED")
     await expect(alice.locator("#approvals-title")).to_have_text("Approvals: 1 of 1")
-    await alice.screenshot(path=screenshot_path("console-delivered"), full_page=True)
+    await alice.screenshot(path=screenshot_path("console-delivered", shots), full_page=True)
     assert [r.body["payload_digest"] for r in receiver.requests] == [proposal["payloadDigest"]]
 
     # Bob's screen followed: the proposal is delivered, the task is no longer his to decide.
@@ -183,7 +189,7 @@ async def _decide_and_deliver(
     await ops.get_by_role("link", name="Operations").click()
     await expect(ops.locator(".work h2")).to_have_text("Operations")
     await expect(ops.locator(".counts").first).to_contain_text("APPLIED 1")
-    await ops.screenshot(path=screenshot_path("console-operations"))
+    await ops.screenshot(path=screenshot_path("console-operations", shots))
     assert ops_errors == []
 
     for context in (alice_context, bob_context, other_context, ops_context):
@@ -192,6 +198,13 @@ async def _decide_and_deliver(
     assert alice_errors == [] and other_errors == []
     # Bob's refusal is an answer, not a page error; the browser logs nothing else.
     assert bob_errors == []
+
+
+async def until(condition: Callable[[], bool], within: float = 10) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true in time"
+        await asyncio.sleep(0.05)
 
 
 async def test_console_resumes_after_its_server_restarts(
@@ -221,6 +234,7 @@ async def test_console_resumes_after_its_server_restarts(
         context, page, errors = await signed_in(browser, server, world.reviewers[0], sockets=watch)
         await world.propose()
         await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
+        await until(lambda: bool(cursors))  # frame events reach the test on their own time
         seen = list(cursors)
 
         server.stop()
