@@ -12,6 +12,8 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -23,6 +25,7 @@ from strawberry.exceptions import ConnectionRejectionError
 from signoff import metrics
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
+    CORS_MAX_AGE_SECONDS,
     METRICS_READ_TIMEOUT_SECONDS,
     WS_CLOSE_TRY_AGAIN,
     WS_CLOSE_TRY_AGAIN_REASON,
@@ -204,6 +207,23 @@ async def _read_operations(read_sessionmaker: SessionMaker) -> Operations | None
         return None
 
 
+def _cors(settings: Settings) -> list[Middleware]:
+    """Dashboards served from the listed origins may call the API from a browser; tokens
+    travel in the Authorization header, never cookies, so no credentials are allowed."""
+    if not settings.cors_origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type", "accept"],
+            allow_credentials=False,
+            max_age=CORS_MAX_AGE_SECONDS,
+        )
+    ]
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; the database must already be migrated and its secret key checked
     (``signoff serve`` does both)."""
@@ -260,6 +280,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             *page_routes(console=settings.console),
         ],
         lifespan=lifespan,
+        middleware=_cors(settings),
     )
     app.state.settings = settings
     app.state.engine = engine

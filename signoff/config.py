@@ -38,6 +38,9 @@ class Settings:
     sqlite_busy_timeout_ms: int = 30_000
     graphiql: bool = True
     console: bool = True
+    # Origins (scheme://host[:port]) whose pages may call the API from a browser; none: only
+    # pages served by Signoff itself.
+    cors_origins: tuple[str, ...] = ()
     # Seals webhook signing secrets at rest (signoff.sealing); every process sharing a
     # database needs the same key. Unset: a key file, created on first use.
     secret_key: str | None = None
@@ -84,6 +87,7 @@ class Settings:
             ),
             graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
             console=env.get("SIGNOFF_CONSOLE", "1") not in {"0", "false", "no"},
+            cors_origins=parse_origins(env.get("SIGNOFF_CORS_ORIGINS", "")),
             secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
             secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,
             arq_queue=env.get("SIGNOFF_ARQ_QUEUE") or ARQ_QUEUE_DEFAULT,
@@ -122,6 +126,19 @@ class Settings:
             else None,
             metrics_host=env.get("SIGNOFF_METRICS_HOST") or cls.metrics_host,
         )
+
+
+def parse_origins(value: str) -> tuple[str, ...]:
+    """``SIGNOFF_CORS_ORIGINS``: origins separated by commas or spaces, each exactly
+    ``scheme://host[:port]`` as a browser sends it (a trailing slash is dropped)."""
+    origins = []
+    for item in value.replace(",", " ").split():
+        origin = item.rstrip("/")
+        scheme, _, host = origin.partition("://")
+        if scheme not in {"http", "https"} or not host or "/" in host:
+            raise ValueError(f"SIGNOFF_CORS_ORIGINS: {item!r} is not an origin like https://host")
+        origins.append(origin)
+    return tuple(origins)
 
 
 def normalise_database_url(url: str) -> str:
