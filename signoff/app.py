@@ -45,6 +45,7 @@ from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.pages import graphiql_page, page_routes
+from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
 from signoff.resolvers.actors import authenticate
 from signoff.resolvers.operations import Operations, read_operations
 from signoff.resolvers.work import Services, WorkMaker
@@ -207,6 +208,17 @@ async def _read_operations(read_sessionmaker: SessionMaker) -> Operations | None
         return None
 
 
+def _persisted_queries(settings: Settings) -> PersistedQueries:
+    if settings.persisted_queries_only and settings.persisted_queries_file is None:
+        raise ValueError("SIGNOFF_PERSISTED_QUERIES_ONLY needs SIGNOFF_PERSISTED_QUERIES_FILE")
+    allow_list = (
+        load_allow_list(settings.persisted_queries_file)
+        if settings.persisted_queries_file
+        else None
+    )
+    return PersistedQueries(allow_list, only=settings.persisted_queries_only)
+
+
 def _cors(settings: Settings) -> list[Middleware]:
     """Dashboards served from the listed origins may call the API from a browser; tokens
     travel in the Authorization header, never cookies, so no credentials are allowed."""
@@ -269,7 +281,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await events.stop()
             await engine.dispose()
 
-    graphql: Any = BodySizeLimit(view, settings.max_body_bytes)
+    graphql: Any = BodySizeLimit(
+        PersistedQueryMiddleware(view, _persisted_queries(settings)), settings.max_body_bytes
+    )
     app = Starlette(
         routes=[
             Route("/graphql", graphql, methods=["GET", "POST"]),

@@ -41,6 +41,10 @@ class Settings:
     # Origins (scheme://host[:port]) whose pages may call the API from a browser; none: only
     # pages served by Signoff itself.
     cors_origins: tuple[str, ...] = ()
+    # Persisted queries (signoff.persisted): a JSON file of sha256 -> document always
+    # known, and whether nothing else may run.
+    persisted_queries_file: str | None = None
+    persisted_queries_only: bool = False
     # Seals webhook signing secrets at rest (signoff.sealing); every process sharing a
     # database needs the same key. Unset: a key file, created on first use.
     secret_key: str | None = None
@@ -88,6 +92,9 @@ class Settings:
             graphiql=env.get("SIGNOFF_GRAPHIQL", "1") not in {"0", "false", "no"},
             console=env.get("SIGNOFF_CONSOLE", "1") not in {"0", "false", "no"},
             cors_origins=parse_origins(env.get("SIGNOFF_CORS_ORIGINS", "")),
+            persisted_queries_file=env.get("SIGNOFF_PERSISTED_QUERIES_FILE") or None,
+            persisted_queries_only=env.get("SIGNOFF_PERSISTED_QUERIES_ONLY", "0")
+            in {"1", "true", "yes"},
             secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
             secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,
             arq_queue=env.get("SIGNOFF_ARQ_QUEUE") or ARQ_QUEUE_DEFAULT,

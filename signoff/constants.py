@@ -164,3 +164,6 @@ DRAFT_RETENTION_INTERVAL_SECONDS = 3600
 
 # How long a browser may cache a CORS preflight answer (SIGNOFF_CORS_ORIGINS).
 CORS_MAX_AGE_SECONDS = 600
+
+# Automatic persisted queries: how many learned documents each API process keeps.
+PERSISTED_QUERY_CACHE_SIZE = 1000

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 from playwright.async_api import Browser, BrowserContext, Page, WebSocket, expect
 
+from signoff import persisted
 from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.pages import STATIC_DIR
@@ -42,6 +43,8 @@ LIVE_WITHIN = 15_000  # ms
 
 def codes_the_server_defines() -> set[str]:
     codes = {"INTERNAL", "GRAPHQL_VALIDATION_FAILED", "REQUEST_TOO_LARGE"}
+    codes |= {persisted.NOT_FOUND, persisted.NOT_ALLOWED, persisted.HASH_MISMATCH}
+    codes.add(persisted.UNSUPPORTED)
     pending: list[type[SignoffError]] = [SignoffError]
     while pending:
         cls = pending.pop()
