@@ -265,6 +265,8 @@ async def test_console_resumes_after_its_server_restarts(
         await expect(page.locator(".approvals")).to_contain_text("The amount is wrong")
         await page.keyboard.press("g")
         await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
+        await page.keyboard.press("n")  # the next task, straight from the list
+        await expect(page.locator("#digest")).to_be_visible()
         assert context.outside == []  # type: ignore[attr-defined]
         await context.close()
         # The dropped socket is the only thing the browser complained about.
