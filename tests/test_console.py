@@ -26,7 +26,7 @@ from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.pages import STATIC_DIR
 from tests.browser import browser, console_errors, offline_context, screenshot_path
-from tests.helpers import CREATE_QUEUE, build_world
+from tests.helpers import CREATE_QUEUE, GraphQLClient, build_world
 from tests.live import Server, http_gql, server_log_on_failure, unique_channel
 from tests.receivers import Receiver
 from tests.receivers import serve as serve_receiver
@@ -211,63 +211,63 @@ async def until(condition: Callable[[], bool], within: float = 10) -> None:
 
 
 async def test_console_resumes_after_its_server_restarts(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, serve: Serve, gql: GraphQLClient
 ) -> None:
     server = await serve()
-    other = await serve()  # proposes while the first is down
-    async with http_gql(other, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=1)
-        subscribes: list[dict[str, Any]] = []
-        cursors: list[str] = []
+    # The agent proposes through the test's own app on the same database, which stays up
+    # while the console's server is down.
+    world = await build_world(gql, reviewers=1)
+    subscribes: list[dict[str, Any]] = []
+    cursors: list[str] = []
 
-        def watch(socket: WebSocket) -> None:
-            def sent(frame: str | bytes) -> None:
-                message = json.loads(frame)
-                if message.get("type") == "subscribe":
-                    subscribes.append(message["payload"]["variables"])
+    def watch(socket: WebSocket) -> None:
+        def sent(frame: str | bytes) -> None:
+            message = json.loads(frame)
+            if message.get("type") == "subscribe":
+                subscribes.append(message["payload"]["variables"])
 
-            def received(frame: str | bytes) -> None:
-                message = json.loads(frame)
-                if message.get("type") == "next":
-                    cursors.append(message["payload"]["data"]["queueEvents"]["cursor"])
+        def received(frame: str | bytes) -> None:
+            message = json.loads(frame)
+            if message.get("type") == "next":
+                cursors.append(message["payload"]["data"]["queueEvents"]["cursor"])
 
-            socket.on("framesent", sent)
-            socket.on("framereceived", received)
+        socket.on("framesent", sent)
+        socket.on("framereceived", received)
 
-        context, page, errors = await signed_in(browser, server, world.reviewers[0], sockets=watch)
-        await world.propose()
-        await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
-        await until(lambda: bool(cursors))  # frame events reach the test on their own time
-        seen = list(cursors)
+    context, page, errors = await signed_in(browser, server, world.reviewers[0], sockets=watch)
+    await world.propose()
+    await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
+    await until(lambda: bool(cursors))  # frame events reach the test on their own time
+    seen = list(cursors)
 
-        server.stop()
-        await expect(page.locator("#live")).to_have_text("Reconnecting…", timeout=LIVE_WITHIN)
-        await world.propose(operation_key="while-down")
-        restarted = await serve(SIGNOFF_PORT=str(server.port))
-        with server_log_on_failure(restarted):
-            await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
-            await expect(page.locator(".task")).to_have_count(2, timeout=LIVE_WITHIN)
-        # It subscribed again after the last event it had been given, so the proposal made
-        # while it was away came as a replay, without reloading the page.
-        assert seen and subscribes[-1]["after"] == seen[-1]
+    server.stop()
+    await expect(page.locator("#live")).to_have_text("Reconnecting…", timeout=LIVE_WITHIN)
+    await world.propose(operation_key="while-down")
+    restarted = await serve(SIGNOFF_PORT=str(server.port))
+    with server_log_on_failure(restarted):
+        await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
+        await expect(page.locator(".task")).to_have_count(2, timeout=LIVE_WITHIN)
+    # It subscribed again after the last event it had been given, so the proposal made
+    # while it was away came as a replay, without reloading the page.
+    assert seen and subscribes[-1]["after"] == seen[-1]
 
-        # Claim and release with the mouse, then reject from the keyboard with a reason.
-        await page.locator(".task-link").first.click()
-        await page.get_by_role("button", name="Claim").click()
-        await expect(page.locator(".facts")).to_contain_text("Claimed byyou")
-        await page.get_by_role("button", name="Release").click()
-        await expect(page.locator(".facts")).to_contain_text("Claimed bynobody")
-        await page.keyboard.press("r")
-        await expect(page.get_by_label("Reason")).to_be_focused()
-        await page.keyboard.type("The amount is wrong")
-        await page.keyboard.press("Control+Enter")
-        await expect(page.locator(".facts")).to_contain_text("REJECTED", timeout=LIVE_WITHIN)
-        await expect(page.locator(".approvals")).to_contain_text("The amount is wrong")
-        await page.keyboard.press("g")
-        await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
-        await page.keyboard.press("n")  # the next task, straight from the list
-        await expect(page.locator("#digest")).to_be_visible()
-        assert context.outside == []  # type: ignore[attr-defined]
-        await context.close()
-        # The dropped socket is the only thing the browser complained about.
-        assert all("WebSocket" in e for e in errors), errors
+    # Claim and release with the mouse, then reject from the keyboard with a reason.
+    await page.locator(".task-link").first.click()
+    await page.get_by_role("button", name="Claim").click()
+    await expect(page.locator(".facts")).to_contain_text("Claimed byyou")
+    await page.get_by_role("button", name="Release").click()
+    await expect(page.locator(".facts")).to_contain_text("Claimed bynobody")
+    await page.keyboard.press("r")
+    await expect(page.get_by_label("Reason")).to_be_focused()
+    await page.keyboard.type("The amount is wrong")
+    await page.keyboard.press("Control+Enter")
+    await expect(page.locator(".facts")).to_contain_text("REJECTED", timeout=LIVE_WITHIN)
+    await expect(page.locator(".approvals")).to_contain_text("The amount is wrong")
+    await page.keyboard.press("g")
+    await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
+    await page.keyboard.press("n")  # the next task, straight from the list
+    await expect(page.locator("#digest")).to_be_visible()
+    assert context.outside == []  # type: ignore[attr-defined]
+    await context.close()
+    # The dropped socket is the only thing the browser complained about.
+    assert all("WebSocket" in e for e in errors), errors
