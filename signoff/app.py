@@ -1,5 +1,5 @@
-"""The ASGI app: GraphQL (and GraphiQL) at ``/graphql``, ``/healthz``, ``/readyz`` and
-``/metrics`` (Prometheus)."""
+"""The ASGI app: GraphQL (and GraphiQL) at ``/graphql``, the review console at ``/`` with
+its files under ``/static``, ``/healthz``, ``/readyz`` and ``/metrics`` (Prometheus)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any
 from cross_web import HTTPException
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -24,6 +26,7 @@ from strawberry.exceptions import ConnectionRejectionError
 from signoff import metrics
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
+    CORS_MAX_AGE_SECONDS,
     METRICS_READ_TIMEOUT_SECONDS,
     WS_CLOSE_TRY_AGAIN,
     WS_CLOSE_TRY_AGAIN_REASON,
@@ -43,6 +46,8 @@ from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.jsonvalues import decode_body
+from signoff.pages import graphiql_page, page_routes
+from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
 from signoff.ratelimit import RateLimiter
 from signoff.resolvers.actors import authenticate
 from signoff.resolvers.operations import Operations, read_operations
@@ -179,6 +184,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
         context.token = token
         context._viewer = viewer
 
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return graphiql_page()
+
 
 class BodySizeLimit:
     """Refuse request bodies over ``max_bytes`` with 413 before the GraphQL view parses them."""
@@ -254,6 +262,34 @@ async def _read_operations(read_sessionmaker: SessionMaker) -> Operations | None
         return None
 
 
+def _persisted_queries(settings: Settings) -> PersistedQueries:
+    if settings.persisted_queries_only and settings.persisted_queries_file is None:
+        raise ValueError("SIGNOFF_PERSISTED_QUERIES_ONLY needs SIGNOFF_PERSISTED_QUERIES_FILE")
+    allow_list = (
+        load_allow_list(settings.persisted_queries_file)
+        if settings.persisted_queries_file
+        else None
+    )
+    return PersistedQueries(allow_list, only=settings.persisted_queries_only)
+
+
+def _cors(settings: Settings) -> list[Middleware]:
+    """Dashboards served from the listed origins may call the API from a browser; tokens
+    travel in the Authorization header, never cookies, so no credentials are allowed."""
+    if not settings.cors_origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type", "accept"],
+            allow_credentials=False,
+            max_age=CORS_MAX_AGE_SECONDS,
+        )
+    ]
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
     """Build the app; the database must already be migrated and its secret key checked
     (``signoff serve`` does both)."""
@@ -299,7 +335,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await events.stop()
             await engine.dispose()
 
-    graphql: Any = BodySizeLimit(view, settings.max_body_bytes)
+    graphql: Any = BodySizeLimit(
+        PersistedQueryMiddleware(view, _persisted_queries(settings)), settings.max_body_bytes
+    )
     app = Starlette(
         routes=[
             Route("/graphql", graphql, methods=["GET", "POST"]),
@@ -307,8 +345,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),
+            *page_routes(console=settings.console),
         ],
         lifespan=lifespan,
+        middleware=_cors(settings),
     )
     app.state.settings = settings
     app.state.engine = engine

@@ -1,4 +1,4 @@
-"""The ``signoff`` command: serve, migrate, and manage tokens."""
+"""The ``signoff`` command: serve, migrate, print the schema, and manage tokens."""
 
 from __future__ import annotations
 
@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
 
     migrate_cmd = commands.add_parser("migrate", help="bring the database schema up to date")
     migrate_cmd.set_defaults(run=_migrate)
+
+    schema_cmd = commands.add_parser(
+        "schema", help="print the GraphQL schema (SDL), as checked in at schema.graphql"
+    )
+    schema_cmd.set_defaults(run=_schema)
 
     _token_commands(commands)
     _actor_commands(commands)
@@ -188,6 +193,12 @@ def _receiver(args: argparse.Namespace, settings: Settings) -> None:
 def _migrate(_: argparse.Namespace, settings: Settings) -> None:
     asyncio.run(_migrate_only(settings))
     print("database is up to date")
+
+
+def _schema(_: argparse.Namespace, __: Settings) -> None:
+    from signoff.schema import build_schema
+
+    print(build_schema().as_str())
 
 
 async def _migrate_only(settings: Settings) -> None:

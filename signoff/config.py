@@ -49,6 +49,14 @@ class Settings:
     # Websockets: operations running at once on one connection; server pings (0: none).
     ws_max_operations: int = WS_MAX_OPERATIONS_PER_CONNECTION
     ws_ping_seconds: float = WS_PING_INTERVAL_SECONDS
+    console: bool = True
+    # Origins (scheme://host[:port]) whose pages may call the API from a browser; none: only
+    # pages served by Signoff itself.
+    cors_origins: tuple[str, ...] = ()
+    # Persisted queries (signoff.persisted): a JSON file of sha256 -> document always
+    # known, and whether nothing else may run.
+    persisted_queries_file: str | None = None
+    persisted_queries_only: bool = False
     # Seals webhook signing secrets at rest (signoff.sealing); every process sharing a
     # database needs the same key. Unset: a key file, created on first use.
     secret_key: str | None = None
@@ -105,6 +113,11 @@ class Settings:
             ws_ping_seconds=float(
                 env.get("SIGNOFF_WS_PING_SECONDS", str(WS_PING_INTERVAL_SECONDS))
             ),
+            console=env.get("SIGNOFF_CONSOLE", "1") not in {"0", "false", "no"},
+            cors_origins=parse_origins(env.get("SIGNOFF_CORS_ORIGINS", "")),
+            persisted_queries_file=env.get("SIGNOFF_PERSISTED_QUERIES_FILE") or None,
+            persisted_queries_only=env.get("SIGNOFF_PERSISTED_QUERIES_ONLY", "0")
+            in {"1", "true", "yes"},
             secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
             secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,
             arq_queue=env.get("SIGNOFF_ARQ_QUEUE") or ARQ_QUEUE_DEFAULT,
@@ -146,6 +159,19 @@ class Settings:
             else None,
             metrics_host=env.get("SIGNOFF_METRICS_HOST") or cls.metrics_host,
         )
+
+
+def parse_origins(value: str) -> tuple[str, ...]:
+    """``SIGNOFF_CORS_ORIGINS``: origins separated by commas or spaces, each exactly
+    ``scheme://host[:port]`` as a browser sends it (a trailing slash is dropped)."""
+    origins = []
+    for item in value.replace(",", " ").split():
+        origin = item.rstrip("/")
+        scheme, _, host = origin.partition("://")
+        if scheme not in {"http", "https"} or not host or "/" in host:
+            raise ValueError(f"SIGNOFF_CORS_ORIGINS: {item!r} is not an origin like https://host")
+        origins.append(origin)
+    return tuple(origins)
 
 
 def normalise_database_url(url: str) -> str:

@@ -191,3 +191,9 @@ DRAFT_REQUEST_OPERATION_PREFIX = "draft"
 # Rows retention handles per run, per kind of work (drafts; idempotency records).
 DRAFT_RETENTION_BATCH = 500
 DRAFT_RETENTION_INTERVAL_SECONDS = 3600
+
+# How long a browser may cache a CORS preflight answer (SIGNOFF_CORS_ORIGINS).
+CORS_MAX_AGE_SECONDS = 600
+
+# Automatic persisted queries: how many learned documents each API process keeps.
+PERSISTED_QUERY_CACHE_SIZE = 1000

@@ -101,8 +101,9 @@ def _spawn(argv: list[str], environ: dict[str, str], log: Path) -> subprocess.Po
 
 
 async def start_server(database_url: str, log_dir: Path, **env: str) -> Server:
-    """Start ``python -m signoff serve`` and wait until ``/healthz`` answers."""
-    port = free_port()
+    """Start ``python -m signoff serve`` and wait until ``/healthz`` answers (on
+    ``SIGNOFF_PORT`` when ``env`` names one, to restart a server where it was)."""
+    port = int(env["SIGNOFF_PORT"]) if "SIGNOFF_PORT" in env else free_port()
     log = log_dir / f"serve-{port}.log"
     environ = {
         **os.environ,

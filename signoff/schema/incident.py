@@ -14,6 +14,7 @@ from signoff import models
 from signoff.resolvers import incident_response
 from signoff.schema.audit import AuditEvent
 from signoff.schema.context import context_of
+from signoff.schema.node import Node
 
 if TYPE_CHECKING:
     from signoff.schema.proposal import Proposal
@@ -78,7 +79,7 @@ class RepairAction:
 
 
 @strawberry.type(description="A problem, however often it recurs. Operators and admins.")
-class Incident:
+class Incident(Node):
     id: strawberry.ID
     key: str = strawberry.field(description="What deduplicates it: one incident per key.")
     severity: models.Severity

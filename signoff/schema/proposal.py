@@ -12,6 +12,7 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.schema.actor import Actor, load_actor
 from signoff.schema.delivery import DeliveryAttempt
+from signoff.schema.node import Node
 from signoff.schema.queue import Queue, load_queue
 from signoff.schema.target import Target, load_target
 
@@ -49,7 +50,7 @@ class Approval:
 
 
 @strawberry.type(description="A proposed side-effecting action and where it stands.")
-class Proposal:
+class Proposal(Node):
     id: strawberry.ID
     state: models.ProposalState
     action_code: str

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.errors import SignoffError
 from signoff.resolvers import (
     audit,
     draft_reads,
     incident_response,
+    nodes,
     operations,
     proposals,
     queues,
@@ -24,6 +28,7 @@ from signoff.schema.context import context_of
 from signoff.schema.draft import Draft
 from signoff.schema.draft_reference import DraftReference
 from signoff.schema.incident import DeadLetter, Incident
+from signoff.schema.node import Node
 from signoff.schema.operations import OperationsSnapshot
 from signoff.schema.pagination import Connection, connection
 from signoff.schema.proposal import Proposal
@@ -32,8 +37,47 @@ from signoff.schema.target import Target
 from signoff.schema.task import HumanTask
 
 
+def as_node(row: nodes.NodeModel) -> Node:
+    """The GraphQL object for a row ``node`` found."""
+    if isinstance(row, models.Proposal):
+        return Proposal.from_model(row)
+    if isinstance(row, models.HumanTask):
+        return HumanTask.from_model(row)
+    if isinstance(row, models.Queue):
+        return Queue.from_model(row)
+    if isinstance(row, models.Target):
+        return Target.from_model(row)
+    return Incident.from_model(row)
+
+
+async def _node_or_refusal(result: nodes.NodeModel | SignoffError) -> Node:
+    if isinstance(result, SignoffError):
+        raise result
+    return as_node(result)
+
+
 @strawberry.type
 class Query:
+    @strawberry.field(
+        description=(
+            "Any object by its id alone (Relay): a proposal, task, queue, target or incident, "
+            "under the same rules as its own query. An id no object has is NOT_FOUND."
+        )
+    )
+    async def node(self, info: strawberry.Info, id: strawberry.ID) -> Node:
+        return as_node(await call(info, nodes.get_node, node_id=id))
+
+    @strawberry.field(
+        description=(
+            "Objects by their ids (at most 100), in the order given; one that cannot be read "
+            "is null, with its own error."
+        )
+    )
+    async def nodes(self, info: strawberry.Info, ids: list[strawberry.ID]) -> list[Node | None]:
+        results = await call(info, nodes.get_nodes, node_ids=ids)
+        # graphql-core awaits each item on its own, so a refused id fails alone, at its index.
+        return cast("list[Node | None]", [_node_or_refusal(r) for r in results])
+
     @strawberry.field(description="Who the token belongs to.")
     async def viewer(self, info: strawberry.Info) -> Viewer:
         viewer = await context_of(info).viewer()

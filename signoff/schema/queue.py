@@ -7,10 +7,11 @@ from datetime import datetime
 import strawberry
 
 from signoff import models
+from signoff.schema.node import Node
 
 
 @strawberry.type(description="Where human tasks wait for reviewers.")
-class Queue:
+class Queue(Node):
     id: strawberry.ID
     slug: str
     name: str

@@ -15,11 +15,12 @@ from signoff.constants import (
     TARGET_RATE_MAX_PER_SECOND,
     TARGET_RATE_MIN_PER_SECOND,
 )
+from signoff.schema.node import Node
 from signoff.schema.queue import Queue, load_queue
 
 
 @strawberry.type(description="An external endpoint approved actions are delivered to.")
-class Target:
+class Target(Node):
     id: strawberry.ID
     name: str
     url: str

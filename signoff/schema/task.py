@@ -13,6 +13,7 @@ from signoff import clock, models
 from signoff.models.task import effective_state
 from signoff.schema.actor import Actor, load_actor
 from signoff.schema.context import context_of, viewer_dependent
+from signoff.schema.node import Node
 from signoff.schema.queue import Queue, load_queue
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 
 @strawberry.type(description="A unit of human work in a queue.")
-class HumanTask:
+class HumanTask(Node):
     id: strawberry.ID
     kind: str
     title: str

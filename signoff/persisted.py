@@ -1,0 +1,174 @@
+"""Persisted queries over HTTP: Apollo's automatic persisted queries protocol, and an
+optional allow-list so that production runs only known documents.
+
+A client sends ``extensions.persistedQuery = {"version": 1, "sha256Hash": "<hex>"}``
+without ``query``; an unknown hash is answered ``PERSISTED_QUERY_NOT_FOUND``, and the
+client sends the hash again with the text, which is kept (per process, the most recent
+``PERSISTED_QUERY_CACHE_SIZE``). With an allow-list (``SIGNOFF_PERSISTED_QUERIES_FILE``, a
+JSON object of hash to document) those documents are always known; with
+``SIGNOFF_PERSISTED_QUERIES_ONLY=1`` nothing else runs (``PERSISTED_QUERY_NOT_ALLOWED``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from signoff.constants import PERSISTED_QUERY_CACHE_SIZE
+
+NOT_FOUND = "PERSISTED_QUERY_NOT_FOUND"
+NOT_ALLOWED = "PERSISTED_QUERY_NOT_ALLOWED"
+HASH_MISMATCH = "PERSISTED_QUERY_HASH_MISMATCH"
+UNSUPPORTED = "PERSISTED_QUERY_UNSUPPORTED"
+
+
+def document_hash(document: str) -> str:
+    return hashlib.sha256(document.encode()).hexdigest()
+
+
+def load_allow_list(path: str) -> dict[str, str]:
+    """``{sha256 hex: document}``; every hash must be its document's."""
+    entries = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(entries, dict):
+        raise ValueError(f"{path}: expected a JSON object of sha256 hash to document")
+    for key, document in entries.items():
+        if not isinstance(document, str) or document_hash(document) != key:
+            raise ValueError(f"{path}: {key!r} is not the sha256 of its document")
+    return dict(entries)
+
+
+class Refused(Exception):
+    def __init__(self, code: str, message: str, status: int = 200) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+    def response(self) -> Response:
+        error = {"message": self.message, "extensions": {"code": self.code}}
+        return JSONResponse({"errors": [error]}, status_code=self.status)
+
+
+class PersistedQueries:
+    """Which document a request runs: its text, or the one its hash names."""
+
+    def __init__(self, allow_list: Mapping[str, str] | None = None, only: bool = False) -> None:
+        self.allowed = dict(allow_list or {})
+        self.only = only
+        self.learned: OrderedDict[str, str] = OrderedDict()
+
+    def document(self, request: Mapping[str, Any]) -> str | None:
+        """The text to run (``None``: leave the request as it is), or ``Refused``."""
+        query = request.get("query")
+        extensions = request.get("extensions")
+        persisted = extensions.get("persistedQuery") if isinstance(extensions, dict) else None
+        if persisted is None:
+            if self.only and (
+                not isinstance(query, str) or document_hash(query) not in self.allowed
+            ):
+                raise Refused(NOT_ALLOWED, "Only allow-listed documents run here.", 400)
+            return None
+        if not isinstance(persisted, dict) or persisted.get("version") != 1:
+            raise Refused(UNSUPPORTED, "Only persistedQuery version 1 is supported.", 400)
+        wanted = persisted.get("sha256Hash")
+        if not isinstance(wanted, str):
+            raise Refused(UNSUPPORTED, "persistedQuery needs a sha256Hash.", 400)
+        if isinstance(query, str):
+            if document_hash(query) != wanted:
+                raise Refused(HASH_MISMATCH, "The sha256Hash is not the query's.", 400)
+            if self.only and wanted not in self.allowed:
+                raise Refused(NOT_ALLOWED, "Only allow-listed documents run here.", 400)
+            self._learn(wanted, query)
+            return query
+        known = self.allowed.get(wanted) or self.learned.get(wanted)
+        if known is None:
+            raise Refused(NOT_FOUND, "PersistedQueryNotFound")
+        if wanted in self.learned:
+            self.learned.move_to_end(wanted)
+        return known
+
+    def _learn(self, key: str, document: str) -> None:
+        if key in self.allowed:
+            return
+        self.learned[key] = document
+        self.learned.move_to_end(key)
+        while len(self.learned) > PERSISTED_QUERY_CACHE_SIZE:
+            self.learned.popitem(last=False)
+
+
+class PersistedQueryMiddleware:
+    """Puts the named document into POSTed JSON bodies before the GraphQL view reads them."""
+
+    def __init__(self, app: ASGIApp, queries: PersistedQueries) -> None:
+        self.app = app
+        self.queries = queries
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            if scope["method"] == "GET":
+                self._check_get(scope)
+            elif scope["method"] == "POST":
+                receive = _replay(self._rewrite(await _read(receive)))
+        except Refused as refused:
+            await refused.response()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _rewrite(self, body: bytes) -> bytes:
+        if not self.queries.only and b"persistedQuery" not in body:
+            return body  # the common case costs no second parse of the body
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return body  # the view answers malformed bodies itself
+        batch = request if isinstance(request, list) else [request]
+        changed = False
+        for item in batch:
+            if isinstance(item, dict):
+                document = self.queries.document(item)
+                if document is not None and item.get("query") != document:
+                    item["query"] = document
+                    changed = True
+        return json.dumps(request).encode() if changed else body
+
+    def _check_get(self, scope: Scope) -> None:
+        """Queries sent as GET parameters meet the allow-list too (no hashes over GET)."""
+        params = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if "query" in params or "extensions" in params:
+            self.queries.document({"query": params.get("query", [None])[0]})
+
+
+async def _read(receive: Receive) -> bytes:
+    body = bytearray()
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        body.extend(message.get("body", b""))
+        more = message.get("more_body", False)
+    return bytes(body)
+
+
+def _replay(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive

@@ -1,0 +1,183 @@
+// Talking to Signoff's GraphQL API: queries and mutations over HTTP, subscriptions over
+// one graphql-transport-ws connection that comes back after a drop and resumes every
+// subscription from the last cursor it delivered (`after`), so nothing is missed.
+
+const ENDPOINT = "/graphql";
+
+/** A GraphQL error the server gave a stable code for (or a transport failure). */
+export class Refusal extends Error {
+  constructor(code, message, extensions = {}) {
+    super(message);
+    this.code = code;
+    this.extensions = extensions;
+  }
+}
+
+/** Run a query or mutation; resolve to its data, or reject with a Refusal. */
+export async function request(token, query, variables = {}) {
+  let response;
+  try {
+    response = await fetch(ENDPOINT, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        Accept: "application/json",
+        Authorization: `Bearer ${token}`,
+      },
+      body: JSON.stringify({ query, variables }),
+      credentials: "omit",
+      cache: "no-store",
+    });
+  } catch (failure) {
+    throw new Refusal("NETWORK", String(failure));
+  }
+  let body;
+  try {
+    body = await response.json();
+  } catch (notJson) {
+    throw new Refusal(response.status === 413 ? "REQUEST_TOO_LARGE" : "NETWORK", String(notJson));
+  }
+  if (body.errors && body.errors.length) {
+    const first = body.errors[0];
+    const extensions = first.extensions || {};
+    throw new Refusal(extensions.code || "INTERNAL", first.message, extensions);
+  }
+  return body.data;
+}
+
+const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000];
+
+/**
+ * One websocket for all subscriptions of a signed-in tab.
+ * `onStatus(state, detail)` hears "connecting", "live", "reconnecting" and "rejected".
+ */
+export class LiveConnection {
+  constructor(token, onStatus) {
+    this.token = token;
+    this.onStatus = onStatus;
+    this.subscriptions = new Map();
+    this.nextId = 1;
+    this.socket = null;
+    this.acknowledged = false;
+    this.closed = false;
+    this.attempt = 0;
+    this.timer = null;
+    this.open();
+  }
+
+  /**
+   * Subscribe; `handlers.next(payload)` gets each event, `handlers.error(refusal)` a refusal
+   * (the subscription is then over). `cursorOf(payload)` names the cursor to resume after.
+   * Returns a function that ends the subscription.
+   */
+  subscribe(query, variables, handlers, cursorOf) {
+    const id = String(this.nextId++);
+    const entry = { query, variables: { ...variables }, handlers, cursorOf };
+    this.subscriptions.set(id, entry);
+    if (this.acknowledged) this.send({ id, type: "subscribe", payload: this.payload(entry) });
+    return () => {
+      if (this.subscriptions.delete(id) && this.acknowledged) this.send({ id, type: "complete" });
+    };
+  }
+
+  close() {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.subscriptions.clear();
+    if (this.socket) this.socket.close(1000, "signed out");
+  }
+
+  payload(entry) {
+    return { query: entry.query, variables: entry.variables };
+  }
+
+  url() {
+    const url = new URL(ENDPOINT, window.location.href);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    return url.href;
+  }
+
+  send(message) {
+    if (this.socket && this.socket.readyState === WebSocket.OPEN) {
+      this.socket.send(JSON.stringify(message));
+    }
+  }
+
+  open() {
+    this.acknowledged = false;
+    this.onStatus(this.attempt === 0 ? "connecting" : "reconnecting");
+    const socket = new WebSocket(this.url(), "graphql-transport-ws");
+    this.socket = socket;
+    socket.addEventListener("open", () => {
+      socket.send(
+        JSON.stringify({
+          type: "connection_init",
+          payload: { authorization: `Bearer ${this.token}` },
+        }),
+      );
+    });
+    socket.addEventListener("message", (event) => this.receive(JSON.parse(event.data)));
+    socket.addEventListener("close", (event) => this.lost(socket, event));
+  }
+
+  receive(message) {
+    switch (message.type) {
+      case "connection_ack":
+        this.acknowledged = true;
+        this.attempt = 0;
+        this.onStatus("live");
+        for (const [id, entry] of this.subscriptions) {
+          this.send({ id, type: "subscribe", payload: this.payload(entry) });
+        }
+        break;
+      case "ping":
+        this.send({ type: "pong" });
+        break;
+      case "next": {
+        const entry = this.subscriptions.get(message.id);
+        if (!entry) break;
+        const result = message.payload || {};
+        if (result.errors && result.errors.length) {
+          this.refuse(message.id, entry, result.errors[0]);
+          break;
+        }
+        const data = result.data || {};
+        const payload = data[Object.keys(data)[0]];
+        const cursor = entry.cursorOf(payload);
+        if (cursor) entry.variables.after = cursor;
+        entry.handlers.next(payload);
+        break;
+      }
+      case "error": {
+        const entry = this.subscriptions.get(message.id);
+        if (entry) this.refuse(message.id, entry, (message.payload || [])[0] || {});
+        break;
+      }
+      case "complete":
+        this.subscriptions.delete(message.id);
+        break;
+      default:
+        break;
+    }
+  }
+
+  refuse(id, entry, error) {
+    this.subscriptions.delete(id);
+    const extensions = error.extensions || {};
+    entry.handlers.error(new Refusal(extensions.code || "INTERNAL", error.message, extensions));
+  }
+
+  lost(socket, event) {
+    if (socket !== this.socket || this.closed) return;
+    this.acknowledged = false;
+    if (event.code === 4403) {
+      this.closed = true;
+      this.onStatus("rejected", event.code);
+      return;
+    }
+    const delay = RETRY_DELAYS_MS[Math.min(this.attempt, RETRY_DELAYS_MS.length - 1)];
+    this.attempt += 1;
+    this.onStatus("reconnecting", event.code);
+    this.timer = setTimeout(() => this.open(), delay);
+  }
+}

@@ -1,0 +1,766 @@
+// The review console: sign in with a token, see the tasks of your queues change live,
+// open a proposal, claim, release, approve or reject it. No build step: plain modules.
+
+import { LiveConnection, Refusal, request } from "./api.js";
+import { describe } from "./messages.js";
+
+const TOKEN_KEY = "signoff.token";
+const LIVE_STATES = new Set(["OPEN", "CLAIMED"]);
+
+const TASK_FIELDS = `
+  id kind title priority dueAt state claimExpiresAt claimedByMe
+  assignee { name }
+  queue { id slug name }
+  proposal { id state actionCode approvalCount requiredApprovals }
+`;
+
+const LOAD_VIEWER = `query Viewer {
+  viewer { actor { id name role } queues { id slug name } }
+}`;
+
+const LOAD_ALL_QUEUES = `query Queues { queues { id slug name } }`;
+
+const LOAD_TASKS = `query Tasks {
+  changeFeedCursor
+  open: tasks(state: OPEN, first: 100) { nodes { ${TASK_FIELDS} } }
+  claimed: tasks(state: CLAIMED, first: 100) { nodes { ${TASK_FIELDS} } }
+}`;
+
+const QUEUE_EVENTS = `subscription Live($after: String) {
+  queueEvents(after: $after) {
+    cursor kind entityType entityId entityVersion queueId proposalId snapshot
+    task { ${TASK_FIELDS} }
+  }
+}`;
+
+const LOAD_TASK = `query Task($id: ID!) {
+  task(id: $id) {
+    ${TASK_FIELDS}
+    context response completedAt
+    completedBy { name }
+    proposal {
+      id state actionCode subject payload preconditions payloadDigest operationKey
+      requiredApprovals approvalCount expiresAt createdAt deliveryAttemptCount
+      deliveryTerminal nextAttemptAt lastErrorCode appliedAt
+      target { name url method }
+      proposedBy { name }
+      approvals { id decision reason createdAt payloadDigest approver { name } }
+      attempts { id attemptNumber responseClass statusCode errorCode durationMs startedAt }
+    }
+  }
+}`;
+
+const LOAD_OPERATIONS = `query Operations {
+  operationsSnapshot {
+    generatedAt
+    proposalsByState { state count }
+    openIncidents { severity count }
+    humanTasks { pending inFlight retrying }
+  }
+  incidents(first: 20) { nodes { id title severity state occurrenceCount lastSeenAt } }
+}`;
+
+const CLAIM = `mutation Claim($id: ID!) { claimTask(input: { taskId: $id }) { id state } }`;
+const RELEASE = `mutation Release($id: ID!) { releaseTask(input: { taskId: $id }) { id state } }`;
+const DECIDE = `mutation Decide($input: DecideProposalInput!) {
+  decideProposal(input: $input) { proposal { id state approvalCount } }
+}`;
+const COMPLETE = `mutation Complete($input: CompleteTaskInput!) {
+  completeTask(input: $input) { task { id state } }
+}`;
+
+// ---------------------------------------------------------------- state
+
+const state = {
+  token: null,
+  viewer: null,
+  queues: [],
+  tasks: new Map(), // id -> task (OPEN or CLAIMED only)
+  versions: new Map(), // task id -> the newest entityVersion applied
+  live: null,
+  stopFeed: null,
+  selectedQueue: null,
+  onOperations: false,
+  openTask: null, // the task shown on the task page
+};
+
+const main = document.getElementById("main");
+const notice = document.getElementById("notice");
+const liveStatus = document.getElementById("live");
+const who = document.getElementById("who");
+const signOutButton = document.getElementById("sign-out");
+const help = document.getElementById("help");
+
+// ---------------------------------------------------------------- helpers
+
+/** Build an element; children are nodes or text (never parsed as HTML). */
+function h(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+    else if (name === "class") element.className = value;
+    else element.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return element;
+}
+
+function when(iso) {
+  if (!iso) return "—";
+  const date = new Date(iso);
+  return h("time", { datetime: iso }, date.toLocaleString());
+}
+
+function say(message, kind = "error") {
+  notice.textContent = message;
+  notice.className = `notice ${kind}`;
+  notice.hidden = !message;
+}
+
+function refused(failure) {
+  if (failure instanceof Refusal) {
+    say(describe(failure));
+    if (failure.code === "UNAUTHENTICATED") signOut(describe(failure));
+  } else {
+    say(String(failure));
+  }
+}
+
+async function ask(query, variables) {
+  return request(state.token, query, variables);
+}
+
+function badge(text) {
+  return h("span", { class: `badge badge-${String(text).toLowerCase()}` }, text);
+}
+
+function focusHeading() {
+  const heading = main.querySelector(".work h2, article h2, form h2");
+  if (heading) {
+    heading.setAttribute("tabindex", "-1");
+    heading.focus();
+  }
+}
+
+// ---------------------------------------------------------------- JSON shown readably
+
+function readable(value) {
+  if (Array.isArray(value)) {
+    if (!value.length) return h("span", { class: "empty" }, "(empty list)");
+    return h("ol", { class: "json-list" }, value.map((item) => h("li", {}, readable(item))));
+  }
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value);
+    if (!keys.length) return h("span", { class: "empty" }, "(nothing)");
+    return h(
+      "dl",
+      { class: "json" },
+      keys.map((key) => [h("dt", {}, key), h("dd", {}, readable(value[key]))]),
+    );
+  }
+  if (typeof value === "string") return h("span", { class: "json-string" }, value);
+  return h("span", { class: "json-scalar" }, JSON.stringify(value));
+}
+
+function jsonBlock(title, value) {
+  return h(
+    "section",
+    { class: "json-block" },
+    h("h3", {}, title),
+    readable(value),
+    h("details", {}, h("summary", {}, `${title} as JSON`), h("pre", {}, JSON.stringify(value, null, 2))),
+  );
+}
+
+// ---------------------------------------------------------------- sign in and out
+
+function renderSignIn(message) {
+  document.body.classList.remove("signed-in");
+  who.textContent = "";
+  liveStatus.textContent = "";
+  say(message || "", "error");
+  const input = h("input", {
+    id: "token",
+    name: "token",
+    type: "password",
+    autocomplete: "off",
+    spellcheck: "false",
+    required: true,
+    "aria-describedby": "token-help",
+  });
+  const form = h(
+    "form",
+    { class: "sign-in", onsubmit: (event) => { event.preventDefault(); signIn(input.value.trim()); } },
+    h("h2", {}, "Sign in"),
+    h("label", { for: "token" }, "API token"),
+    input,
+    h(
+      "p",
+      { id: "token-help", class: "hint" },
+      "The token from signoff token create. It stays in this tab only (sessionStorage) and " +
+        "is sent in the Authorization header, never in a cookie or a URL.",
+    ),
+    h("button", { type: "submit", class: "primary" }, "Sign in"),
+  );
+  main.replaceChildren(form);
+  input.focus();
+}
+
+async function signIn(token) {
+  if (!token) return;
+  state.token = token;
+  let data;
+  try {
+    data = await ask(LOAD_VIEWER);
+  } catch (failure) {
+    state.token = null;
+    renderSignIn(failure instanceof Refusal ? describe(failure) : String(failure));
+    return;
+  }
+  sessionStorage.setItem(TOKEN_KEY, token);
+  state.viewer = data.viewer;
+  const staff = ["OPERATOR", "ADMIN"].includes(data.viewer.actor.role);
+  state.queues = staff ? (await ask(LOAD_ALL_QUEUES)).queues : data.viewer.queues;
+  document.body.classList.add("signed-in");
+  who.textContent = `${data.viewer.actor.name} (${data.viewer.actor.role.toLowerCase()})`;
+  say("");
+  state.live = new LiveConnection(token, showLiveStatus);
+  await loadTasks();
+  route();
+}
+
+function signOut(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  if (state.live) state.live.close();
+  Object.assign(state, { token: null, viewer: null, live: null, stopFeed: null, openTask: null });
+  state.tasks.clear();
+  state.versions.clear();
+  if (window.location.hash) history.replaceState(null, "", window.location.pathname);
+  renderSignIn(message);
+}
+
+function showLiveStatus(status) {
+  const words = {
+    connecting: "Connecting…",
+    live: "Live",
+    reconnecting: "Reconnecting…",
+    rejected: "Signed out",
+  };
+  liveStatus.textContent = words[status] || status;
+  liveStatus.dataset.state = status;
+  if (status === "rejected") signOut(describe(new Refusal("UNAUTHENTICATED", "")));
+}
+
+// ---------------------------------------------------------------- the live task list
+
+async function loadTasks() {
+  let data;
+  try {
+    data = await ask(LOAD_TASKS);
+  } catch (failure) {
+    refused(failure);
+    return;
+  }
+  state.tasks.clear();
+  state.versions.clear();
+  for (const task of [...data.open.nodes, ...data.claimed.nodes]) state.tasks.set(task.id, task);
+  if (state.stopFeed) state.stopFeed();
+  state.stopFeed = state.live.subscribe(
+    QUEUE_EVENTS,
+    { after: data.changeFeedCursor },
+    { next: applyEvent, error: feedRefused },
+    (event) => event && event.cursor,
+  );
+}
+
+function feedRefused(refusal) {
+  state.stopFeed = null;
+  if (["INVALID_CURSOR", "CURSOR_EXPIRED", "SUBSCRIBER_TOO_SLOW", "FORBIDDEN"].includes(refusal.code)) {
+    // Start again from what the server has now, then follow it from there.
+    loadTasks().then(route);
+    return;
+  }
+  refused(refusal);
+}
+
+function applyEvent(event) {
+  if (event.entityType === "task") {
+    const known = state.versions.get(event.entityId) || 0;
+    const version = event.entityVersion || 0;
+    if (version >= known) {
+      state.versions.set(event.entityId, version);
+      const task = event.task;
+      if (task && LIVE_STATES.has(task.state)) state.tasks.set(task.id, task);
+      else state.tasks.delete(event.entityId);
+    }
+  } else if (event.entityType === "proposal" && event.snapshot) {
+    for (const task of state.tasks.values()) {
+      if (task.proposal && task.proposal.id === event.entityId) {
+        task.proposal.state = event.snapshot.state || task.proposal.state;
+      }
+    }
+  }
+  const shown = state.openTask;
+  if (shown && (event.entityId === shown.id || (shown.proposal && event.proposalId === shown.proposal.id))) {
+    refreshTask(shown.id);
+  } else if (!shown) {
+    renderList();
+  }
+}
+
+function sortedTasks() {
+  return [...state.tasks.values()]
+    .filter((task) => !state.selectedQueue || task.queue.id === state.selectedQueue)
+    .sort(
+      (a, b) =>
+        b.priority - a.priority || a.dueAt.localeCompare(b.dueAt) || a.id.localeCompare(b.id),
+    );
+}
+
+function queueNav() {
+  const all = [{ id: null, name: "All my queues" }, ...state.queues];
+  return h(
+    "nav",
+    { class: "queues", "aria-label": "Queues" },
+    h("h2", { class: "nav-title" }, "Queues"),
+    h(
+      "ul",
+      {},
+      all.map((queue) =>
+        h(
+          "li",
+          {},
+          h(
+            "a",
+            {
+              href: queue.id ? `#/queue/${queue.id}` : "#/",
+              "aria-current": !state.onOperations && state.selectedQueue === queue.id ? "page" : null,
+            },
+            queue.name,
+          ),
+        ),
+      ),
+    ),
+    ["OPERATOR", "ADMIN"].includes(state.viewer.actor.role)
+      ? h("p", {}, h("a", { href: "#/operations", "aria-current": state.onOperations ? "page" : null }, "Operations"))
+      : null,
+  );
+}
+
+function taskRow(task) {
+  const proposal = task.proposal;
+  return h(
+    "li",
+    { class: "task", "data-task-id": task.id },
+    h("a", { href: `#/task/${task.id}`, class: "task-link" }, task.title),
+    h(
+      "div",
+      { class: "task-meta" },
+      badge(task.state),
+      proposal ? badge(proposal.state) : badge(task.kind),
+      proposal ? h("span", {}, `${proposal.approvalCount} of ${proposal.requiredApprovals} approvals`) : null,
+      task.assignee ? h("span", {}, task.claimedByMe ? "claimed by you" : `claimed by ${task.assignee.name}`) : null,
+      h("span", {}, "due ", when(task.dueAt)),
+      h("span", {}, task.queue.name),
+    ),
+  );
+}
+
+function renderList() {
+  state.openTask = null;
+  const tasks = sortedTasks();
+  const queue = state.queues.find((q) => q.id === state.selectedQueue);
+  const list = tasks.length
+    ? h("ul", { class: "tasks", "aria-label": "Tasks waiting" }, tasks.map(taskRow))
+    : h("p", { class: "empty" }, "Nothing waiting. New tasks appear here as they arrive.");
+  const previous = document.activeElement && document.activeElement.closest(".task");
+  const previousId = previous && previous.dataset.taskId;
+  main.replaceChildren(
+    h(
+      "div",
+      { class: "layout" },
+      queueNav(),
+      h(
+        "section",
+        { class: "work", "aria-labelledby": "tasks-title" },
+        h("h2", { id: "tasks-title" }, queue ? queue.name : "All my queues", h("span", { class: "count" }, ` (${tasks.length})`)),
+        list,
+      ),
+    ),
+  );
+  if (previousId) {
+    const again = main.querySelector(`[data-task-id="${CSS.escape(previousId)}"] a`);
+    if (again) again.focus();
+  }
+}
+
+// ---------------------------------------------------------------- one task and its proposal
+
+async function showTask(id) {
+  state.openTask = { id, proposal: null };
+  main.replaceChildren(h("p", { class: "loading" }, "Loading…"));
+  await refreshTask(id, true);
+}
+
+async function refreshTask(id, focus = false) {
+  let data;
+  try {
+    data = await ask(LOAD_TASK, { id });
+  } catch (failure) {
+    refused(failure);
+    return;
+  }
+  if (!state.openTask || state.openTask.id !== id) return; // moved on meanwhile
+  state.openTask = data.task;
+  const keep = main.querySelector("#reason");
+  const reason = keep ? keep.value : "";
+  const active = document.activeElement && document.activeElement.id;
+  renderTask(data.task, reason);
+  if (focus) focusHeading();
+  else if (active && document.getElementById(active)) document.getElementById(active).focus();
+}
+
+function approvalsSection(proposal) {
+  return h(
+    "section",
+    { "aria-labelledby": "approvals-title" },
+    h("h3", { id: "approvals-title" }, `Approvals: ${proposal.approvalCount} of ${proposal.requiredApprovals}`),
+    proposal.approvals.length
+      ? h(
+          "ul",
+          { class: "approvals" },
+          proposal.approvals.map((a) =>
+            h("li", {}, badge(a.decision), ` ${a.approver.name}, `, when(a.createdAt), a.reason ? ` — “${a.reason}”` : ""),
+          ),
+        )
+      : h("p", { class: "empty" }, "No decisions yet."),
+  );
+}
+
+function attemptsSection(proposal) {
+  const rows = proposal.attempts.map((a) =>
+    h(
+      "tr",
+      {},
+      h("td", {}, a.attemptNumber),
+      h("td", {}, badge(a.responseClass)),
+      h("td", {}, a.statusCode ?? "—"),
+      h("td", {}, a.errorCode ?? "—"),
+      h("td", {}, `${a.durationMs} ms`),
+      h("td", {}, when(a.startedAt)),
+    ),
+  );
+  return h(
+    "section",
+    { "aria-labelledby": "attempts-title" },
+    h("h3", { id: "attempts-title" }, `Delivery attempts (${proposal.deliveryAttemptCount})`),
+    rows.length
+      ? h(
+          "div",
+          { class: "table-scroll" },
+          h(
+            "table",
+            {},
+            h("thead", {}, h("tr", {}, ["#", "result", "HTTP", "error", "took", "started"].map((c) => h("th", { scope: "col" }, c)))),
+            h("tbody", {}, rows),
+          ),
+        )
+      : h("p", { class: "empty" }, "Not delivered yet."),
+    proposal.lastErrorCode ? h("p", {}, "Last error: ", h("code", {}, proposal.lastErrorCode)) : null,
+    proposal.state === "FAILED" && !proposal.deliveryTerminal
+      ? h("p", {}, "Delivery will be retried at ", when(proposal.nextAttemptAt), ".")
+      : null,
+  );
+}
+
+function actions(task) {
+  const buttons = [];
+  const live = LIVE_STATES.has(task.state);
+  if (live && !task.claimedByMe) {
+    buttons.push(h("button", { type: "button", id: "claim", onclick: () => act(CLAIM, { id: task.id }, "Claimed.") }, "Claim ", h("kbd", {}, "c")));
+  }
+  if (live && task.claimedByMe) {
+    buttons.push(h("button", { type: "button", id: "release", onclick: () => act(RELEASE, { id: task.id }, "Released.") }, "Release ", h("kbd", {}, "l")));
+  }
+  const controls = [h("div", { class: "buttons" }, buttons)];
+  const proposal = task.proposal;
+  if (live && proposal && proposal.state === "APPROVAL_REQUIRED") {
+    controls.push(
+      h(
+        "form",
+        { class: "decide", onsubmit: (event) => event.preventDefault() },
+        h("label", { for: "reason" }, "Reason (required to reject, optional to approve)"),
+        h("textarea", { id: "reason", rows: "3", maxlength: "2000", "aria-describedby": "decide-help", onkeydown: reasonKeys }),
+        h(
+          "p",
+          { id: "decide-help", class: "hint" },
+          "Your decision names the digest shown above: ",
+          h("code", {}, proposal.payloadDigest),
+          ". Ctrl+Enter in the reason rejects.",
+        ),
+        h(
+          "div",
+          { class: "buttons" },
+          h("button", { type: "button", id: "approve", class: "primary", onclick: () => decide("APPROVED") }, "Approve ", h("kbd", {}, "a")),
+          h("button", { type: "button", id: "reject", class: "danger", onclick: () => decide("REJECTED") }, "Reject ", h("kbd", {}, "r")),
+        ),
+      ),
+    );
+  } else if (live && !proposal) {
+    controls.push(
+      h(
+        "form",
+        { class: "decide", onsubmit: (event) => { event.preventDefault(); complete(task); } },
+        h("label", { for: "response" }, "Response (JSON that meets the task's response schema)"),
+        h("textarea", { id: "response", rows: "4", spellcheck: "false" }, "{}"),
+        h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Complete")),
+      ),
+    );
+  }
+  if (!buttons.length && controls.length === 1) return null; // nothing left to do here
+  return h("section", { class: "actions", "aria-label": "Actions" }, controls);
+}
+
+function renderTask(task, reason = "") {
+  const proposal = task.proposal;
+  const facts = [
+    ["Task", [badge(task.state), " ", task.kind]],
+    ["Queue", task.queue.name],
+    ["Claimed by", task.assignee ? (task.claimedByMe ? "you" : task.assignee.name) : "nobody"],
+    ["Claim lapses", when(task.claimExpiresAt)],
+    ["Due", when(task.dueAt)],
+  ];
+  if (task.completedBy) facts.push(["Completed by", task.completedBy.name]);
+  if (proposal) {
+    facts.push(
+      ["Proposal", badge(proposal.state)],
+      ["Action", h("code", {}, proposal.actionCode)],
+      ["Target", `${proposal.target.name} (${proposal.target.method} ${proposal.target.url})`],
+      ["Proposed by", proposal.proposedBy.name],
+      ["Expires", when(proposal.expiresAt)],
+      ["Payload digest", h("code", { id: "digest", class: "digest" }, proposal.payloadDigest)],
+    );
+  }
+  const body = [
+    h("p", {}, h("a", { href: state.selectedQueue ? `#/queue/${state.selectedQueue}` : "#/" }, "← All tasks"), " ", h("kbd", {}, "g")),
+    h("h2", {}, task.title),
+    h("dl", { class: "facts" }, facts.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
+    actions(task),
+  ];
+  if (proposal) {
+    body.push(
+      jsonBlock("Payload", proposal.payload),
+      jsonBlock("Subject", proposal.subject),
+      jsonBlock("Preconditions", proposal.preconditions),
+      approvalsSection(proposal),
+      attemptsSection(proposal),
+    );
+  } else {
+    body.push(jsonBlock("Context", task.context));
+    if (task.response) body.push(jsonBlock("Response", task.response));
+  }
+  main.replaceChildren(h("article", { class: "task-page" }, body));
+  const box = main.querySelector("#reason");
+  if (box) box.value = reason;
+}
+
+async function act(mutation, variables, done) {
+  try {
+    await ask(mutation, variables);
+    say(done, "ok");
+  } catch (failure) {
+    refused(failure);
+  }
+  if (state.openTask) await refreshTask(state.openTask.id);
+}
+
+async function decide(decision) {
+  const task = state.openTask;
+  if (!task || !task.proposal) return;
+  const box = document.getElementById("reason");
+  const reason = box ? box.value.trim() : "";
+  if (decision === "REJECTED" && reason.length < 3) {
+    say("Say why you reject it: a reason of at least 3 characters.");
+    if (box) box.focus();
+    return;
+  }
+  if (reason && reason.length < 3) {
+    say("A reason, when given, needs at least 3 characters.");
+    if (box) box.focus();
+    return;
+  }
+  await act(
+    DECIDE,
+    {
+      input: {
+        proposalId: task.proposal.id,
+        decision,
+        payloadDigest: task.proposal.payloadDigest, // the digest this page showed
+        reason: reason || null,
+      },
+    },
+    decision === "APPROVED" ? "Approved." : "Rejected.",
+  );
+}
+
+async function complete(task) {
+  let response;
+  try {
+    response = JSON.parse(document.getElementById("response").value);
+  } catch (notJson) {
+    say(`The response is not JSON: ${notJson.message}`);
+    return;
+  }
+  await act(COMPLETE, { input: { taskId: task.id, response } }, "Completed.");
+}
+
+function reasonKeys(event) {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+    event.preventDefault();
+    decide("REJECTED");
+  }
+}
+
+// ---------------------------------------------------------------- operations (staff)
+
+async function showOperations() {
+  state.openTask = null;
+  let data;
+  try {
+    data = await ask(LOAD_OPERATIONS);
+  } catch (failure) {
+    refused(failure);
+    return;
+  }
+  const snapshot = data.operationsSnapshot;
+  const counts = (rows, key) => h("ul", { class: "counts" }, rows.map((r) => h("li", {}, badge(r[key]), ` ${r.count}`)));
+  main.replaceChildren(
+    h(
+      "div",
+      { class: "layout" },
+      queueNav(),
+      h(
+        "section",
+        { class: "work" },
+        h("h2", {}, "Operations"),
+        h("p", {}, "As of ", when(snapshot.generatedAt)),
+        h("h3", {}, "Proposals by state"),
+        counts(snapshot.proposalsByState, "state"),
+        h("h3", {}, "Open incidents"),
+        counts(snapshot.openIncidents, "severity"),
+        h("h3", {}, "Tasks"),
+        h("p", {}, `${snapshot.humanTasks.pending} open, ${snapshot.humanTasks.inFlight} claimed, ${snapshot.humanTasks.retrying} with a lapsed claim`),
+        h("h3", {}, "Recent incidents"),
+        data.incidents.nodes.length
+          ? h("ul", {}, data.incidents.nodes.map((i) => h("li", {}, badge(i.severity), " ", badge(i.state), ` ${i.title} (×${i.occurrenceCount}), last `, when(i.lastSeenAt))))
+          : h("p", { class: "empty" }, "No incidents."),
+      ),
+    ),
+  );
+  focusHeading();
+}
+
+// ---------------------------------------------------------------- routing and keys
+
+function route() {
+  if (!state.token) return;
+  const hash = window.location.hash;
+  state.onOperations = hash === "#/operations";
+  const task = hash.match(/^#\/task\/([\w-]+)$/);
+  const queue = hash.match(/^#\/queue\/([\w-]+)$/);
+  if (task) {
+    showTask(task[1]);
+    return;
+  }
+  if (hash === "#/operations") {
+    showOperations();
+    return;
+  }
+  state.selectedQueue = queue ? queue[1] : null;
+  renderList();
+  focusHeading();
+}
+
+function typing(target) {
+  return target && (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable);
+}
+
+function moveInList(step) {
+  const links = [...main.querySelectorAll(".task-link")];
+  if (!links.length) return;
+  const at = links.indexOf(document.activeElement);
+  const next = at < 0 ? (step > 0 ? 0 : links.length - 1) : Math.min(Math.max(at + step, 0), links.length - 1);
+  links[next].focus();
+}
+
+function nextTask() {
+  const tasks = sortedTasks();
+  if (!tasks.length) return;
+  const at = state.openTask ? tasks.findIndex((t) => t.id === state.openTask.id) : -1;
+  const next = tasks[(at + 1) % tasks.length];
+  window.location.hash = `#/task/${next.id}`;
+}
+
+function onKey(event) {
+  if (!state.token || event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
+  if (help.open) return;
+  const onTask = Boolean(state.openTask && state.openTask.title);
+  const press = (id) => {
+    const button = document.getElementById(id);
+    if (button) button.click();
+  };
+  switch (event.key) {
+    case "j":
+      if (onTask) return;
+      moveInList(1);
+      break;
+    case "k":
+      if (onTask) return;
+      moveInList(-1);
+      break;
+    case "n":
+      nextTask();
+      break;
+    case "g":
+      window.location.hash = state.selectedQueue ? `#/queue/${state.selectedQueue}` : "#/";
+      break;
+    case "c":
+      press("claim");
+      break;
+    case "l":
+      press("release");
+      break;
+    case "a":
+      press("approve");
+      break;
+    case "r": {
+      const box = document.getElementById("reason");
+      if (box && box.value.trim().length >= 3) press("reject");
+      else if (box) {
+        box.focus();
+        say("Type a reason, then press Ctrl+Enter (or the Reject button) to reject.", "info");
+      }
+      break;
+    }
+    case "?":
+      help.showModal();
+      break;
+    default:
+      return;
+  }
+  event.preventDefault();
+}
+
+signOutButton.addEventListener("click", () => signOut(""));
+document.getElementById("help-button").addEventListener("click", () => help.showModal());
+document.getElementById("help-close").addEventListener("click", () => help.close());
+window.addEventListener("hashchange", route);
+document.addEventListener("keydown", onKey);
+
+const saved = sessionStorage.getItem(TOKEN_KEY);
+if (saved) signIn(saved);
+else renderSignIn();

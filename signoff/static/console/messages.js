@@ -1,0 +1,80 @@
+// What the console tells a person for each refusal code the API can return
+// (signoff/errors.py, plus the transport's own). tests/test_console.py checks that every
+// code the server defines has a message here.
+
+export const MESSAGES = {
+  BAD_REQUEST: "The server could not accept that request.",
+  UNAUTHENTICATED: "That token is not valid (or was revoked). Sign in again with a current token.",
+  FORBIDDEN: "Your role or queues do not allow this.",
+  NOT_FOUND: "It no longer exists, or the link is wrong.",
+  VALIDATION_FAILED: "Some of what was sent is not valid; check the fields and try again.",
+  SCHEMA_INVALID: "The JSON Schema given is not valid.",
+  PAYLOAD_SCHEMA_INVALID: "The payload does not meet the target's input schema.",
+  RESPONSE_INVALID: "Your response does not meet the task's response schema.",
+  IDEMPOTENCY_KEY_REUSED: "This request's key was already used for a different request.",
+  TRANSITION_NOT_ALLOWED: "That change is not possible in the current state. Reload to see it.",
+  TARGET_UNAVAILABLE: "The target is retired and takes no new proposals.",
+  TARGET_ALREADY_PAUSED: "The target is already paused.",
+  TARGET_NOT_PAUSED: "The target is not paused.",
+  TARGET_CIRCUIT_NOT_OPEN: "The target's circuit is not open.",
+  PAYLOAD_DIGEST_MISMATCH:
+    "The proposal is not the one you reviewed (its digest differs). Reload and review it again.",
+  NOT_AWAITING_APPROVAL:
+    "This proposal is no longer waiting for a decision: it was decided, or it expired.",
+  SELF_APPROVAL_FORBIDDEN: "You proposed this action, so you cannot decide it.",
+  ALREADY_DECIDED: "You have already decided this proposal.",
+  TASK_NOT_CLAIMABLE: "This task is finished (completed, expired or cancelled).",
+  TASK_CLAIMED_BY_OTHER: "Another reviewer holds this task. Wait for them to release it.",
+  TASK_NOT_CLAIMED: "You do not hold a claim on this task.",
+  ALREADY_EXISTS: "Something with that name already exists.",
+  ROLE_CONFLICT: "That actor already has another role.",
+  RESULT_IDENTITY_MISMATCH: "The result names a different operation or digest.",
+  RESULT_TERMINAL: "A final result was already recorded.",
+  RESULT_NOT_EXPECTED: "No result is expected in this state.",
+  NOT_RETRYABLE: "Only a proposal whose delivery has given up can be retried.",
+  RETRY_DIGEST_MISMATCH: "The proposal's digest differs from the one named. Reload it.",
+  COMPENSATION_UNAVAILABLE: "This proposal cannot be compensated.",
+  INCIDENT_RESOLVED: "The incident is already resolved.",
+  NOT_REPAIRABLE: "This incident cannot be repaired that way.",
+  RESOLUTION_INVALID: "The resolution code or summary is not valid.",
+  REQUEST_CONFLICT: "That request id was already used with other values.",
+  STALE_REVISION: "Someone changed it meanwhile. Reload and try again.",
+  NOT_EDITABLE: "It can no longer be edited.",
+  IMMUTABLE_REQUEST: "An approval request cannot be changed once made.",
+  NOT_DISPATCHABLE: "It cannot be dispatched in its current state.",
+  VALUES_CHANGED: "The values changed since you reviewed them. Review them again.",
+  RESERVATION_MISMATCH: "The reservation does not match.",
+  RECEIPT_CONFLICT: "That receipt contradicts one already recorded.",
+  DISPATCH_CONSUMED: "It was already dispatched.",
+  REVIEW_REQUIRED: "It needs a person's review first.",
+  TARGET_IN_USE: "It is being worked on in another session.",
+  TARGET_CHANGED: "What it would change has changed meanwhile.",
+  TOO_MANY_DRAFTS: "Too many drafts in this session this week.",
+  TOO_LARGE: "It is too large.",
+  EXPIRED: "It has expired.",
+  ACCOUNT_MISMATCH: "It belongs to another account.",
+  REFERENCE_READ_ONLY: "A reference is read-only.",
+  RECORD_UNREADABLE: "A stored record could not be read; tell an operator.",
+  INVALID_CURSOR: "The live view lost its place; it reloads.",
+  CURSOR_EXPIRED: "The live view was away too long; it reloads.",
+  SUBSCRIBER_TOO_SLOW: "The live view fell behind; it catches up.",
+  SUBSCRIPTIONS_UNAVAILABLE: "This server does not serve live updates; reload to see changes.",
+  DATABASE_BUSY: "The server is busy and changed nothing. Try again in a moment.",
+  SECRET_KEY_MISMATCH: "The server's secret key does not match its database; tell an operator.",
+  GRAPHQL_VALIDATION_FAILED: "The console sent a request the server does not understand.",
+  PERSISTED_QUERY_NOT_FOUND: "The server no longer knows this request by its hash; it is sent again.",
+  PERSISTED_QUERY_NOT_ALLOWED: "This server runs only allow-listed requests, and this is not one.",
+  PERSISTED_QUERY_HASH_MISMATCH: "The request's hash does not match its text.",
+  PERSISTED_QUERY_UNSUPPORTED: "The server does not support that kind of persisted query.",
+  REQUEST_TOO_LARGE: "What you sent is too large.",
+  INTERNAL: "Something went wrong on the server. Reload to see what happened, then try again.",
+  NETWORK: "The server cannot be reached. Check your connection and try again.",
+};
+
+/** The sentence for a refusal, with its code (and the reference an operator needs). */
+export function describe(refusal) {
+  const code = refusal.code || "INTERNAL";
+  const sentence = MESSAGES[code] || refusal.message || MESSAGES.INTERNAL;
+  const reference = refusal.extensions && refusal.extensions.requestId;
+  return reference ? `${sentence} (${code}, request ${reference})` : `${sentence} (${code})`;
+}

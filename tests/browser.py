@@ -1,0 +1,87 @@
+"""A real Chromium for the page tests: Debian's ``chromium`` package (``.ci/run`` installs
+it), driven by Playwright without a browser download of its own.
+
+Without Chromium the tests skip, saying so; under CI (``CI=true``) they fail instead, so a
+CI machine without the browser cannot pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.async_api import Browser, BrowserContext, Page, Route, async_playwright
+
+from tests.processes import ROOT
+
+CHROMIUM = (
+    os.environ.get("SIGNOFF_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+)
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
+
+
+def require_chromium() -> str:
+    """The Chromium executable, or skip (locally) / fail (under CI) without one."""
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    reason = f"needs Chromium at {CHROMIUM} (apt-get install chromium; .ci/run installs it)"
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    """One headless Chromium per test module."""
+    executable = require_chromium()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=executable, args=["--no-sandbox"]
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def offline_context(browser: Browser, **options: object) -> BrowserContext:
+    """A browser context that can reach only loopback addresses: a request anywhere else is
+    aborted and remembered in ``context.outside`` (a page that needs the internet fails)."""
+    context = await browser.new_context(**options)  # type: ignore[arg-type]
+    outside: list[str] = []
+
+    async def only_loopback(route: Route) -> None:
+        url = route.request.url
+        host = urlsplit(url).hostname or ""
+        if url.startswith(("data:", "blob:")) or host in LOOPBACK:
+            await route.continue_()
+        else:
+            outside.append(url)
+            await route.abort()
+
+    await context.route("**/*", only_loopback)
+    context.outside = outside  # type: ignore[attr-defined]
+    return context
+
+
+def console_errors(page: Page) -> list[str]:
+    """Collects the page's console errors and uncaught exceptions as they happen."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return errors
+
+
+def screenshot_path(name: str, directory: Path) -> Path:
+    """Where a test saves a screenshot: ``directory`` (the test's own temporary one), or the
+    README's ``docs/screenshots`` when ``SIGNOFF_UPDATE_SCREENSHOTS=1``, so an ordinary run
+    leaves the working tree as it was."""
+    if os.environ.get("SIGNOFF_UPDATE_SCREENSHOTS") == "1":
+        directory = SCREENSHOTS
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{name}.png"

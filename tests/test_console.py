@@ -1,0 +1,273 @@
+"""The review console at ``/``, in a real Chromium that can reach nothing but this machine,
+against real ``signoff serve`` processes and a real loopback receiver.
+
+Reviewers sign in with their tokens, watch a proposal arrive live, claim it, approve it and
+see it delivered; a second reviewer's screen follows every step live; a reviewer of another
+queue never sees it. The console comes back after its server restarts and resumes its
+subscription with ``after``. The screenshots in ``docs/screenshots`` are taken here
+(``SIGNOFF_UPDATE_SCREENSHOTS=1`` writes them there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.async_api import Browser, BrowserContext, Page, WebSocket, expect
+
+from signoff import persisted
+from signoff.database import SessionMaker
+from signoff.errors import SignoffError
+from signoff.pages import STATIC_DIR
+from tests.browser import browser, console_errors, offline_context, screenshot_path
+from tests.helpers import CREATE_QUEUE, GraphQLClient, build_world
+from tests.live import Server, http_gql, server_log_on_failure, unique_channel
+from tests.receivers import Receiver
+from tests.receivers import serve as serve_receiver
+from tests.test_readme import delivering, forget_jobs
+
+__all__ = ["browser"]
+
+Serve = Callable[..., Awaitable[Server]]
+
+DESKTOP = {"width": 1200, "height": 800}
+PHONE = {"width": 390, "height": 844}
+LIVE_WITHIN = 15_000  # ms
+
+
+def codes_the_server_defines() -> set[str]:
+    codes = {"INTERNAL", "GRAPHQL_VALIDATION_FAILED", "REQUEST_TOO_LARGE"}
+    codes |= {persisted.NOT_FOUND, persisted.NOT_ALLOWED, persisted.HASH_MISMATCH}
+    codes.add(persisted.UNSUPPORTED)
+    pending: list[type[SignoffError]] = [SignoffError]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        code = getattr(cls, "code", None)
+        if isinstance(code, str):
+            codes.add(code)
+    return codes
+
+
+def test_every_refusal_code_has_a_message_in_the_console() -> None:
+    messages = (STATIC_DIR / "console" / "messages.js").read_text()
+    shown = set(re.findall(r"^  ([A-Z_]+):", messages, re.M))
+    missing = codes_the_server_defines() - shown
+    assert not missing, f"the console has no message for {sorted(missing)}"
+
+
+async def test_console_page_is_served_from_the_package(serve: Serve) -> None:
+    server = await serve()
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        page = await http.get("/")
+        assert page.status_code == 200
+        assert '<script type="module" src="/static/console/app.js">' in page.text
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        for name in ("app.js", "api.js", "messages.js", "console.css"):
+            served = await http.get(f"/static/console/{name}")
+            assert served.status_code == 200
+            assert served.content == (STATIC_DIR / "console" / name).read_bytes()
+
+
+async def signed_in(
+    browser: Browser,
+    server: Server,
+    token: str,
+    viewport: dict[str, int] = DESKTOP,
+    sockets: Callable[[WebSocket], None] | None = None,
+) -> tuple[BrowserContext, Page, list[str]]:
+    context = await offline_context(browser, viewport=viewport)
+    page = await context.new_page()
+    errors = console_errors(page)
+    if sockets is not None:
+        page.on("websocket", sockets)
+    await page.goto(server.url + "/")
+    await page.get_by_label("API token").fill(token)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
+    return context, page, errors
+
+
+async def test_reviewers_decide_live_and_see_the_delivery(
+    browser: Browser,
+    serve: Serve,
+    sessionmaker: SessionMaker,
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    queue = f"signoff:test:{unique_channel()}"
+    server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
+    proposal: dict[str, Any] = {"id": "none yet"}
+    receiver = Receiver()
+    async with (
+        serve_receiver(receiver),
+        http_gql(server, sessionmaker) as gql,
+    ):
+        world = await build_world(gql, reviewers=2, url=receiver.url)
+        receiver.secret = world.signing_secret
+        await gql(CREATE_QUEUE, {"input": {"slug": "elsewhere", "name": "Elsewhere"}}, world.admin)
+        outsider = await gql.token("reviewer", name="outsider", queues=["elsewhere"])
+        with delivering(database_url, queue, tmp_path), server_log_on_failure(server):
+            try:
+                await _decide_and_deliver(
+                    browser, server, world, outsider, receiver, proposal, tmp_path / "shots"
+                )
+            finally:
+                await forget_jobs(queue, proposal["id"])
+
+
+async def _decide_and_deliver(
+    browser: Browser,
+    server: Server,
+    world: Any,
+    outsider: str,
+    receiver: Receiver,
+    proposal: dict[str, Any],
+    shots: Path,
+) -> None:
+    sign_in_page = await (await offline_context(browser, viewport=DESKTOP)).new_page()
+    await sign_in_page.goto(server.url + "/")
+    await sign_in_page.get_by_label("API token").wait_for()
+    await sign_in_page.screenshot(path=screenshot_path("console-sign-in", shots))
+    await sign_in_page.context.close()
+
+    alice_context, alice, alice_errors = await signed_in(browser, server, world.reviewers[0])
+    bob_context, bob, bob_errors = await signed_in(browser, server, world.reviewers[1], PHONE)
+    other_context, other, other_errors = await signed_in(browser, server, outsider)
+    for page in (alice, bob, other):
+        await expect(page.locator(".empty")).to_contain_text("Nothing waiting")
+
+    proposed = await world.propose({"amount": 1200, "currency": "EUR"})
+    proposal.update(proposed["proposal"])
+    title = "Approve refund.create"
+    for page in (alice, bob):
+        await expect(page.locator(".task-link")).to_contain_text(title, timeout=LIVE_WITHIN)
+    await alice.screenshot(path=screenshot_path("console-tasks", shots))
+
+    # Alice opens it with the keyboard: j selects the first task, Enter opens it.
+    await alice.keyboard.press("j")
+    await alice.keyboard.press("Enter")
+    await expect(alice.locator("#digest")).to_have_text(proposal["payloadDigest"])
+    await expect(alice.locator(".json-block").first).to_contain_text("1200")
+    await alice.keyboard.press("c")
+    await expect(alice.locator(".facts")).to_contain_text("Claimed byyou")
+    await expect(bob.locator(".task-meta")).to_contain_text("claimed by reviewer-0")
+    await alice.screenshot(path=screenshot_path("console-proposal", shots), full_page=True)
+
+    # Bob tries to approve what Alice holds: refused, with the sentence for the code.
+    await bob.locator(".task-link").click()
+    await bob.get_by_role("button", name="Approve").click()
+    await expect(bob.locator("#notice")).to_contain_text(
+        "Another reviewer holds this task. Wait for them to release it. (TASK_CLAIMED_BY_OTHER)"
+    )
+    await bob.screenshot(path=screenshot_path("console-phone-refusal", shots), full_page=True)
+    fits = "() => document.documentElement.scrollWidth <= window.innerWidth"
+    assert await bob.evaluate(fits), "the proposal page scrolls sideways at phone width"
+
+    await alice.keyboard.press("a")
+    await expect(alice.locator(".facts")).to_contain_text("APPLIED", timeout=LIVE_WITHIN)
+    await expect(alice.locator("#attempts-title")).to_have_text("Delivery attempts (1)")
+    await expect(alice.locator("table")).to_contain_text("APPLIED")
+    await expect(alice.locator("#approvals-title")).to_have_text("Approvals: 1 of 1")
+    await alice.screenshot(path=screenshot_path("console-delivered", shots), full_page=True)
+    assert [r.body["payload_digest"] for r in receiver.requests] == [proposal["payloadDigest"]]
+
+    # Bob's screen followed: the proposal is delivered, the task is no longer his to decide.
+    await expect(bob.locator(".facts")).to_contain_text("APPLIED", timeout=LIVE_WITHIN)
+    await bob.keyboard.press("g")
+    await expect(bob.locator(".empty")).to_contain_text("Nothing waiting")
+
+    # The reviewer of another queue never saw any of it.
+    await expect(other.locator(".empty")).to_contain_text("Nothing waiting")
+    assert title not in await other.content()
+
+    # An operator sees every queue and the operations snapshot with the delivery counted.
+    ops_context, ops, ops_errors = await signed_in(browser, server, world.admin)
+    await ops.get_by_role("link", name="Operations").click()
+    await expect(ops.locator(".work h2")).to_have_text("Operations")
+    await expect(ops.locator(".counts").first).to_contain_text("APPLIED 1")
+    await ops.screenshot(path=screenshot_path("console-operations", shots))
+    assert ops_errors == []
+
+    for context in (alice_context, bob_context, other_context, ops_context):
+        assert context.outside == []  # type: ignore[attr-defined]
+        await context.close()
+    assert alice_errors == [] and other_errors == []
+    # Bob's refusal is an answer, not a page error; the browser logs nothing else.
+    assert bob_errors == []
+
+
+async def until(condition: Callable[[], bool], within: float = 10) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not come true in time"
+        await asyncio.sleep(0.05)
+
+
+async def test_console_resumes_after_its_server_restarts(
+    browser: Browser, serve: Serve, gql: GraphQLClient
+) -> None:
+    server = await serve()
+    # The agent proposes through the test's own app on the same database, which stays up
+    # while the console's server is down.
+    world = await build_world(gql, reviewers=1)
+    subscribes: list[dict[str, Any]] = []
+    cursors: list[str] = []
+
+    def watch(socket: WebSocket) -> None:
+        def sent(frame: str | bytes) -> None:
+            message = json.loads(frame)
+            if message.get("type") == "subscribe":
+                subscribes.append(message["payload"]["variables"])
+
+        def received(frame: str | bytes) -> None:
+            message = json.loads(frame)
+            if message.get("type") == "next":
+                cursors.append(message["payload"]["data"]["queueEvents"]["cursor"])
+
+        socket.on("framesent", sent)
+        socket.on("framereceived", received)
+
+    context, page, errors = await signed_in(browser, server, world.reviewers[0], sockets=watch)
+    await world.propose()
+    await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
+    await until(lambda: bool(cursors))  # frame events reach the test on their own time
+    seen = list(cursors)
+
+    server.stop()
+    await expect(page.locator("#live")).to_have_text("Reconnecting…", timeout=LIVE_WITHIN)
+    await world.propose(operation_key="while-down")
+    restarted = await serve(SIGNOFF_PORT=str(server.port))
+    with server_log_on_failure(restarted):
+        await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
+        await expect(page.locator(".task")).to_have_count(2, timeout=LIVE_WITHIN)
+    # It subscribed again after the last event it had been given, so the proposal made
+    # while it was away came as a replay, without reloading the page.
+    assert seen and subscribes[-1]["after"] == seen[-1]
+
+    # Claim and release with the mouse, then reject from the keyboard with a reason.
+    await page.locator(".task-link").first.click()
+    await page.get_by_role("button", name="Claim").click()
+    await expect(page.locator(".facts")).to_contain_text("Claimed byyou")
+    await page.get_by_role("button", name="Release").click()
+    await expect(page.locator(".facts")).to_contain_text("Claimed bynobody")
+    await page.keyboard.press("r")
+    await expect(page.get_by_label("Reason")).to_be_focused()
+    await page.keyboard.type("The amount is wrong")
+    await page.keyboard.press("Control+Enter")
+    await expect(page.locator(".facts")).to_contain_text("REJECTED", timeout=LIVE_WITHIN)
+    await expect(page.locator(".approvals")).to_contain_text("The amount is wrong")
+    await page.keyboard.press("g")
+    await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
+    await page.keyboard.press("n")  # the next task, straight from the list
+    await expect(page.locator("#digest")).to_be_visible()
+    assert context.outside == []  # type: ignore[attr-defined]
+    await context.close()
+    # The dropped socket is the only thing the browser complained about.
+    assert all("WebSocket" in e for e in errors), errors
