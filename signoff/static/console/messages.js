@@ -69,6 +69,19 @@ export const MESSAGES = {
   REQUEST_TOO_LARGE: "What you sent is too large.",
   INTERNAL: "Something went wrong on the server. Reload to see what happened, then try again.",
   NETWORK: "The server cannot be reached. Check your connection and try again.",
+  BAD_REQUEST_BODY: "The request could not be read as JSON. This is a console bug: reload the page.",
+  UNSUPPORTED_CONTENT_TYPE: "The request was not sent as JSON. This is a console bug: reload the page.",
+  METHOD_NOT_ALLOWED: "That request method is not allowed here. Reload the page.",
+  GRAPHQL_PARSE_FAILED: "The console sent a request the server could not parse. Reload the page.",
+  QUERY_TOO_DEEP: "The request nests too deeply for the server's limit.",
+  TOO_MANY_ALIASES: "The request uses more aliases than the server allows.",
+  TOO_MANY_TOKENS: "The request is longer than the server allows.",
+  QUERY_TOO_COSTLY: "The request asks for more at once than the server allows. Ask for fewer items.",
+  INTROSPECTION_DISABLED: "This server does not describe its schema.",
+  INVALID_CHARACTER: "Some text contains a character that cannot be stored (such as a NUL). Remove it and try again.",
+  VALUE_OUT_OF_RANGE: "A number is too large (or not a number) to be stored exactly. Check the values and try again.",
+  RATE_LIMITED: "Too many requests with this token. Wait a moment and try again.",
+  TOO_MANY_SUBSCRIPTIONS: "Too many live views are open on one connection. Close some tabs and reload.",
 };
 
 /** The sentence for a refusal, with its code (and the reference an operator needs). */
