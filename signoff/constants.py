@@ -102,6 +102,10 @@ TARGET_INCIDENT_KIND = "target_unhealthy"
 GIL_SWITCH_INTERVAL_SECONDS = 0.0005
 # `signoff serve`: the garbage collector's generation thresholds (Python's are 700, 10, 10).
 GC_THRESHOLDS = (50_000, 20, 100)
+# Faults: what a client is told to wait when the database is unreachable (a restart of
+# PostgreSQL takes a few seconds), and how often a worker tries Redis again while it is gone.
+SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 2
+WORKER_RECONNECT_SECONDS = 1.0
 # Live events
 WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
 WS_CLOSE_TOO_SLOW = 4429

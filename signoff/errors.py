@@ -390,6 +390,21 @@ class DatabaseBusy(SignoffError):
     default_message = "The database is busy; nothing was changed. Try again in a moment."
 
 
+class ServiceUnavailable(SignoffError):
+    """The database cannot be reached (down, restarting, the connection lost): not the
+    client's fault, and it passes. ``retryAfter`` says how many seconds to wait.
+
+    A mutation cut off at its commit may or may not have been committed: a client retries
+    it with the same ``idempotencyKey`` (or ``operationKey``) and gets it done once.
+    """
+
+    code = "SERVICE_UNAVAILABLE"
+    default_message = (
+        "The service cannot reach its database right now. Try again in a few seconds; "
+        "retry a mutation with the same idempotencyKey so that it is done once."
+    )
+
+
 class SecretKeyMismatch(SignoffError):
     """The process's secret key is not the one the database's sealed secrets were sealed with.
 
