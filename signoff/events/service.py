@@ -29,7 +29,7 @@ from signoff.constants import (
 )
 from signoff.database import SessionMaker, is_unreachable
 from signoff.events import feed
-from signoff.events.hub import Change, EventHub, MemoryTransport, Transport
+from signoff.events.hub import Change, EventHub, MemoryTransport, Transport, Unpublished
 from signoff.models import ChangeEvent
 
 logger = logging.getLogger("signoff.events")
@@ -176,6 +176,8 @@ class EventService:
     async def _publish(self, rows: Sequence[ChangeEvent]) -> bool:
         try:
             await self.hub.publish([Change.from_row(row) for row in rows])
+        except Unpublished:
+            return False
         except Exception as exc:
             logger.warning(
                 "publishing %d change events failed (%s); the relay retries",

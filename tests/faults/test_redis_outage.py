@@ -1,0 +1,102 @@
+"""Redis killed and started again under load: mutations keep committing, ``signoff worker``
+logs the outage once, stays up and delivers what was approved meanwhile once Redis is back
+(its sweep finds the deliveries whose jobs never reached Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from signoff.config import Settings
+from signoff.database import SessionMaker
+from tests.faults.redis_server import RedisServer, requires_redis_server
+from tests.helpers import GraphQLClient, build_world
+from tests.jobs.test_crash import applied_count, approve_many, eventually
+from tests.processes import signoff_env
+from tests.receivers import Receiver, serve
+
+pytestmark = requires_redis_server
+
+BATCH = 5
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def settings(database_url: str, redis_server: RedisServer) -> Settings:
+    """The app on the test's own Redis: its deliveries go to ``signoff worker``."""
+    return Settings(
+        database_url=database_url,
+        redis_url=redis_server.url,
+        sweep_interval_seconds=1,
+        secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+    )
+
+
+@pytest.fixture
+def worker(settings: Settings, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    assert settings.redis_url is not None
+    log = tmp_path / "worker.log"
+    env = signoff_env(
+        settings.database_url,
+        SIGNOFF_REDIS_URL=settings.redis_url,
+        SIGNOFF_SWEEP_INTERVAL_SECONDS="1",
+        SIGNOFF_LOG_LEVEL="info",
+    )
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "signoff", "worker"], env=env, stdout=out, stderr=out
+        )
+    yield process, log
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def test_the_worker_rides_out_a_redis_restart(
+    gql: GraphQLClient,
+    sessionmaker: SessionMaker,
+    redis_server: RedisServer,
+    worker: tuple[subprocess.Popen[bytes], Path],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    process, log = worker
+    async with serve(Receiver()) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        await approve_many(world, BATCH)
+        await eventually(lambda: applied_count(sessionmaker), 30, until=BATCH)
+
+        redis_server.kill()
+        with caplog.at_level(logging.INFO, logger="signoff.outages"):
+            await approve_many(world, BATCH)  # each commits; its job cannot reach Redis
+        await asyncio.sleep(2.5)  # arq alone exited about a second after Redis went away
+        assert process.poll() is None, log.read_text()[-2000:]
+
+        redis_server.start()
+        await eventually(lambda: applied_count(sessionmaker), 30, until=2 * BATCH)
+        assert len(receiver.applied) == 2 * BATCH
+        await eventually(lambda: "Redis reachable again" in log.read_text(), 10)
+
+    text = log.read_text()
+    assert text.count("Redis unreachable") == 1, text[-3000:]
+    assert text.count("Redis reachable again") == 1, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    job_queue = [r.getMessage() for r in caplog.records if "job queue" in r.getMessage()]
+    assert len(job_queue) == 1 and "unreachable" in job_queue[0], job_queue
