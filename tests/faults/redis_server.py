@@ -3,15 +3,19 @@ Redis outage never touches the machine's shared Redis. Nothing is saved to disk.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 
-from tests.processes import free_port
+from tests.processes import free_port, signoff_env
 
 REDIS_SERVER = shutil.which("redis-server")
 requires_redis_server = pytest.mark.skipif(
@@ -63,3 +67,32 @@ class RedisServer:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait()
         self.process = None
+
+
+@contextlib.contextmanager
+def worker_process(
+    database_url: str, redis_url: str, log_dir: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """``signoff worker`` sweeping every second, logging at INFO to ``worker.log``; stopped
+    with SIGTERM (then SIGKILL) afterwards."""
+    log = log_dir / "worker.log"
+    env = signoff_env(
+        database_url,
+        SIGNOFF_REDIS_URL=redis_url,
+        SIGNOFF_SWEEP_INTERVAL_SECONDS="1",
+        SIGNOFF_LOG_LEVEL="info",
+    )
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "signoff", "worker"], env=env, stdout=out, stderr=out
+        )
+    try:
+        yield process, log
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

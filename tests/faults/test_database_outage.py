@@ -17,11 +17,15 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from signoff.config import normalise_database_url
+from signoff.database import SessionMaker
 from tests.conftest import PG_URL, fresh_database, requires_postgres
 from tests.faults.proxy import TcpProxy
-from tests.helpers import CREATE_QUEUE
+from tests.faults.redis_server import RedisServer, requires_redis_server, worker_process
+from tests.helpers import CREATE_QUEUE, GraphQLClient, build_world
+from tests.jobs.test_crash import applied_count, approve_many, eventually
 from tests.live import Server, server_log_on_failure, start_server
 from tests.processes import run_cli, signoff_env
+from tests.receivers import Receiver, serve
 
 pytestmark = requires_postgres
 
@@ -104,12 +108,7 @@ async def _load_through_outage(server: Server, proxy: TcpProxy, token: str) -> l
 
 
 async def test_a_database_outage_is_refused_retried_and_loses_nothing(tmp_path: Path) -> None:
-    assert PG_URL is not None
-    upstream = make_url(normalise_database_url(PG_URL))
-    with (
-        fresh_database(tmp_path) as direct,
-        TcpProxy(upstream.host or "127.0.0.1", upstream.port or 5432) as proxy,
-    ):
+    with fresh_database(tmp_path) as direct, _pg_proxy() as proxy:
         token = run_cli(
             "token", "create", "--name", "ops", "--role", "admin", env=signoff_env(direct)
         ).stdout.splitlines()[-1]
@@ -133,3 +132,39 @@ async def test_a_database_outage_is_refused_retried_and_loses_nothing(tmp_path: 
         finally:
             with contextlib.suppress(Exception):
                 server.stop()
+
+
+def _pg_proxy() -> TcpProxy:
+    assert PG_URL is not None
+    upstream = make_url(normalise_database_url(PG_URL))
+    return TcpProxy(upstream.host or "127.0.0.1", upstream.port or 5432)
+
+
+@requires_redis_server
+async def test_the_worker_rides_out_a_database_outage(
+    gql: GraphQLClient, sessionmaker: SessionMaker, database_url: str, tmp_path: Path
+) -> None:
+    """The worker reaches the database through the proxy; the API (this process) directly,
+    so proposals approved during the outage commit and wait for the worker."""
+    batch = 4
+    with _pg_proxy() as proxy, RedisServer() as redis_server:
+        via_proxy = _via(database_url, proxy.port)
+        with worker_process(via_proxy, redis_server.url, tmp_path) as (process, log):
+            async with serve(Receiver()) as receiver:
+                world = await build_world(gql, url=receiver.url)
+                receiver.secret = world.signing_secret
+                await approve_many(world, batch)
+                await eventually(lambda: applied_count(sessionmaker), 30, until=batch)
+
+                proxy.cut()
+                await approve_many(world, batch)
+                await asyncio.sleep(OUTAGE_SECONDS)
+                assert process.poll() is None, log.read_text()[-2000:]
+                proxy.restore()
+
+                await eventually(lambda: applied_count(sessionmaker), 30, until=2 * batch)
+                assert len(receiver.applied) == 2 * batch
+            text = log.read_text()
+    assert text.count("database unreachable") == 1, text[-3000:]
+    assert text.count("database reachable again") == 1, text[-3000:]
+    assert "Traceback" not in text and " ERROR " not in text, text[-3000:]

@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,10 +15,9 @@ import pytest
 
 from signoff.config import Settings
 from signoff.database import SessionMaker
-from tests.faults.redis_server import RedisServer, requires_redis_server
+from tests.faults.redis_server import RedisServer, requires_redis_server, worker_process
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.test_crash import applied_count, approve_many, eventually
-from tests.processes import signoff_env
 from tests.receivers import Receiver, serve
 
 pytestmark = requires_redis_server
@@ -48,25 +45,8 @@ def settings(database_url: str, redis_server: RedisServer) -> Settings:
 @pytest.fixture
 def worker(settings: Settings, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     assert settings.redis_url is not None
-    log = tmp_path / "worker.log"
-    env = signoff_env(
-        settings.database_url,
-        SIGNOFF_REDIS_URL=settings.redis_url,
-        SIGNOFF_SWEEP_INTERVAL_SECONDS="1",
-        SIGNOFF_LOG_LEVEL="info",
-    )
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "signoff", "worker"], env=env, stdout=out, stderr=out
-        )
-    yield process, log
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with worker_process(settings.database_url, settings.redis_url, tmp_path) as running:
+        yield running
 
 
 async def test_the_worker_rides_out_a_redis_restart(
