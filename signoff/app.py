@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -24,6 +25,8 @@ from signoff import metrics
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
     METRICS_READ_TIMEOUT_SECONDS,
+    WS_CLOSE_GOING_AWAY,
+    WS_CLOSE_GOING_AWAY_REASON,
     WS_CLOSE_TRY_AGAIN,
     WS_CLOSE_TRY_AGAIN_REASON,
     WS_CONNECTION_INIT_TIMEOUT_SECONDS,
@@ -47,7 +50,12 @@ from signoff.resolvers.work import Services, WorkMaker
 from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster
 from signoff.schema.context import Context, bearer_token
-from signoff.schema.websocket import Connection, LegacyWSHandler, TransportWSHandler
+from signoff.schema.websocket import (
+    Connection,
+    LegacyWSHandler,
+    TransportWSHandler,
+    close_all,
+)
 
 logger = logging.getLogger("signoff.app")
 
@@ -76,6 +84,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         self.work = work
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
+        self.open_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.broadcaster = (
             None
             if hub is None
@@ -100,6 +109,11 @@ class SignoffGraphQL(GraphQL[Context, None]):
             response=response,
             broadcaster=self.broadcaster,
         )
+
+    async def going_away(self) -> None:
+        """Close every websocket with 1001 "going away": the server is shutting down, and
+        clients should reconnect (to another instance, or to this one once it is back)."""
+        await close_all(self.open_connections, WS_CLOSE_GOING_AWAY, WS_CLOSE_GOING_AWAY_REASON)
 
     async def on_ws_connect(self, context: Context) -> None:
         params = context.connection_params or {}
@@ -262,4 +276,5 @@ def create_app(settings: Settings | None = None) -> Starlette:
     app.state.jobs = jobs
     app.state.events = events
     app.state.broadcaster = view.broadcaster
+    app.state.going_away = view.going_away
     return app

@@ -117,19 +117,16 @@ def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
-    import uvicorn
-
     from signoff.app import create_app
+    from signoff.serving import serve
 
     _prepare(settings)
     _tune_for_serving()
-    uvicorn.run(
+    serve(
         create_app(settings),
+        settings,
         host=args.host or settings.host,
         port=args.port or settings.port,
-        log_level=settings.log_level,
-        ws="websockets-sansio",
-        ws_per_message_deflate=settings.ws_per_message_deflate,
     )
 
 

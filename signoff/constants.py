@@ -113,6 +113,12 @@ WS_CLOSE_TOO_SLOW_REASON = "subscriber too slow; resume with after"
 # RFC 6455 "Try Again Later": the server could not check the token (database saturated).
 WS_CLOSE_TRY_AGAIN = 1013
 WS_CLOSE_TRY_AGAIN_REASON = "server busy; reconnect shortly"
+# RFC 6455 "Going Away": the server is shutting down (uvicorn alone would say 1012).
+WS_CLOSE_GOING_AWAY = 1001
+WS_CLOSE_GOING_AWAY_REASON = "server shutting down; reconnect"
+# `signoff serve` on SIGTERM: requests in flight get this long to finish (websockets are
+# closed first); the whole shutdown stays within about 5 s.
+SHUTDOWN_GRACE_SECONDS = 3
 # The major version of change events between processes (rules in signoff/events/wire.py).
 EVENTS_WIRE_VERSION = 1
 FEED_PAGE_SIZE = 500
