@@ -13,6 +13,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -44,6 +45,7 @@ from signoff.errors import Unauthenticated
 from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
+from signoff.logs import RequestLogging
 from signoff.resolvers.actors import authenticate
 from signoff.resolvers.operations import Operations, read_operations
 from signoff.resolvers.work import Services, WorkMaker
@@ -261,6 +263,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     graphql: Any = BodySizeLimit(view, settings.max_body_bytes)
     app = Starlette(
+        middleware=[Middleware(RequestLogging)],
         routes=[
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", view),

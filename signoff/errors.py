@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+# The code of everything that is not a refusal (a bug, a failure of ours): the client
+# sees only this and a request id, the log the exception's type and where it was raised.
+INTERNAL = "INTERNAL"
+
 
 class SignoffError(Exception):
     """Base class: a refusal the client caused and can act on."""

@@ -42,5 +42,8 @@ def serve(app: Starlette, settings: Settings, *, host: str, port: int) -> None:
         ws="websockets-sansio",
         ws_per_message_deflate=settings.ws_per_message_deflate,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        # Logging is configured already (signoff.logs), with a line per request of its own.
+        log_config=None,
+        access_log=False,
     )
     GracefulServer(config, app.state.going_away).run()

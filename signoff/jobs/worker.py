@@ -7,6 +7,7 @@ import contextlib
 import functools
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, ClassVar
@@ -33,6 +34,7 @@ from signoff.constants import (
     WORKER_STOP_GRACE_SECONDS,
 )
 from signoff.database import create_engine, create_sessionmaker, is_unreachable
+from signoff.errors import INTERNAL, ServiceUnavailable
 from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import (
@@ -165,7 +167,7 @@ def sweeps(
     ]
     return [
         cron(
-            quiet_in_outages(job),
+            logged(job),
             name=f"{queue_name}:{job.__name__}",
             second=_seconds(seconds),
             minute=_minutes(seconds),
@@ -177,19 +179,39 @@ def sweeps(
     ]
 
 
-def quiet_in_outages(job: Callable[[dict[str, Any]], Awaitable[int]]) -> WorkerCoroutine:
-    """A periodic job that, while the database or Redis is unreachable, does nothing
-    instead of failing with a traceback every tick: the outage is logged once (by the
-    engine, or the worker's poll), and the next tick after it does the work."""
+def logged(job: Callable[..., Awaitable[Any]]) -> WorkerCoroutine:
+    """The job with one log line per run (job, job id, try, duration, error code).
+
+    While the database or Redis is unreachable the job does nothing, instead of failing
+    with a traceback every tick: the outage is logged once (by the engine, or the
+    worker's poll), and the next run after it does the work (the sweep finds whatever
+    waited).
+    """
 
     @functools.wraps(job)
-    async def run(ctx: dict[str, Any], *_: Any, **__: Any) -> int:
+    async def run(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        error_code: str | None = None
         try:
-            return await job(ctx)
+            return await job(ctx, *args, **kwargs)
         except Exception as exc:
             if isinstance(exc, REDIS_DOWN) or is_unreachable(exc):
-                return 0
+                error_code = ServiceUnavailable.code
+                return None
+            error_code = INTERNAL
             raise
+        finally:
+            logger.info(
+                "job %s",
+                job.__name__,
+                extra={
+                    "job": job.__name__,
+                    "job_id": ctx.get("job_id"),
+                    "job_try": ctx.get("job_try"),
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                    "error_code": error_code,
+                },
+            )
 
     return run
 
@@ -247,7 +269,9 @@ def _minutes(period: int) -> set[int] | None:
 class WorkerSettings:
     """``arq signoff.jobs.worker.WorkerSettings`` works too; ``signoff worker`` is preferred."""
 
-    functions: ClassVar[list[Function]] = [func(deliver_proposal, name=DELIVER_JOB, keep_result=0)]
+    functions: ClassVar[list[Function]] = [
+        func(logged(deliver_proposal), name=DELIVER_JOB, keep_result=0)
+    ]
     cron_jobs: ClassVar[list[CronJob]] = sweeps(10, ARQ_QUEUE_DEFAULT)
     on_startup = startup
     on_shutdown = shutdown

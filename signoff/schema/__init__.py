@@ -25,6 +25,7 @@ from signoff.schema.errors import ErrorMapping
 from signoff.schema.metrics import CountOperations
 from signoff.schema.mutation import Mutation
 from signoff.schema.query import Query
+from signoff.schema.request_log import NoteRequest
 from signoff.schema.subscription import Subscription
 
 
@@ -72,6 +73,7 @@ def build_schema(**extra: Any) -> strawberry.Schema:
             lambda: MaxTokensLimiter(max_token_count=QUERY_MAX_TOKENS),
             lambda: ParserCache(maxsize=256),
             lambda: ValidationCache(maxsize=256),
+            NoteRequest,
             ErrorMapping,
         ],
         **extra,

@@ -15,11 +15,10 @@ from strawberry.extensions import MaskErrors
 
 from signoff.constants import SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS
 from signoff.database import database_condition, is_busy, is_unreachable
-from signoff.errors import DatabaseBusy, ServiceUnavailable, SignoffError
+from signoff.errors import INTERNAL, DatabaseBusy, ServiceUnavailable, SignoffError
 
 logger = logging.getLogger("signoff.errors")
 
-INTERNAL = "INTERNAL"
 GRAPHQL_VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
 
 

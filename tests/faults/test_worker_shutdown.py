@@ -16,6 +16,7 @@ from signoff.database import SessionMaker
 from tests.faults.redis_server import RedisServer, requires_redis_server, worker_process
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.test_crash import applied_count, approve_many, eventually
+from tests.log_lines import log_lines, problems
 from tests.receivers import Answer, Receiver, serve
 
 pytestmark = requires_redis_server
@@ -53,4 +54,4 @@ async def test_sigterm_lets_a_delivery_in_flight_finish(
                 await asyncio.sleep(0.05)
         assert process.returncode == 0, log.read_text()[-2000:]
         assert await applied_count(sessionmaker) == 1
-        assert "Traceback" not in log.read_text()
+        assert not problems(log_lines(log))
