@@ -8,16 +8,18 @@ import asyncio
 import logging
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from signoff.config import Settings
 from signoff.database import SessionMaker
 from tests.faults.redis_server import RedisServer, requires_redis_server, worker_process
-from tests.helpers import GraphQLClient, build_world
+from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_crash import applied_count, approve_many, eventually
+from tests.live import Server, queue_subscription
 from tests.log_lines import log_lines, messages, problems
 from tests.receivers import Receiver, serve
 
@@ -83,3 +85,39 @@ async def test_the_worker_rides_out_a_redis_restart(
     assert jobs and all(isinstance(line["duration_ms"], float) for line in jobs)
     job_queue = [r.getMessage() for r in caplog.records if "job queue" in r.getMessage()]
     assert len(job_queue) == 1 and "unreachable" in job_queue[0], job_queue
+
+
+async def test_events_committed_while_redis_is_down_reach_other_processes(
+    gql: GraphQLClient,
+    settings: Settings,
+    redis_server: RedisServer,
+    serve: Callable[..., Awaitable[Server]],
+) -> None:
+    """This process writes; a subscriber of another ``signoff serve`` sees every event."""
+    assert settings.redis_url is not None
+    server = await serve(
+        SIGNOFF_REDIS_URL=settings.redis_url, SIGNOFF_EVENTS_CHANNEL=settings.events_channel
+    )
+    world = await build_world(gql)
+    async with queue_subscription(server, world.admin, queue_id=world.queue_id) as watching:
+        await asyncio.sleep(0.5)  # subscribed before the first event
+        created = [await _create_task(gql, world, "before")]
+        await eventually(lambda: _tasks_seen(watching.events), 15, until=created)
+        redis_server.kill()
+        created += [await _create_task(gql, world, f"during-{n}") for n in range(BATCH)]
+        redis_server.start()
+        await eventually(lambda: _tasks_seen(watching.events), 20, until=created)
+
+
+def _tasks_seen(events: list[dict[str, Any]]) -> list[str]:
+    return [event["entityId"] for event in events if event["entityType"] == "task"]
+
+
+async def _create_task(gql: GraphQLClient, world: World, title: str) -> str:
+    data = await gql(
+        "mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }",
+        {"input": {"queueId": world.queue_id, "kind": "REVIEW", "title": title}},
+        world.agent,
+    )
+    task_id: str = data["createTask"]["id"]
+    return task_id
