@@ -38,6 +38,7 @@ from signoff.database import (
     create_engine,
     create_sessionmaker,
     database_condition,
+    is_unreachable,
     read_only,
     readiness,
 )
@@ -130,11 +131,13 @@ class SignoffGraphQL(GraphQL[Context, None]):
             raise ConnectionRejectionError() from None
         except Exception as exc:
             # The database is unreachable or saturated: not the client's fault, so not 4403
-            # but 1013 "try again later", without a traceback; only the condition is logged.
-            logger.warning(
-                "websocket authentication failed: %s",
-                database_condition(exc) or type(exc).__name__,
-            )
+            # but 1013 "try again later", without a traceback; only the condition is logged
+            # (an outage once, by the engine).
+            if not is_unreachable(exc):
+                logger.warning(
+                    "websocket authentication failed: %s",
+                    database_condition(exc) or type(exc).__name__,
+                )
             if context.connection is not None:
                 await context.connection.close(WS_CLOSE_TRY_AGAIN, WS_CLOSE_TRY_AGAIN_REASON)
             raise ConnectionRejectionError({"code": "UNAVAILABLE"}) from None
