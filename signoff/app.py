@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -28,6 +29,8 @@ from signoff.config import Settings, load_sealer
 from signoff.constants import (
     CORS_MAX_AGE_SECONDS,
     METRICS_READ_TIMEOUT_SECONDS,
+    WS_CLOSE_GOING_AWAY,
+    WS_CLOSE_GOING_AWAY_REASON,
     WS_CLOSE_TRY_AGAIN,
     WS_CLOSE_TRY_AGAIN_REASON,
     WS_CONNECTION_INIT_TIMEOUT_SECONDS,
@@ -38,6 +41,7 @@ from signoff.database import (
     create_engine,
     create_sessionmaker,
     database_condition,
+    is_unreachable,
     read_only,
     readiness,
 )
@@ -46,6 +50,7 @@ from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.jsonvalues import decode_body
+from signoff.logs import RequestLogging
 from signoff.pages import graphiql_page, page_routes
 from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
 from signoff.ratelimit import RateLimiter
@@ -57,7 +62,12 @@ from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster
 from signoff.schema.context import Context, bearer_token
 from signoff.schema.http import from_http_exception, refusal_response, unexpected_response
-from signoff.schema.websocket import Connection, LegacyWSHandler, TransportWSHandler
+from signoff.schema.websocket import (
+    Connection,
+    LegacyWSHandler,
+    TransportWSHandler,
+    close_all,
+)
 
 logger = logging.getLogger("signoff.app")
 
@@ -94,6 +104,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
         self.viewers = ViewerCache(settings.auth_cache_seconds)
+        self.open_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.broadcaster = (
             None
             if hub is None
@@ -160,6 +171,11 @@ class SignoffGraphQL(GraphQL[Context, None]):
             viewers=self.viewers,
         )
 
+    async def going_away(self) -> None:
+        """Close every websocket with 1001 "going away": the server is shutting down, and
+        clients should reconnect (to another instance, or to this one once it is back)."""
+        await close_all(self.open_connections, WS_CLOSE_GOING_AWAY, WS_CLOSE_GOING_AWAY_REASON)
+
     async def on_ws_connect(self, context: Context) -> None:
         params = context.connection_params or {}
         header = params.get("authorization") or params.get("Authorization")
@@ -173,11 +189,13 @@ class SignoffGraphQL(GraphQL[Context, None]):
             raise ConnectionRejectionError() from None
         except Exception as exc:
             # The database is unreachable or saturated: not the client's fault, so not 4403
-            # but 1013 "try again later", without a traceback; only the condition is logged.
-            logger.warning(
-                "websocket authentication failed: %s",
-                database_condition(exc) or type(exc).__name__,
-            )
+            # but 1013 "try again later", without a traceback; only the condition is logged
+            # (an outage once, by the engine).
+            if not is_unreachable(exc):
+                logger.warning(
+                    "websocket authentication failed: %s",
+                    database_condition(exc) or type(exc).__name__,
+                )
             if context.connection is not None:
                 await context.connection.close(WS_CLOSE_TRY_AGAIN, WS_CLOSE_TRY_AGAIN_REASON)
             raise ConnectionRejectionError({"code": "UNAVAILABLE"}) from None
@@ -339,6 +357,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         PersistedQueryMiddleware(view, _persisted_queries(settings)), settings.max_body_bytes
     )
     app = Starlette(
+        # The request log is outermost: it sees every answer, a CORS preflight's included.
+        middleware=[Middleware(RequestLogging), *_cors(settings)],
         routes=[
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", view),
@@ -348,7 +368,6 @@ def create_app(settings: Settings | None = None) -> Starlette:
             *page_routes(console=settings.console),
         ],
         lifespan=lifespan,
-        middleware=_cors(settings),
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -356,4 +375,5 @@ def create_app(settings: Settings | None = None) -> Starlette:
     app.state.jobs = jobs
     app.state.events = events
     app.state.broadcaster = view.broadcaster
+    app.state.going_away = view.going_away
     return app

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from signoff import logs
 from signoff.config import Settings, load_sealer
 from signoff.constants import GC_THRESHOLDS, GIL_SWITCH_INTERVAL_SECONDS
 from signoff.database import create_engine, create_sessionmaker
@@ -27,9 +27,7 @@ T = TypeVar("T")
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = Settings.from_env()
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logs.configure(settings.log_level, settings.log_format)
     try:
         args.run(args, settings)
     except (SignoffError, SealingError) as exc:
@@ -124,19 +122,16 @@ def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
-    import uvicorn
-
     from signoff.app import create_app
+    from signoff.serving import serve
 
     _prepare(settings)
     _tune_for_serving()
-    uvicorn.run(
+    serve(
         create_app(settings),
+        settings,
         host=args.host or settings.host,
         port=args.port or settings.port,
-        log_level=settings.log_level,
-        ws="websockets-sansio",
-        ws_per_message_deflate=settings.ws_per_message_deflate,
     )
 
 

@@ -37,6 +37,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    # `json`, `text`, or `auto`: plain text when stderr is a terminal, JSON otherwise.
+    log_format: str = "auto"
     max_body_bytes: int = 1_048_576
     # SQLite: how long a write waits for the write lock before DATABASE_BUSY.
     sqlite_busy_timeout_ms: int = 30_000
@@ -99,6 +101,7 @@ class Settings:
             host=env.get("SIGNOFF_HOST", cls.host),
             port=int(env.get("SIGNOFF_PORT", str(cls.port))),
             log_level=env.get("SIGNOFF_LOG_LEVEL", cls.log_level).lower(),
+            log_format=env.get("SIGNOFF_LOG_FORMAT", cls.log_format).lower(),
             max_body_bytes=int(env.get("SIGNOFF_MAX_BODY_BYTES", str(cls.max_body_bytes))),
             sqlite_busy_timeout_ms=int(
                 env.get("SIGNOFF_SQLITE_BUSY_TIMEOUT_MS", str(cls.sqlite_busy_timeout_ms))

@@ -129,6 +129,10 @@ TARGET_INCIDENT_KIND = "target_unhealthy"
 GIL_SWITCH_INTERVAL_SECONDS = 0.0005
 # `signoff serve`: the garbage collector's generation thresholds (Python's are 700, 10, 10).
 GC_THRESHOLDS = (50_000, 20, 100)
+# Faults: what a client is told to wait when the database is unreachable (a restart of
+# PostgreSQL takes a few seconds), and how often a worker tries Redis again while it is gone.
+SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 2
+WORKER_RECONNECT_SECONDS = 1.0
 # Live events
 WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
 WS_CLOSE_TOO_SLOW = 4429
@@ -139,6 +143,12 @@ WS_CLOSE_NO_PONG_REASON = "no pong to the last ping; reconnect"
 # RFC 6455 "Try Again Later": the server could not check the token (database saturated).
 WS_CLOSE_TRY_AGAIN = 1013
 WS_CLOSE_TRY_AGAIN_REASON = "server busy; reconnect shortly"
+# RFC 6455 "Going Away": the server is shutting down (uvicorn alone would say 1012).
+WS_CLOSE_GOING_AWAY = 1001
+WS_CLOSE_GOING_AWAY_REASON = "server shutting down; reconnect"
+# `signoff serve` on SIGTERM: requests in flight get this long to finish (websockets are
+# closed first); the whole shutdown stays within about 5 s.
+SHUTDOWN_GRACE_SECONDS = 3
 # The major version of change events between processes (rules in signoff/events/wire.py).
 EVENTS_WIRE_VERSION = 1
 FEED_PAGE_SIZE = 500

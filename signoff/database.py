@@ -21,14 +21,21 @@ import sqlite3
 from typing import Any
 
 from sqlalchemy import event, text
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff.outages import Outage
 
 logger = logging.getLogger("signoff.database")
 
 SessionMaker = async_sessionmaker[AsyncSession]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# How long opening a PostgreSQL connection may take before the database counts as
+# unreachable (a host that drops packets would otherwise hold a request for minutes).
+CONNECT_TIMEOUT_SECONDS = 5
 # What the compare-and-set transitions assume (see the module docstring).
 POSTGRES_ISOLATION_LEVEL = "READ COMMITTED"
 # An execution option: connections of ``read_only(engine)`` carry it.
@@ -48,15 +55,38 @@ def create_engine(
             url, hide_parameters=True, connect_args={"timeout": busy_timeout_ms / 1000}
         )
         _configure_sqlite(engine, busy_timeout_ms)
-        return engine
-    return create_async_engine(
-        url,
-        hide_parameters=True,
-        pool_size=pool_size,
-        max_overflow=pool_size * 2,
-        pool_pre_ping=True,
-        isolation_level=POSTGRES_ISOLATION_LEVEL,
-    )
+    else:
+        engine = create_async_engine(
+            url,
+            hide_parameters=True,
+            pool_size=pool_size,
+            max_overflow=pool_size * 2,
+            pool_pre_ping=True,
+            isolation_level=POSTGRES_ISOLATION_LEVEL,
+            connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
+        )
+    _watch_outages(engine)
+    return engine
+
+
+def _watch_outages(engine: AsyncEngine) -> None:
+    """Log a lost database once (``signoff.outages``), and its return once.
+
+    A stale pooled connection that the pre-ping replaces is not an outage: nothing failed.
+    """
+    outage = Outage("database")
+
+    @event.listens_for(engine.sync_engine, "handle_error")
+    def on_error(context: ExceptionContext) -> None:
+        if context.is_pre_ping:
+            return
+        failure = context.sqlalchemy_exception or context.original_exception
+        if is_unreachable(failure):
+            outage.failed(database_condition(failure) or type(context.original_exception).__name__)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(_dbapi_connection: Any, _record: Any) -> None:
+        outage.answered()
 
 
 def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
@@ -124,6 +154,28 @@ def is_busy(exc: BaseException) -> bool:
     )
 
 
+# PostgreSQL conditions that mean "the server is not there": the connection exceptions
+# (class 08) and the server shutting down or starting up (admin_shutdown, crash_shutdown,
+# cannot_connect_now).
+_PG_UNREACHABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database could not be reached (down, restarting, the
+    connection lost), as opposed to a refused statement or a bug."""
+    if isinstance(exc, OSError):
+        return True
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return False
+    condition = database_condition(exc)
+    if condition is None:  # the driver failed before the server said anything
+        return True
+    sqlstate = condition.removeprefix("SQLSTATE ")
+    return sqlstate.startswith("08") or sqlstate in _PG_UNREACHABLE_SQLSTATES
+
+
 READY = "ok"
 BUSY = "busy"
 UNREACHABLE = "unreachable"
@@ -146,6 +198,8 @@ async def readiness(engine: AsyncEngine) -> str:
     except TimeoutError:
         return BUSY
     except Exception as exc:
+        if is_unreachable(exc):
+            return UNREACHABLE  # the engine's outage watch has logged it, once
         logger.warning("readiness check failed: %s", database_condition(exc) or type(exc).__name__)
         return BUSY if is_busy(exc) else UNREACHABLE
     path = engine.url.database if engine.dialect.name == "sqlite" else None

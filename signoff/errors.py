@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+# The code of everything that is not a refusal (a bug, a failure of ours): the client
+# sees only this and a request id, the log the exception's type and where it was raised.
+INTERNAL = "INTERNAL"
+
 
 class SignoffError(Exception):
     """Base class: a refusal the client caused and can act on."""
@@ -388,6 +392,21 @@ class DatabaseBusy(SignoffError):
 
     code = "DATABASE_BUSY"
     default_message = "The database is busy; nothing was changed. Try again in a moment."
+
+
+class ServiceUnavailable(SignoffError):
+    """The database cannot be reached (down, restarting, the connection lost): not the
+    client's fault, and it passes. ``retryAfter`` says how many seconds to wait.
+
+    A mutation cut off at its commit may or may not have been committed: a client retries
+    it with the same ``idempotencyKey`` (or ``operationKey``) and gets it done once.
+    """
+
+    code = "SERVICE_UNAVAILABLE"
+    default_message = (
+        "The service cannot reach its database right now. Try again in a few seconds; "
+        "retry a mutation with the same idempotencyKey so that it is done once."
+    )
 
 
 class SecretKeyMismatch(SignoffError):

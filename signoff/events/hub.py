@@ -163,6 +163,11 @@ class Fanout:
         await asyncio.sleep(0)
 
 
+class Unpublished(Exception):
+    """The transport could not publish (Redis is away); it has logged that, once per
+    outage. The changes stay unpublished in the database, and the relay sends them later."""
+
+
 class Transport(Protocol):
     async def start(self, deliver: Deliver, resync: Resync) -> None: ...
 

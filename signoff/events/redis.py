@@ -1,10 +1,11 @@
 """The distributed transport: Redis pub/sub, one subscription per process.
 
-Publishing raises when Redis is unreachable, so the caller leaves the events
-unpublished for the relay. The listener reconnects with backoff and, each time it
-(re)subscribes, asks the fanout to catch up from the database, so whatever was
-published while it was away still arrives, in order. Messages are in the format of
-``signoff.events.wire``, whose rules let releases of a rolling deploy read each other.
+Publishing raises ``Unpublished`` when Redis is unreachable (logged once per outage), so
+the caller leaves the events unpublished for the relay. The listener reconnects with
+backoff and, each time it (re)subscribes, asks the fanout to catch up from the database,
+so whatever was published while it was away still arrives, in order. Messages are in the
+format of ``signoff.events.wire``, whose rules let releases of a rolling deploy read each
+other.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from signoff.events import wire
-from signoff.events.hub import Change, Deliver, Resync
+from signoff.events.hub import Change, Deliver, Resync, Unpublished
+from signoff.outages import Outage
 
 logger = logging.getLogger("signoff.events.redis")
 
@@ -32,6 +34,7 @@ class RedisTransport:
         self._publisher = Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         self._listener = Redis.from_url(url, socket_connect_timeout=2, health_check_interval=10)
         self._task: asyncio.Task[None] | None = None
+        self._outage = Outage("Redis (event publishing)")
 
     async def start(self, deliver: Deliver, resync: Resync) -> None:
         self._task = asyncio.create_task(self._listen(deliver, resync), name="redis-events")
@@ -45,8 +48,14 @@ class RedisTransport:
         await self._listener.aclose()
 
     async def publish(self, changes: Sequence[Change]) -> None:
-        if changes:
+        if not changes:
+            return
+        try:
             await self._publisher.publish(self.channel, wire.encode(changes))
+        except (RedisError, OSError) as exc:
+            self._outage.failed(type(exc).__name__)
+            raise Unpublished from exc
+        self._outage.answered()
 
     async def _listen(self, deliver: Deliver, resync: Resync) -> None:
         delay = RECONNECT_MIN_SECONDS

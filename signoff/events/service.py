@@ -27,9 +27,9 @@ from signoff.constants import (
     FEED_RETENTION_CHECK_SECONDS,
     FEED_STOP_GRACE_SECONDS,
 )
-from signoff.database import SessionMaker
+from signoff.database import SessionMaker, is_unreachable
 from signoff.events import feed
-from signoff.events.hub import Change, EventHub, MemoryTransport, Transport
+from signoff.events.hub import Change, EventHub, MemoryTransport, Transport, Unpublished
 from signoff.models import ChangeEvent
 
 logger = logging.getLogger("signoff.events")
@@ -108,7 +108,8 @@ class EventService:
                 elif kicked:
                     await self.sequence()
             except Exception as exc:
-                logger.warning("event loop tick failed: %s", type(exc).__name__)
+                if not is_unreachable(exc):  # an outage is logged once, by the engine
+                    logger.warning("event loop tick failed: %s", type(exc).__name__)
 
     async def _wait_for_kick(self, *, until: float) -> None:
         """Return on a kick or at ``until`` (monotonic), whichever comes first."""
@@ -175,6 +176,8 @@ class EventService:
     async def _publish(self, rows: Sequence[ChangeEvent]) -> bool:
         try:
             await self.hub.publish([Change.from_row(row) for row in rows])
+        except Unpublished:
+            return False
         except Exception as exc:
             logger.warning(
                 "publishing %d change events failed (%s); the relay retries",

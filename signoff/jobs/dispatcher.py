@@ -35,7 +35,7 @@ from signoff.constants import (
     WAKE_BUCKET_SECONDS,
     WORKER_STOP_GRACE_SECONDS,
 )
-from signoff.database import database_condition
+from signoff.database import database_condition, is_unreachable
 from signoff.delivery import Outcome, send
 from signoff.jobs.context import Services
 from signoff.models import ProposalState
@@ -177,10 +177,11 @@ class Dispatcher:
                 try:
                     wait = await self._claim_free_slots(woken)
                 except Exception as exc:
-                    logger.warning(
-                        "claiming deliveries failed: %s",
-                        database_condition(exc) or type(exc).__name__,
-                    )
+                    if not is_unreachable(exc):  # an outage is logged once, by the engine
+                        logger.warning(
+                            "claiming deliveries failed: %s",
+                            database_condition(exc) or type(exc).__name__,
+                        )
             if self._look_again_at > claimed_at:
                 wait = min(wait, max(self._look_again_at - time.monotonic(), 0.0))
             with contextlib.suppress(TimeoutError):
@@ -276,11 +277,12 @@ class Dispatcher:
                     # Not lost: the leases lapse and these deliveries are sent again.
                     logger.error("stopping with %d outcomes unrecorded: %s", len(batch), condition)
                     return [None] * len(batch)
-                logger.warning(
-                    "recording %d delivery outcomes failed: %s; trying again",
-                    len(batch),
-                    condition,
-                )
+                if not is_unreachable(exc):
+                    logger.warning(
+                        "recording %d delivery outcomes failed: %s; trying again",
+                        len(batch),
+                        condition,
+                    )
                 await asyncio.sleep(RECORD_RETRY_SECONDS)
         for sent, state in zip(batch, states, strict=True):
             self._in_flight.pop(sent.delivery.proposal.id, None)
@@ -303,11 +305,12 @@ class Dispatcher:
                 async with self.services.work() as work:
                     await renew_leases(work, leases, lease_seconds=lease)
             except Exception as exc:
-                logger.warning(
-                    "lease renewal failed for %d deliveries: %s",
-                    len(leases),
-                    database_condition(exc) or type(exc).__name__,
-                )
+                if not is_unreachable(exc):
+                    logger.warning(
+                        "lease renewal failed for %d deliveries: %s",
+                        len(leases),
+                        database_condition(exc) or type(exc).__name__,
+                    )
 
 
 def _report(sent: Sent, state: ProposalState | None) -> None:

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
+import logging
+import signal
 import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, ClassVar
 
 from arq import cron, func
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.cron import CronJob
-from arq.worker import Function, run_worker
+from arq.typing import WorkerCoroutine
+from arq.worker import Function, Worker, get_kwargs
 from prometheus_client import start_http_server
+from redis.exceptions import RedisError
 
 from signoff import clock, metrics
 from signoff.config import Settings, load_sealer
@@ -22,9 +30,11 @@ from signoff.constants import (
     RECONCILE_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
     WORKER_POLL_DELAY_SECONDS,
+    WORKER_RECONNECT_SECONDS,
     WORKER_STOP_GRACE_SECONDS,
 )
-from signoff.database import create_engine, create_sessionmaker
+from signoff.database import create_engine, create_sessionmaker, is_unreachable
+from signoff.errors import INTERNAL, ServiceUnavailable
 from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
 from signoff.jobs.delivery import (
@@ -37,9 +47,15 @@ from signoff.jobs.delivery import (
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.reconciliation import run_reconciliation
+from signoff.outages import Outage
 from signoff.resolvers.key_check import verify_secret_key
 from signoff.resolvers.work import Services as WorkServices
 from signoff.resolvers.work import WorkMaker, delivery_job_id, wake_job_id
+
+logger = logging.getLogger("signoff.jobs")
+
+# What a lost Redis raises: redis-py's own errors, or the socket's.
+REDIS_DOWN = (RedisError, OSError)
 
 
 class ArqJobs:
@@ -53,6 +69,7 @@ class ArqJobs:
         self.settings = settings
         self.redis = redis
         self._last_wake: str | None = None
+        self.outage = Outage("Redis (job queue)")
 
     async def start(self) -> None:
         if self.redis is None:
@@ -70,6 +87,8 @@ class ArqJobs:
     async def enqueue_delivery(
         self, proposal_id: str, attempt: int, at: datetime | None = None
     ) -> None:
+        """Enqueue after commit; while Redis is away the delivery waits in the database, where
+        the worker's sweep finds it once Redis is back (the outage is logged once)."""
         assert self.redis is not None, "ArqJobs.start() first"
         if at is not None and at > clock.now():
             job_id = delivery_job_id(proposal_id, attempt)
@@ -80,13 +99,18 @@ class ArqJobs:
                 return
             # Noted before the await: approvals committing meanwhile share this job.
             self._last_wake = job_id
-        await self.redis.enqueue_job(
-            DELIVER_JOB,
-            proposal_id,
-            _job_id=job_id,
-            _queue_name=self.settings.arq_queue,
-            _defer_until=at,
-        )
+        try:
+            await self.redis.enqueue_job(
+                DELIVER_JOB,
+                proposal_id,
+                _job_id=job_id,
+                _queue_name=self.settings.arq_queue,
+                _defer_until=at,
+            )
+        except REDIS_DOWN as exc:
+            self.outage.failed(type(exc).__name__)
+            return
+        self.outage.answered()
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -148,7 +172,7 @@ def sweeps(
     ``<name>:<time>``, and job ids are global to the Redis database, so the name carries
     the queue name; otherwise workers of another queue would take this queue's ticks.
     """
-    jobs = [
+    jobs: list[tuple[Callable[[dict[str, Any]], Awaitable[int]], int]] = [
         (sweep_deliveries, interval_seconds),
         (expire_due_proposals, interval_seconds),
         (run_reconciliation, reconcile_seconds),
@@ -156,7 +180,7 @@ def sweeps(
     ]
     return [
         cron(
-            job,
+            logged(job),
             name=f"{queue_name}:{job.__name__}",
             second=_seconds(seconds),
             minute=_minutes(seconds),
@@ -166,6 +190,83 @@ def sweeps(
         )
         for job, seconds in jobs
     ]
+
+
+def logged(job: Callable[..., Awaitable[Any]]) -> WorkerCoroutine:
+    """The job with one log line per run (job, job id, try, duration, error code).
+
+    While the database or Redis is unreachable the job does nothing, instead of failing
+    with a traceback every tick: the outage is logged once (by the engine, or the
+    worker's poll), and the next run after it does the work (the sweep finds whatever
+    waited).
+    """
+
+    @functools.wraps(job)
+    async def run(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        error_code: str | None = None
+        try:
+            return await job(ctx, *args, **kwargs)
+        except Exception as exc:
+            if isinstance(exc, REDIS_DOWN) or is_unreachable(exc):
+                error_code = ServiceUnavailable.code
+                return None
+            error_code = INTERNAL
+            raise
+        finally:
+            logger.info(
+                "job %s",
+                job.__name__,
+                extra={
+                    "job": job.__name__,
+                    "job_id": ctx.get("job_id"),
+                    "job_try": ctx.get("job_try"),
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                    "error_code": error_code,
+                },
+            )
+
+    return run
+
+
+class ResilientWorker(Worker):
+    """An arq ``Worker`` that rides out a Redis outage instead of exiting.
+
+    arq's poll raises on the first failed Redis call, which ends ``main``; ``close`` then
+    fails again on the health-check key, and the worker is gone. Here a poll that cannot
+    reach Redis logs the outage once, waits and polls again; Redis's client reconnects
+    by itself when the server is back. Jobs that were running keep running; one whose
+    bookkeeping in Redis failed is picked again (deliveries are fenced by their leases in
+    the database, so a repeat sends nothing twice that was recorded).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.redis_outage = Outage("Redis")
+
+    async def _poll_iteration(self) -> None:
+        try:
+            await super()._poll_iteration()
+        except REDIS_DOWN as exc:
+            self.redis_outage.failed(type(exc).__name__)
+            await asyncio.sleep(WORKER_RECONNECT_SECONDS)
+            return
+        self.redis_outage.answered()
+
+    async def close(self) -> None:
+        """arq's ``close``, except that Redis being away does not stop the shutdown."""
+        if not self._handle_signals:
+            self.handle_sig(signal.SIGUSR1)
+        if self._pool is None:
+            return
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        with contextlib.suppress(*REDIS_DOWN):
+            await self.pool.delete(self.health_check_key)
+        if self.on_shutdown:
+            await self.on_shutdown(self.ctx)
+        with contextlib.suppress(*REDIS_DOWN):
+            await self.pool.close(close_connection_pool=True)
+        self._pool = None
 
 
 def _seconds(period: int) -> set[int]:
@@ -181,7 +282,9 @@ def _minutes(period: int) -> set[int] | None:
 class WorkerSettings:
     """``arq signoff.jobs.worker.WorkerSettings`` works too; ``signoff worker`` is preferred."""
 
-    functions: ClassVar[list[Function]] = [func(deliver_proposal, name=DELIVER_JOB, keep_result=0)]
+    functions: ClassVar[list[Function]] = [
+        func(logged(deliver_proposal), name=DELIVER_JOB, keep_result=0)
+    ]
     cron_jobs: ClassVar[list[CronJob]] = sweeps(10, ARQ_QUEUE_DEFAULT)
     on_startup = startup
     on_shutdown = shutdown
@@ -201,16 +304,16 @@ class WorkerSettings:
 def run(settings: Settings) -> None:
     """Run an arq worker against ``settings.redis_url`` until interrupted."""
     assert settings.redis_url is not None
-    run_worker(
-        WorkerSettings,  # type: ignore[arg-type]
-        redis_settings=RedisSettings.from_dsn(settings.redis_url),
-        queue_name=settings.arq_queue,
-        cron_jobs=sweeps(
+    overrides: dict[str, Any] = {
+        "redis_settings": RedisSettings.from_dsn(settings.redis_url),
+        "queue_name": settings.arq_queue,
+        "cron_jobs": sweeps(
             settings.sweep_interval_seconds,
             settings.arq_queue,
             settings.reconcile_interval_seconds,
         ),
-        max_jobs=settings.worker_max_jobs,
-        job_timeout=settings.job_timeout_seconds,
-        ctx={"settings": settings},
-    )
+        "max_jobs": settings.worker_max_jobs,
+        "job_timeout": settings.job_timeout_seconds,
+        "ctx": {"settings": settings},
+    }
+    ResilientWorker(**{**get_kwargs(WorkerSettings), **overrides}).run()  # type: ignore[arg-type]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -11,6 +12,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff.constants import QUEUE_CLAIM_TTL_DEFAULT_SECONDS, QUEUE_DUE_DEFAULT_SECONDS
 from signoff.errors import AlreadyExists, Forbidden, NotFound, ValidationFailed
 from signoff.models import Actor, ChangeKind, Queue, QueueMembership, Role
+from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
@@ -27,9 +29,36 @@ async def create_queue(
     name: str,
     claim_ttl_seconds: int | None = None,
     default_due_seconds: int | None = None,
+    idempotency_key: str | None = None,
 ) -> Queue:
-    """Create a queue (operators and admins)."""
+    """Create a queue (operators and admins); a retry under the same key creates nothing."""
     require_role(viewer, Role.OPERATOR)
+    request: dict[str, Any] = {
+        "slug": slug,
+        "name": name,
+        "claim_ttl_seconds": claim_ttl_seconds,
+        "default_due_seconds": default_due_seconds,
+    }
+    queue, _ = await idempotency.once(
+        work,
+        viewer,
+        idempotency.Keyed.of("createQueue", idempotency_key, request),
+        lambda: _create_queue(work, viewer, **request),
+        result_of=lambda queue: {"queue_id": queue.id},
+        replay=lambda stored: _stored_queue(work, stored["queue_id"]),
+    )
+    return queue
+
+
+async def _create_queue(
+    work: UnitOfWork,
+    viewer: Viewer,
+    *,
+    slug: str,
+    name: str,
+    claim_ttl_seconds: int | None,
+    default_due_seconds: int | None,
+) -> Queue:
     if not SLUG.match(slug):
         raise ValidationFailed(
             "slug must be lowercase letters, digits and hyphens, at most 63 characters.",
@@ -64,7 +93,13 @@ async def create_queue(
             snapshot={"slug": slug},
         ),
     )
-    await work.commit()
+    return queue
+
+
+async def _stored_queue(work: UnitOfWork, queue_id: str) -> Queue:
+    queue = await work.session.get(Queue, queue_id)
+    if queue is None:
+        raise NotFound("No such queue.")
     return queue
 
 

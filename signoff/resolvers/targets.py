@@ -74,9 +74,59 @@ async def register_target(
     timeout_seconds: int | None = None,
     max_concurrency: int | None = None,
     rate_per_second: float | None = None,
+    idempotency_key: str | None = None,
 ) -> RegisteredTarget:
-    """Register a target; its signing secret is returned here once and never again."""
+    """Register a target; its signing secret is returned here, and again only to a retry of
+    the same call under the same idempotency key (which registers nothing)."""
     require_role(viewer, Role.OPERATOR)
+    request: dict[str, Any] = {
+        "name": name,
+        "url": url,
+        "input_schema": input_schema,
+        "approval_mode": approval_mode,
+        "queue_id": queue_id,
+        "method": method,
+        "output_schema": output_schema,
+        "required_approvals": required_approvals,
+        "max_attempts": max_attempts,
+        "timeout_seconds": timeout_seconds,
+        "max_concurrency": max_concurrency,
+        "rate_per_second": rate_per_second,
+    }
+    registered, _ = await idempotency.once(
+        work,
+        viewer,
+        idempotency.Keyed.of("registerTarget", idempotency_key, request),
+        lambda: _register_target(work, viewer, **request),
+        # Never the secret: the target's sealed copy is opened again for a replay.
+        result_of=lambda registered: {"target_id": registered.target.id},
+        replay=lambda stored: _registered(work, stored["target_id"]),
+    )
+    return registered
+
+
+async def _registered(work: UnitOfWork, target_id: str) -> RegisteredTarget:
+    target = await load(work, target_id)
+    return RegisteredTarget(target=target, signing_secret=work.sealer.open(target.signing_secret))
+
+
+async def _register_target(
+    work: UnitOfWork,
+    viewer: Viewer,
+    *,
+    name: str,
+    url: str,
+    input_schema: Any,
+    approval_mode: ApprovalMode,
+    queue_id: str | None,
+    method: str | None,
+    output_schema: Any,
+    required_approvals: int | None,
+    max_attempts: int | None,
+    timeout_seconds: int | None,
+    max_concurrency: int | None,
+    rate_per_second: float | None,
+) -> RegisteredTarget:
     name = require_text(name, "name", 1, 200)
     method = (method or "POST").upper()
     if method not in METHODS:
@@ -129,7 +179,6 @@ async def register_target(
         url=target.url,
         approval_mode=approval_mode.value,
     )
-    await work.commit()
     return RegisteredTarget(target=target, signing_secret=secret)
 
 

@@ -61,9 +61,43 @@ async def create_task(
     response_schema: Any = None,
     priority: int | None = None,
     due_in_seconds: int | None = None,
+    idempotency_key: str | None = None,
 ) -> HumanTask:
-    """Put a free-form unit of human work (a review, a question) in a queue."""
+    """Put a free-form unit of human work (a review, a question) in a queue; a retry under
+    the same key creates nothing."""
     require_role(viewer, Role.AGENT, Role.OPERATOR)
+    request: dict[str, Any] = {
+        "queue_id": queue_id,
+        "kind": kind,
+        "title": title,
+        "context": context,
+        "response_schema": response_schema,
+        "priority": priority,
+        "due_in_seconds": due_in_seconds,
+    }
+    task, _ = await idempotency.once(
+        work,
+        viewer,
+        idempotency.Keyed.of("createTask", idempotency_key, request),
+        lambda: _create_task(work, viewer, **request),
+        result_of=lambda task: {"task_id": task.id},
+        replay=lambda stored: _stored_task(work, stored["task_id"]),
+    )
+    return task
+
+
+async def _create_task(
+    work: UnitOfWork,
+    viewer: Viewer,
+    *,
+    queue_id: str,
+    kind: str,
+    title: str,
+    context: Any,
+    response_schema: Any,
+    priority: int | None,
+    due_in_seconds: int | None,
+) -> HumanTask:
     kind = require_text(kind, "kind", 1, 64).upper()
     if kind == APPROVAL_KIND:
         raise ValidationFailed("APPROVAL tasks are created by proposeAction.", field="kind")
@@ -94,7 +128,13 @@ async def create_task(
         actor_id=viewer.id,
         details={"queue_id": queue.id, "kind": kind},
     )
-    await work.commit()
+    return task
+
+
+async def _stored_task(work: UnitOfWork, task_id: str) -> HumanTask:
+    task = await work.session.get(HumanTask, task_id)
+    if task is None:
+        raise NotFound("No such task.")
     return task
 
 

@@ -17,6 +17,7 @@ from signoff.schema.errors import ErrorMapping
 from signoff.schema.metrics import CountOperations
 from signoff.schema.mutation import Mutation
 from signoff.schema.query import Query
+from signoff.schema.request_log import NoteRequest
 from signoff.schema.subscription import Subscription
 from signoff.schema.validation import CheckedValidation
 
@@ -69,6 +70,7 @@ def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Sche
             lambda: MaxTokensLimiter(max_token_count=QUERY_MAX_TOKENS),
             lambda: CachedParse(maxsize=256),
             lambda: CheckedValidation(introspection),
+            NoteRequest,
             ErrorMapping,
         ],
         **extra,

@@ -13,7 +13,6 @@ batch: one query per loader per tick.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff import logs
 from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.resolvers.access import Viewer
@@ -83,7 +83,7 @@ class Context:
     read_sessionmaker: SessionMaker | None = None
     request: Any = None
     response: Any = None
-    request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    request_id: str = field(default_factory=logs.request_id)
     # Live events (websockets only): the process's broadcaster and this socket's writer.
     broadcaster: Broadcaster | None = None
     connection: Connection | None = None
@@ -132,6 +132,7 @@ class Context:
                 self._viewer = await self._authenticate()
             else:
                 self._viewer = await self.viewers.viewer(self.token, self._authenticate)
+            logs.note(actor_id=self._viewer.id)
         return self._viewer
 
     def forget_viewers(self) -> None:

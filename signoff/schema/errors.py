@@ -13,13 +13,19 @@ import traceback
 from graphql.error import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import MaskErrors
 
-from signoff.constants import QUERY_MAX_TOKENS
-from signoff.database import database_condition, is_busy
-from signoff.errors import DatabaseBusy, GraphQLParseFailed, SignoffError, TooManyTokens
+from signoff.constants import QUERY_MAX_TOKENS, SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS
+from signoff.database import database_condition, is_busy, is_unreachable
+from signoff.errors import (
+    INTERNAL,
+    DatabaseBusy,
+    GraphQLParseFailed,
+    ServiceUnavailable,
+    SignoffError,
+    TooManyTokens,
+)
 
 logger = logging.getLogger("signoff.errors")
 
-INTERNAL = "INTERNAL"
 GRAPHQL_VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
 
 
@@ -49,8 +55,10 @@ def describe(exc: BaseException) -> str:
 def mask_error(error: GraphQLError, request_id: str | None) -> GraphQLError:
     """The error a client may see: refusals as they are, everything else coded and logged.
 
-    A busy database is ``DATABASE_BUSY`` (nothing was committed; retry), anything else
-    ``INTERNAL`` with the request id that the log line carries.
+    A busy database is ``DATABASE_BUSY`` (nothing was committed; retry), an unreachable
+    one ``SERVICE_UNAVAILABLE`` with ``retryAfter`` (logged once per outage by the engine,
+    not per request), anything else ``INTERNAL`` with the request id that the log line
+    carries.
     """
     original = error.original_error
     if isinstance(error, GraphQLSyntaxError):
@@ -81,6 +89,15 @@ def mask_error(error: GraphQLError, request_id: str | None) -> GraphQLError:
     if isinstance(original, SignoffError):
         return error
     path = ".".join(map(str, error.path or []))
+    if is_unreachable(original):
+        logger.debug("database unreachable request_id=%s path=%s", request_id, path)
+        return _replace(
+            error,
+            ServiceUnavailable.default_message,
+            ServiceUnavailable.code,
+            request_id,
+            retryAfter=SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS,
+        )
     if is_busy(original):
         logger.warning(
             "database busy request_id=%s path=%s %s", request_id, path, describe(original)
@@ -111,14 +128,16 @@ def _syntax_refusal(error: GraphQLSyntaxError) -> GraphQLError:
     )
 
 
-def _replace(error: GraphQLError, message: str, code: str, request_id: str | None) -> GraphQLError:
+def _replace(
+    error: GraphQLError, message: str, code: str, request_id: str | None, **details: object
+) -> GraphQLError:
     return GraphQLError(
         message=message,
         nodes=error.nodes,
         source=error.source,
         positions=error.positions,
         path=error.path,
-        extensions={"code": code, "requestId": request_id},
+        extensions={"code": code, "requestId": request_id, **details},
     )
 
 

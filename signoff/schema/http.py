@@ -16,6 +16,7 @@ from cross_web import HTTPException
 from starlette.responses import JSONResponse, Response
 
 from signoff.errors import (
+    INTERNAL,
     BadRequestBody,
     MethodNotAllowed,
     NotFound,
@@ -23,7 +24,7 @@ from signoff.errors import (
     SignoffError,
     UnsupportedContentType,
 )
-from signoff.schema.errors import INTERNAL, ErrorMapping, describe
+from signoff.schema.errors import ErrorMapping, describe
 
 logger = logging.getLogger("signoff.errors")
 

@@ -8,7 +8,7 @@ from graphql.error import GraphQLError
 from strawberry.extensions import SchemaExtension
 
 from signoff import metrics
-from signoff.schema.errors import INTERNAL
+from signoff.errors import INTERNAL
 
 UNKNOWN_OPERATION = "unknown"
 

@@ -103,6 +103,7 @@ class Mutation:
             name=input.name,
             claim_ttl_seconds=input.claim_ttl_seconds,
             default_due_seconds=input.default_due_seconds,
+            idempotency_key=input.idempotency_key,
         )
         return Queue.from_model(queue)
 
@@ -146,6 +147,7 @@ class Mutation:
             timeout_seconds=input.timeout_seconds,
             max_concurrency=input.max_concurrency,
             rate_per_second=input.rate_per_second,
+            idempotency_key=input.idempotency_key,
         )
         return RegisterTargetPayload(
             target=Target.from_model(registered.target), signing_secret=registered.signing_secret
@@ -287,6 +289,7 @@ class Mutation:
             response_schema=input.response_schema,
             priority=input.priority,
             due_in_seconds=input.due_in_seconds,
+            idempotency_key=input.idempotency_key,
         )
         return HumanTask.from_model(task)
 

@@ -41,6 +41,10 @@ class CreateQueueInput:
     default_due_seconds: int | None = strawberry.field(
         default=None, description="Due time of new tasks (60 s to 31 days; default 24 h)."
     )
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description="Retrying with the same key answers the first result and creates nothing.",
+    )
 
 
 @strawberry.input

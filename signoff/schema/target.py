@@ -123,6 +123,10 @@ class RegisterTargetInput:
         description=f"Deliveries started per second ({TARGET_RATE_MIN_PER_SECOND:g}-"
         f"{TARGET_RATE_MAX_PER_SECOND:g}); leave it out for no limit.",
     )
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description="Retrying with the same key answers the first result and creates nothing.",
+    )
 
 
 @strawberry.type

@@ -108,6 +108,10 @@ class CreateTaskInput:
         default=None, description="Higher comes first (-1000 to 1000, default 0)."
     )
     due_in_seconds: int | None = None
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description="Retrying with the same key answers the first result and creates nothing.",
+    )
 
 
 @strawberry.input

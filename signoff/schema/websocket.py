@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
@@ -74,6 +75,9 @@ class Connection(ASGIWebSocketAdapter):
         response: WebSocket,
     ) -> None:
         super().__init__(view, request, response)
+        open_connections = getattr(view, "open_connections", None)
+        if isinstance(open_connections, weakref.WeakSet):
+            open_connections.add(self)  # closed with 1001 when the server shuts down
         self.frame_limit: int = getattr(view, "frame_limit", DEFAULT_FRAME_LIMIT)
         self.frame_type = "next"  # graphql-transport-ws; the legacy protocol says "data"
         self.closed = False
@@ -232,6 +236,15 @@ class Connection(ASGIWebSocketAdapter):
         with contextlib.suppress(Exception):
             async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
                 await self.ws.close(code=code, reason=reason)
+
+
+async def close_all(connections: weakref.WeakSet[Connection], code: int, reason: str) -> None:
+    """Close every open connection at once; a client that does not read is cut off after
+    ``CLOSE_TIMEOUT_SECONDS``."""
+    await asyncio.gather(
+        *(connection.close(code, reason) for connection in list(connections)),
+        return_exceptions=True,
+    )
 
 
 async def _handle_then_stop(handle: Callable[[], Awaitable[None]], websocket: Any) -> None:

@@ -82,6 +82,7 @@ export const MESSAGES = {
   VALUE_OUT_OF_RANGE: "A number is too large (or not a number) to be stored exactly. Check the values and try again.",
   RATE_LIMITED: "Too many requests with this token. Wait a moment and try again.",
   TOO_MANY_SUBSCRIPTIONS: "Too many live views are open on one connection. Close some tabs and reload.",
+  SERVICE_UNAVAILABLE: "The server cannot reach its database right now; nothing was changed. Try again in a few seconds.",
 };
 
 /** The sentence for a refusal, with its code (and the reference an operator needs). */

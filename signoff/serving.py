@@ -1,0 +1,49 @@
+"""``signoff serve`` under uvicorn, with a shutdown that says goodbye properly.
+
+uvicorn, on SIGTERM, stops listening and closes websockets with 1012 ("service restart"),
+then waits, with no limit by default, for every connection to end. Here websockets are
+closed first with 1001 ("going away", what a client reconnects on), requests in flight
+get ``SHUTDOWN_GRACE_SECONDS`` to finish, and then the app's own shutdown runs (the job
+queue, the event relay, the database pool).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Awaitable, Callable
+
+import uvicorn
+from starlette.applications import Starlette
+
+from signoff.config import Settings
+from signoff.constants import SHUTDOWN_GRACE_SECONDS
+
+
+class GracefulServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, going_away: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(config)
+        self.going_away = going_away
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Stop listening first, so that clients told to go away reconnect elsewhere.
+        for server in self.servers:
+            server.close()
+        await self.going_away()
+        await super().shutdown(sockets)
+
+
+def serve(app: Starlette, settings: Settings, *, host: str, port: int) -> None:
+    """Run ``app`` as ``uvicorn.run`` would, with ``GracefulServer``'s shutdown."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=settings.log_level,
+        ws="websockets-sansio",
+        ws_per_message_deflate=settings.ws_per_message_deflate,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        # Logging is configured already (signoff.logs), with a line per request of its own.
+        log_config=None,
+        access_log=False,
+    )
+    GracefulServer(config, app.state.going_away).run()

@@ -1,0 +1,90 @@
+"""Structured logs: one JSON line per request (request id, actor, operation, duration, error
+code), never a token or an exception's message; plain text when stderr is a terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+import httpx
+
+from signoff.logs import JsonFormatter, TextFormatter, configure
+from signoff.models import Role
+from tests.helpers import CREATE_QUEUE, GraphQLClient
+from tests.live import Server
+from tests.log_lines import log_lines, problems
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _record(exc: BaseException | None = None) -> logging.LogRecord:
+    exc_info = None if exc is None else (type(exc), exc, None)
+    record = logging.LogRecord(
+        "signoff.test", logging.ERROR, __file__, 1, "it broke", None, exc_info
+    )
+    record.request_id = "r-1"
+    return record
+
+
+def test_a_json_line_names_the_exception_type_but_never_its_message() -> None:
+    line = json.loads(JsonFormatter().format(_record(ValueError("password=hunter2"))))
+    assert line["message"] == "it broke" and line["level"] == "ERROR"
+    assert line["request_id"] == "r-1" and line["exception"] == "ValueError"
+    assert "hunter2" not in json.dumps(line)
+
+
+def test_a_text_line_has_no_traceback() -> None:
+    text = TextFormatter().format(_record(ValueError("password=hunter2")))
+    assert "it broke request_id=r-1 exception=ValueError" in text
+    assert "hunter2" not in text and "\n" not in text
+
+
+def test_logs_are_plain_text_in_a_terminal_and_json_elsewhere() -> None:
+    root, arq = logging.getLogger(), logging.getLogger("arq.worker")
+    saved = root.handlers[:], root.level, arq.level
+    try:
+        terminal, pipe = Terminal(), io.StringIO()
+        configure("info", stream=terminal)
+        logging.getLogger("signoff.test").info("hello")
+        configure("info", stream=pipe)
+        logging.getLogger("signoff.test").info("hello")
+    finally:
+        root.handlers[:], root.level, arq.level = saved
+    assert terminal.getvalue().rstrip().endswith("INFO signoff.test hello")
+    assert json.loads(pipe.getvalue())["message"] == "hello"
+
+
+async def test_each_request_is_one_json_line_without_the_token(
+    serve: Callable[..., Awaitable[Server]], gql: GraphQLClient
+) -> None:
+    server = await serve(SIGNOFF_LOG_LEVEL="info")
+    admin = await gql.token(Role.ADMIN)
+    headers = {"Authorization": f"Bearer {admin}"}
+    viewer = (await gql("{ viewer { actor { id } } }", token=admin))["viewer"]["actor"]["id"]
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        created = await http.post(
+            "/graphql",
+            json={"query": CREATE_QUEUE, "variables": {"input": {"slug": "a", "name": "A"}}},
+            headers=headers,
+        )
+        refused = await http.post(
+            "/graphql",
+            json={"query": 'query Lookup { queue(id: "nope") { id } }'},
+            headers=headers,
+        )
+    server.stop()
+    lines = log_lines(server.log)
+    requests = {line["request_id"]: line for line in lines if line["logger"] == "signoff.requests"}
+    first = requests[created.headers["x-request-id"]]
+    assert first["operation"] == "createQueue" and first["error_code"] is None
+    assert first["actor_id"] == viewer and first["status"] == 200
+    assert isinstance(first["duration_ms"], float)
+    second = requests[refused.headers["x-request-id"]]
+    assert second["operation"] == "Lookup" and second["error_code"] == "NOT_FOUND"
+    assert admin not in server.log.read_text()
+    assert not problems(lines)
