@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import case
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -100,23 +101,27 @@ async def apply_decision(
     proposal: Proposal,
     decision: Decision,
     reason: str | None,
+    *,
+    bulk: dict[str, Any] | None = None,
 ) -> DecideResult:
     """Check and record a decision in the unit of work; the caller commits.
 
     The proposal and its approval task each move by compare-and-set, so a decision
-    never overwrites a claim another reviewer took meanwhile.
+    never overwrites a claim another reviewer took meanwhile, and an approval counts only
+    while the proposal still has the digest it names (an amendment voids it). ``bulk``
+    names the bulk action a decision was made in, for the audit record.
     """
     require_reviewer_of(viewer, proposal.queue_id)
     now = work.now()
-    _require_awaiting(proposal, now)
+    require_awaiting(proposal, now)
     if proposal.proposed_by_id == viewer.id:
         raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
     reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
     session = work.session
-    task = await _approval_task(session, proposal.id)
-    if task is not None and _held_by_other(task, viewer, now):
+    task = await approval_task(session, proposal.id)
+    if task is not None and held_by_other(task, viewer, now):
         raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
-    if await _decision_of(session, proposal.id, viewer.id) is not None:
+    if await _decision_of(session, proposal, viewer.id) is not None:
         raise AlreadyDecided("You have already decided this proposal.")
 
     approval = Approval(
@@ -124,6 +129,7 @@ async def apply_decision(
         approver_id=viewer.id,
         decision=decision,
         payload_digest=proposal.payload_digest,
+        revision=proposal.revision,
         reason=reason,
         created_at=now,
     )
@@ -133,11 +139,17 @@ async def apply_decision(
     except IntegrityError:
         await work.rollback()
         raise AlreadyDecided("You have already decided this proposal.") from None
-    _audit_approval(work, viewer, approval)
+    _audit_approval(work, viewer, approval, bulk)
 
     updated = await _advance(work, viewer, proposal.id, approval, now)
     if updated is None:
         await work.rollback()
+        current = await work.session.get(Proposal, proposal.id, populate_existing=True)
+        if current is not None and current.payload_digest != approval.payload_digest:
+            raise PayloadDigestMismatch(
+                "The proposal was amended just now; review the new revision.",
+                expected=current.payload_digest,
+            )
         raise NotAwaitingApproval("The proposal was decided by someone else just now.")
     decided = updated.state != ProposalState.APPROVAL_REQUIRED
     if task is not None:
@@ -145,7 +157,7 @@ async def apply_decision(
     return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)
 
 
-def _require_awaiting(proposal: Proposal, now: datetime) -> None:
+def require_awaiting(proposal: Proposal, now: datetime) -> None:
     if proposal.state != ProposalState.APPROVAL_REQUIRED:
         raise NotAwaitingApproval(
             f"The proposal is {proposal.state}, not waiting for approval.", state=proposal.state
@@ -154,7 +166,7 @@ def _require_awaiting(proposal: Proposal, now: datetime) -> None:
         raise NotAwaitingApproval("The proposal's approval deadline has passed.", state="EXPIRED")
 
 
-def _held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
+def held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
     return (
         task.state == TaskState.CLAIMED
         and task.assignee_id != viewer.id
@@ -162,19 +174,24 @@ def _held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
     )
 
 
-async def _approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | None:
+async def approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | None:
     stmt = select(HumanTask).where(HumanTask.proposal_id == proposal_id)
     return (await session.exec(stmt)).first()
 
 
-async def _decision_of(session: AsyncSession, proposal_id: str, actor_id: str) -> Approval | None:
+async def _decision_of(session: AsyncSession, proposal: Proposal, actor_id: str) -> Approval | None:
+    """The actor's decision on the proposal's current revision, if any."""
     stmt = select(Approval).where(
-        Approval.proposal_id == proposal_id, Approval.approver_id == actor_id
+        Approval.proposal_id == proposal.id,
+        Approval.revision == proposal.revision,
+        Approval.approver_id == actor_id,
     )
     return (await session.exec(stmt)).first()
 
 
-def _audit_approval(work: UnitOfWork, viewer: Viewer, approval: Approval) -> None:
+def _audit_approval(
+    work: UnitOfWork, viewer: Viewer, approval: Approval, bulk: dict[str, Any] | None
+) -> None:
     record(
         work,
         Happening(
@@ -185,7 +202,9 @@ def _audit_approval(work: UnitOfWork, viewer: Viewer, approval: Approval) -> Non
             details={
                 "approval_id": approval.id,
                 "payload_digest": approval.payload_digest,
+                "revision": approval.revision,
                 "reason": approval.reason,
+                **({} if bulk is None else {"bulk": bulk}),
             },
         ),
     )
@@ -198,7 +217,11 @@ async def _advance(
     edge, values = lifecycles.REJECT, dict[str, Any](decided_at=now)
     if approval.decision is Decision.APPROVED:
         count = col(Proposal.approval_count)
-        reached = count + 1 >= col(Proposal.required_approvals)
+        # With an amendment the agent has yet to accept, the quorum waits for it.
+        reached = sa.and_(
+            count + 1 >= col(Proposal.required_approvals),
+            col(Proposal.awaiting_proposer).is_(False),
+        )
         edge, values = (
             lifecycles.COUNT_APPROVAL,
             {
@@ -213,7 +236,10 @@ async def _advance(
         edge,
         proposal_id,
         actor_id=viewer.id,
-        guard=col(Proposal.expires_at) > now,
+        guard=sa.and_(
+            col(Proposal.expires_at) > now,
+            col(Proposal.payload_digest) == approval.payload_digest,
+        ),
         values=values,
         details={"approval_id": approval.id},
     )
@@ -258,5 +284,5 @@ async def _load_result(
     assert approval is not None  # approvals are never deleted
     proposal = await session.get(Proposal, approval.proposal_id)
     assert proposal is not None
-    task = await _approval_task(session, proposal.id)
+    task = await approval_task(session, proposal.id)
     return DecideResult(proposal=proposal, approval=approval, task=task, replayed=replayed)

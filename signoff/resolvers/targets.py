@@ -74,6 +74,9 @@ async def register_target(
     timeout_seconds: int | None = None,
     max_concurrency: int | None = None,
     rate_per_second: float | None = None,
+    amendable: bool = True,
+    amendments_need_proposer: bool = False,
+    summary_field: str | None = None,
 ) -> RegisteredTarget:
     """Register a target; its signing secret is returned here once and never again."""
     require_role(viewer, Role.OPERATOR)
@@ -109,6 +112,11 @@ async def register_target(
         ),
         max_concurrency=require_max_concurrency(max_concurrency),
         rate_per_second=None if rate_per_second is None else require_rate(rate_per_second),
+        amendable=amendable,
+        amendments_need_proposer=amendments_need_proposer,
+        summary_field=None
+        if summary_field is None
+        else require_text(summary_field, "summaryField", 1, 200),
         signing_secret=work.sealer.seal(secret),
         created_by_id=viewer.id,
     )

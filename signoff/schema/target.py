@@ -57,6 +57,15 @@ class Target:
     next_probe_at: datetime | None = strawberry.field(
         description="When an OPEN circuit next lets one delivery through to probe."
     )
+    amendable: bool = strawberry.field(
+        description="Reviewers may amend its proposals (false: AMENDMENT_NOT_ALLOWED)."
+    )
+    amendments_need_proposer: bool = strawberry.field(
+        description="An amended proposal waits for its agent's acceptAmendment."
+    )
+    summary_field: str | None = strawberry.field(
+        description="A numeric payload field bulkDecisionPreview adds up."
+    )
     created_at: datetime
     queue_id: strawberry.Private[str | None]
 
@@ -91,6 +100,9 @@ class Target:
             last_error_at=target.last_error_at,
             circuit_opened_at=target.circuit_opened_at,
             next_probe_at=target.circuit_probe_at,
+            amendable=target.amendable,
+            amendments_need_proposer=target.amendments_need_proposer,
+            summary_field=target.summary_field,
             created_at=target.created_at,
             queue_id=target.queue_id,
         )
@@ -121,6 +133,17 @@ class RegisterTargetInput:
         default=None,
         description=f"Deliveries started per second ({TARGET_RATE_MIN_PER_SECOND:g}-"
         f"{TARGET_RATE_MAX_PER_SECOND:g}); leave it out for no limit.",
+    )
+    amendable: bool = strawberry.field(
+        default=True, description="Reviewers may amend its proposals (default true)."
+    )
+    amendments_need_proposer: bool = strawberry.field(
+        default=False,
+        description="An amendment must be accepted by the proposing agent before delivery.",
+    )
+    summary_field: str | None = strawberry.field(
+        default=None,
+        description="A numeric top-level payload field bulkDecisionPreview adds up (e.g. amount).",
     )
 
 
