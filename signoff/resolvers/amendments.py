@@ -174,9 +174,14 @@ async def _apply(
         published={"diff": changes, "payloadDigest": digest},
     )
     if updated is None:
+        proposal_id = proposal.id  # before the rollback expires it
         await work.rollback()
+        current = await work.session.get(Proposal, proposal_id, populate_existing=True)
+        assert current is not None  # proposals are never deleted
+        require_awaiting(current, now)  # decided (or expired) meanwhile
         raise PayloadDigestMismatch(
-            "The proposal changed just now (amended or decided); reload it.",
+            "The proposal was amended by someone else just now; reload it.",
+            expected=current.payload_digest,
         )
     session = work.session
     if old_revision == 1:  # the revision as proposed, kept once there is a second
@@ -298,8 +303,17 @@ async def _accept(work: UnitOfWork, viewer: Viewer, proposal: Proposal, now: dat
         details={"revision": proposal.revision, "payload_digest": proposal.payload_digest},
     )
     if updated is None:
+        proposal_id = proposal.id  # before the rollback expires it
         await work.rollback()
-        raise PayloadDigestMismatch("The proposal changed just now; reload it.")
+        current = await work.session.get(Proposal, proposal_id, populate_existing=True)
+        assert current is not None  # proposals are never deleted
+        require_awaiting(current, now)
+        if not current.awaiting_proposer:
+            raise NoAmendmentPending("The amendment was accepted just now.")
+        raise PayloadDigestMismatch(
+            "The proposal was amended again just now; review the new revision.",
+            expected=current.payload_digest,
+        )
     if updated.state == ProposalState.QUEUED:
         # The quorum was already in: the acceptance queued it. Audit the acceptance too,
         # and close the approval task with the decision the reviewers made.

@@ -143,9 +143,10 @@ async def apply_decision(
 
     updated = await _advance(work, viewer, proposal.id, approval, now)
     if updated is None:
+        decided_digest, proposal_id = approval.payload_digest, proposal.id  # before rollback
         await work.rollback()
-        current = await work.session.get(Proposal, proposal.id, populate_existing=True)
-        if current is not None and current.payload_digest != approval.payload_digest:
+        current = await work.session.get(Proposal, proposal_id, populate_existing=True)
+        if current is not None and current.payload_digest != decided_digest:
             raise PayloadDigestMismatch(
                 "The proposal was amended just now; review the new revision.",
                 expected=current.payload_digest,
