@@ -73,16 +73,10 @@ async def decide_proposal(
     )
 
     async def decide() -> DecideResult:
-        proposal = await get_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
-        if proposal.payload_digest != payload_digest:
-            raise PayloadDigestMismatch(
-                "payloadDigest does not match the proposal; reload it and review what changed.",
-                expected=proposal.payload_digest,
-            )
-        return await apply_decision(work, viewer, proposal, decision, reason)
+        return await decide_named(work, viewer, proposal_id, payload_digest, decision, reason)
 
     async def replay(stored: dict[str, Any]) -> DecideResult:
-        return await _load_result(work.session, stored, replayed=True)
+        return await load_result(work.session, stored["approval_id"], replayed=True)
 
     result, _ = await idempotency.once(
         work,
@@ -93,6 +87,47 @@ async def decide_proposal(
         replay=replay,
     )
     return result
+
+
+async def decide_named(
+    work: UnitOfWork,
+    viewer: Viewer,
+    proposal_id: str,
+    payload_digest: str,
+    decision: Decision,
+    reason: str | None,
+    *,
+    bulk: dict[str, Any] | None = None,
+) -> DecideResult:
+    """Decide the proposal ``payload_digest`` names, if it still has that digest."""
+    proposal = await get_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
+    require_digest(proposal, payload_digest)
+    return await apply_decision(work, viewer, proposal, decision, reason, bulk=bulk)
+
+
+def require_digest(proposal: Proposal, payload_digest: str) -> None:
+    if proposal.payload_digest != payload_digest:
+        raise PayloadDigestMismatch(
+            "payloadDigest does not match the proposal; reload it and review what changed.",
+            expected=proposal.payload_digest,
+        )
+
+
+async def check_decidable(
+    session: AsyncSession, viewer: Viewer, proposal: Proposal, now: datetime
+) -> HumanTask | None:
+    """Refuse a decision this viewer may not make on the proposal now; returns its
+    approval task. Deciding and bulk previews share it."""
+    require_reviewer_of(viewer, proposal.queue_id)
+    require_awaiting(proposal, now)
+    if proposal.proposed_by_id == viewer.id:
+        raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
+    task = await approval_task(session, proposal.id)
+    if task is not None and held_by_other(task, viewer, now):
+        raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
+    if await _decision_of(session, proposal, viewer.id) is not None:
+        raise AlreadyDecided("You have already decided this proposal.")
+    return task
 
 
 async def apply_decision(
@@ -111,18 +146,10 @@ async def apply_decision(
     while the proposal still has the digest it names (an amendment voids it). ``bulk``
     names the bulk action a decision was made in, for the audit record.
     """
-    require_reviewer_of(viewer, proposal.queue_id)
     now = work.now()
-    require_awaiting(proposal, now)
-    if proposal.proposed_by_id == viewer.id:
-        raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
-    reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
     session = work.session
-    task = await approval_task(session, proposal.id)
-    if task is not None and held_by_other(task, viewer, now):
-        raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
-    if await _decision_of(session, proposal, viewer.id) is not None:
-        raise AlreadyDecided("You have already decided this proposal.")
+    task = await check_decidable(session, viewer, proposal, now)
+    reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
 
     approval = Approval(
         proposal_id=proposal.id,
@@ -278,12 +305,11 @@ async def _settle_task(
     return settled
 
 
-async def _load_result(
-    session: AsyncSession, stored: dict[str, Any], *, replayed: bool
-) -> DecideResult:
-    approval = await session.get(Approval, stored["approval_id"])
+async def load_result(session: AsyncSession, approval_id: str, *, replayed: bool) -> DecideResult:
+    """A recorded decision as it stands now: the approval, its proposal and task."""
+    approval = await session.get(Approval, approval_id, populate_existing=True)
     assert approval is not None  # approvals are never deleted
-    proposal = await session.get(Proposal, approval.proposal_id)
+    proposal = await session.get(Proposal, approval.proposal_id, populate_existing=True)
     assert proposal is not None
     task = await approval_task(session, proposal.id)
     return DecideResult(proposal=proposal, approval=approval, task=task, replayed=replayed)

@@ -8,6 +8,7 @@ from signoff import models
 from signoff.resolvers import (
     amendments,
     approvals,
+    bulk_decisions,
     compensations,
     drafts,
     incident_response,
@@ -24,6 +25,12 @@ from signoff.schema.amendment import (
     AcceptAmendmentPayload,
     AmendProposalInput,
     AmendProposalPayload,
+)
+from signoff.schema.bulk_decision import (
+    BulkDecisionResult,
+    DecideProposalsInput,
+    DecideProposalsPayload,
+    items_of,
 )
 from signoff.schema.call import call
 from signoff.schema.delivery import (
@@ -280,6 +287,29 @@ class Mutation:
             proposal=Proposal.from_model(result.proposal),
             approval=Approval.from_model(result.approval),
             task=_task(result.task),
+            replayed=result.replayed,
+        )
+
+    @strawberry.mutation(
+        description=(
+            "Reviewers: decide up to 100 proposals at once, each bound to its digest. Items are "
+            "independent: one result per item, the decision or the item's refusal code."
+        )
+    )
+    async def decide_proposals(
+        self, info: strawberry.Info, input: DecideProposalsInput
+    ) -> DecideProposalsPayload:
+        result = await call(
+            info,
+            bulk_decisions.decide_proposals,
+            items=items_of(input.items),
+            decision=input.decision,
+            idempotency_key=input.idempotency_key,
+            reason=input.reason,
+        )
+        return DecideProposalsPayload(
+            bulk_id=strawberry.ID(result.bulk_id),
+            results=[BulkDecisionResult.from_result(item) for item in result.items],
             replayed=result.replayed,
         )
 

@@ -8,6 +8,7 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.resolvers import (
     audit,
+    bulk_decisions,
     draft_reads,
     incident_response,
     operations,
@@ -19,6 +20,7 @@ from signoff.resolvers import (
 )
 from signoff.schema.actor import Actor, Viewer
 from signoff.schema.audit import AuditEvent
+from signoff.schema.bulk_decision import BulkDecisionItemInput, BulkDecisionPreview, items_of
 from signoff.schema.call import call
 from signoff.schema.context import context_of
 from signoff.schema.draft import Draft
@@ -70,6 +72,18 @@ class Query:
     @strawberry.field
     async def proposal(self, info: strawberry.Info, id: strawberry.ID) -> Proposal:
         return Proposal.from_model(await call(info, proposals.get_proposal, proposal_id=id))
+
+    @strawberry.field(
+        description=(
+            "Reviewers: what decideProposals would do with these items now: refusals and why, "
+            "counts by target and by state, and each target's summaryField total."
+        )
+    )
+    async def bulk_decision_preview(
+        self, info: strawberry.Info, items: list[BulkDecisionItemInput]
+    ) -> BulkDecisionPreview:
+        preview = await call(info, bulk_decisions.preview_bulk_decision, items=items_of(items))
+        return BulkDecisionPreview.from_preview(preview)
 
     @strawberry.field(description="Newest first, at most 100 a page.")
     async def proposals(
