@@ -32,6 +32,8 @@ REQUIRED_APPROVALS_MAX = 5
 # items are keyed ``<key>#<index>`` within the idempotency key limit of 200.
 BULK_DECISION_MAX_ITEMS = 100
 BULK_DECISION_KEY_MAX_CHARS = 150
+# Approval policies (section 4.19): rules per target's policy.
+POLICY_MAX_RULES = 50
 
 REASON_MIN_CHARS = 3
 REASON_MAX_CHARS = 2000

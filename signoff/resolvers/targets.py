@@ -39,6 +39,7 @@ from signoff.jsonvalues import check_schema
 from signoff.models import ApprovalMode, ChangeKind, Proposal, Queue, Role, Target
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.approval_policies import check_policy
 from signoff.resolvers.delivery_due import due
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
@@ -77,6 +78,7 @@ async def register_target(
     amendable: bool = True,
     amendments_need_proposer: bool = False,
     summary_field: str | None = None,
+    approval_policy: Any = None,
 ) -> RegisteredTarget:
     """Register a target; its signing secret is returned here once and never again."""
     require_role(viewer, Role.OPERATOR)
@@ -92,6 +94,16 @@ async def register_target(
         )
     if queue_id is not None and await work.session.get(Queue, queue_id) is None:
         raise NotFound("No such queue.", field="queueId")
+    approvals = require_range(required_approvals, "requiredApprovals", 1, REQUIRED_APPROVALS_MAX, 1)
+    policy = None
+    if approval_policy is not None:
+        policy = await check_policy(
+            work.session,
+            approval_policy,
+            approval_mode=approval_mode,
+            required_approvals=approvals,
+            queue_id=queue_id,
+        )
     secret = new_signing_secret()
     target = Target(
         name=name,
@@ -102,9 +114,8 @@ async def register_target(
         if output_schema is None
         else check_schema(output_schema, "outputSchema"),
         approval_mode=approval_mode,
-        required_approvals=require_range(
-            required_approvals, "requiredApprovals", 1, REQUIRED_APPROVALS_MAX, 1
-        ),
+        required_approvals=approvals,
+        approval_policy=policy,
         queue_id=queue_id,
         max_attempts=require_range(max_attempts, "maxAttempts", 1, 20, TARGET_MAX_ATTEMPTS_DEFAULT),
         timeout_seconds=require_range(
@@ -136,6 +147,7 @@ async def register_target(
         name=name,
         url=target.url,
         approval_mode=approval_mode.value,
+        approval_policy=policy,
     )
     await work.commit()
     return RegisteredTarget(target=target, signing_secret=secret)

@@ -161,6 +161,7 @@ class Mutation:
             amendable=input.amendable,
             amendments_need_proposer=input.amendments_need_proposer,
             summary_field=input.summary_field,
+            approval_policy=input.approval_policy,
         )
         return RegisterTargetPayload(
             target=Target.from_model(registered.target), signing_secret=registered.signing_secret

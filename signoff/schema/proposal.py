@@ -101,6 +101,10 @@ class Proposal:
     awaiting_proposer: bool = strawberry.field(
         description="An amendment waits for the proposing agent's acceptAmendment."
     )
+    policy_rule: JSON | None = strawberry.field(
+        description="The target's approval-policy rule that set requiredApprovals "
+        "({rule, name, approvals, queueId}; rule null: the policy's default)."
+    )
     expires_at: datetime
     decided_at: datetime | None
     created_at: datetime
@@ -183,6 +187,7 @@ class Proposal:
             approval_count=p.approval_count,
             revision=p.revision,
             awaiting_proposer=p.awaiting_proposer,
+            policy_rule=None if p.policy_rule is None else JSON(p.policy_rule),
             expires_at=p.expires_at,
             decided_at=p.decided_at,
             created_at=p.created_at,

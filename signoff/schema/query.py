@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import strawberry
+from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.resolvers import (
+    approval_policies,
     audit,
     bulk_decisions,
     draft_reads,
@@ -19,6 +21,7 @@ from signoff.resolvers import (
     tasks,
 )
 from signoff.schema.actor import Actor, Viewer
+from signoff.schema.approval_policy import PolicySimulation
 from signoff.schema.audit import AuditEvent
 from signoff.schema.bulk_decision import BulkDecisionItemInput, BulkDecisionPreview, items_of
 from signoff.schema.call import call
@@ -84,6 +87,17 @@ class Query:
     ) -> BulkDecisionPreview:
         preview = await call(info, bulk_decisions.preview_bulk_decision, items=items_of(items))
         return BulkDecisionPreview.from_preview(preview)
+
+    @strawberry.field(
+        description="Which approval-policy rule a payload would match on a target, and why."
+    )
+    async def simulate_policy(
+        self, info: strawberry.Info, target_id: strawberry.ID, payload: JSON
+    ) -> PolicySimulation:
+        simulated = await call(
+            info, approval_policies.simulate_policy, target_id=target_id, payload=payload
+        )
+        return PolicySimulation.from_simulation(simulated)
 
     @strawberry.field(description="Newest first, at most 100 a page.")
     async def proposals(

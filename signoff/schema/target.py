@@ -66,6 +66,10 @@ class Target:
     summary_field: str | None = strawberry.field(
         description="A numeric payload field bulkDecisionPreview adds up."
     )
+    approval_policy: JSON | None = strawberry.field(
+        description="Rules (JSON Schema over the payload) deciding the approvals a proposal "
+        "needs; the first match wins. Queues are shown resolved (queueId)."
+    )
     created_at: datetime
     queue_id: strawberry.Private[str | None]
 
@@ -103,6 +107,9 @@ class Target:
             amendable=target.amendable,
             amendments_need_proposer=target.amendments_need_proposer,
             summary_field=target.summary_field,
+            approval_policy=None
+            if target.approval_policy is None
+            else JSON(target.approval_policy),
             created_at=target.created_at,
             queue_id=target.queue_id,
         )
@@ -144,6 +151,12 @@ class RegisterTargetInput:
     summary_field: str | None = strawberry.field(
         default=None,
         description="A numeric top-level payload field bulkDecisionPreview adds up (e.g. amount).",
+    )
+    approval_policy: JSON | None = strawberry.field(
+        default=None,
+        description='{"rules": [{"when": <JSON Schema>, "approvals": 0-5, "queue"?: slug, '
+        '"name"?: text}], "default"?: {"approvals": n, "queue"?: slug}}; POLICY_INVALID '
+        "if malformed.",
     )
 
 
