@@ -35,7 +35,7 @@ from signoff.models import HumanTask, Proposal, ProposalRevision, ProposalState,
 from signoff.models.proposal import payload_digest_of
 from signoff.models.task import workable_by
 from signoff.patches import diff, merge_patch
-from signoff.resolvers import idempotency, lifecycles
+from signoff.resolvers import approval_policies, idempotency, lifecycles
 from signoff.resolvers.access import Viewer, require_reviewer_of
 from signoff.resolvers.approvals import approval_task, held_by_other, require_awaiting
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
@@ -151,25 +151,36 @@ async def _apply(
     revision = old_revision + 1
     digest = payload_digest_of(proposal, payload=amended, revision=revision)
     changes = diff(old_payload, amended)
+    values: dict[str, Any] = {
+        "payload": amended,
+        "payload_digest": digest,
+        "revision": revision,
+        "approval_count": 0,
+        "awaiting_proposer": target.amendments_need_proposer,
+    }
+    policy = approval_policies.match(target, amended)
+    if policy is not None:
+        # The policy decides again on the amended payload, so an amendment can never
+        # lower the bar below its rule; a person amended it, so at least one approves.
+        values |= {
+            "required_approvals": max(1, policy.approvals),
+            "queue_id": policy.queue_id or proposal.queue_id,
+            "policy_rule": policy.recorded(),
+        }
     updated = await PROPOSAL.move(
         work,
         lifecycles.AMEND,
         proposal.id,
         actor_id=viewer.id,
         guard=sa.and_(col(Proposal.payload_digest) == old_digest, col(Proposal.expires_at) > now),
-        values={
-            "payload": amended,
-            "payload_digest": digest,
-            "revision": revision,
-            "approval_count": 0,
-            "awaiting_proposer": target.amendments_need_proposer,
-        },
+        values=values,
         details={
             "revision": revision,
             "from_digest": old_digest,
             "payload_digest": digest,
             "diff": changes,
             "reason": reason,
+            **({} if policy is None else {"policy_rule": policy.recorded()}),
         },
         published={"diff": changes, "payloadDigest": digest},
     )
@@ -220,6 +231,7 @@ async def _reopen_task(
         "payload": proposal.payload,
         "payloadDigest": proposal.payload_digest,
         "revision": proposal.revision,
+        "requiredApprovals": proposal.required_approvals,
     }
     reopened = await TASK.move(
         work,
@@ -227,7 +239,12 @@ async def _reopen_task(
         task.id,
         actor_id=viewer.id,
         guard=workable_by(viewer.id, now),
-        values={"context": context, "assignee_id": None, "claim_expires_at": None},
+        values={
+            "context": context,
+            "queue_id": proposal.queue_id,  # the policy may ask another queue now
+            "assignee_id": None,
+            "claim_expires_at": None,
+        },
     )
     if reopened is None:
         await work.rollback()

@@ -9,6 +9,7 @@ from sqlmodel import col, select
 
 from signoff.models import AuditEvent
 from tests.helpers import CREATE_QUEUE, REGISTER_TARGET, GraphQLClient, World, build_world
+from tests.schema.test_amendments import amend
 
 SENIOR = "finance-senior"
 
@@ -206,3 +207,23 @@ async def test_people_need_a_queue(gql: GraphQLClient) -> None:
     )
     assert refused.code == "POLICY_INVALID"
     assert refused.errors[0]["extensions"]["pointer"] == "/rules/0"
+
+
+async def test_an_amendment_is_judged_by_the_policy_again(gql: GraphQLClient) -> None:
+    world, senior = await policy_world(gql)
+    proposed = await world.propose({"amount": 500, "currency": "EUR"})
+    proposal = proposed["proposal"]
+    raised = await amend(world, world.reviewers[0], proposal, patch={"amount": 20000})
+    state = (await gql(PROPOSAL, {"id": proposal["id"]}, world.admin))["proposal"]
+    assert state["requiredApprovals"] == 2 and state["policyRule"]["rule"] == 1
+    assert state["queue"] == {"id": senior} and state["task"] == {"id": proposed["task"]["id"]}
+    # Amended down into the auto-approval rule, it still needs a person's approval.
+    lowered = await amend(
+        world,
+        await gql.token("reviewer", name="senior-0", queues=[SENIOR]),
+        raised["proposal"],
+        patch={"amount": 50},
+    )
+    assert lowered["proposal"]["state"] == "APPROVAL_REQUIRED"
+    state = (await gql(PROPOSAL, {"id": proposal["id"]}, world.admin))["proposal"]
+    assert state["requiredApprovals"] == 1 and state["policyRule"]["rule"] == 0
