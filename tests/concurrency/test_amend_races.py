@@ -11,12 +11,12 @@ import pytest
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.models import Approval, HumanTask, Proposal
+from signoff.models import Approval, AuditEvent, HumanTask, Proposal, ProposalRevision
 from signoff.resolvers import approvals
 from tests.concurrency.test_races import reviewers
 from tests.conftest import requires_postgres
 from tests.helpers import DECIDE, GraphQLClient, build_world
-from tests.schema.test_amendments import AMEND, amendment
+from tests.schema.test_amendments import ACCEPT, AMEND, amendment
 
 
 def decision(proposal: dict[str, Any]) -> dict[str, Any]:
@@ -104,3 +104,64 @@ async def test_an_approval_read_before_an_amendment_commits_is_refused(
             await session.exec(select(Approval).where(Approval.proposal_id == proposal["id"]))
         ).all()
     assert rows == []
+
+
+@requires_postgres
+async def test_concurrent_amendments_of_one_digest_one_wins(gql: GraphQLClient) -> None:
+    world = await build_world(gql, reviewers=0)
+    proposal = (await world.propose())["proposal"]
+    racers = await reviewers(gql, world.queue_slug, 8)
+    bodies = await asyncio.gather(
+        *(
+            gql.raw(AMEND, amendment(proposal, patch={"amount": 10 + i}), r)
+            for i, r in enumerate(racers)
+        )
+    )
+    codes = Counter(
+        b["errors"][0]["extensions"]["code"] if b.get("errors") else "ok" for b in bodies
+    )
+    assert codes == Counter({"ok": 1, "PAYLOAD_DIGEST_MISMATCH": 7})
+    [winner] = [b["data"]["amendProposal"] for b in bodies if not b.get("errors")]
+    stored, _ = await counted_approvals(gql, proposal["id"])
+    assert stored.revision == 2 and stored.payload == winner["proposal"]["payload"]
+    async with gql.sessionmaker() as session:
+        revisions = (
+            await session.exec(
+                select(ProposalRevision.revision).where(
+                    ProposalRevision.proposal_id == proposal["id"]
+                )
+            )
+        ).all()
+    assert sorted(revisions) == [1, 2]
+
+
+@requires_postgres
+@pytest.mark.parametrize("round_", range(3))
+async def test_accepting_an_amendment_racing_the_last_approval_queues_once(
+    gql: GraphQLClient, round_: int
+) -> None:
+    world = await build_world(gql, reviewers=2, amendmentsNeedProposer=True)
+    proposal = (await world.propose())["proposal"]
+    amended = (await gql(AMEND, amendment(proposal, patch={"amount": 9}), world.reviewers[0]))[
+        "amendProposal"
+    ]["proposal"]
+    accept = gql.raw(
+        ACCEPT,
+        {"input": {"proposalId": proposal["id"], "payloadDigest": amended["payloadDigest"]}},
+        world.agent,
+    )
+    approve = gql.raw(DECIDE, decision(amended), world.reviewers[1])
+    bodies = await asyncio.gather(*((accept, approve) if round_ % 2 else (approve, accept)))
+    assert all(not b.get("errors") for b in bodies), bodies
+    stored, counted = await counted_approvals(gql, proposal["id"])
+    assert stored.state == "QUEUED" and not stored.awaiting_proposer and len(counted) == 1
+    async with gql.sessionmaker() as session:
+        queued = (
+            await session.exec(
+                select(AuditEvent).where(
+                    AuditEvent.target_id == proposal["id"],
+                    AuditEvent.action == "proposal.approved",
+                )
+            )
+        ).all()
+    assert len(queued) == 1
