@@ -171,7 +171,12 @@ async def _decide_item(
     call = idempotency.Keyed.of(
         "decideProposals.item",
         f"{key}#{index}",
-        {"proposal_id": item.proposal_id, "payload_digest": item.payload_digest},
+        {
+            "proposal_id": item.proposal_id,
+            "payload_digest": item.payload_digest,
+            "decision": decision.value,
+            "reason": reason,
+        },
     )
     bulk = {"id": bulk_id, "index": index, "items": count}
 

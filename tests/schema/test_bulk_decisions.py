@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlmodel import col, func, select
 
 from signoff.models import Approval, AuditEvent
+from signoff.resolvers import bulk_decisions
 from tests.helpers import GraphQLClient, World, build_world
 
 DECIDE_MANY = """
@@ -162,3 +164,32 @@ async def test_the_preview_counts_sums_and_refusals(gql: GraphQLClient) -> None:
     async with gql.sessionmaker() as session:
         approvals = (await session.exec(select(func.count()).select_from(Approval))).one()
     assert approvals == 1
+
+
+async def test_a_call_cut_short_and_sent_again_decides_only_what_it_had_not(
+    gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = await build_world(gql, reviewers=1)
+    a, b = await proposals_of(world, 2)
+    loaded = bulk_decisions._loaded
+
+    async def crash_after_the_items(*args: Any) -> Any:
+        raise RuntimeError("the process died after committing the items")
+
+    monkeypatch.setattr(bulk_decisions, "_loaded", crash_after_the_items)
+    cut = await gql.raw(DECIDE_MANY, bulk([item(a), item(b)]), world.reviewers[0])
+    assert cut["errors"][0]["extensions"]["code"] == "INTERNAL"
+    monkeypatch.setattr(bulk_decisions, "_loaded", loaded)
+
+    again = (await gql(DECIDE_MANY, bulk([item(a), item(b)]), world.reviewers[0]))[
+        "decideProposals"
+    ]
+    assert [(r["code"], r["proposal"]["state"]) for r in again["results"]] == [
+        (None, "QUEUED"),
+        (None, "QUEUED"),
+    ]
+    async with gql.sessionmaker() as session:
+        approvals = (await session.exec(select(func.count()).select_from(Approval))).one()
+    assert approvals == 2
+    other = await gql.raw(DECIDE_MANY, bulk([item(a)], decision="REJECTED"), world.reviewers[0])
+    assert other["errors"][0]["extensions"]["code"] == "IDEMPOTENCY_KEY_REUSED"
