@@ -98,7 +98,8 @@ async def test_an_amendment_makes_a_new_revision_and_voids_earlier_approvals(
 
     # The full quorum again, on the new digest; the reviewer who approved revision 1 may
     # approve revision 2, and the amender's approval counts once.
-    first = await world.decide(world.reviewers[0], new)
+    amender = world.reviewers[1]
+    first = await world.decide(amender, new)
     assert first["proposal"]["state"] == "APPROVAL_REQUIRED"
     again = await gql.error(
         "mutation($i: DecideProposalInput!) { decideProposal(input: $i) { replayed } }",
@@ -109,10 +110,10 @@ async def test_an_amendment_makes_a_new_revision_and_voids_earlier_approvals(
                 "payloadDigest": new["payloadDigest"],
             }
         },
-        world.reviewers[0],
+        amender,
     )
     assert again.code == "ALREADY_DECIDED"
-    second = await world.decide(world.reviewers[1], new)
+    second = await world.decide(world.reviewers[0], new)
     assert second["proposal"]["state"] == "QUEUED"
 
     state = await read(world, proposal["id"])
