@@ -62,7 +62,7 @@ async def test_a_quorum_of_an_earlier_revision_is_refused_before_sending(
                     revision=1,
                 )
             )
-            await session.execute(
+            await session.exec(
                 update(Proposal)
                 .where(col(Proposal.id) == stored.id)
                 .values(state="QUEUED", approval_count=1, next_attempt_at=clock.now())
