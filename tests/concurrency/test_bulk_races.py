@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from sqlmodel import func, select
+from sqlmodel import col, func, select
 
 from signoff.models import AuditEvent
 from tests.concurrency.test_races import count, reviewers
@@ -55,7 +55,7 @@ async def test_a_bulk_decision_racing_single_decisions_moves_each_proposal_once(
             .select_from(AuditEvent)
             .where(
                 AuditEvent.target_id == proposal["id"],
-                AuditEvent.action.in_(["proposal.approved", "proposal.rejected"]),  # type: ignore[attr-defined]
+                col(AuditEvent.action).in_(["proposal.approved", "proposal.rejected"]),
             )
         )
         assert await count(gql, moved) == 1
