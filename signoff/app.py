@@ -43,6 +43,7 @@ from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.resolvers.actors import authenticate
 from signoff.resolvers.operations import Operations, read_operations
+from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, WorkMaker
 from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster
@@ -76,6 +77,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         self.work = work
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
+        self.viewers = ViewerCache(settings.auth_cache_seconds)
         self.broadcaster = (
             None
             if hub is None
@@ -99,6 +101,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             request=request,
             response=response,
             broadcaster=self.broadcaster,
+            viewers=self.viewers,
         )
 
     async def on_ws_connect(self, context: Context) -> None:

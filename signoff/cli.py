@@ -95,7 +95,9 @@ def _token_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     create.set_defaults(run=_token_create)
 
     revoke = token_commands.add_parser(
-        "revoke", help="revoke one token, or every token of an actor; they stop working at once"
+        "revoke",
+        help="revoke one token, or every token of an actor; running servers refuse it within "
+        "SIGNOFF_AUTH_CACHE_SECONDS (2 s)",
     )
     which = revoke.add_mutually_exclusive_group(required=True)
     which.add_argument("--name", help="revoke every token of this actor")

@@ -58,6 +58,8 @@ class Settings:
     events_relay_seconds: float = 1.0
     events_retention_days: float = 7.0
     events_auth_refresh_seconds: float = 30.0
+    # A token's viewer is kept this long between reads on API requests (0: every request).
+    auth_cache_seconds: float = 2.0
     # Compression state is kept per connection (tens of KiB each): off unless asked for.
     ws_per_message_deflate: bool = False
     # `signoff worker`: serve Prometheus metrics on this port (unset: no metrics server).
@@ -112,6 +114,9 @@ class Settings:
             ),
             events_auth_refresh_seconds=float(
                 env.get("SIGNOFF_EVENTS_AUTH_REFRESH_SECONDS", str(cls.events_auth_refresh_seconds))
+            ),
+            auth_cache_seconds=float(
+                env.get("SIGNOFF_AUTH_CACHE_SECONDS", str(cls.auth_cache_seconds))
             ),
             ws_per_message_deflate=env.get("SIGNOFF_WS_PER_MESSAGE_DEFLATE", "0")
             in {"1", "true", "yes"},

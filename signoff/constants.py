@@ -92,6 +92,11 @@ JOB_TIMEOUT_SECONDS = 180
 ARQ_QUEUE_DEFAULT = "signoff:jobs"
 DELIVER_JOB = "deliver_proposal"
 DELIVER_JOB_ID = "deliver:{proposal_id}:{attempt}"
+# Deliveries due now share one wake job per queue and time bucket: under a steady stream of
+# approvals a worker runs a job per bucket rather than per approval, and an API process
+# enqueues at most one per bucket (the dispatcher claims again a bucket after each wake).
+WAKE_JOB_ID = "{queue}:wake:{bucket}"
+WAKE_BUCKET_SECONDS = CLAIM_INTERVAL_SECONDS
 DELIVERY_INCIDENT_FINGERPRINT = "deliver_proposal:{proposal_id}"
 # Target health (docs/design.md section 6.4): a target is unhealthy when, of its last
 # TARGET_HEALTH_SAMPLE attempts that started within TARGET_HEALTH_WINDOW_SECONDS, at least

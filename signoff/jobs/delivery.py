@@ -25,8 +25,9 @@ def dispatcher_of(ctx: dict[str, Any]) -> Dispatcher:
 
 
 async def deliver_proposal(ctx: dict[str, Any], proposal_id: str) -> str:
-    """Wake the dispatcher: ``proposal_id``'s attempt is due (the claim finds it)."""
-    dispatcher_of(ctx).wake()
+    """Wake the dispatcher: ``proposal_id``'s attempt is due (the claim finds it), with the
+    deliveries that came due in the same time bucket."""
+    dispatcher_of(ctx).wake_for_bucket()
     return WOKEN
 
 

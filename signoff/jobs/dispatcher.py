@@ -32,6 +32,7 @@ from signoff.constants import (
     DISPATCH_POLL_SECONDS,
     OUTCOME_FLUSH_SECONDS,
     OUTCOME_FLUSH_SIZE,
+    WAKE_BUCKET_SECONDS,
     WORKER_STOP_GRACE_SECONDS,
 )
 from signoff.database import database_condition
@@ -73,6 +74,7 @@ class Dispatcher:
         flush_seconds: float = OUTCOME_FLUSH_SECONDS,
         poll_seconds: float = DISPATCH_POLL_SECONDS,
         claim_interval: float = CLAIM_INTERVAL_SECONDS,
+        wake_bucket: float = WAKE_BUCKET_SECONDS,
     ) -> None:
         self.services = services
         self.concurrency = concurrency
@@ -80,7 +82,9 @@ class Dispatcher:
         self.flush_seconds = flush_seconds
         self.poll_seconds = poll_seconds
         self.claim_interval = claim_interval
+        self.wake_bucket = wake_bucket
         self._wake = asyncio.Event()
+        self._look_again_at = 0.0  # monotonic; a look owed to a wake bucket
         self._outcome_waiting = asyncio.Event()
         self._flush_now = asyncio.Event()
         self._in_flight: dict[str, tuple[Delivery, float]] = {}  # proposal id -> (delivery, since)
@@ -97,6 +101,15 @@ class Dispatcher:
     def wake(self) -> None:
         """Claim soon: a delivery came due, or slots were freed."""
         self._wake.set()
+
+    def wake_for_bucket(self) -> None:
+        """Claim soon, and look again once a wake bucket has passed: deliveries that came
+        due later in the bucket share this wake job (``ArqJobs.enqueue_delivery``), and may
+        have committed after the first claim looked. The bucket began no earlier than the
+        first of them committed, so a look a bucket after this wake sees them all, whatever
+        the clocks of the processes that enqueued them."""
+        self._look_again_at = max(self._look_again_at, time.monotonic() + self.wake_bucket)
+        self.wake()
 
     async def start(self) -> None:
         self._stopping = False
@@ -168,6 +181,8 @@ class Dispatcher:
                         "claiming deliveries failed: %s",
                         database_condition(exc) or type(exc).__name__,
                     )
+            if self._look_again_at > claimed_at:
+                wait = min(wait, max(self._look_again_at - time.monotonic(), 0.0))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), wait)
             woken = self._wake.is_set()

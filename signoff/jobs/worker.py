@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -11,7 +12,7 @@ from arq.cron import CronJob
 from arq.worker import Function, run_worker
 from prometheus_client import start_http_server
 
-from signoff import metrics
+from signoff import clock, metrics
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
@@ -38,16 +39,20 @@ from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.key_check import verify_secret_key
 from signoff.resolvers.work import Services as WorkServices
-from signoff.resolvers.work import WorkMaker, delivery_job_id
+from signoff.resolvers.work import WorkMaker, delivery_job_id, wake_job_id
 
 
 class ArqJobs:
-    """A ``JobQueue`` over arq. Job ids are per attempt, so a retry is never mistaken for a
-    duplicate of an attempt that already ran."""
+    """A ``JobQueue`` over arq. A delivery due now is a wake job shared by its time bucket
+    (``wake_job_id``), enqueued once per bucket by this process; a delivery due later is a
+    job of its own per attempt, so a retry is never mistaken for a duplicate of an attempt
+    that already ran. Either job only wakes a worker's dispatcher, which claims what is due.
+    """
 
     def __init__(self, settings: Settings, redis: ArqRedis | None = None) -> None:
         self.settings = settings
         self.redis = redis
+        self._last_wake: str | None = None
 
     async def start(self) -> None:
         if self.redis is None:
@@ -66,10 +71,19 @@ class ArqJobs:
         self, proposal_id: str, attempt: int, at: datetime | None = None
     ) -> None:
         assert self.redis is not None, "ArqJobs.start() first"
+        if at is not None and at > clock.now():
+            job_id = delivery_job_id(proposal_id, attempt)
+        else:
+            at = None
+            job_id = wake_job_id(self.settings.arq_queue, time.time())
+            if job_id == self._last_wake:
+                return
+            # Noted before the await: approvals committing meanwhile share this job.
+            self._last_wake = job_id
         await self.redis.enqueue_job(
             DELIVER_JOB,
             proposal_id,
-            _job_id=delivery_job_id(proposal_id, attempt),
+            _job_id=job_id,
             _queue_name=self.settings.arq_queue,
             _defer_until=at,
         )

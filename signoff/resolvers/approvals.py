@@ -125,8 +125,6 @@ async def check_decidable(
     task = await approval_task(session, proposal.id)
     if task is not None and held_by_other(task, viewer, now):
         raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
-    if await _decision_of(session, proposal, viewer.id) is not None:
-        raise AlreadyDecided("You have already decided this proposal.")
     return task
 
 
@@ -150,7 +148,6 @@ async def apply_decision(
     session = work.session
     task = await check_decidable(session, viewer, proposal, now)
     reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
-
     approval = Approval(
         proposal_id=proposal.id,
         approver_id=viewer.id,
@@ -162,6 +159,8 @@ async def apply_decision(
     )
     session.add(approval)
     try:
+        # The unique (proposal, revision, reviewer) row is the check that a reviewer decides
+        # each revision once: a look beforehand would cost every decision a query and race.
         await session.flush()
     except IntegrityError:
         await work.rollback()
@@ -207,14 +206,16 @@ async def approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | 
     return (await session.exec(stmt)).first()
 
 
-async def _decision_of(session: AsyncSession, proposal: Proposal, actor_id: str) -> Approval | None:
-    """The actor's decision on the proposal's current revision, if any."""
-    stmt = select(Approval).where(
+async def require_undecided(session: AsyncSession, proposal: Proposal, actor_id: str) -> None:
+    """Refuse when the actor has decided the proposal's current revision: for previews,
+    since a decision itself relies on the unique approval row (one query fewer)."""
+    stmt = select(Approval.id).where(
         Approval.proposal_id == proposal.id,
         Approval.revision == proposal.revision,
         Approval.approver_id == actor_id,
     )
-    return (await session.exec(stmt)).first()
+    if (await session.exec(stmt)).first() is not None:
+        raise AlreadyDecided("You have already decided this proposal.")
 
 
 def _audit_approval(

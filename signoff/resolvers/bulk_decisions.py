@@ -35,6 +35,7 @@ from signoff.resolvers.approvals import (
     decide_named,
     load_result,
     require_digest,
+    require_undecided,
 )
 from signoff.resolvers.proposals import get_proposal
 from signoff.resolvers.transitions import Happening, record
@@ -262,6 +263,7 @@ async def preview_bulk_decision(
             by_state[str(proposal.state)] += 1
             require_digest(proposal, item.payload_digest)
             await check_decidable(session, viewer, proposal, now)
+            await require_undecided(session, proposal, viewer.id)
         except SignoffError as refused:
             previews.append(PreviewItem(item.proposal_id, proposal, refused.code, refused.message))
             continue

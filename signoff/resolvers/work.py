@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
-from signoff.constants import DELIVER_JOB_ID
+from signoff.constants import DELIVER_JOB_ID, WAKE_BUCKET_SECONDS, WAKE_JOB_ID
 from signoff.database import SessionMaker
 from signoff.sealing import Sealer
 
@@ -54,6 +54,12 @@ class Publisher(Protocol):
 def delivery_job_id(proposal_id: str, attempt: int) -> str:
     """One job id per attempt: a fixed id would be swallowed by arq's dedup of finished jobs."""
     return DELIVER_JOB_ID.format(proposal_id=proposal_id, attempt=attempt)
+
+
+def wake_job_id(queue: str, moment: float) -> str:
+    """The job id shared by every delivery that comes due in ``moment``'s time bucket (a
+    Unix time): arq keeps one job per id, so a worker is woken once per bucket."""
+    return WAKE_JOB_ID.format(queue=queue, bucket=int(moment // WAKE_BUCKET_SECONDS))
 
 
 @dataclass(frozen=True)

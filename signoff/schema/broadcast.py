@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -60,15 +59,13 @@ from signoff.resolvers.subscriptions import (
     ensure_still_allowed,
     replay,
 )
+from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.schema.change_event import ChangeEvent
 from signoff.schema.context import VIEWER_DEPENDENT, Context
 from signoff.schema.errors import mask_error
 from signoff.schema.loaders import FeedLoaders
 
 logger = logging.getLogger("signoff.broadcast")
-
-# Tokens whose viewer is kept between periodic re-reads; past this the cache starts over.
-VIEWER_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -332,7 +329,7 @@ class Broadcaster:
         self._refresh_seconds = refresh_seconds
         self._groups: dict[GroupKey, Group] = {}
         self._reads_viewer: dict[Selection, bool] = {}
-        self._viewers: dict[str, tuple[float, Viewer]] = {}  # token -> (read at, viewer)
+        self._viewers = ViewerCache(refresh_seconds / 2)
 
     @property
     def group_count(self) -> int:
@@ -385,17 +382,12 @@ class Broadcaster:
         """The viewer behind ``token``, re-read at most once per half refresh period for all
         the subscriptions that present it (a revoked token still ends them all within one
         period); ``fresh`` reads it now (its memberships changed)."""
-        now = time.monotonic()
-        cached = self._viewers.get(token)
-        if not fresh and cached is not None and now - cached[0] < self._refresh_seconds / 2:
-            return cached[1]
-        self._viewers.pop(token, None)
-        async with self._read_sessionmaker() as session:
-            viewer = await authenticate(session=session, token=token)
-        if len(self._viewers) >= VIEWER_CACHE_SIZE:
-            self._viewers.clear()
-        self._viewers[token] = (now, viewer)
-        return viewer
+
+        async def read() -> Viewer:
+            async with self._read_sessionmaker() as session:
+                return await authenticate(session=session, token=token)
+
+        return await self._viewers.viewer(token, read, fresh=fresh)
 
     async def _wait(self, member: Member, subscription: Watch) -> bool:
         """Until the viewer must be re-read (``True``) or the connection closed (``False``)."""

@@ -25,6 +25,7 @@ from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.actors import authenticate
+from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, UnitOfWork
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ class Context:
     shared_viewer: bool = False
     # What a mutation's unit of work may use: job queue, event relay, sealer.
     services: Services = field(default_factory=Services)
+    # The process's token -> viewer cache (none: read on every request).
+    viewers: ViewerCache | None = None
     _viewer: Viewer | None = None
     _loaders: Loaders | None = None
     _write: _LazySession = field(init=False)
@@ -125,11 +128,23 @@ class Context:
         if self.shared_viewer:
             raise SharedViewerError()
         if self._viewer is None:
-            # A session of its own: a read transaction begun here would, on SQLite, keep
-            # showing the database as it was before this request's mutation.
-            async with self.read_session() as session:
-                self._viewer = await authenticate(session=session, token=self.token)
+            if self.viewers is None or self.token is None:
+                self._viewer = await self._authenticate()
+            else:
+                self._viewer = await self.viewers.viewer(self.token, self._authenticate)
         return self._viewer
+
+    def forget_viewers(self) -> None:
+        """A membership changed in this process: its next requests read their viewers
+        again (other processes see it within their cache's period)."""
+        if self.viewers is not None:
+            self.viewers.clear()
+
+    async def _authenticate(self) -> Viewer:
+        # A session of its own: a read transaction begun here would, on SQLite, keep
+        # showing the database as it was before this request's mutation.
+        async with self.read_session() as session:
+            return await authenticate(session=session, token=self.token)
 
     @property
     def loaders(self) -> Loaders:

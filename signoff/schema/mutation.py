@@ -33,6 +33,7 @@ from signoff.schema.bulk_decision import (
     items_of,
 )
 from signoff.schema.call import call
+from signoff.schema.context import context_of
 from signoff.schema.delivery import (
     ProposeCompensationInput,
     ReportActionResultInput,
@@ -125,6 +126,7 @@ class Mutation:
         queue = await call(
             info, queues.add_queue_member, queue_id=input.queue_id, actor_id=input.actor_id
         )
+        context_of(info).forget_viewers()
         return Queue.from_model(queue)
 
     @strawberry.mutation(
@@ -137,6 +139,7 @@ class Mutation:
         queue = await call(
             info, queues.remove_queue_member, queue_id=input.queue_id, actor_id=input.actor_id
         )
+        context_of(info).forget_viewers()
         return Queue.from_model(queue)
 
     @strawberry.mutation(description="Operators and admins. The signing secret is shown once.")

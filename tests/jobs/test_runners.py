@@ -6,16 +6,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 import uuid
 import warnings
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from arq.connections import RedisSettings
 from arq.worker import Worker
 
+from signoff import clock
 from signoff.config import Settings
+from signoff.constants import WAKE_BUCKET_SECONDS
 from signoff.database import SessionMaker
 from signoff.errors import SecretKeyMismatch
 from signoff.jobs.worker import ArqJobs, WorkerSettings, shutdown, startup, sweeps
@@ -137,14 +141,15 @@ class TestArq:
         assert {r.webhook_id for r in receiver.requests} == {f"msg_{proposal['id']}"}
         assert [a["attemptNumber"] for a in state["attempts"]] == [1, 1]
 
-    async def test_one_job_per_attempt(self, settings: Settings) -> None:
+    async def test_one_job_per_deferred_attempt(self, settings: Settings) -> None:
         jobs = ArqJobs(settings)
         await jobs.start()
+        later = clock.now() + timedelta(minutes=5)
         try:
             assert jobs.redis is not None
-            await jobs.enqueue_delivery("p-1", 1)
-            await jobs.enqueue_delivery("p-1", 1)
-            await jobs.enqueue_delivery("p-1", 2)
+            await jobs.enqueue_delivery("p-1", 1, later)
+            await jobs.enqueue_delivery("p-1", 1, later)
+            await jobs.enqueue_delivery("p-1", 2, later)
             queued = await jobs.redis.queued_jobs(queue_name=settings.arq_queue)
             assert sorted(job.job_id or "" for job in queued) == ["deliver:p-1:1", "deliver:p-1:2"]
         finally:
@@ -153,6 +158,36 @@ class TestArq:
                     settings.arq_queue, "arq:job:deliver:p-1:1", "arq:job:deliver:p-1:2"
                 )
             await jobs.stop()
+
+    async def test_deliveries_due_now_share_a_wake_job_per_bucket(self, settings: Settings) -> None:
+        """An API process enqueues one wake job per bucket however many approvals commit in
+        it; the next bucket gets a job of its own."""
+        jobs = ArqJobs(settings)
+        await jobs.start()
+        ids: set[str] = set()
+        try:
+            assert jobs.redis is not None
+            await wait_for_bucket_start()
+            for proposal_id in ("p-1", "p-2", "p-3"):
+                await jobs.enqueue_delivery(proposal_id, 1)
+            first = await jobs.redis.queued_jobs(queue_name=settings.arq_queue)
+            ids.update(job.job_id or "" for job in first)
+            assert [job.args for job in first] == [("p-1",)]
+            await asyncio.sleep(WAKE_BUCKET_SECONDS)
+            await jobs.enqueue_delivery("p-4", 1)
+            second = await jobs.redis.queued_jobs(queue_name=settings.arq_queue)
+            ids.update(job.job_id or "" for job in second)
+            assert sorted(job.args for job in second) == [("p-1",), ("p-4",)]
+            assert all(i.startswith(f"{settings.arq_queue}:wake:") for i in ids)
+        finally:
+            if jobs.redis is not None:
+                await jobs.redis.delete(settings.arq_queue, *(f"arq:job:{i}" for i in ids))
+            await jobs.stop()
+
+
+async def wait_for_bucket_start() -> None:
+    """Sleep until a wake bucket has just begun, so what follows fits in one bucket."""
+    await asyncio.sleep(WAKE_BUCKET_SECONDS - time.time() % WAKE_BUCKET_SECONDS + 0.001)
 
 
 async def test_a_worker_started_by_arq_itself_refuses_another_key(

@@ -1,0 +1,60 @@
+"""Who a bearer token is, remembered for a few seconds.
+
+Reading the viewer (actor, role and queues) was one query on every request, and the
+largest single cost of a small one: ``{ viewer { queueIds } }`` spent 40 % of its server
+time there (BENCHMARKS.md, API speed). A token's viewer is now kept for ``seconds`` after
+it was read, so a revoked token, a changed role or a changed membership takes effect on
+the requests of a running process within that time (``SIGNOFF_AUTH_CACHE_SECONDS``,
+2 s by default; 0 reads on every request). Live subscriptions share the same cache with
+their own, longer period (``SIGNOFF_EVENTS_AUTH_REFRESH_SECONDS``).
+
+Only successes are kept: a token that does not authenticate is read again every time,
+so a token created a moment ago works at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from signoff.resolvers.access import Viewer
+
+# Tokens kept at once; past this the cache starts over (a flood of distinct valid tokens
+# costs reads, never memory).
+VIEWER_CACHE_SIZE = 4096
+
+
+class ViewerCache:
+    """Token -> viewer, each entry kept ``seconds`` after it was read."""
+
+    def __init__(
+        self,
+        seconds: float,
+        *,
+        size: int = VIEWER_CACHE_SIZE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.seconds = seconds
+        self.size = size
+        self._clock = clock
+        self._viewers: dict[str, tuple[float, Viewer]] = {}  # token -> (read at, viewer)
+
+    async def viewer(
+        self, token: str, read: Callable[[], Awaitable[Viewer]], *, fresh: bool = False
+    ) -> Viewer:
+        """The viewer behind ``token``: kept, or ``read()`` (always, when ``fresh``).
+        ``read`` raises for a token that does not authenticate; nothing is kept then."""
+        now = self._clock()
+        kept = self._viewers.get(token)
+        if not fresh and kept is not None and now - kept[0] < self.seconds:
+            return kept[1]
+        self._viewers.pop(token, None)
+        viewer = await read()
+        if self.seconds > 0:
+            if len(self._viewers) >= self.size:
+                self._viewers.clear()
+            self._viewers[token] = (now, viewer)
+        return viewer
+
+    def clear(self) -> None:
+        self._viewers.clear()

@@ -1,0 +1,101 @@
+"""The token -> viewer cache: what it keeps, for how long, and what it never keeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from signoff.errors import Unauthenticated
+from signoff.models import Actor, Role
+from signoff.resolvers.access import Viewer
+from signoff.resolvers.viewer_cache import ViewerCache
+
+
+class Reads:
+    """A viewer read that counts its calls; ``valid`` False makes it refuse the token."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.valid = True
+        self.queues: frozenset[str] = frozenset({"q-1"})
+
+    async def __call__(self) -> Viewer:
+        self.count += 1
+        if not self.valid:
+            raise Unauthenticated("The API token is not valid.")
+        return Viewer(
+            actor=Actor(id="a-1", name="alice", role=Role.REVIEWER), queue_ids=self.queues
+        )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_viewer_is_read_once_per_period_then_again() -> None:
+    clock, read = Clock(), Reads()
+    cache = ViewerCache(2.0, clock=clock)
+    first = await cache.viewer("t", read)
+    read.queues = frozenset({"q-1", "q-2"})
+    clock.now += 1.9
+    assert await cache.viewer("t", read) is first
+    assert read.count == 1
+    clock.now += 0.1
+    again = await cache.viewer("t", read)
+    assert read.count == 2
+    assert again.queue_ids == {"q-1", "q-2"}
+
+
+async def test_a_revoked_token_is_refused_once_its_period_is_over() -> None:
+    clock, read = Clock(), Reads()
+    cache = ViewerCache(2.0, clock=clock)
+    await cache.viewer("t", read)
+    read.valid = False
+    clock.now += 2.0
+    with pytest.raises(Unauthenticated):
+        await cache.viewer("t", read)
+    with pytest.raises(Unauthenticated):  # a refusal is not kept either way
+        await cache.viewer("t", read)
+    assert read.count == 3
+
+
+async def test_a_refused_token_is_read_again_at_once() -> None:
+    """A token created a moment after a refused try works on the next request."""
+    read = Reads()
+    read.valid = False
+    cache = ViewerCache(2.0, clock=Clock())
+    with pytest.raises(Unauthenticated):
+        await cache.viewer("t", read)
+    read.valid = True
+    assert (await cache.viewer("t", read)).actor.name == "alice"
+    assert read.count == 2
+
+
+async def test_fresh_reads_now_and_clear_forgets_everything() -> None:
+    read = Reads()
+    cache = ViewerCache(2.0, clock=Clock())
+    await cache.viewer("t", read)
+    await cache.viewer("t", read, fresh=True)
+    assert read.count == 2
+    cache.clear()
+    await cache.viewer("t", read)
+    assert read.count == 3
+
+
+async def test_zero_seconds_reads_every_time() -> None:
+    read = Reads()
+    cache = ViewerCache(0, clock=Clock())
+    for _ in range(3):
+        await cache.viewer("t", read)
+    assert read.count == 3
+
+
+async def test_past_its_size_the_cache_starts_over() -> None:
+    read = Reads()
+    cache = ViewerCache(60, size=2, clock=Clock())
+    for token in ("a", "b", "c", "a"):
+        await cache.viewer(token, read)
+    assert read.count == 4  # "c" found the cache full and emptied it, so "a" was read again
