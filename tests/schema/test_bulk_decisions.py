@@ -193,3 +193,13 @@ async def test_a_call_cut_short_and_sent_again_decides_only_what_it_had_not(
     assert approvals == 2
     other = await gql.raw(DECIDE_MANY, bulk([item(a)], decision="REJECTED"), world.reviewers[0])
     assert other["errors"][0]["extensions"]["code"] == "IDEMPOTENCY_KEY_REUSED"
+
+
+async def test_the_preview_reports_a_revision_already_decided(gql: GraphQLClient) -> None:
+    world = await build_world(gql, reviewers=1, required_approvals=2)
+    (a,) = await proposals_of(world, 1)
+    await world.decide(world.reviewers[0], a)
+    preview = (await gql(PREVIEW, {"items": [item(a)]}, world.reviewers[0]))["bulkDecisionPreview"]
+    assert [i["code"] for i in preview["items"]] == ["ALREADY_DECIDED"]
+    decided = (await gql(DECIDE_MANY, bulk([item(a)]), world.reviewers[0]))["decideProposals"]
+    assert [r["code"] for r in decided["results"]] == ["ALREADY_DECIDED"]
