@@ -36,6 +36,12 @@ CIRCUIT_FAILURE_THRESHOLD = 10
 CIRCUIT_PROBE_SECONDS = 30
 CIRCUIT_PROBE_MAX_SECONDS = 15 * 60
 REQUIRED_APPROVALS_MAX = 5
+# Bulk decisions (docs/design.md section 4.18): items per call, and the call's key, whose
+# items are keyed ``<key>#<index>`` within the idempotency key limit of 200.
+BULK_DECISION_MAX_ITEMS = 100
+BULK_DECISION_KEY_MAX_CHARS = 150
+# Approval policies (section 4.19): rules per target's policy.
+POLICY_MAX_RULES = 50
 
 REASON_MIN_CHARS = 3
 REASON_MAX_CHARS = 2000

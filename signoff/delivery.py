@@ -63,7 +63,8 @@ def request_body(proposal: Proposal) -> bytes:
     """The delivered document: exactly the approved material, canonical JSON.
 
     It names the proposal (``action_id``, whose deliveries carry ``webhook-id``
-    ``msg_<action_id>``) and keeps the agent's ``operation_key`` for the receiver.
+    ``msg_<action_id>``) and the revision that was approved (1 unless amended), and keeps
+    the agent's ``operation_key`` for the receiver.
     """
     return canonical_json(
         {
@@ -71,6 +72,7 @@ def request_body(proposal: Proposal) -> bytes:
             "action_id": proposal.id,
             "operation_key": proposal.operation_key,
             "payload_digest": proposal.payload_digest,
+            "revision": proposal.revision,
             "action_code": proposal.action_code,
             "subject": proposal.subject,
             "payload": proposal.payload,

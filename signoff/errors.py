@@ -121,6 +121,24 @@ class PayloadDigestMismatch(SignoffError):
     code = "PAYLOAD_DIGEST_MISMATCH"
 
 
+class AmendmentNotAllowed(SignoffError):
+    """The proposal's target does not allow amendments."""
+
+    code = "AMENDMENT_NOT_ALLOWED"
+
+
+class NoAmendmentPending(SignoffError):
+    """There is no amendment waiting for the proposing agent to accept."""
+
+    code = "NO_AMENDMENT_PENDING"
+
+
+class PolicyInvalid(SignoffError):
+    """A target's approval policy is malformed or names something that does not exist."""
+
+    code = "POLICY_INVALID"
+
+
 class NotAwaitingApproval(SignoffError):
     """The proposal is no longer waiting for a decision."""
 

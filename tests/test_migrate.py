@@ -17,6 +17,7 @@ from signoff.database import create_engine, create_sessionmaker
 from signoff.migrate import alembic_config, migrate
 from signoff.models import (
     Actor,
+    Approval,
     ApprovalMode,
     IdempotencyRecord,
     Proposal,
@@ -148,3 +149,34 @@ async def test_key_checks_upgrade_and_downgrade(scratch_engine: AsyncEngine) -> 
     assert "key_checks" not in await _tables(scratch_engine)
     await migrate(scratch_engine)
     assert "key_checks" in await _tables(scratch_engine)
+
+
+APPROVAL = """
+INSERT INTO approvals (id, proposal_id, approver_id, decision, payload_digest, created_at)
+VALUES ('a-1', :proposal, :approver, 'APPROVED', 'sha256:p', CURRENT_TIMESTAMP)
+"""
+
+
+async def test_amendments_and_policies_upgrade_existing_rows_and_downgrade(
+    scratch_engine: AsyncEngine,
+) -> None:
+    """Approvals and proposals from before amendments are of revision 1; going back drops
+    the revisions table and restores one decision per reviewer."""
+    await migrate(scratch_engine)
+    proposal = await _one_proposal(scratch_engine)
+    await _downgrade(scratch_engine, "0009")
+    assert "proposal_revisions" not in await _tables(scratch_engine)
+    async with scratch_engine.begin() as conn:
+        await conn.execute(
+            sa.text(APPROVAL), {"proposal": proposal.id, "approver": proposal.proposed_by_id}
+        )
+    await migrate(scratch_engine)
+    assert "proposal_revisions" in await _tables(scratch_engine)
+    async with create_sessionmaker(scratch_engine)() as session:
+        row = await session.get(Proposal, proposal.id)
+        target = await session.get(Target, row.target_id) if row else None
+        approval = (await session.exec(select(Approval))).one()
+    assert row is not None and row.revision == 1 and row.awaiting_proposer is False
+    assert row.policy_rule is None
+    assert target is not None and target.amendable and not target.amendments_need_proposer
+    assert approval.revision == 1

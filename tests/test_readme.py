@@ -63,6 +63,10 @@ IN_ORDER = [
     "claimTask",
     "decideProposal",
     "auditEvents",
+    "simulatePolicy",
+    "amendProposal",
+    "bulkDecisionPreview",
+    "decideProposals",
     "queueEvents",
     "operationsSnapshot",
     "incidents",
@@ -259,6 +263,63 @@ async def test_the_worked_example_runs_as_printed(serve: Serve, database_url: st
         )
         await propose_review_decide(readme, ops=ops, agent=agent, alice=alice)
         await readme.ready()
+
+
+def readme_policy() -> dict[str, Any]:
+    """The approvalPolicy and summaryField the README's registerTarget block gives."""
+    registered = graphql.parse(readme_blocks()[1].text)
+    definition = registered.definitions[0]
+    assert isinstance(definition, graphql.OperationDefinitionNode)
+    field_ = definition.selection_set.selections[0]
+    assert isinstance(field_, graphql.FieldNode)
+    [argument] = field_.arguments
+    fields = {
+        f.name.value: graphql.value_from_ast_untyped(f.value)
+        for f in argument.value.fields  # type: ignore[attr-defined]
+    }
+    return {"approvalPolicy": fields["approvalPolicy"], "summaryField": fields["summaryField"]}
+
+
+async def test_deciding_better_as_printed(serve: Serve, sessionmaker: SessionMaker) -> None:
+    """The "Deciding better" section: simulate the policy, amend a proposal, preview and make
+    a bulk decision, on a target registered with the README's policy."""
+    server = await serve()
+    async with Readme.against(server) as readme, http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, **readme_policy())
+        readme.values["the target id"] = world.target_id
+        simulated = await readme.run("simulatePolicy", world.reviewers[0])
+        assert simulated["ruleName"] == "small" and simulated["autoApproved"] is True
+        assert [e["matched"] for e in simulated["evaluations"]] == [True]
+
+        first = (await world.propose(PAYLOAD))["proposal"]
+        other = (await world.propose({"amount": 40000, "currency": "EUR"}))["proposal"]
+        readme.values |= {
+            "the proposal id": first["id"],
+            "the payloadDigest": first["payloadDigest"],
+            "another proposal id": other["id"],
+            "its payloadDigest": other["payloadDigest"],
+        }
+        amended = await readme.run("amendProposal", world.reviewers[0])
+        assert amended["proposal"]["revision"] == 2 and amended["proposal"]["approvalCount"] == 0
+        assert amended["revision"]["diff"] == [{"op": "replace", "path": "/amount", "value": 1000}]
+        assert amended["revision"]["amendedBy"] == {"name": "reviewer-0"}
+        readme.values["the amended payloadDigest"] = amended["proposal"]["payloadDigest"]
+
+        preview = await readme.run("bulkDecisionPreview", world.reviewers[1])
+        assert (preview["decidable"], preview["refused"]) == (2, 0)
+        [by_target] = preview["byTarget"]
+        assert by_target["count"] == 2 and by_target["summaryTotal"] == 41000.0
+        assert preview["byState"] == [{"state": "APPROVAL_REQUIRED", "count": 2}]
+
+        decided = await readme.run("decideProposals", world.reviewers[1])
+        assert decided["replayed"] is False
+        # The amended one needs one approval; the large one (40,000) a second reviewer.
+        assert [(r["code"], r["proposal"]["state"]) for r in decided["results"]] == [
+            (None, "QUEUED"),
+            (None, "APPROVAL_REQUIRED"),
+        ]
+        again = await readme.run("decideProposals", world.reviewers[1])
+        assert again == {**decided, "replayed": True}
 
 
 @dataclass

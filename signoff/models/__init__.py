@@ -29,6 +29,7 @@ from signoff.models.incident import (
 from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
+from signoff.models.revision import ProposalRevision
 from signoff.models.target import ApprovalMode, CircuitState, Target
 from signoff.models.task import APPROVAL_KIND, APPROVAL_RESPONSE_SCHEMA, HumanTask, TaskState
 
@@ -63,6 +64,7 @@ __all__ = [
     "KeyCheck",
     "OwnerKind",
     "Proposal",
+    "ProposalRevision",
     "ProposalState",
     "Queue",
     "QueueMembership",

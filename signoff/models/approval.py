@@ -18,9 +18,12 @@ class Decision(StrEnum):
 
 class Approval(SQLModel, table=True):
     __tablename__ = "approvals"
-    # Each reviewer decides a proposal at most once, enforced by the database.
+    # Each reviewer decides each revision of a proposal at most once, enforced by the
+    # database; an amendment voids the decisions of earlier revisions.
     __table_args__ = (
-        sa.UniqueConstraint("proposal_id", "approver_id", name="uq_approvals_reviewer"),
+        sa.UniqueConstraint(
+            "proposal_id", "revision", "approver_id", name="uq_approvals_reviewer_revision"
+        ),
     )
 
     id: str = id_field()
@@ -28,5 +31,8 @@ class Approval(SQLModel, table=True):
     approver_id: str = fk_field("actors.id", index=False)
     decision: Decision = enum_field()
     payload_digest: str = Field(sa_column=sa.Column(sa.String(71), nullable=False))
+    revision: int = Field(
+        default=1, sa_column=sa.Column(sa.Integer, nullable=False, server_default="1")
+    )
     reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     created_at: datetime = time_field(default_now=True)

@@ -35,6 +35,8 @@ class ChangeKind(StrEnum):
     PROPOSAL_LEASE_RELEASED = "proposal.lease_released"
     PROPOSAL_CANCELLED = "proposal.cancelled"
     PROPOSAL_COMPENSATION_REQUIRED = "proposal.compensation_required"
+    PROPOSAL_AMENDED = "proposal.amended"
+    PROPOSAL_AMENDMENT_ACCEPTED = "proposal.amendment_accepted"
     TASK_CREATED = "task.created"
     TASK_CLAIMED = "task.claimed"
     TASK_RELEASED = "task.released"

@@ -64,6 +64,18 @@ class Proposal(SQLModel, table=True):
     version: int = version_field()
     required_approvals: int = 1
     approval_count: int = 0
+    # Amendments (docs/design.md section 4.17): each one makes a new revision and digest;
+    # approvals of an earlier revision are void.
+    revision: int = Field(
+        default=1, sa_column=sa.Column(sa.Integer, nullable=False, server_default="1")
+    )
+    # The target asks its agent to accept an amendment before the proposal may be queued.
+    awaiting_proposer: bool = Field(
+        default=False,
+        sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()),
+    )
+    # The approval-policy rule that set ``required_approvals`` (section 4.19), if any.
+    policy_rule: dict[str, Any] | None = json_field(nullable=True)
     expires_at: datetime = time_field()
     decided_at: datetime | None = time_field(nullable=True)
     # Delivery bookkeeping: the database, not Redis, holds the retry state.
@@ -92,15 +104,23 @@ def format_expiry(expires_at: datetime) -> str:
     return expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def payload_digest_of(proposal: Proposal) -> str:
-    """The digest a reviewer approves: everything that will be sent, and when it lapses."""
+def payload_digest_of(
+    proposal: Proposal, *, payload: dict[str, Any] | None = None, revision: int | None = None
+) -> str:
+    """The digest a reviewer approves: everything that will be sent, and when it lapses;
+    with ``payload`` and ``revision``, the digest an amendment to them would give.
+
+    An amended proposal's digest also names its revision, so no two revisions share a
+    digest, even when an amendment restores an earlier payload."""
+    revision = proposal.revision if revision is None else revision
     return sha256_digest(
         {
+            **({} if revision == 1 else {"revision": revision}),
             "schema_version": DIGEST_SCHEMA_VERSION,
             "proposal_id": proposal.id,
             "action_code": proposal.action_code,
             "subject": proposal.subject,
-            "payload": proposal.payload,
+            "payload": proposal.payload if payload is None else payload,
             "preconditions": proposal.preconditions,
             "target_id": proposal.target_id,
             "expires_at": format_expiry(proposal.expires_at),

@@ -68,6 +68,20 @@ class Target(SQLModel, table=True):
     circuit_opened_at: datetime | None = time_field(nullable=True)
     circuit_probe_at: datetime | None = time_field(nullable=True)
 
+    # Amendments (docs/design.md section 4.17): whether reviewers may amend a proposal, and
+    # whether its agent must accept an amendment before the proposal is queued.
+    amendable: bool = Field(
+        default=True, sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.true())
+    )
+    amendments_need_proposer: bool = Field(
+        default=False,
+        sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()),
+    )
+    # A numeric top-level payload field that bulk previews add up (section 4.18).
+    summary_field: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    # Approval policy (section 4.19): ``{"rules": [...], "default": {...}}``, or none.
+    approval_policy: dict[str, Any] | None = json_field(nullable=True)
+
     @property
     def is_active(self) -> bool:
         return self.retired_at is None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import case
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -72,16 +73,10 @@ async def decide_proposal(
     )
 
     async def decide() -> DecideResult:
-        proposal = await get_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
-        if proposal.payload_digest != payload_digest:
-            raise PayloadDigestMismatch(
-                "payloadDigest does not match the proposal; reload it and review what changed.",
-                expected=proposal.payload_digest,
-            )
-        return await apply_decision(work, viewer, proposal, decision, reason)
+        return await decide_named(work, viewer, proposal_id, payload_digest, decision, reason)
 
     async def replay(stored: dict[str, Any]) -> DecideResult:
-        return await _load_result(work.session, stored, replayed=True)
+        return await load_result(work.session, stored["approval_id"], replayed=True)
 
     result, _ = await idempotency.once(
         work,
@@ -94,49 +89,94 @@ async def decide_proposal(
     return result
 
 
+async def decide_named(
+    work: UnitOfWork,
+    viewer: Viewer,
+    proposal_id: str,
+    payload_digest: str,
+    decision: Decision,
+    reason: str | None,
+    *,
+    bulk: dict[str, Any] | None = None,
+) -> DecideResult:
+    """Decide the proposal ``payload_digest`` names, if it still has that digest."""
+    proposal = await get_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
+    require_digest(proposal, payload_digest)
+    return await apply_decision(work, viewer, proposal, decision, reason, bulk=bulk)
+
+
+def require_digest(proposal: Proposal, payload_digest: str) -> None:
+    if proposal.payload_digest != payload_digest:
+        raise PayloadDigestMismatch(
+            "payloadDigest does not match the proposal; reload it and review what changed.",
+            expected=proposal.payload_digest,
+        )
+
+
+async def check_decidable(
+    session: AsyncSession, viewer: Viewer, proposal: Proposal, now: datetime
+) -> HumanTask | None:
+    """Refuse a decision this viewer may not make on the proposal now; returns its
+    approval task. Deciding and bulk previews share it."""
+    require_reviewer_of(viewer, proposal.queue_id)
+    require_awaiting(proposal, now)
+    if proposal.proposed_by_id == viewer.id:
+        raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
+    task = await approval_task(session, proposal.id)
+    if task is not None and held_by_other(task, viewer, now):
+        raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
+    return task
+
+
 async def apply_decision(
     work: UnitOfWork,
     viewer: Viewer,
     proposal: Proposal,
     decision: Decision,
     reason: str | None,
+    *,
+    bulk: dict[str, Any] | None = None,
 ) -> DecideResult:
     """Check and record a decision in the unit of work; the caller commits.
 
     The proposal and its approval task each move by compare-and-set, so a decision
-    never overwrites a claim another reviewer took meanwhile.
+    never overwrites a claim another reviewer took meanwhile, and an approval counts only
+    while the proposal still has the digest it names (an amendment voids it). ``bulk``
+    names the bulk action a decision was made in, for the audit record.
     """
-    require_reviewer_of(viewer, proposal.queue_id)
     now = work.now()
-    _require_awaiting(proposal, now)
-    if proposal.proposed_by_id == viewer.id:
-        raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
-    reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
     session = work.session
-    task = await _approval_task(session, proposal.id)
-    if task is not None and _held_by_other(task, viewer, now):
-        raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
+    task = await check_decidable(session, viewer, proposal, now)
+    reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
     approval = Approval(
         proposal_id=proposal.id,
         approver_id=viewer.id,
         decision=decision,
         payload_digest=proposal.payload_digest,
+        revision=proposal.revision,
         reason=reason,
         created_at=now,
     )
     session.add(approval)
     try:
-        # The unique (proposal, reviewer) row is the check that a reviewer decides once:
-        # a look beforehand would cost every decision a query and still race.
+        # The unique (proposal, revision, reviewer) row is the check that a reviewer decides
+        # each revision once: a look beforehand would cost every decision a query and race.
         await session.flush()
     except IntegrityError:
         await work.rollback()
         raise AlreadyDecided("You have already decided this proposal.") from None
-    _audit_approval(work, viewer, approval)
+    _audit_approval(work, viewer, approval, bulk)
 
     updated = await _advance(work, viewer, proposal.id, approval, now)
     if updated is None:
+        decided_digest, proposal_id = approval.payload_digest, proposal.id  # before rollback
         await work.rollback()
+        current = await work.session.get(Proposal, proposal_id, populate_existing=True)
+        if current is not None and current.payload_digest != decided_digest:
+            raise PayloadDigestMismatch(
+                "The proposal was amended just now; review the new revision.",
+                expected=current.payload_digest,
+            )
         raise NotAwaitingApproval("The proposal was decided by someone else just now.")
     decided = updated.state != ProposalState.APPROVAL_REQUIRED
     if task is not None:
@@ -144,7 +184,7 @@ async def apply_decision(
     return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)
 
 
-def _require_awaiting(proposal: Proposal, now: datetime) -> None:
+def require_awaiting(proposal: Proposal, now: datetime) -> None:
     if proposal.state != ProposalState.APPROVAL_REQUIRED:
         raise NotAwaitingApproval(
             f"The proposal is {proposal.state}, not waiting for approval.", state=proposal.state
@@ -153,7 +193,7 @@ def _require_awaiting(proposal: Proposal, now: datetime) -> None:
         raise NotAwaitingApproval("The proposal's approval deadline has passed.", state="EXPIRED")
 
 
-def _held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
+def held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
     return (
         task.state == TaskState.CLAIMED
         and task.assignee_id != viewer.id
@@ -161,12 +201,26 @@ def _held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
     )
 
 
-async def _approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | None:
+async def approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | None:
     stmt = select(HumanTask).where(HumanTask.proposal_id == proposal_id)
     return (await session.exec(stmt)).first()
 
 
-def _audit_approval(work: UnitOfWork, viewer: Viewer, approval: Approval) -> None:
+async def require_undecided(session: AsyncSession, proposal: Proposal, actor_id: str) -> None:
+    """Refuse when the actor has decided the proposal's current revision: for previews,
+    since a decision itself relies on the unique approval row (one query fewer)."""
+    stmt = select(Approval.id).where(
+        Approval.proposal_id == proposal.id,
+        Approval.revision == proposal.revision,
+        Approval.approver_id == actor_id,
+    )
+    if (await session.exec(stmt)).first() is not None:
+        raise AlreadyDecided("You have already decided this proposal.")
+
+
+def _audit_approval(
+    work: UnitOfWork, viewer: Viewer, approval: Approval, bulk: dict[str, Any] | None
+) -> None:
     record(
         work,
         Happening(
@@ -177,7 +231,9 @@ def _audit_approval(work: UnitOfWork, viewer: Viewer, approval: Approval) -> Non
             details={
                 "approval_id": approval.id,
                 "payload_digest": approval.payload_digest,
+                "revision": approval.revision,
                 "reason": approval.reason,
+                **({} if bulk is None else {"bulk": bulk}),
             },
         ),
     )
@@ -190,7 +246,11 @@ async def _advance(
     edge, values = lifecycles.REJECT, dict[str, Any](decided_at=now)
     if approval.decision is Decision.APPROVED:
         count = col(Proposal.approval_count)
-        reached = count + 1 >= col(Proposal.required_approvals)
+        # With an amendment the agent has yet to accept, the quorum waits for it.
+        reached = sa.and_(
+            count + 1 >= col(Proposal.required_approvals),
+            col(Proposal.awaiting_proposer).is_(False),
+        )
         edge, values = (
             lifecycles.COUNT_APPROVAL,
             {
@@ -205,7 +265,10 @@ async def _advance(
         edge,
         proposal_id,
         actor_id=viewer.id,
-        guard=col(Proposal.expires_at) > now,
+        guard=sa.and_(
+            col(Proposal.expires_at) > now,
+            col(Proposal.payload_digest) == approval.payload_digest,
+        ),
         values=values,
         details={"approval_id": approval.id},
     )
@@ -243,12 +306,11 @@ async def _settle_task(
     return settled
 
 
-async def _load_result(
-    session: AsyncSession, stored: dict[str, Any], *, replayed: bool
-) -> DecideResult:
-    approval = await session.get(Approval, stored["approval_id"])
+async def load_result(session: AsyncSession, approval_id: str, *, replayed: bool) -> DecideResult:
+    """A recorded decision as it stands now: the approval, its proposal and task."""
+    approval = await session.get(Approval, approval_id, populate_existing=True)
     assert approval is not None  # approvals are never deleted
-    proposal = await session.get(Proposal, approval.proposal_id)
+    proposal = await session.get(Proposal, approval.proposal_id, populate_existing=True)
     assert proposal is not None
-    task = await _approval_task(session, proposal.id)
+    task = await approval_task(session, proposal.id)
     return DecideResult(proposal=proposal, approval=approval, task=task, replayed=replayed)

@@ -223,7 +223,7 @@ def refusal_before_send(
         return "ATTEMPTS_EXHAUSTED"
     if proposal.expires_at <= now:
         return "ACTION_EXPIRED"
-    if payload_digest_of(proposal) != proposal.payload_digest:
+    if payload_digest_of(proposal) != proposal.payload_digest or proposal.awaiting_proposer:
         return "APPROVAL_DIGEST_MISMATCH"
     digests = approved or []
     if (
@@ -235,12 +235,17 @@ def refusal_before_send(
 
 
 async def _approved_digests(work: UnitOfWork, proposal_ids: list[str]) -> dict[str, list[str]]:
+    """The digests approved of each proposal's current revision (an amendment voids the
+    approvals of earlier ones)."""
     if not proposal_ids:
         return {}
     rows = await work.session.exec(
-        select(Approval.proposal_id, Approval.payload_digest).where(
+        select(Approval.proposal_id, Approval.payload_digest)
+        .join(Proposal, col(Proposal.id) == col(Approval.proposal_id))
+        .where(
             col(Approval.proposal_id).in_(proposal_ids),
             col(Approval.decision) == Decision.APPROVED.value,
+            col(Approval.revision) == col(Proposal.revision),
         )
     )
     digests: dict[str, list[str]] = {}

@@ -51,6 +51,25 @@ REJECT = Edge.of(
 EXPIRE = Edge.of(
     "expire", [P.APPROVAL_REQUIRED], P.CANCELLED, ChangeKind.PROPOSAL_CANCELLED, "proposal.expired"
 )
+# A reviewer amends the payload: a new revision and digest, earlier approvals void.
+AMEND = Edge.of(
+    "amend",
+    [P.APPROVAL_REQUIRED],
+    P.APPROVAL_REQUIRED,
+    ChangeKind.PROPOSAL_AMENDED,
+    "proposal.amended",
+)
+# The proposing agent accepts an amendment; with the quorum already in, that queues it.
+ACCEPT_AMENDMENT = Edge(
+    "accept_amendment",
+    frozenset({P.APPROVAL_REQUIRED}),
+    {
+        P.APPROVAL_REQUIRED: Outcome(
+            ChangeKind.PROPOSAL_AMENDMENT_ACCEPTED, "proposal.amendment_accepted"
+        ),
+        P.QUEUED: Outcome(ChangeKind.PROPOSAL_APPROVED, "proposal.approved"),
+    },
+)
 REQUIRE_COMPENSATION = Edge.of(
     "require_compensation",
     [P.APPLIED, P.COMPENSATION_REQUIRED],
@@ -108,6 +127,7 @@ async def describe_proposal(_: UnitOfWork, proposal: Proposal) -> Subject:
             "state": str(proposal.state),
             "actionCode": proposal.action_code,
             "approvalCount": proposal.approval_count,
+            "revision": proposal.revision,
             "proposedById": proposal.proposed_by_id,
             "deliveryAttemptCount": proposal.delivery_attempt_count,
             "lastErrorCode": proposal.last_error_code,
@@ -134,6 +154,8 @@ PROPOSAL: Lifecycle[Proposal, ProposalState] = Lifecycle(
         COUNT_APPROVAL,
         REJECT,
         EXPIRE,
+        AMEND,
+        ACCEPT_AMENDMENT,
         REQUIRE_COMPENSATION,
         START_ATTEMPT,
         RENEW_LEASE,

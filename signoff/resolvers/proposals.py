@@ -36,10 +36,11 @@ from signoff.models import (
     Target,
 )
 from signoff.models.proposal import format_expiry, payload_digest_of
-from signoff.resolvers import idempotency
+from signoff.resolvers import approval_policies, idempotency
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
 
@@ -149,7 +150,8 @@ async def propose_action(
         if not target.is_active:
             raise TargetUnavailable(f"Target {target.name!r} is retired and takes no proposals.")
         check_payload(request.payload, target)
-        proposal, task = new_proposal(viewer, target, request)
+        policy = approval_policies.match(target, request.payload)
+        proposal, task = new_proposal(viewer, target, request, policy=policy)
         await add_proposal(work, viewer, proposal, task)
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
@@ -183,6 +185,7 @@ async def add_proposal(
 ) -> None:
     """Insert a new proposal and its approval task, audited and in the feed; a proposal
     that needs no approval is scheduled for delivery after commit."""
+    policy_rule = {} if proposal.policy_rule is None else {"policy_rule": proposal.policy_rule}
     await PROPOSAL.created(
         work,
         proposal,
@@ -193,9 +196,22 @@ async def add_proposal(
             "state": proposal.state,
             "payload_digest": proposal.payload_digest,
             "operation_key": proposal.operation_key,
+            **policy_rule,
             **details,
         },
     )
+    if policy_rule and proposal.state == ProposalState.QUEUED:
+        # Let through by the policy, not by a person: the audit names the rule, no actor.
+        record(
+            work,
+            Happening(
+                entity_type="proposal",
+                entity_id=proposal.id,
+                actor_id=None,
+                action="proposal.auto_approved",
+                details={"payload_digest": proposal.payload_digest, **policy_rule},
+            ),
+        )
     if task is not None:
         await TASK.created(
             work,
@@ -225,15 +241,20 @@ def new_proposal(
     *,
     human: bool | None = None,
     compensates_proposal_id: str | None = None,
+    policy: approval_policies.PolicyMatch | None = None,
 ) -> tuple[Proposal, HumanTask | None]:
-    """The proposal and, when it needs human approval, its approval task (not yet added)."""
+    """The proposal and, when it needs human approval, its approval task (not yet added).
+    ``policy``, when the target has one, decides the approvals and the queue."""
     now = clock.now()
     expires_at = (now + timedelta(seconds=request.expires_in_seconds)).replace(microsecond=0)
-    if human is None:
+    required, queue_id = target.required_approvals, target.queue_id
+    if policy is not None:
+        human, required, queue_id = policy.approvals > 0, policy.approvals, policy.queue_id
+    elif human is None:
         human = target.approval_mode == ApprovalMode.HUMAN
     proposal = Proposal(
         target_id=target.id,
-        queue_id=target.queue_id if human else None,
+        queue_id=queue_id if human else None,
         proposed_by_id=viewer.id,
         action_code=request.action_code,
         subject=request.subject,
@@ -244,7 +265,8 @@ def new_proposal(
         operation_key=request.operation_key,
         state=ProposalState.APPROVAL_REQUIRED if human else ProposalState.QUEUED,
         next_attempt_at=None if human else now,
-        required_approvals=target.required_approvals if human else 0,
+        required_approvals=required if human else 0,
+        policy_rule=None if policy is None else policy.recorded(),
         expires_at=expires_at,
         compensates_proposal_id=compensates_proposal_id,
         created_at=now,
@@ -253,9 +275,9 @@ def new_proposal(
     proposal.payload_digest = payload_digest_of(proposal)
     if not human:
         return proposal, None
-    assert target.queue_id is not None  # registerTarget requires a queue for HUMAN targets
+    assert queue_id is not None  # registerTarget requires a queue for human approvals
     task = HumanTask(
-        queue_id=target.queue_id,
+        queue_id=queue_id,
         kind=APPROVAL_KIND,
         title=f"Approve {request.action_code} on {target.name}",
         context={

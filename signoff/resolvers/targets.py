@@ -39,6 +39,7 @@ from signoff.jsonvalues import check_schema
 from signoff.models import ApprovalMode, ChangeKind, Proposal, Queue, Role, Target
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.approval_policies import check_policy
 from signoff.resolvers.delivery_due import due
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
@@ -75,6 +76,10 @@ async def register_target(
     max_concurrency: int | None = None,
     rate_per_second: float | None = None,
     idempotency_key: str | None = None,
+    amendable: bool = True,
+    amendments_need_proposer: bool = False,
+    summary_field: str | None = None,
+    approval_policy: Any = None,
 ) -> RegisteredTarget:
     """Register a target; its signing secret is returned here, and again only to a retry of
     the same call under the same idempotency key (which registers nothing)."""
@@ -92,6 +97,10 @@ async def register_target(
         "timeout_seconds": timeout_seconds,
         "max_concurrency": max_concurrency,
         "rate_per_second": rate_per_second,
+        "amendable": amendable,
+        "amendments_need_proposer": amendments_need_proposer,
+        "summary_field": summary_field,
+        "approval_policy": approval_policy,
     }
     registered, _ = await idempotency.once(
         work,
@@ -126,6 +135,10 @@ async def _register_target(
     timeout_seconds: int | None,
     max_concurrency: int | None,
     rate_per_second: float | None,
+    amendable: bool,
+    amendments_need_proposer: bool,
+    summary_field: str | None,
+    approval_policy: Any,
 ) -> RegisteredTarget:
     name = require_text(name, "name", 1, 200)
     method = (method or "POST").upper()
@@ -139,6 +152,16 @@ async def _register_target(
         )
     if queue_id is not None and await work.session.get(Queue, queue_id) is None:
         raise NotFound("No such queue.", field="queueId")
+    approvals = require_range(required_approvals, "requiredApprovals", 1, REQUIRED_APPROVALS_MAX, 1)
+    policy = None
+    if approval_policy is not None:
+        policy = await check_policy(
+            work.session,
+            approval_policy,
+            approval_mode=approval_mode,
+            required_approvals=approvals,
+            queue_id=queue_id,
+        )
     secret = new_signing_secret()
     target = Target(
         name=name,
@@ -149,9 +172,8 @@ async def _register_target(
         if output_schema is None
         else check_schema(output_schema, "outputSchema"),
         approval_mode=approval_mode,
-        required_approvals=require_range(
-            required_approvals, "requiredApprovals", 1, REQUIRED_APPROVALS_MAX, 1
-        ),
+        required_approvals=approvals,
+        approval_policy=policy,
         queue_id=queue_id,
         max_attempts=require_range(max_attempts, "maxAttempts", 1, 20, TARGET_MAX_ATTEMPTS_DEFAULT),
         timeout_seconds=require_range(
@@ -159,6 +181,11 @@ async def _register_target(
         ),
         max_concurrency=require_max_concurrency(max_concurrency),
         rate_per_second=None if rate_per_second is None else require_rate(rate_per_second),
+        amendable=amendable,
+        amendments_need_proposer=amendments_need_proposer,
+        summary_field=None
+        if summary_field is None
+        else require_text(summary_field, "summaryField", 1, 200),
         signing_secret=work.sealer.seal(secret),
         created_by_id=viewer.id,
     )
@@ -178,6 +205,7 @@ async def _register_target(
         name=name,
         url=target.url,
         approval_mode=approval_mode.value,
+        approval_policy=policy,
     )
     return RegisteredTarget(target=target, signing_secret=secret)
 

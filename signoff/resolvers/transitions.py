@@ -190,11 +190,20 @@ class Lifecycle(Generic[M, S]):
         guard: Any = None,
         values: Mapping[str, Any] | None = None,
         details: Mapping[str, Any] | None = None,
+        published: Mapping[str, Any] | None = None,
     ) -> M | None:
         """Apply ``edge`` to one row if it is in a source state and ``guard`` holds; the
-        winner gets the updated row (audited, in the feed, followed up), others ``None``."""
+        winner gets the updated row (audited, in the feed, followed up), others ``None``.
+        ``published`` adds to the change event's snapshot (an amendment's diff)."""
         moved = await self.move_all(
-            work, edge, [entity_id], actor_id=actor_id, guard=guard, values=values, details=details
+            work,
+            edge,
+            [entity_id],
+            actor_id=actor_id,
+            guard=guard,
+            values=values,
+            details=details,
+            published=published,
         )
         return moved[0] if moved else None
 
@@ -208,6 +217,7 @@ class Lifecycle(Generic[M, S]):
         guard: Any = None,
         values: Mapping[str, Any] | None = None,
         details: Mapping[str, Any] | None = None,
+        published: Mapping[str, Any] | None = None,
     ) -> list[M]:
         """``move`` for many rows in one statement (sweeps); returns the rows that moved."""
         if not entity_ids:
@@ -216,7 +226,14 @@ class Lifecycle(Generic[M, S]):
         table = self._table
         which = table.c.id.in_(entity_ids) if len(entity_ids) > 1 else table.c.id == entity_ids[0]
         return await self.move_where(
-            work, edge, which, actor_id=actor_id, guard=guard, values=values, details=details
+            work,
+            edge,
+            which,
+            actor_id=actor_id,
+            guard=guard,
+            values=values,
+            details=details,
+            published=published,
         )
 
     async def move_where(
@@ -229,6 +246,7 @@ class Lifecycle(Generic[M, S]):
         guard: Any = None,
         values: Mapping[str, Any] | None = None,
         details: Mapping[str, Any] | None = None,
+        published: Mapping[str, Any] | None = None,
     ) -> list[M]:
         """``move`` for the rows ``which`` selects (a condition on the table, such as
         ``id IN (<subquery>)``), in one statement: a batch claim chooses its rows inside the
@@ -236,7 +254,8 @@ class Lifecycle(Generic[M, S]):
         self._check(edge)
         rows = await self._compare_and_set(work, edge, which, guard, dict(values or {}))
         for row in rows:
-            await self._happened(work, row, self._outcome(edge, row), actor_id, details)
+            outcome = self._outcome(edge, row)
+            await self._happened(work, row, outcome, actor_id, details, published)
         return rows
 
     def _check(self, edge: Edge[S]) -> None:
@@ -282,8 +301,9 @@ class Lifecycle(Generic[M, S]):
         outcome: Outcome,
         actor_id: str | None,
         details: Mapping[str, Any] | None,
+        published: Mapping[str, Any] | None = None,
     ) -> None:
-        await self._record(work, row, outcome, actor_id, details or {})
+        await self._record(work, row, outcome, actor_id, details or {}, published)
         if self._follow_up is not None:
             self._follow_up(work, row)
 
@@ -329,6 +349,7 @@ class Lifecycle(Generic[M, S]):
         outcome: Outcome,
         actor_id: str | None,
         details: Mapping[str, Any],
+        published: Mapping[str, Any] | None = None,
     ) -> None:
         subject = await self._describe(work, row)
         record(
@@ -344,6 +365,6 @@ class Lifecycle(Generic[M, S]):
                 queue_id=subject.queue_id,
                 proposal_id=subject.proposal_id,
                 session_key=subject.session_key,
-                snapshot=subject.snapshot,
+                snapshot={**subject.snapshot, **(published or {})},
             ),
         )

@@ -20,6 +20,7 @@ from signoff.models import (
     Draft,
     HumanTask,
     Proposal,
+    ProposalRevision,
     Queue,
     RepairAction,
     Target,
@@ -43,6 +44,7 @@ class Loaders:
         self.task = self._by_id(HumanTask)
         self.task_by_proposal = self._one_by(HumanTask, "proposal_id")
         self.approvals_by_proposal = self._many_by(Approval, "proposal_id", "created_at")
+        self.revisions_by_proposal = self._many_by(ProposalRevision, "proposal_id", "revision")
         # Attempt ids are UUIDv7, so id order is the order they were recorded in.
         self.attempts_by_proposal = self._many_by(DeliveryAttempt, "proposal_id", "id")
         self.dead_letters_by_incident = self._many_by(DeadLetter, "incident_id", "id")

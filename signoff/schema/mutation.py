@@ -6,7 +6,9 @@ import strawberry
 
 from signoff import models
 from signoff.resolvers import (
+    amendments,
     approvals,
+    bulk_decisions,
     compensations,
     drafts,
     incident_response,
@@ -17,6 +19,18 @@ from signoff.resolvers import (
     target_controls,
     targets,
     tasks,
+)
+from signoff.schema.amendment import (
+    AcceptAmendmentInput,
+    AcceptAmendmentPayload,
+    AmendProposalInput,
+    AmendProposalPayload,
+)
+from signoff.schema.bulk_decision import (
+    BulkDecisionResult,
+    DecideProposalsInput,
+    DecideProposalsPayload,
+    items_of,
 )
 from signoff.schema.call import call
 from signoff.schema.context import context_of
@@ -54,6 +68,7 @@ from signoff.schema.proposal import (
     DecideProposalInput,
     DecideProposalPayload,
     Proposal,
+    ProposalRevision,
     ProposeActionInput,
     ProposeActionPayload,
 )
@@ -148,6 +163,10 @@ class Mutation:
             max_concurrency=input.max_concurrency,
             rate_per_second=input.rate_per_second,
             idempotency_key=input.idempotency_key,
+            amendable=input.amendable,
+            amendments_need_proposer=input.amendments_need_proposer,
+            summary_field=input.summary_field,
+            approval_policy=input.approval_policy,
         )
         return RegisterTargetPayload(
             target=Target.from_model(registered.target), signing_secret=registered.signing_secret
@@ -275,6 +294,74 @@ class Mutation:
             approval=Approval.from_model(result.approval),
             task=_task(result.task),
             replayed=result.replayed,
+        )
+
+    @strawberry.mutation(
+        description=(
+            "Reviewers: decide up to 100 proposals at once, each bound to its digest. Items are "
+            "independent: one result per item, the decision or the item's refusal code."
+        )
+    )
+    async def decide_proposals(
+        self, info: strawberry.Info, input: DecideProposalsInput
+    ) -> DecideProposalsPayload:
+        result = await call(
+            info,
+            bulk_decisions.decide_proposals,
+            items=items_of(input.items),
+            decision=input.decision,
+            idempotency_key=input.idempotency_key,
+            reason=input.reason,
+        )
+        return DecideProposalsPayload(
+            bulk_id=strawberry.ID(result.bulk_id),
+            results=[BulkDecisionResult.from_result(item) for item in result.items],
+            replayed=result.replayed,
+        )
+
+    @strawberry.mutation(
+        description=(
+            "Reviewers of the proposal's queue: fix the payload instead of rejecting it. A new "
+            "revision and digest; earlier approvals are void and the full quorum is needed again."
+        )
+    )
+    async def amend_proposal(
+        self, info: strawberry.Info, input: AmendProposalInput
+    ) -> AmendProposalPayload:
+        result = await call(
+            info,
+            amendments.amend_proposal,
+            proposal_id=input.proposal_id,
+            based_on_digest=input.based_on_digest,
+            reason=input.reason,
+            payload=input.payload,
+            patch=input.patch,
+            idempotency_key=input.idempotency_key,
+        )
+        return AmendProposalPayload(
+            proposal=Proposal.from_model(result.proposal),
+            revision=ProposalRevision.from_model(result.revision),
+            replayed=result.replayed,
+        )
+
+    @strawberry.mutation(
+        description=(
+            "The proposing agent, when its target asks for it: accept an amended revision "
+            "(awaitingProposer) so that it may be delivered once approved."
+        )
+    )
+    async def accept_amendment(
+        self, info: strawberry.Info, input: AcceptAmendmentInput
+    ) -> AcceptAmendmentPayload:
+        result = await call(
+            info,
+            amendments.accept_amendment,
+            proposal_id=input.proposal_id,
+            payload_digest=input.payload_digest,
+            idempotency_key=input.idempotency_key,
+        )
+        return AcceptAmendmentPayload(
+            proposal=Proposal.from_model(result.proposal), replayed=result.replayed
         )
 
     @strawberry.mutation

@@ -27,6 +27,9 @@ class Approval:
     id: strawberry.ID
     decision: models.Decision
     payload_digest: str
+    revision: int = strawberry.field(
+        description="The revision decided; an approval counts only for the current one."
+    )
     reason: str | None
     created_at: datetime
     approver_id: strawberry.Private[str]
@@ -43,9 +46,39 @@ class Approval:
             id=strawberry.ID(approval.id),
             decision=models.Decision(approval.decision),
             payload_digest=approval.payload_digest,
+            revision=approval.revision,
             reason=approval.reason,
             created_at=approval.created_at,
             approver_id=approval.approver_id,
+        )
+
+
+@strawberry.type(description="One revision of a proposal's payload: as proposed, or amended.")
+class ProposalRevision:
+    revision: int
+    digest: str = strawberry.field(description="The payload digest of this revision.")
+    payload: JSON
+    diff: JSON = strawberry.field(
+        description="RFC 6902 operations from the previous revision's payload ([] for 1)."
+    )
+    reason: str | None
+    at: datetime
+    amended_by_id: strawberry.Private[str | None]
+
+    @strawberry.field(description="The reviewer who amended; null for the proposal as proposed.")
+    async def amended_by(self, info: strawberry.Info) -> Actor | None:
+        return None if self.amended_by_id is None else await load_actor(info, self.amended_by_id)
+
+    @classmethod
+    def from_model(cls, row: models.ProposalRevision) -> ProposalRevision:
+        return cls(
+            revision=row.revision,
+            digest=row.payload_digest,
+            payload=JSON(row.payload),
+            diff=JSON(row.diff),
+            reason=row.reason,
+            at=row.created_at,
+            amended_by_id=row.amended_by_id,
         )
 
 
@@ -63,6 +96,16 @@ class Proposal(Node):
     operation_key: str
     required_approvals: int
     approval_count: int
+    revision: int = strawberry.field(
+        description="1 as proposed; each amendment adds one (and gives a new payloadDigest)."
+    )
+    awaiting_proposer: bool = strawberry.field(
+        description="An amendment waits for the proposing agent's acceptAmendment."
+    )
+    policy_rule: JSON | None = strawberry.field(
+        description="The target's approval-policy rule that set requiredApprovals "
+        "({rule, name, approvals, queueId}; rule null: the policy's default)."
+    )
     expires_at: datetime
     decided_at: datetime | None
     created_at: datetime
@@ -100,6 +143,24 @@ class Proposal(Node):
         rows = await info.context.loaders.approvals_by_proposal.load(str(self.id))
         return [Approval.from_model(row) for row in rows]
 
+    @strawberry.field(description="Every revision of the payload, oldest first.")
+    async def revisions(self, info: strawberry.Info) -> list[ProposalRevision]:
+        rows = await info.context.loaders.revisions_by_proposal.load(str(self.id))
+        if rows:
+            return [ProposalRevision.from_model(row) for row in rows]
+        # Never amended: its one revision is the proposal as it stands.
+        return [
+            ProposalRevision(
+                revision=1,
+                digest=self.payload_digest,
+                payload=self.payload,
+                diff=JSON([]),
+                reason=None,
+                at=self.created_at,
+                amended_by_id=None,
+            )
+        ]
+
     @strawberry.field(description="Every delivery attempt, oldest first.")
     async def attempts(self, info: strawberry.Info) -> list[DeliveryAttempt]:
         rows = await info.context.loaders.attempts_by_proposal.load(str(self.id))
@@ -125,6 +186,9 @@ class Proposal(Node):
             operation_key=p.operation_key,
             required_approvals=p.required_approvals,
             approval_count=p.approval_count,
+            revision=p.revision,
+            awaiting_proposer=p.awaiting_proposer,
+            policy_rule=None if p.policy_rule is None else JSON(p.policy_rule),
             expires_at=p.expires_at,
             decided_at=p.decided_at,
             created_at=p.created_at,

@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import cast
 
 import strawberry
+from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.errors import SignoffError
 from signoff.resolvers import (
+    approval_policies,
     audit,
+    bulk_decisions,
     draft_reads,
     incident_response,
     nodes,
@@ -22,7 +25,9 @@ from signoff.resolvers import (
     tasks,
 )
 from signoff.schema.actor import Actor, Viewer
+from signoff.schema.approval_policy import PolicySimulation
 from signoff.schema.audit import AuditEvent
+from signoff.schema.bulk_decision import BulkDecisionItemInput, BulkDecisionPreview, items_of
 from signoff.schema.call import call
 from signoff.schema.context import context_of
 from signoff.schema.draft import Draft
@@ -114,6 +119,29 @@ class Query:
     @strawberry.field
     async def proposal(self, info: strawberry.Info, id: strawberry.ID) -> Proposal:
         return Proposal.from_model(await call(info, proposals.get_proposal, proposal_id=id))
+
+    @strawberry.field(
+        description=(
+            "Reviewers: what decideProposals would do with these items now: refusals and why, "
+            "counts by target and by state, and each target's summaryField total."
+        )
+    )
+    async def bulk_decision_preview(
+        self, info: strawberry.Info, items: list[BulkDecisionItemInput]
+    ) -> BulkDecisionPreview:
+        preview = await call(info, bulk_decisions.preview_bulk_decision, items=items_of(items))
+        return BulkDecisionPreview.from_preview(preview)
+
+    @strawberry.field(
+        description="Which approval-policy rule a payload would match on a target, and why."
+    )
+    async def simulate_policy(
+        self, info: strawberry.Info, target_id: strawberry.ID, payload: JSON
+    ) -> PolicySimulation:
+        simulated = await call(
+            info, approval_policies.simulate_policy, target_id=target_id, payload=payload
+        )
+        return PolicySimulation.from_simulation(simulated)
 
     @strawberry.field(description="Newest first, at most 100 a page.")
     async def proposals(

@@ -58,6 +58,19 @@ class Target(Node):
     next_probe_at: datetime | None = strawberry.field(
         description="When an OPEN circuit next lets one delivery through to probe."
     )
+    amendable: bool = strawberry.field(
+        description="Reviewers may amend its proposals (false: AMENDMENT_NOT_ALLOWED)."
+    )
+    amendments_need_proposer: bool = strawberry.field(
+        description="An amended proposal waits for its agent's acceptAmendment."
+    )
+    summary_field: str | None = strawberry.field(
+        description="A numeric payload field bulkDecisionPreview adds up."
+    )
+    approval_policy: JSON | None = strawberry.field(
+        description="Rules (JSON Schema over the payload) deciding the approvals a proposal "
+        "needs; the first match wins. Queues are shown resolved (queueId)."
+    )
     created_at: datetime
     queue_id: strawberry.Private[str | None]
 
@@ -92,6 +105,12 @@ class Target(Node):
             last_error_at=target.last_error_at,
             circuit_opened_at=target.circuit_opened_at,
             next_probe_at=target.circuit_probe_at,
+            amendable=target.amendable,
+            amendments_need_proposer=target.amendments_need_proposer,
+            summary_field=target.summary_field,
+            approval_policy=None
+            if target.approval_policy is None
+            else JSON(target.approval_policy),
             created_at=target.created_at,
             queue_id=target.queue_id,
         )
@@ -126,6 +145,23 @@ class RegisterTargetInput:
     idempotency_key: str | None = strawberry.field(
         default=None,
         description="Retrying with the same key answers the first result and creates nothing.",
+    )
+    amendable: bool = strawberry.field(
+        default=True, description="Reviewers may amend its proposals (default true)."
+    )
+    amendments_need_proposer: bool = strawberry.field(
+        default=False,
+        description="An amendment must be accepted by the proposing agent before delivery.",
+    )
+    summary_field: str | None = strawberry.field(
+        default=None,
+        description="A numeric top-level payload field bulkDecisionPreview adds up (e.g. amount).",
+    )
+    approval_policy: JSON | None = strawberry.field(
+        default=None,
+        description='{"rules": [{"when": <JSON Schema>, "approvals": 0-5, "queue"?: slug, '
+        '"name"?: text}], "default"?: {"approvals": n, "queue"?: slug}}; POLICY_INVALID '
+        "if malformed.",
     )
 
 

@@ -176,7 +176,7 @@ async def test_a_decision_through_the_task_never_overwrites_a_claim_taken_meanwh
     proposed = await world.propose()
     task_id = proposed["task"]["id"]
     claims: list[dict[str, Any]] = []
-    read_task = approvals._approval_task
+    read_task = approvals.approval_task
 
     async def read_then_let_b_claim(session: AsyncSession, proposal_id: str) -> HumanTask | None:
         task = await read_task(session, proposal_id)
@@ -184,7 +184,7 @@ async def test_a_decision_through_the_task_never_overwrites_a_claim_taken_meanwh
             claims.append(await gql.raw(CLAIM, {"id": task_id}, b))
         return task
 
-    monkeypatch.setattr(approvals, "_approval_task", read_then_let_b_claim)
+    monkeypatch.setattr(approvals, "approval_task", read_then_let_b_claim)
     decide = {"input": {"taskId": task_id, "response": {"decision": "APPROVED"}}}
     decided = await gql.raw(COMPLETE, decide, a)
     assert "errors" not in claims[0], claims[0]

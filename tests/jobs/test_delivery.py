@@ -71,6 +71,7 @@ async def test_receiver_answering_200_applies(
         "action_id": proposal["id"],
         "operation_key": proposal["operationKey"],
         "payload_digest": proposal["payloadDigest"],
+        "revision": 1,
         "action_code": "refund.create",
         "subject": {"order": "o-1"},
         "payload": {"amount": 100, "currency": "EUR"},

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 from starlette.applications import Starlette
 
+from signoff.config import Settings
 from tests.helpers import GraphQLClient, build_world
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """Every request reads its viewer: the statements counted here do not depend on
+    whether the token's viewer was still in the cache."""
+    return replace(settings, auth_cache_seconds=0)
+
 
 PAGE = """query($after: String) { proposals(first: 100, after: $after) {
   pageInfo { hasNextPage endCursor }

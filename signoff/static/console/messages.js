@@ -83,6 +83,9 @@ export const MESSAGES = {
   RATE_LIMITED: "Too many requests with this token. Wait a moment and try again.",
   TOO_MANY_SUBSCRIPTIONS: "Too many live views are open on one connection. Close some tabs and reload.",
   SERVICE_UNAVAILABLE: "The server cannot reach its database right now; nothing was changed. Try again in a few seconds.",
+  AMENDMENT_NOT_ALLOWED: "This target does not allow amendments: approve or reject the proposal as it is.",
+  NO_AMENDMENT_PENDING: "There is no amendment waiting for the proposer's acceptance.",
+  POLICY_INVALID: "The approval policy is not valid; the message says where.",
 };
 
 /** The sentence for a refusal, with its code (and the reference an operator needs). */

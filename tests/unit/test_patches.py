@@ -1,0 +1,56 @@
+"""JSON Merge Patch (RFC 7386) by hand, and RFC 6902 diffs, on the RFC's own examples and
+on random documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from signoff.patches import apply, diff, merge_patch
+
+# RFC 7386, appendix A: (original, patch, result).
+RFC_7386_EXAMPLES: list[tuple[Any, Any, Any]] = [
+    ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+    ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+    ({"a": "b"}, {"a": None}, {}),
+    ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+    ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+    ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+    (["a", "b"], ["c", "d"], ["c", "d"]),
+    ({"a": "b"}, ["c"], ["c"]),
+    ({"a": "foo"}, None, None),
+    ({"a": "foo"}, "bar", "bar"),
+    ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+    ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+    ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+]
+
+
+@pytest.mark.parametrize(("original", "patch", "result"), RFC_7386_EXAMPLES)
+def test_merge_patch_follows_the_rfc_examples(original: Any, patch: Any, result: Any) -> None:
+    before = repr(original)
+    assert merge_patch(original, patch) == result
+    assert repr(original) == before  # the original is never changed
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+OBJECTS = st.dictionaries(st.text(max_size=4), JSON, max_size=5)
+
+
+@settings(max_examples=100)
+@given(old=OBJECTS, new=OBJECTS)
+def test_a_diff_turns_the_old_payload_into_the_new(old: Any, new: Any) -> None:
+    operations = diff(old, new)
+    assert apply(old, operations) == new
+    assert (operations == []) == (old == new)
