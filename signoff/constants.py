@@ -11,6 +11,10 @@ PROPOSAL_EXPIRY_DEFAULT_SECONDS = 24 * 3600
 PROPOSAL_EXPIRY_MIN_SECONDS = 60
 PROPOSAL_EXPIRY_MAX_SECONDS = 31 * 24 * 3600
 
+# Deadline policies (docs/design.md section 4.17): at most this many escalation steps,
+# each giving the next queue between the proposal expiry bounds above.
+ESCALATION_CHAIN_MAX = 3
+
 QUEUE_CLAIM_TTL_DEFAULT_SECONDS = 15 * 60
 QUEUE_DUE_DEFAULT_SECONDS = 24 * 3600
 
@@ -60,6 +64,9 @@ RECONCILE_INTERVAL_SECONDS = 60
 RELEASE_LEASE_KEY = "release_lease:{proposal_id}:{lease}"
 LAPSE_CLAIM_KEY = "lapse_claim:{task_id}:{version}"
 EXPIRE_PROPOSAL_KEY = "expire_proposal:{proposal_id}"
+# A proposal escalates at most once per level, and is rejected at its deadline once.
+ESCALATE_PROPOSAL_KEY = "escalate_proposal:{proposal_id}:{level}"
+REJECT_PROPOSAL_KEY = "reject_proposal:{proposal_id}"
 # Delivery throughput (docs/delivery-throughput.md has the measurements behind each).
 # A worker's deliveries in flight, and as many pooled HTTP connections.
 DELIVERY_CONCURRENCY = 128

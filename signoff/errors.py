@@ -123,6 +123,12 @@ class NotAwaitingApproval(SignoffError):
     code = "NOT_AWAITING_APPROVAL"
 
 
+class DeadlinePolicyOutOfBounds(SignoffError):
+    """A proposal's deadline policy goes beyond what its target's policy allows."""
+
+    code = "DEADLINE_POLICY_OUT_OF_BOUNDS"
+
+
 class SelfApprovalForbidden(SignoffError):
     """The proposer may not decide its own proposal."""
 

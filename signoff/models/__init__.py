@@ -4,6 +4,7 @@ from signoff.models.actor import Actor, ApiToken, QueueMembership, Role
 from signoff.models.approval import Approval, Decision
 from signoff.models.audit import AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
+from signoff.models.deadline import DeadlineAction
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.draft import (
     CancelReason,
@@ -49,6 +50,7 @@ __all__ = [
     "CircuitState",
     "DeadLetter",
     "DeadLetterState",
+    "DeadlineAction",
     "Decision",
     "DeliveryAttempt",
     "Draft",

@@ -20,6 +20,12 @@ from signoff.models.base import (
     time_field,
     version_field,
 )
+from signoff.models.deadline import (
+    DeadlineAction,
+    deadline_action_field,
+    deadline_reason_field,
+    escalation_chain_field,
+)
 
 
 class ProposalState(StrEnum):
@@ -65,6 +71,15 @@ class Proposal(SQLModel, table=True):
     required_approvals: int = 1
     approval_count: int = 0
     expires_at: datetime = time_field()
+    # The deadline policy it was proposed under (docs/design.md section 4.17): its
+    # target's, or the proposer's override within the target's bounds.
+    deadline_action: DeadlineAction = deadline_action_field()
+    deadline_reason: str | None = deadline_reason_field()
+    escalation_chain: list[dict[str, Any]] = escalation_chain_field()
+    # How many escalation steps it has taken (the index of the next one in the chain).
+    escalation_level: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
     decided_at: datetime | None = time_field(nullable=True)
     # Delivery bookkeeping: the database, not Redis, holds the retry state.
     delivery_attempt_count: int = 0
@@ -92,8 +107,9 @@ def format_expiry(expires_at: datetime) -> str:
     return expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def payload_digest_of(proposal: Proposal) -> str:
-    """The digest a reviewer approves: everything that will be sent, and when it lapses."""
+def payload_digest_of(proposal: Proposal, *, expires_at: datetime | None = None) -> str:
+    """The digest a reviewer approves: everything that will be sent, and when it lapses
+    (``expires_at``: the digest it will have once its deadline moves there)."""
     return sha256_digest(
         {
             "schema_version": DIGEST_SCHEMA_VERSION,
@@ -103,6 +119,6 @@ def payload_digest_of(proposal: Proposal) -> str:
             "payload": proposal.payload,
             "preconditions": proposal.preconditions,
             "target_id": proposal.target_id,
-            "expires_at": format_expiry(proposal.expires_at),
+            "expires_at": format_expiry(expires_at or proposal.expires_at),
         }
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import case
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -205,7 +206,11 @@ async def _advance(
         edge,
         proposal_id,
         actor_id=viewer.id,
-        guard=col(Proposal.expires_at) > now,
+        # The digest too: an escalation (a new deadline, so a new digest) that committed
+        # after this decision read the proposal wins, and the stale decision is refused.
+        guard=sa.and_(
+            col(Proposal.expires_at) > now, col(Proposal.payload_digest) == approval.payload_digest
+        ),
         values=values,
         details={"approval_id": approval.id},
     )

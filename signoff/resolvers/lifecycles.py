@@ -49,7 +49,22 @@ REJECT = Edge.of(
     "reject", [P.APPROVAL_REQUIRED], P.REJECTED, ChangeKind.PROPOSAL_REJECTED, "proposal.rejected"
 )
 EXPIRE = Edge.of(
-    "expire", [P.APPROVAL_REQUIRED], P.CANCELLED, ChangeKind.PROPOSAL_CANCELLED, "proposal.expired"
+    "expire", [P.APPROVAL_REQUIRED], P.CANCELLED, ChangeKind.PROPOSAL_EXPIRED, "proposal.expired"
+)
+# Deadline policies (docs/design.md section 4.17): never an approval.
+REJECT_AT_DEADLINE = Edge.of(
+    "reject_at_deadline",
+    [P.APPROVAL_REQUIRED],
+    P.REJECTED,
+    ChangeKind.PROPOSAL_REJECTED,
+    "proposal.deadline_rejected",
+)
+ESCALATE = Edge.of(
+    "escalate",
+    [P.APPROVAL_REQUIRED],
+    P.APPROVAL_REQUIRED,
+    ChangeKind.PROPOSAL_ESCALATED,
+    "proposal.escalated",
 )
 REQUIRE_COMPENSATION = Edge.of(
     "require_compensation",
@@ -112,6 +127,7 @@ async def describe_proposal(_: UnitOfWork, proposal: Proposal) -> Subject:
             "deliveryAttemptCount": proposal.delivery_attempt_count,
             "lastErrorCode": proposal.last_error_code,
             "deliveryTerminal": proposal.delivery_terminal,
+            "escalationLevel": proposal.escalation_level,
         },
     )
 
@@ -134,6 +150,8 @@ PROPOSAL: Lifecycle[Proposal, ProposalState] = Lifecycle(
         COUNT_APPROVAL,
         REJECT,
         EXPIRE,
+        REJECT_AT_DEADLINE,
+        ESCALATE,
         REQUIRE_COMPENSATION,
         START_ATTEMPT,
         RENEW_LEASE,
@@ -159,6 +177,10 @@ COMPLETE = Edge.of(
 # An approval task after a decision that did not reach the quorum: open for the next reviewer.
 REOPEN = Edge.of("reopen", [T.OPEN, T.CLAIMED], T.OPEN, ChangeKind.TASK_REOPENED, "task.reopened")
 EXPIRE_TASK = Edge.of("expire_task", [T.OPEN, T.CLAIMED], T.EXPIRED, ChangeKind.TASK_EXPIRED, None)
+# Its proposal escalated: the task moves to the next queue, open, unclaimed.
+ESCALATE_TASK = Edge.of(
+    "escalate_task", [T.OPEN, T.CLAIMED], T.OPEN, ChangeKind.TASK_ESCALATED, "task.escalated"
+)
 # Reconciliation writes back what reads already derive: a lapsed claim leaves the task open.
 LAPSE_CLAIM = Edge.of(
     "lapse_claim", [T.CLAIMED], T.OPEN, ChangeKind.TASK_CLAIM_LAPSED, "task.claim_lapsed"
@@ -182,7 +204,7 @@ async def describe_task(work: UnitOfWork, task: HumanTask) -> Subject:
 TASK: Lifecycle[HumanTask, TaskState] = Lifecycle(
     "task",
     HumanTask,
-    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK, LAPSE_CLAIM],
+    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK, ESCALATE_TASK, LAPSE_CLAIM],
     describe=describe_task,
 )
 

@@ -33,6 +33,7 @@ from signoff.models import (
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.deadlines import DeadlineOverride, DeadlinePolicy, policy_of
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.resolvers.work import UnitOfWork
@@ -57,18 +58,21 @@ class ProposalRequest:
     preconditions: dict[str, Any]
     operation_key: str
     expires_in_seconds: int
+    # The proposer's deadline policy override, as sent (``None``: the target's policy).
+    deadline: DeadlineOverride | None = None
 
     def digest(self) -> str:
-        return sha256_digest(
-            {
-                "target_id": self.target_id,
-                "action_code": self.action_code,
-                "subject": self.subject,
-                "payload": self.payload,
-                "preconditions": self.preconditions,
-                "expires_in_seconds": self.expires_in_seconds,
-            }
-        )
+        material: dict[str, Any] = {
+            "target_id": self.target_id,
+            "action_code": self.action_code,
+            "subject": self.subject,
+            "payload": self.payload,
+            "preconditions": self.preconditions,
+            "expires_in_seconds": self.expires_in_seconds,
+        }
+        if self.deadline is not None:  # absent from older requests' digests: keep them equal
+            material["deadline"] = self.deadline.describe()
+        return sha256_digest(material)
 
 
 def checked_request(
@@ -80,6 +84,7 @@ def checked_request(
     subject: Any,
     preconditions: Any,
     expires_in_seconds: int | None,
+    deadline: DeadlineOverride | None = None,
 ) -> ProposalRequest:
     """A proposal request with every field checked (sizes, lengths, expiry range)."""
     return ProposalRequest(
@@ -98,6 +103,7 @@ def checked_request(
             PROPOSAL_EXPIRY_MAX_SECONDS,
             PROPOSAL_EXPIRY_DEFAULT_SECONDS,
         ),
+        deadline=deadline,
     )
 
 
@@ -112,6 +118,7 @@ async def propose_action(
     subject: Any = None,
     preconditions: Any = None,
     expires_in_seconds: int | None = None,
+    deadline: DeadlineOverride | None = None,
 ) -> ProposeResult:
     """Propose an action; the same operation key with the same material replays."""
     require_role(viewer, Role.AGENT)
@@ -123,6 +130,7 @@ async def propose_action(
         subject=subject,
         preconditions=preconditions,
         expires_in_seconds=expires_in_seconds,
+        deadline=deadline,
     )
     call = idempotency.Keyed(
         "proposeAction", request.operation_key, request.digest(), field="operationKey"
@@ -135,7 +143,8 @@ async def propose_action(
         if not target.is_active:
             raise TargetUnavailable(f"Target {target.name!r} is retired and takes no proposals.")
         validate_against(request.payload, target.input_schema, PayloadSchemaInvalid, "payload")
-        proposal, task = new_proposal(viewer, target, request)
+        policy = policy_of(target) if request.deadline is None else request.deadline.within(target)
+        proposal, task = new_proposal(viewer, target, request, policy=policy)
         await add_proposal(work, viewer, proposal, task)
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
@@ -211,9 +220,12 @@ def new_proposal(
     *,
     human: bool | None = None,
     compensates_proposal_id: str | None = None,
+    policy: DeadlinePolicy | None = None,
 ) -> tuple[Proposal, HumanTask | None]:
-    """The proposal and, when it needs human approval, its approval task (not yet added)."""
+    """The proposal and, when it needs human approval, its approval task (not yet added);
+    it keeps ``policy`` (by default its target's) for its deadline."""
     now = clock.now()
+    policy = policy or policy_of(target)
     expires_at = (now + timedelta(seconds=request.expires_in_seconds)).replace(microsecond=0)
     if human is None:
         human = target.approval_mode == ApprovalMode.HUMAN
@@ -232,6 +244,9 @@ def new_proposal(
         next_attempt_at=None if human else now,
         required_approvals=target.required_approvals if human else 0,
         expires_at=expires_at,
+        deadline_action=policy.action,
+        deadline_reason=policy.reason,
+        escalation_chain=policy.escalation_chain,
         compensates_proposal_id=compensates_proposal_id,
         created_at=now,
         updated_at=now,

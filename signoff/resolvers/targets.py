@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,9 +36,10 @@ from signoff.errors import (
     ValidationFailed,
 )
 from signoff.jsonvalues import check_schema
-from signoff.models import ApprovalMode, ChangeKind, Proposal, Queue, Role, Target
+from signoff.models import ApprovalMode, ChangeKind, DeadlineAction, Proposal, Queue, Role, Target
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.deadlines import checked_policy
 from signoff.resolvers.delivery_due import due
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
@@ -74,6 +75,9 @@ async def register_target(
     timeout_seconds: int | None = None,
     max_concurrency: int | None = None,
     rate_per_second: float | None = None,
+    deadline_action: DeadlineAction | None = None,
+    deadline_reason: str | None = None,
+    escalation: Sequence[tuple[str, int]] | None = None,
 ) -> RegisteredTarget:
     """Register a target; its signing secret is returned here once and never again."""
     require_role(viewer, Role.OPERATOR)
@@ -89,6 +93,13 @@ async def register_target(
         )
     if queue_id is not None and await work.session.get(Queue, queue_id) is None:
         raise NotFound("No such queue.", field="queueId")
+    policy = await checked_policy(
+        work,
+        action=deadline_action,
+        reason=deadline_reason,
+        escalation=escalation,
+        first_queue_id=queue_id,
+    )
     secret = new_signing_secret()
     target = Target(
         name=name,
@@ -111,6 +122,9 @@ async def register_target(
         rate_per_second=None if rate_per_second is None else require_rate(rate_per_second),
         signing_secret=work.sealer.seal(secret),
         created_by_id=viewer.id,
+        deadline_action=policy.action,
+        deadline_reason=policy.reason,
+        escalation_chain=policy.escalation_chain,
     )
     work.session.add(target)
     try:
@@ -128,6 +142,7 @@ async def register_target(
         name=name,
         url=target.url,
         approval_mode=approval_mode.value,
+        deadline_policy=policy.describe(),
     )
     await work.commit()
     return RegisteredTarget(target=target, signing_secret=secret)

@@ -143,6 +143,9 @@ class Mutation:
             timeout_seconds=input.timeout_seconds,
             max_concurrency=input.max_concurrency,
             rate_per_second=input.rate_per_second,
+            deadline_action=None if input.deadline_policy is None else input.deadline_policy.action,
+            deadline_reason=None if input.deadline_policy is None else input.deadline_policy.reason,
+            escalation=None if input.deadline_policy is None else input.deadline_policy.steps(),
         )
         return RegisterTargetPayload(
             target=Target.from_model(registered.target), signing_secret=registered.signing_secret
@@ -245,6 +248,7 @@ class Mutation:
             subject=input.subject,
             preconditions=input.preconditions,
             expires_in_seconds=input.expires_in_seconds,
+            deadline=None if input.deadline_policy is None else input.deadline_policy.to_override(),
         )
         return ProposeActionPayload(
             proposal=Proposal.from_model(result.proposal),

@@ -15,6 +15,7 @@ from signoff.constants import (
     TARGET_RATE_MAX_PER_SECOND,
     TARGET_RATE_MIN_PER_SECOND,
 )
+from signoff.schema.deadline import DeadlinePolicy, DeadlinePolicyInput
 from signoff.schema.queue import Queue, load_queue
 
 
@@ -58,6 +59,9 @@ class Target:
         description="When an OPEN circuit next lets one delivery through to probe."
     )
     created_at: datetime
+    deadline_policy: DeadlinePolicy = strawberry.field(
+        description="What its proposals become when nobody approves them in time."
+    )
     queue_id: strawberry.Private[str | None]
 
     @strawberry.field
@@ -92,6 +96,9 @@ class Target:
             circuit_opened_at=target.circuit_opened_at,
             next_probe_at=target.circuit_probe_at,
             created_at=target.created_at,
+            deadline_policy=DeadlinePolicy.of(
+                target.deadline_action, target.deadline_reason, target.escalation_chain
+            ),
             queue_id=target.queue_id,
         )
 
@@ -122,6 +129,7 @@ class RegisterTargetInput:
         description=f"Deliveries started per second ({TARGET_RATE_MIN_PER_SECOND:g}-"
         f"{TARGET_RATE_MAX_PER_SECOND:g}); leave it out for no limit.",
     )
+    deadline_policy: DeadlinePolicyInput | None = None
 
 
 @strawberry.type
