@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed
 
 from signoff.database import SessionMaker
 from tests.conftest import REDIS_URL
-from tests.helpers import World, build_world
+from tests.helpers import CREATE_QUEUE, World, build_world
 from tests.jobs.test_crash import Workers
 from tests.jobs.test_delivery import approved, read
 from tests.jobs.test_runners import arq_settings
@@ -64,6 +64,9 @@ IN_ORDER = [
     "decideProposal",
     "auditEvents",
     "queueEvents",
+    "registerTarget#2",
+    "proposeAction#2",
+    "proposal",
     "operationsSnapshot",
     "incidents",
     "acknowledgeIncident",
@@ -90,10 +93,11 @@ class Block:
     text: str
     operation: str  # query, mutation or subscription
     root: str  # the first root field it selects
+    key: str  # ``root``, or ``root#n`` for the n-th block selecting the same field
 
 
 def readme_blocks() -> list[Block]:
-    blocks = []
+    blocks: list[Block] = []
     for match in FENCE.finditer(README.read_text()):
         indent = match["indent"]
         lines = match["body"].splitlines()
@@ -104,7 +108,10 @@ def readme_blocks() -> list[Block]:
         assert isinstance(definition, graphql.OperationDefinitionNode)
         selection = definition.selection_set.selections[0]
         assert isinstance(selection, graphql.FieldNode)
-        blocks.append(Block(text, definition.operation.value, selection.name.value))
+        root = selection.name.value
+        seen = sum(block.root == root for block in blocks)
+        key = root if not seen else f"{root}#{seen + 1}"
+        blocks.append(Block(text, definition.operation.value, root, key))
     return blocks
 
 
@@ -132,14 +139,15 @@ class Readme:
     @contextlib.asynccontextmanager
     async def against(cls, server: Server) -> AsyncIterator[Readme]:
         blocks = readme_blocks()
-        assert [b.root for b in blocks] == IN_ORDER, "the README's graphql blocks changed"
+        assert [b.key for b in blocks] == IN_ORDER, "the README's graphql blocks changed"
         async with httpx.AsyncClient(base_url=server.url, timeout=GIVE_UP_AFTER) as http:
             with server_log_on_failure(server):
-                yield cls(server, http, {b.root: b for b in blocks})
+                yield cls(server, http, {b.key: b for b in blocks})
 
-    async def run(self, root: str, token: str) -> Any:
-        """Send block ``root`` as printed (placeholders filled); return its field's answer."""
-        block = self.blocks[root]
+    async def run(self, key: str, token: str) -> Any:
+        """Send block ``key`` as printed (placeholders filled); return its field's answer."""
+        block = self.blocks[key]
+        root = block.root
         assert block.operation in ("query", "mutation")
         started = time.monotonic()
         try:
@@ -515,4 +523,37 @@ async def _work_an_incident(
         assert closed["target"]["consecutiveFailures"] == 0
         metrics = (await readme.http.get("/metrics")).text
         assert 'signoff_open_incidents{severity="HIGH"} 0.0' in metrics
+        await readme.ready()
+
+
+async def test_the_queue_owners_section_runs_as_printed(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Deadline policies: a target that escalates, a proposal that overrides it, and the
+    proposal showing its policy (the deadline itself passes in tests/jobs/test_deadlines.py,
+    on a frozen clock)."""
+    server = await serve()
+    async with Readme.against(server) as readme, http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        escalation = await gql(
+            CREATE_QUEUE, {"input": {"slug": "escalations", "name": "Escalations"}}, world.admin
+        )
+        readme.values["the queue id"] = world.queue_id
+        readme.values["the escalation queue id"] = escalation["createQueue"]["id"]
+        target = (await readme.run("registerTarget#2", world.admin))["target"]
+        assert target["deadlinePolicy"] == {
+            "action": "ESCALATE",
+            "escalation": [{"deadlineSeconds": 3600, "queue": {"slug": "escalations"}}],
+        }
+        readme.values["the payouts target id"] = target["id"]
+        proposed = (await readme.run("proposeAction#2", world.agent))["proposal"]
+        assert proposed["state"] == "APPROVAL_REQUIRED"
+        assert proposed["deadlinePolicy"] == {
+            "action": "REJECT",
+            "reason": "Stale after an hour: the bot proposes again.",
+        }
+        readme.values["the proposal id"] = proposed["id"]
+        shown = await readme.run("proposal", world.admin)
+        assert (shown["escalationLevel"], shown["queue"]) == (0, {"slug": world.queue_slug})
+        assert shown["deadlinePolicy"]["escalation"] == []
         await readme.ready()
