@@ -14,6 +14,10 @@ PROPOSAL_EXPIRY_MAX_SECONDS = 31 * 24 * 3600
 # Deadline policies (docs/design.md section 4.17): at most this many escalation steps,
 # each giving the next queue between the proposal expiry bounds above.
 ESCALATION_CHAIN_MAX = 3
+# Reminders (docs/design.md section 5.4): at most this many per queue, each a percentage
+# (1-99) of a task's time to its due time; queue statistics look back this far.
+QUEUE_REMINDERS_MAX = 5
+QUEUE_STATS_WINDOW_SECONDS = 24 * 3600
 
 QUEUE_CLAIM_TTL_DEFAULT_SECONDS = 15 * 60
 QUEUE_DUE_DEFAULT_SECONDS = 24 * 3600

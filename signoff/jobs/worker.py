@@ -32,6 +32,7 @@ from signoff.jobs.delivery import (
     deliver_proposal,
     dispatcher_of,
     expire_due_proposals,
+    send_reminders,
     sweep_deliveries,
 )
 from signoff.jobs.dispatcher import Dispatcher
@@ -151,6 +152,7 @@ def sweeps(
     jobs = [
         (sweep_deliveries, interval_seconds),
         (expire_due_proposals, interval_seconds),
+        (send_reminders, interval_seconds),
         (run_reconciliation, reconcile_seconds),
         (run_draft_retention, DRAFT_RETENTION_INTERVAL_SECONDS),
     ]

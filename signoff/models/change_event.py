@@ -45,6 +45,7 @@ class ChangeKind(StrEnum):
     TASK_COMPLETED = "task.completed"
     TASK_EXPIRED = "task.expired"
     TASK_ESCALATED = "task.escalated"
+    TASK_DUE_SOON = "task.due_soon"
     INCIDENT_OPENED = "incident.opened"
     INCIDENT_RECURRED = "incident.recurred"
     INCIDENT_ACKNOWLEDGED = "incident.acknowledged"

@@ -31,6 +31,7 @@ from signoff.models import DeadlineAction, HumanTask, Proposal, ProposalState, Q
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.resolvers import lifecycles
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.reminders import reminder_at
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text, require_range
 
@@ -231,6 +232,8 @@ async def escalate(work: UnitOfWork, proposal: Proposal) -> Proposal | None:
         return None
     task = await _approval_task(work, proposal.id)
     if task is not None:
+        queue = await work.session.get(Queue, step["queueId"])
+        assert queue is not None  # queues are never deleted
         await TASK.move(
             work,
             lifecycles.ESCALATE_TASK,
@@ -241,6 +244,10 @@ async def escalate(work: UnitOfWork, proposal: Proposal) -> Proposal | None:
                 "assignee_id": None,
                 "claim_expires_at": None,
                 "due_at": expires_at,
+                # Reminders start again in the new queue, for the new deadline.
+                "due_from": now,
+                "reminders_sent": 0,
+                "next_reminder_at": reminder_at(queue.reminder_percents, now, expires_at, 0),
                 "context": {
                     **task.context,
                     "payloadDigest": digest,

@@ -181,6 +181,12 @@ EXPIRE_TASK = Edge.of("expire_task", [T.OPEN, T.CLAIMED], T.EXPIRED, ChangeKind.
 ESCALATE_TASK = Edge.of(
     "escalate_task", [T.OPEN, T.CLAIMED], T.OPEN, ChangeKind.TASK_ESCALATED, "task.escalated"
 )
+# A reminder from the task's queue: the task stays as it is (docs/design.md section 5.4).
+REMIND = Edge(
+    "remind",
+    frozenset({T.OPEN, T.CLAIMED}),
+    {state: Outcome(ChangeKind.TASK_DUE_SOON, "task.due_soon") for state in (T.OPEN, T.CLAIMED)},
+)
 # Reconciliation writes back what reads already derive: a lapsed claim leaves the task open.
 LAPSE_CLAIM = Edge.of(
     "lapse_claim", [T.CLAIMED], T.OPEN, ChangeKind.TASK_CLAIM_LAPSED, "task.claim_lapsed"
@@ -204,7 +210,7 @@ async def describe_task(work: UnitOfWork, task: HumanTask) -> Subject:
 TASK: Lifecycle[HumanTask, TaskState] = Lifecycle(
     "task",
     HumanTask,
-    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK, ESCALATE_TASK, LAPSE_CLAIM],
+    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK, ESCALATE_TASK, REMIND, LAPSE_CLAIM],
     describe=describe_task,
 )
 

@@ -27,11 +27,12 @@ from signoff.models import (
     HumanTask,
     Proposal,
     ProposalState,
+    Queue,
     Role,
     Target,
 )
 from signoff.models.proposal import format_expiry, payload_digest_of
-from signoff.resolvers import idempotency
+from signoff.resolvers import idempotency, reminders
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.deadlines import DeadlineOverride, DeadlinePolicy, policy_of
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
@@ -192,6 +193,9 @@ async def add_proposal(
         },
     )
     if task is not None:
+        queue = await work.session.get(Queue, task.queue_id)
+        assert queue is not None  # the target's queue, checked when it was registered
+        reminders.schedule(task, queue, task.created_at)
         await TASK.created(
             work,
             task,

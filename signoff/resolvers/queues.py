@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -12,6 +13,7 @@ from signoff.constants import QUEUE_CLAIM_TTL_DEFAULT_SECONDS, QUEUE_DUE_DEFAULT
 from signoff.errors import AlreadyExists, Forbidden, NotFound, ValidationFailed
 from signoff.models import Actor, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.reminders import checked_percents
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
@@ -27,6 +29,7 @@ async def create_queue(
     name: str,
     claim_ttl_seconds: int | None = None,
     default_due_seconds: int | None = None,
+    reminder_percents: Sequence[int] | None = None,
 ) -> Queue:
     """Create a queue (operators and admins)."""
     require_role(viewer, Role.OPERATOR)
@@ -44,6 +47,7 @@ async def create_queue(
         default_due_seconds=require_range(
             default_due_seconds, "defaultDueSeconds", 60, 31 * 86_400, QUEUE_DUE_DEFAULT_SECONDS
         ),
+        reminder_percents=checked_percents(reminder_percents),
     )
     work.session.add(queue)
     try:
@@ -59,7 +63,7 @@ async def create_queue(
             actor_id=viewer.id,
             action="queue.created",
             kind=ChangeKind.QUEUE_CREATED,
-            details={"slug": slug},
+            details={"slug": slug, "reminder_percents": queue.reminder_percents},
             queue_id=queue.id,
             snapshot={"slug": slug},
         ),

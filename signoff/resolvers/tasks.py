@@ -35,7 +35,7 @@ from signoff.models import (
     TaskState,
 )
 from signoff.models.task import claim_lapsed, workable_by
-from signoff.resolvers import idempotency, lifecycles
+from signoff.resolvers import idempotency, lifecycles, reminders
 from signoff.resolvers.access import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approvals import apply_decision
 from signoff.resolvers.lifecycles import TASK
@@ -86,6 +86,7 @@ async def create_task(
         created_at=now,
         updated_at=now,
     )
+    reminders.schedule(task, queue, now)
     await TASK.created(
         work,
         task,

@@ -102,6 +102,7 @@ class Mutation:
             name=input.name,
             claim_ttl_seconds=input.claim_ttl_seconds,
             default_due_seconds=input.default_due_seconds,
+            reminder_percents=input.reminder_percents,
         )
         return Queue.from_model(queue)
 

@@ -1,4 +1,5 @@
-"""deadlines: each target's deadline policy, copied onto its proposals
+"""deadlines and reminders: each target's deadline policy, copied onto its proposals;
+each queue's reminder offsets and each task's reminder schedule
 
 Revision ID: 0010_deadlines_reach
 Revises: 0009
@@ -16,6 +17,7 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
+TIME = sa.DateTime(timezone=True)
 JSON = sa.JSON().with_variant(JSONB(), "postgresql")
 POLICY_TABLES = ("targets", "proposals")
 
@@ -37,9 +39,23 @@ def upgrade() -> None:
         "proposals",
         sa.Column("escalation_level", sa.Integer(), nullable=False, server_default="0"),
     )
+    op.add_column(
+        "queues", sa.Column("reminder_percents", JSON, nullable=False, server_default="[]")
+    )
+    op.add_column("human_tasks", sa.Column("due_from", TIME, nullable=True))
+    op.add_column(
+        "human_tasks",
+        sa.Column("reminders_sent", sa.Integer(), nullable=False, server_default="0"),
+    )
+    op.add_column("human_tasks", sa.Column("next_reminder_at", TIME, nullable=True))
+    op.create_index("ix_tasks_next_reminder", "human_tasks", ["next_reminder_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_tasks_next_reminder", table_name="human_tasks")
+    for name in ("next_reminder_at", "reminders_sent", "due_from"):
+        op.drop_column("human_tasks", name)
+    op.drop_column("queues", "reminder_percents")
     op.drop_column("proposals", "escalation_level")
     for table in POLICY_TABLES:
         for name in ("escalation_chain", "deadline_reason", "deadline_action"):
