@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed
 
 from signoff.database import SessionMaker
 from tests.conftest import REDIS_URL
-from tests.helpers import CREATE_QUEUE, World, build_world
+from tests.helpers import World, build_world
 from tests.jobs.test_crash import Workers
 from tests.jobs.test_delivery import approved, read
 from tests.jobs.test_runners import arq_settings
@@ -64,9 +64,11 @@ IN_ORDER = [
     "decideProposal",
     "auditEvents",
     "queueEvents",
+    "createQueue#2",
     "registerTarget#2",
     "proposeAction#2",
     "proposal",
+    "queueStats",
     "operationsSnapshot",
     "incidents",
     "acknowledgeIncident",
@@ -529,17 +531,17 @@ async def _work_an_incident(
 async def test_the_queue_owners_section_runs_as_printed(
     serve: Serve, sessionmaker: SessionMaker
 ) -> None:
-    """Deadline policies: a target that escalates, a proposal that overrides it, and the
-    proposal showing its policy (the deadline itself passes in tests/jobs/test_deadlines.py,
-    on a frozen clock)."""
+    """Deadline policies and reminders: a queue that reminds, a target that escalates to
+    it, a proposal that overrides the policy, the proposal showing it, and the queue's
+    statistics (deadlines and reminders coming due are in tests/jobs/test_deadlines.py and
+    test_reminders.py, on a frozen clock)."""
     server = await serve()
     async with Readme.against(server) as readme, http_gql(server, sessionmaker) as gql:
         world = await build_world(gql)
-        escalation = await gql(
-            CREATE_QUEUE, {"input": {"slug": "escalations", "name": "Escalations"}}, world.admin
-        )
+        escalation = await readme.run("createQueue#2", world.admin)
+        assert escalation["reminderPercents"] == [50, 90]
         readme.values["the queue id"] = world.queue_id
-        readme.values["the escalation queue id"] = escalation["createQueue"]["id"]
+        readme.values["the escalation queue id"] = escalation["id"]
         target = (await readme.run("registerTarget#2", world.admin))["target"]
         assert target["deadlinePolicy"] == {
             "action": "ESCALATE",
@@ -556,4 +558,6 @@ async def test_the_queue_owners_section_runs_as_printed(
         shown = await readme.run("proposal", world.admin)
         assert (shown["escalationLevel"], shown["queue"]) == (0, {"slug": world.queue_slug})
         assert shown["deadlinePolicy"]["escalation"] == []
+        stats = await readme.run("queueStats", world.reviewers[0])
+        assert (stats["openItems"], stats["pastSla"], stats["windowSeconds"]) == (1, 0, 86400)
         await readme.ready()
