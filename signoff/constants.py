@@ -17,6 +17,8 @@ ESCALATION_CHAIN_MAX = 3
 # Reminders (docs/design.md section 5.4): at most this many per queue, each a percentage
 # (1-99) of a task's time to its due time; queue statistics look back this far.
 QUEUE_REMINDERS_MAX = 5
+# Delegation (docs/design.md section 5.5): the longest period a reviewer may be away for.
+DELEGATION_MAX_SECONDS = 90 * 24 * 3600
 QUEUE_STATS_WINDOW_SECONDS = 24 * 3600
 
 QUEUE_CLAIM_TTL_DEFAULT_SECONDS = 15 * 60

@@ -161,6 +161,13 @@ class TaskNotClaimed(SignoffError):
     default_message = "You do not hold a claim on this task."
 
 
+class AssigneeNotEligible(SignoffError):
+    """The task may not be handed to that actor (not a reviewer of its queue, the
+    proposer, someone who already decided it, or the one handing it on)."""
+
+    code = "ASSIGNEE_NOT_ELIGIBLE"
+
+
 class AlreadyExists(SignoffError):
     """An object with this unique name already exists."""
 

@@ -5,6 +5,7 @@ from signoff.models.approval import Approval, Decision
 from signoff.models.audit import AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.deadline import DeadlineAction
+from signoff.models.delegation import Delegation
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.draft import (
     CancelReason,
@@ -52,6 +53,7 @@ __all__ = [
     "DeadLetterState",
     "DeadlineAction",
     "Decision",
+    "Delegation",
     "DeliveryAttempt",
     "Draft",
     "DraftOutcome",

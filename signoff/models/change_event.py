@@ -46,6 +46,7 @@ class ChangeKind(StrEnum):
     TASK_EXPIRED = "task.expired"
     TASK_ESCALATED = "task.escalated"
     TASK_DUE_SOON = "task.due_soon"
+    TASK_REASSIGNED = "task.reassigned"
     INCIDENT_OPENED = "incident.opened"
     INCIDENT_RECURRED = "incident.recurred"
     INCIDENT_ACKNOWLEDGED = "incident.acknowledged"

@@ -181,6 +181,14 @@ EXPIRE_TASK = Edge.of("expire_task", [T.OPEN, T.CLAIMED], T.EXPIRED, ChangeKind.
 ESCALATE_TASK = Edge.of(
     "escalate_task", [T.OPEN, T.CLAIMED], T.OPEN, ChangeKind.TASK_ESCALATED, "task.escalated"
 )
+# Handing a task to another reviewer of its queue (docs/design.md section 5.5): claimed by
+# them at once; DELEGATE when it went to the delegate of the one it was offered to.
+REASSIGN = Edge.of(
+    "reassign", [T.OPEN, T.CLAIMED], T.CLAIMED, ChangeKind.TASK_REASSIGNED, "task.reassigned"
+)
+DELEGATE = Edge.of(
+    "delegate", [T.OPEN, T.CLAIMED], T.CLAIMED, ChangeKind.TASK_REASSIGNED, "task.delegated"
+)
 # A reminder from the task's queue: the task stays as it is (docs/design.md section 5.4).
 REMIND = Edge(
     "remind",
@@ -210,7 +218,18 @@ async def describe_task(work: UnitOfWork, task: HumanTask) -> Subject:
 TASK: Lifecycle[HumanTask, TaskState] = Lifecycle(
     "task",
     HumanTask,
-    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK, ESCALATE_TASK, REMIND, LAPSE_CLAIM],
+    [
+        CLAIM,
+        RELEASE,
+        COMPLETE,
+        REOPEN,
+        EXPIRE_TASK,
+        ESCALATE_TASK,
+        REASSIGN,
+        DELEGATE,
+        REMIND,
+        LAPSE_CLAIM,
+    ],
     describe=describe_task,
 )
 

@@ -8,6 +8,7 @@ from signoff import models
 from signoff.resolvers import (
     approvals,
     compensations,
+    delegation,
     drafts,
     incident_response,
     proposals,
@@ -19,6 +20,12 @@ from signoff.resolvers import (
     tasks,
 )
 from signoff.schema.call import call
+from signoff.schema.delegation import (
+    Delegation,
+    ReassignTaskInput,
+    ReassignTaskPayload,
+    SetDelegateInput,
+)
 from signoff.schema.delivery import (
     ProposeCompensationInput,
     ReportActionResultInput,
@@ -300,6 +307,43 @@ class Mutation:
     async def release_task(self, info: strawberry.Info, input: ReleaseTaskInput) -> HumanTask:
         task = await call(info, tasks.release_task, task_id=input.task_id, reason=input.reason)
         return HumanTask.from_model(task)
+
+    @strawberry.mutation(
+        description="Hand a task you hold (operators: any waiting task) to another reviewer "
+        "of its queue, or to their delegate while they are away; they hold it at once."
+    )
+    async def reassign_task(
+        self, info: strawberry.Info, input: ReassignTaskInput
+    ) -> ReassignTaskPayload:
+        result = await call(
+            info,
+            delegation.reassign_task,
+            task_id=input.task_id,
+            assignee_id=input.assignee_id,
+            reason=input.reason,
+        )
+        return ReassignTaskPayload(
+            task=HumanTask.from_model(result.task),
+            offered_to_id=result.offered_to_id,
+            delegated=result.delegated,
+        )
+
+    @strawberry.mutation(
+        description="Reviewers: while you are away, tasks offered to you go to your delegate."
+    )
+    async def set_delegate(self, info: strawberry.Info, input: SetDelegateInput) -> Delegation:
+        made = await call(
+            info,
+            delegation.set_delegate,
+            delegate_id=input.delegate_id,
+            ends_at=input.ends_at,
+            starts_at=input.starts_at,
+        )
+        return Delegation.from_model(made)
+
+    @strawberry.mutation(description="Reviewers: end your delegation now; false if none.")
+    async def clear_delegate(self, info: strawberry.Info) -> bool:
+        return await call(info, delegation.clear_delegate)
 
     @strawberry.mutation(description="Approval tasks take {decision, reason?} and decide.")
     async def complete_task(

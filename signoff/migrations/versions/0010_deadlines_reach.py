@@ -1,5 +1,5 @@
-"""deadlines and reminders: each target's deadline policy, copied onto its proposals;
-each queue's reminder offsets and each task's reminder schedule
+"""deadlines, reminders, delegation: each target's deadline policy, copied onto its
+proposals; each queue's reminder offsets and each task's reminder schedule; delegations
 
 Revision ID: 0010_deadlines_reach
 Revises: 0009
@@ -49,9 +49,22 @@ def upgrade() -> None:
     )
     op.add_column("human_tasks", sa.Column("next_reminder_at", TIME, nullable=True))
     op.create_index("ix_tasks_next_reminder", "human_tasks", ["next_reminder_at"])
+    op.create_table(
+        "delegations",
+        sa.Column("id", sa.String(length=36), primary_key=True),
+        sa.Column("actor_id", sa.String(length=36), sa.ForeignKey("actors.id"), nullable=False),
+        sa.Column("delegate_id", sa.String(length=36), sa.ForeignKey("actors.id"), nullable=False),
+        sa.Column("starts_at", TIME, nullable=False),
+        sa.Column("ends_at", TIME, nullable=False),
+        sa.Column("created_at", TIME, nullable=False),
+        sa.Column("revoked_at", TIME, nullable=True),
+    )
+    op.create_index("ix_delegations_actor", "delegations", ["actor_id", "ends_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_delegations_actor", table_name="delegations")
+    op.drop_table("delegations")
     op.drop_index("ix_tasks_next_reminder", table_name="human_tasks")
     for name in ("next_reminder_at", "reminders_sent", "due_from"):
         op.drop_column("human_tasks", name)
