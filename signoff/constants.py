@@ -17,6 +17,13 @@ ESCALATION_CHAIN_MAX = 3
 # Reminders (docs/design.md section 5.4): at most this many per queue, each a percentage
 # (1-99) of a task's time to its due time; queue statistics look back this far.
 QUEUE_REMINDERS_MAX = 5
+# Notifications (docs/design.md section 5.6): attempts before a notification gives up (and
+# opens an incident), each attempt's lease and timeout, and how many are sent per run.
+NOTIFICATION_MAX_ATTEMPTS = 5
+NOTIFICATION_LEASE_SECONDS = 60
+NOTIFICATION_TIMEOUT_SECONDS = 10
+NOTIFICATION_BATCH_SIZE = 50
+NOTIFICATION_INCIDENT_FINGERPRINT = "notification:{notification_id}"
 # Delegation (docs/design.md section 5.5): the longest period a reviewer may be away for.
 DELEGATION_MAX_SECONDS = 90 * 24 * 3600
 QUEUE_STATS_WINDOW_SECONDS = 24 * 3600

@@ -27,6 +27,7 @@ from signoff.jobs.delivery import (
 )
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
+from signoff.jobs.notifications import send_notifications
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.work import WorkMaker, delivery_job_id
 
@@ -81,6 +82,7 @@ class InProcessJobs:
                     sweep_deliveries,
                     expire_due_proposals,
                     send_reminders,
+                    send_notifications,
                 )
             )
         )

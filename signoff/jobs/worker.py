@@ -37,6 +37,7 @@ from signoff.jobs.delivery import (
 )
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
+from signoff.jobs.notifications import send_notifications
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.key_check import verify_secret_key
 from signoff.resolvers.work import Services as WorkServices
@@ -153,6 +154,7 @@ def sweeps(
         (sweep_deliveries, interval_seconds),
         (expire_due_proposals, interval_seconds),
         (send_reminders, interval_seconds),
+        (send_notifications, interval_seconds),
         (run_reconciliation, reconcile_seconds),
         (run_draft_retention, DRAFT_RETENTION_INTERVAL_SECONDS),
     ]

@@ -29,6 +29,12 @@ from signoff.models.incident import (
     Severity,
 )
 from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
+from signoff.models.notification import (
+    ChannelKind,
+    Notification,
+    NotificationChannel,
+    NotificationState,
+)
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
 from signoff.models.target import ApprovalMode, CircuitState, Target
@@ -48,6 +54,7 @@ __all__ = [
     "ChangeEvent",
     "ChangeFeedState",
     "ChangeKind",
+    "ChannelKind",
     "CircuitState",
     "DeadLetter",
     "DeadLetterState",
@@ -65,6 +72,9 @@ __all__ = [
     "Incident",
     "IncidentState",
     "KeyCheck",
+    "Notification",
+    "NotificationChannel",
+    "NotificationState",
     "OwnerKind",
     "Proposal",
     "ProposalState",

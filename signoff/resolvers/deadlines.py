@@ -31,6 +31,7 @@ from signoff.models import DeadlineAction, HumanTask, Proposal, ProposalState, Q
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.resolvers import lifecycles
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.notifications import notify
 from signoff.resolvers.reminders import reminder_at
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text, require_range
@@ -234,7 +235,7 @@ async def escalate(work: UnitOfWork, proposal: Proposal) -> Proposal | None:
     if task is not None:
         queue = await work.session.get(Queue, step["queueId"])
         assert queue is not None  # queues are never deleted
-        await TASK.move(
+        moved = await TASK.move(
             work,
             lifecycles.ESCALATE_TASK,
             task.id,
@@ -257,6 +258,8 @@ async def escalate(work: UnitOfWork, proposal: Proposal) -> Proposal | None:
             },
             details={"from_queue_id": from_queue, "to_queue_id": step["queueId"]},
         )
+        if moved is not None:
+            await notify(work, moved, "task.escalated")
     return escalated
 
 

@@ -19,6 +19,8 @@ from signoff.models import (
     HumanTask,
     Incident,
     IncidentState,
+    Notification,
+    NotificationState,
     Proposal,
     ProposalState,
     ReconciliationRun,
@@ -363,6 +365,28 @@ DEAD_LETTER: Lifecycle[DeadLetter, DeadLetterState] = Lifecycle(
 
 INCIDENT: Lifecycle[Incident, IncidentState] = Lifecycle(
     "incident", Incident, [ACKNOWLEDGE, RETRY, RESOLVE], describe=describe_incident
+)
+
+# --- notifications -----------------------------------------------------------------
+# Outbox rows of a queue's notification channels (docs/design.md section 5.6); the task's
+# own events are the feed's story, so a notification writes no change event.
+N = NotificationState
+
+START_SENDING = Edge.of("start_sending", [N.PENDING, N.SENDING], N.SENDING, None, None)
+MARK_SENT = Edge.of("mark_sent", [N.SENDING], N.SENT, None, "notification.sent")
+SEND_LATER = Edge.of("send_later", [N.SENDING], N.PENDING, None, "notification.retry_scheduled")
+GIVE_UP_SENDING = Edge.of("give_up", [N.SENDING], N.FAILED, None, "notification.failed")
+
+
+async def describe_notification(_: UnitOfWork, notification: Notification) -> Subject:
+    return Subject(queue_id=notification.queue_id, proposal_id=None, snapshot={})
+
+
+NOTIFICATION: Lifecycle[Notification, NotificationState] = Lifecycle(
+    "notification",
+    Notification,
+    [START_SENDING, MARK_SENT, SEND_LATER, GIVE_UP_SENDING],
+    describe=describe_notification,
 )
 
 # --- reconciliation runs -----------------------------------------------------------

@@ -36,6 +36,7 @@ from signoff.resolvers import idempotency, reminders
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.deadlines import DeadlineOverride, DeadlinePolicy, policy_of
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.notifications import notify
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
@@ -204,6 +205,7 @@ async def add_proposal(
             actor_id=viewer.id,
             details={"queue_id": task.queue_id, "kind": task.kind},
         )
+        await notify(work, task, "task.created")
 
 
 async def load_result(session: AsyncSession, proposal_id: str) -> ProposeResult:

@@ -19,6 +19,7 @@ from signoff.errors import ValidationFailed
 from signoff.models import HumanTask, Queue, TaskState
 from signoff.resolvers import lifecycles
 from signoff.resolvers.lifecycles import TASK
+from signoff.resolvers.notifications import notify
 from signoff.resolvers.work import UnitOfWork
 
 
@@ -79,7 +80,7 @@ async def remind(
     start = task.due_from or task.created_at
     percents = queue.reminder_percents
     percent = percents[sent] if sent < len(percents) else None
-    return await TASK.move(
+    reminded = await TASK.move(
         work,
         lifecycles.REMIND,
         task.id,
@@ -95,3 +96,6 @@ async def remind(
             "seconds_left": max(0, int((task.due_at - now).total_seconds())),
         },
     )
+    if reminded is not None:
+        await notify(work, reminded, "task.due_soon")
+    return reminded

@@ -103,7 +103,7 @@ async def register_target(
     secret = new_signing_secret()
     target = Target(
         name=name,
-        url=_check_url(url),
+        url=check_url(url),
         method=method,
         input_schema=check_schema(input_schema, "inputSchema"),
         output_schema=None
@@ -167,7 +167,8 @@ def require_rate(value: float) -> float:
     return value
 
 
-def _check_url(url: str) -> str:
+def check_url(url: str) -> str:
+    """An absolute http or https URL, as targets and notification channels need."""
     parts = urlsplit(url.strip())
     if parts.scheme not in {"http", "https"} or not parts.netloc or len(url) > 2048:
         raise ValidationFailed("url must be an absolute http or https URL.", field="url")

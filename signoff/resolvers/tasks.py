@@ -39,6 +39,7 @@ from signoff.resolvers import idempotency, lifecycles, reminders
 from signoff.resolvers.access import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approvals import apply_decision
 from signoff.resolvers.lifecycles import TASK
+from signoff.resolvers.notifications import notify
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text, require_range, require_text
@@ -95,6 +96,7 @@ async def create_task(
         actor_id=viewer.id,
         details={"queue_id": queue.id, "kind": kind},
     )
+    await notify(work, task, "task.created")
     await work.commit()
     return task
 

@@ -11,6 +11,7 @@ from signoff.resolvers import (
     delegation,
     drafts,
     incident_response,
+    notification_channels,
     proposals,
     queues,
     results,
@@ -54,6 +55,11 @@ from signoff.schema.incident import (
     ResolveIncidentInput,
     RetryIncidentInput,
     RetryIncidentPayload,
+)
+from signoff.schema.notification import (
+    AddNotificationChannelInput,
+    AddNotificationChannelPayload,
+    NotificationChannel,
 )
 from signoff.schema.proposal import (
     Approval,
@@ -112,6 +118,26 @@ class Mutation:
             reminder_percents=input.reminder_percents,
         )
         return Queue.from_model(queue)
+
+    @strawberry.mutation(
+        description="Operators and admins: notify a webhook or Slack when a task enters the "
+        "queue, is due soon or escalates to it."
+    )
+    async def add_notification_channel(
+        self, info: strawberry.Info, input: AddNotificationChannelInput
+    ) -> AddNotificationChannelPayload:
+        added = await call(
+            info,
+            notification_channels.add_notification_channel,
+            queue_id=input.queue_id,
+            kind=input.kind,
+            url=input.url,
+            include_payload=input.include_payload,
+        )
+        return AddNotificationChannelPayload(
+            channel=NotificationChannel.from_model(added.channel),
+            signing_secret=added.signing_secret,
+        )
 
     @strawberry.mutation(description="Operators and admins: make a reviewer a queue member.")
     async def add_queue_member(self, info: strawberry.Info, input: QueueMemberInput) -> Queue:

@@ -1,5 +1,6 @@
-"""deadlines, reminders, delegation: each target's deadline policy, copied onto its
-proposals; each queue's reminder offsets and each task's reminder schedule; delegations
+"""deadlines, reminders, delegation, notifications: each target's deadline policy, copied
+onto its proposals; each queue's reminder offsets and each task's reminder schedule;
+delegations; queue notification channels and their outbox
 
 Revision ID: 0010_deadlines_reach
 Revises: 0009
@@ -60,9 +61,49 @@ def upgrade() -> None:
         sa.Column("revoked_at", TIME, nullable=True),
     )
     op.create_index("ix_delegations_actor", "delegations", ["actor_id", "ends_at"])
+    op.create_table(
+        "notification_channels",
+        sa.Column("id", sa.String(length=36), primary_key=True),
+        sa.Column("queue_id", sa.String(length=36), sa.ForeignKey("queues.id"), nullable=False),
+        sa.Column("kind", sa.String(length=32), nullable=False),
+        sa.Column("url", sa.String(length=2048), nullable=False),
+        sa.Column("signing_secret", sa.String(length=128), nullable=True),
+        sa.Column("include_payload", sa.Boolean(), nullable=False),
+        sa.Column(
+            "created_by_id", sa.String(length=36), sa.ForeignKey("actors.id"), nullable=False
+        ),
+        sa.Column("created_at", TIME, nullable=False),
+    )
+    op.create_index("ix_notification_channels_queue_id", "notification_channels", ["queue_id"])
+    op.create_table(
+        "notifications",
+        sa.Column("id", sa.String(length=36), primary_key=True),
+        sa.Column(
+            "channel_id",
+            sa.String(length=36),
+            sa.ForeignKey("notification_channels.id"),
+            nullable=False,
+        ),
+        sa.Column("queue_id", sa.String(length=36), sa.ForeignKey("queues.id"), nullable=False),
+        sa.Column("task_id", sa.String(length=36), sa.ForeignKey("human_tasks.id"), nullable=False),
+        sa.Column("event", sa.String(length=64), nullable=False),
+        sa.Column("body", JSON, nullable=False),
+        sa.Column("state", sa.String(length=32), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False, server_default="1"),
+        sa.Column("attempt_count", sa.Integer(), nullable=False),
+        sa.Column("next_attempt_at", TIME, nullable=True),
+        sa.Column("lease_expires_at", TIME, nullable=True),
+        sa.Column("last_error_code", sa.String(length=64), nullable=True),
+        sa.Column("created_at", TIME, nullable=False),
+        sa.Column("sent_at", TIME, nullable=True),
+    )
+    op.create_index("ix_notifications_channel_id", "notifications", ["channel_id"])
+    op.create_index("ix_notifications_due", "notifications", ["state", "next_attempt_at"])
 
 
 def downgrade() -> None:
+    op.drop_table("notifications")
+    op.drop_table("notification_channels")
     op.drop_index("ix_delegations_actor", table_name="delegations")
     op.drop_table("delegations")
     op.drop_index("ix_tasks_next_reminder", table_name="human_tasks")
