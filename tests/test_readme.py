@@ -69,6 +69,7 @@ IN_ORDER = [
     "proposeAction#2",
     "proposal",
     "queueStats",
+    "addNotificationChannel",
     "operationsSnapshot",
     "incidents",
     "acknowledgeIncident",
@@ -560,4 +561,6 @@ async def test_the_queue_owners_section_runs_as_printed(
         assert shown["deadlinePolicy"]["escalation"] == []
         stats = await readme.run("queueStats", world.reviewers[0])
         assert (stats["openItems"], stats["pastSla"], stats["windowSeconds"]) == (1, 0, 86400)
+        channel = await readme.run("addNotificationChannel", world.admin)
+        assert channel["channel"]["kind"] == "SLACK" and channel["signingSecret"] is None
         await readme.ready()
