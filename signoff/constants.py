@@ -24,6 +24,13 @@ NOTIFICATION_LEASE_SECONDS = 60
 NOTIFICATION_TIMEOUT_SECONDS = 10
 NOTIFICATION_BATCH_SIZE = 50
 NOTIFICATION_INCIDENT_FINGERPRINT = "notification:{notification_id}"
+# Approval links (docs/design.md section 5.7): lifetime bounds, and how many link requests
+# one client may make per window.
+APPROVAL_LINK_TTL_DEFAULT_SECONDS = 24 * 3600
+APPROVAL_LINK_TTL_MAX_SECONDS = 72 * 3600
+APPROVAL_LINK_TTL_MIN_SECONDS = 60
+APPROVAL_LINK_RATE_LIMIT = 30
+APPROVAL_LINK_RATE_WINDOW_SECONDS = 60
 # Delegation (docs/design.md section 5.5): the longest period a reviewer may be away for.
 DELEGATION_MAX_SECONDS = 90 * 24 * 3600
 QUEUE_STATS_WINDOW_SECONDS = 24 * 3600

@@ -168,6 +168,12 @@ class AssigneeNotEligible(SignoffError):
     code = "ASSIGNEE_NOT_ELIGIBLE"
 
 
+class ApprovalLinkUnusable(SignoffError):
+    """The approval link is unknown, used, expired or revoked."""
+
+    code = "APPROVAL_LINK_UNUSABLE"
+
+
 class AlreadyExists(SignoffError):
     """An object with this unique name already exists."""
 

@@ -2,6 +2,7 @@
 
 from signoff.models.actor import Actor, ApiToken, QueueMembership, Role
 from signoff.models.approval import Approval, Decision
+from signoff.models.approval_link import ApprovalLink, ApprovalLinkState
 from signoff.models.audit import AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.deadline import DeadlineAction
@@ -48,6 +49,8 @@ __all__ = [
     "Actor",
     "ApiToken",
     "Approval",
+    "ApprovalLink",
+    "ApprovalLinkState",
     "ApprovalMode",
     "AuditEvent",
     "CancelReason",

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from signoff.models import (
+    ApprovalLink,
+    ApprovalLinkState,
     ChangeKind,
     DeadLetter,
     DeadLetterState,
@@ -387,6 +389,23 @@ NOTIFICATION: Lifecycle[Notification, NotificationState] = Lifecycle(
     Notification,
     [START_SENDING, MARK_SENT, SEND_LATER, GIVE_UP_SENDING],
     describe=describe_notification,
+)
+
+# --- approval links ----------------------------------------------------------------
+# A link decides once (docs/design.md section 5.7); the decision's own transitions are the
+# feed's story, so the link writes audit records only.
+K = ApprovalLinkState
+
+USE_LINK = Edge.of("use_link", [K.ACTIVE], K.USED, None, "approval_link.used")
+REVOKE_LINK = Edge.of("revoke_link", [K.ACTIVE], K.REVOKED, None, "approval_link.revoked")
+
+
+async def describe_link(_: UnitOfWork, link: ApprovalLink) -> Subject:
+    return Subject(queue_id=None, proposal_id=link.proposal_id, snapshot={})
+
+
+APPROVAL_LINK: Lifecycle[ApprovalLink, ApprovalLinkState] = Lifecycle(
+    "approval_link", ApprovalLink, [USE_LINK, REVOKE_LINK], describe=describe_link
 )
 
 # --- reconciliation runs -----------------------------------------------------------

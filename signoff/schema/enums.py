@@ -16,6 +16,7 @@ for _enum in (
     models.TaskState,
     models.ApprovalMode,
     models.CircuitState,
+    models.ApprovalLinkState,
     models.ChannelKind,
     models.DeadlineAction,
     models.Decision,

@@ -6,6 +6,7 @@ import strawberry
 
 from signoff import models
 from signoff.resolvers import (
+    approval_links,
     approvals,
     compensations,
     delegation,
@@ -19,6 +20,12 @@ from signoff.resolvers import (
     target_controls,
     targets,
     tasks,
+)
+from signoff.schema.approval_link import (
+    ApprovalLink,
+    CreateApprovalLinkInput,
+    CreateApprovalLinkPayload,
+    RevokeApprovalLinkInput,
 )
 from signoff.schema.call import call
 from signoff.schema.delegation import (
@@ -370,6 +377,31 @@ class Mutation:
     @strawberry.mutation(description="Reviewers: end your delegation now; false if none.")
     async def clear_delegate(self, info: strawberry.Info) -> bool:
         return await call(info, delegation.clear_delegate)
+
+    @strawberry.mutation(
+        description="Operators and admins (or a reviewer for themself): a link for one "
+        "reviewer to decide one approval task once, at most 72 h."
+    )
+    async def create_approval_link(
+        self, info: strawberry.Info, input: CreateApprovalLinkInput
+    ) -> CreateApprovalLinkPayload:
+        created = await call(
+            info,
+            approval_links.create_approval_link,
+            task_id=input.task_id,
+            reviewer_id=input.reviewer_id,
+            ttl_seconds=input.ttl_seconds,
+        )
+        return CreateApprovalLinkPayload(
+            link=ApprovalLink.from_model(created.link), path=created.path
+        )
+
+    @strawberry.mutation(description="Its reviewer, its maker, operators and admins.")
+    async def revoke_approval_link(
+        self, info: strawberry.Info, input: RevokeApprovalLinkInput
+    ) -> ApprovalLink:
+        link = await call(info, approval_links.revoke_approval_link, link_id=input.link_id)
+        return ApprovalLink.from_model(link)
 
     @strawberry.mutation(description="Approval tasks take {decision, reason?} and decide.")
     async def complete_task(

@@ -1,6 +1,6 @@
 """deadlines, reminders, delegation, notifications: each target's deadline policy, copied
 onto its proposals; each queue's reminder offsets and each task's reminder schedule;
-delegations; queue notification channels and their outbox
+delegations; queue notification channels and their outbox; single-use approval links
 
 Revision ID: 0010_deadlines_reach
 Revises: 0009
@@ -99,9 +99,30 @@ def upgrade() -> None:
     )
     op.create_index("ix_notifications_channel_id", "notifications", ["channel_id"])
     op.create_index("ix_notifications_due", "notifications", ["state", "next_attempt_at"])
+    op.create_table(
+        "approval_links",
+        sa.Column("id", sa.String(length=36), primary_key=True),
+        sa.Column("token_hash", sa.String(length=64), nullable=False, unique=True),
+        sa.Column("task_id", sa.String(length=36), sa.ForeignKey("human_tasks.id"), nullable=False),
+        sa.Column(
+            "proposal_id", sa.String(length=36), sa.ForeignKey("proposals.id"), nullable=False
+        ),
+        sa.Column("reviewer_id", sa.String(length=36), sa.ForeignKey("actors.id"), nullable=False),
+        sa.Column("payload_digest", sa.String(length=71), nullable=False),
+        sa.Column("state", sa.String(length=32), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False, server_default="1"),
+        sa.Column("expires_at", TIME, nullable=False),
+        sa.Column(
+            "created_by_id", sa.String(length=36), sa.ForeignKey("actors.id"), nullable=False
+        ),
+        sa.Column("created_at", TIME, nullable=False),
+        sa.Column("used_at", TIME, nullable=True),
+    )
+    op.create_index("ix_approval_links_task_id", "approval_links", ["task_id"])
 
 
 def downgrade() -> None:
+    op.drop_table("approval_links")
     op.drop_table("notifications")
     op.drop_table("notification_channels")
     op.drop_index("ix_delegations_actor", table_name="delegations")
