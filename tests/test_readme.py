@@ -70,6 +70,7 @@ IN_ORDER = [
     "proposal",
     "queueStats",
     "addNotificationChannel",
+    "createApprovalLink",
     "operationsSnapshot",
     "incidents",
     "acknowledgeIncident",
@@ -549,7 +550,8 @@ async def test_the_queue_owners_section_runs_as_printed(
             "escalation": [{"deadlineSeconds": 3600, "queue": {"slug": "escalations"}}],
         }
         readme.values["the payouts target id"] = target["id"]
-        proposed = (await readme.run("proposeAction#2", world.agent))["proposal"]
+        payout = await readme.run("proposeAction#2", world.agent)
+        proposed = payout["proposal"]
         assert proposed["state"] == "APPROVAL_REQUIRED"
         assert proposed["deadlinePolicy"] == {
             "action": "REJECT",
@@ -563,4 +565,19 @@ async def test_the_queue_owners_section_runs_as_printed(
         assert (stats["openItems"], stats["pastSla"], stats["windowSeconds"]) == (1, 0, 86400)
         channel = await readme.run("addNotificationChannel", world.admin)
         assert channel["channel"]["kind"] == "SLACK" and channel["signingSecret"] is None
+
+        readme.values["the payout task id"] = payout["task"]["id"]
+        readme.values["the reviewer id"] = (
+            await gql("query { viewer { actor { id } } }", token=world.reviewers[0])
+        )["viewer"]["actor"]["id"]
+        link = await readme.run("createApprovalLink", world.admin)
+        assert link["link"]["state"] == "ACTIVE"
+        page = await readme.http.get(link["path"])
+        assert page.status_code == 200 and link["link"]["payloadDigest"] in page.text
+        decided = await readme.http.post(
+            link["path"],
+            data={"payload_digest": link["link"]["payloadDigest"], "decision": "APPROVED"},
+        )
+        assert decided.status_code == 200, decided.text
+        assert (await readme.http.get(link["path"])).status_code == 410
         await readme.ready()
