@@ -3,8 +3,8 @@
 A target's policy says ``EXPIRE`` (cancel), ``REJECT`` (with a reason) or ``ESCALATE``
 (hand the proposal and its task to the next queue of a chain, with a new deadline; past
 the chain's end it expires). A proposer may override it per proposal within the target's
-bounds. Nothing here ever approves. Each step is a transition (rows P7, P9, P10 and T9,
-T10), so it is audited, published and visible on the proposal, and it races a decision
+bounds. Nothing here ever approves. Each step is a transition (rows P7, P9, P10 with T9
+or T11), so it is audited, published and visible on the proposal, and it races a decision
 through the same compare-and-set: exactly one of them wins.
 """
 
@@ -46,7 +46,7 @@ class DeadlinePolicy:
     escalation_chain: list[dict[str, Any]] = field(default_factory=list)
 
     def describe(self) -> dict[str, Any]:
-        """What enters a request digest and an audit record."""
+        """The policy as a target's registration audits it."""
         return {
             "action": self.action.value,
             "reason": self.reason,
