@@ -25,6 +25,7 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 
 from signoff import metrics
+from signoff.approval_pages import ApprovalPages
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
     CORS_MAX_AGE_SECONDS,
@@ -365,6 +366,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),
+            Route(
+                "/links/{token}",
+                ApprovalPages(work, read_sessionmaker).handle,
+                methods=["GET", "POST"],
+            ),
             *page_routes(console=settings.console),
         ],
         lifespan=lifespan,

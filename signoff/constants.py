@@ -19,6 +19,30 @@ PROPOSAL_EXPIRY_DEFAULT_SECONDS = 24 * 3600
 PROPOSAL_EXPIRY_MIN_SECONDS = 60
 PROPOSAL_EXPIRY_MAX_SECONDS = 31 * 24 * 3600
 
+# Deadline policies (docs/design.md section 4.20): at most this many escalation steps,
+# each giving the next queue between the proposal expiry bounds above.
+ESCALATION_CHAIN_MAX = 3
+# Reminders (docs/design.md section 5.4): at most this many per queue, each a percentage
+# (1-99) of a task's time to its due time; queue statistics look back this far.
+QUEUE_REMINDERS_MAX = 5
+# Notifications (docs/design.md section 5.6): attempts before a notification gives up (and
+# opens an incident), each attempt's lease and timeout, and how many are sent per run.
+NOTIFICATION_MAX_ATTEMPTS = 5
+NOTIFICATION_LEASE_SECONDS = 60
+NOTIFICATION_TIMEOUT_SECONDS = 10
+NOTIFICATION_BATCH_SIZE = 50
+NOTIFICATION_INCIDENT_FINGERPRINT = "notification:{notification_id}"
+# Approval links (docs/design.md section 5.7): lifetime bounds, and how many link requests
+# one client may make per window.
+APPROVAL_LINK_TTL_DEFAULT_SECONDS = 24 * 3600
+APPROVAL_LINK_TTL_MAX_SECONDS = 72 * 3600
+APPROVAL_LINK_TTL_MIN_SECONDS = 60
+APPROVAL_LINK_RATE_LIMIT = 30
+APPROVAL_LINK_RATE_WINDOW_SECONDS = 60
+# Delegation (docs/design.md section 5.5): the longest period a reviewer may be away for.
+DELEGATION_MAX_SECONDS = 90 * 24 * 3600
+QUEUE_STATS_WINDOW_SECONDS = 24 * 3600
+
 QUEUE_CLAIM_TTL_DEFAULT_SECONDS = 15 * 60
 QUEUE_DUE_DEFAULT_SECONDS = 24 * 3600
 
@@ -88,6 +112,9 @@ RECONCILE_INTERVAL_SECONDS = 60
 RELEASE_LEASE_KEY = "release_lease:{proposal_id}:{lease}"
 LAPSE_CLAIM_KEY = "lapse_claim:{task_id}:{version}"
 EXPIRE_PROPOSAL_KEY = "expire_proposal:{proposal_id}"
+# A proposal escalates at most once per level, and is rejected at its deadline once.
+ESCALATE_PROPOSAL_KEY = "escalate_proposal:{proposal_id}:{level}"
+REJECT_PROPOSAL_KEY = "reject_proposal:{proposal_id}"
 # Delivery throughput (docs/delivery-throughput.md has the measurements behind each).
 # A worker's deliveries in flight, and as many pooled HTTP connections.
 DELIVERY_CONCURRENCY = 128

@@ -145,6 +145,12 @@ class NotAwaitingApproval(SignoffError):
     code = "NOT_AWAITING_APPROVAL"
 
 
+class DeadlinePolicyOutOfBounds(SignoffError):
+    """A proposal's deadline policy goes beyond what its target's policy allows."""
+
+    code = "DEADLINE_POLICY_OUT_OF_BOUNDS"
+
+
 class SelfApprovalForbidden(SignoffError):
     """The proposer may not decide its own proposal."""
 
@@ -175,6 +181,19 @@ class TaskNotClaimed(SignoffError):
 
     code = "TASK_NOT_CLAIMED"
     default_message = "You do not hold a claim on this task."
+
+
+class AssigneeNotEligible(SignoffError):
+    """The task may not be handed to that actor (not a reviewer of its queue, the
+    proposer, someone who already decided it, or the one handing it on)."""
+
+    code = "ASSIGNEE_NOT_ELIGIBLE"
+
+
+class ApprovalLinkUnusable(SignoffError):
+    """The approval link is unknown, used, expired or revoked."""
+
+    code = "APPROVAL_LINK_UNUSABLE"
 
 
 class AlreadyExists(SignoffError):

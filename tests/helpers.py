@@ -187,13 +187,18 @@ async def build_world(
     approval_mode: str = "HUMAN",
     url: str = "http://127.0.0.1:9/hook",
     output_schema: dict[str, Any] | None = None,
+    queue_options: dict[str, Any] | None = None,
     **target: Any,
 ) -> World:
     admin = await gql.token(Role.ADMIN, name="admin")
     slug = f"q-{uuid.uuid4().hex[:8]}"
-    queue = (await gql(CREATE_QUEUE, {"input": {"slug": slug, "name": "Payments"}}, admin))[
-        "createQueue"
-    ]
+    queue = (
+        await gql(
+            CREATE_QUEUE,
+            {"input": {"slug": slug, "name": "Payments", **(queue_options or {})}},
+            admin,
+        )
+    )["createQueue"]
     registered = (
         await gql(
             REGISTER_TARGET,

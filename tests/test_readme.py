@@ -68,6 +68,13 @@ IN_ORDER = [
     "bulkDecisionPreview",
     "decideProposals",
     "queueEvents",
+    "createQueue#2",
+    "registerTarget#2",
+    "proposeAction#2",
+    "proposal",
+    "queueStats",
+    "addNotificationChannel",
+    "createApprovalLink",
     "operationsSnapshot",
     "incidents",
     "acknowledgeIncident",
@@ -94,10 +101,11 @@ class Block:
     text: str
     operation: str  # query, mutation or subscription
     root: str  # the first root field it selects
+    key: str  # ``root``, or ``root#n`` for the n-th block selecting the same field
 
 
 def readme_blocks() -> list[Block]:
-    blocks = []
+    blocks: list[Block] = []
     for match in FENCE.finditer(README.read_text()):
         indent = match["indent"]
         lines = match["body"].splitlines()
@@ -108,7 +116,10 @@ def readme_blocks() -> list[Block]:
         assert isinstance(definition, graphql.OperationDefinitionNode)
         selection = definition.selection_set.selections[0]
         assert isinstance(selection, graphql.FieldNode)
-        blocks.append(Block(text, definition.operation.value, selection.name.value))
+        root = selection.name.value
+        seen = sum(block.root == root for block in blocks)
+        key = root if not seen else f"{root}#{seen + 1}"
+        blocks.append(Block(text, definition.operation.value, root, key))
     return blocks
 
 
@@ -136,14 +147,15 @@ class Readme:
     @contextlib.asynccontextmanager
     async def against(cls, server: Server) -> AsyncIterator[Readme]:
         blocks = readme_blocks()
-        assert [b.root for b in blocks] == IN_ORDER, "the README's graphql blocks changed"
+        assert [b.key for b in blocks] == IN_ORDER, "the README's graphql blocks changed"
         async with httpx.AsyncClient(base_url=server.url, timeout=GIVE_UP_AFTER) as http:
             with server_log_on_failure(server):
-                yield cls(server, http, {b.root: b for b in blocks})
+                yield cls(server, http, {b.key: b for b in blocks})
 
-    async def run(self, root: str, token: str) -> Any:
-        """Send block ``root`` as printed (placeholders filled); return its field's answer."""
-        block = self.blocks[root]
+    async def run(self, key: str, token: str) -> Any:
+        """Send block ``key`` as printed (placeholders filled); return its field's answer."""
+        block = self.blocks[key]
+        root = block.root
         assert block.operation in ("query", "mutation")
         started = time.monotonic()
         try:
@@ -576,4 +588,57 @@ async def _work_an_incident(
         assert closed["target"]["consecutiveFailures"] == 0
         metrics = (await readme.http.get("/metrics")).text
         assert 'signoff_open_incidents{severity="HIGH"} 0.0' in metrics
+        await readme.ready()
+
+
+async def test_the_queue_owners_section_runs_as_printed(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Deadline policies and reminders: a queue that reminds, a target that escalates to
+    it, a proposal that overrides the policy, the proposal showing it, and the queue's
+    statistics (deadlines and reminders coming due are in tests/jobs/test_deadlines.py and
+    test_reminders.py, on a frozen clock)."""
+    server = await serve()
+    async with Readme.against(server) as readme, http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        escalation = await readme.run("createQueue#2", world.admin)
+        assert escalation["reminderPercents"] == [50, 90]
+        readme.values["the queue id"] = world.queue_id
+        readme.values["the escalation queue id"] = escalation["id"]
+        target = (await readme.run("registerTarget#2", world.admin))["target"]
+        assert target["deadlinePolicy"] == {
+            "action": "ESCALATE",
+            "escalation": [{"deadlineSeconds": 3600, "queue": {"slug": "escalations"}}],
+        }
+        readme.values["the payouts target id"] = target["id"]
+        payout = await readme.run("proposeAction#2", world.agent)
+        proposed = payout["proposal"]
+        assert proposed["state"] == "APPROVAL_REQUIRED"
+        assert proposed["deadlinePolicy"] == {
+            "action": "REJECT",
+            "reason": "Stale after an hour: the bot proposes again.",
+        }
+        readme.values["the proposal id"] = proposed["id"]
+        shown = await readme.run("proposal", world.admin)
+        assert (shown["escalationLevel"], shown["queue"]) == (0, {"slug": world.queue_slug})
+        assert shown["deadlinePolicy"]["escalation"] == []
+        stats = await readme.run("queueStats", world.reviewers[0])
+        assert (stats["openItems"], stats["pastSla"], stats["windowSeconds"]) == (1, 0, 86400)
+        channel = await readme.run("addNotificationChannel", world.admin)
+        assert channel["channel"]["kind"] == "SLACK" and channel["signingSecret"] is None
+
+        readme.values["the payout task id"] = payout["task"]["id"]
+        readme.values["the reviewer id"] = (
+            await gql("query { viewer { actor { id } } }", token=world.reviewers[0])
+        )["viewer"]["actor"]["id"]
+        link = await readme.run("createApprovalLink", world.admin)
+        assert link["link"]["state"] == "ACTIVE"
+        page = await readme.http.get(link["path"])
+        assert page.status_code == 200 and link["link"]["payloadDigest"] in page.text
+        decided = await readme.http.post(
+            link["path"],
+            data={"payload_digest": link["link"]["payloadDigest"], "decision": "APPROVED"},
+        )
+        assert decided.status_code == 200, decided.text
+        assert (await readme.http.get(link["path"])).status_code == 410
         await readme.ready()

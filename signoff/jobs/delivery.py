@@ -12,7 +12,9 @@ from typing import Any
 
 from signoff.jobs.context import services_of
 from signoff.jobs.dispatcher import Dispatcher
-from signoff.resolvers.sweeps import enqueue_due_deliveries, expire_proposals
+from signoff.resolvers.deadlines import apply_deadlines
+from signoff.resolvers.reminders import send_due_reminders
+from signoff.resolvers.sweeps import enqueue_due_deliveries
 
 DISPATCHER_KEY = "dispatcher"
 WOKEN = "WOKEN"
@@ -41,7 +43,14 @@ async def sweep_deliveries(ctx: dict[str, Any]) -> int:
 
 
 async def expire_due_proposals(ctx: dict[str, Any]) -> int:
-    """Cron: cancel proposals whose approval deadline passed."""
+    """Cron: apply the deadline policy of proposals whose approval deadline passed."""
     services = services_of(ctx)
     async with services.work() as work:
-        return len(await expire_proposals(work))
+        return len(await apply_deadlines(work))
+
+
+async def send_reminders(ctx: dict[str, Any]) -> int:
+    """Cron: send every queue reminder (``task.due_soon``) that has come due."""
+    services = services_of(ctx)
+    async with services.work() as work:
+        return len(await send_due_reminders(work))

@@ -19,9 +19,15 @@ from signoff import clock
 from signoff.config import Settings
 from signoff.constants import DRAFT_RETENTION_INTERVAL_SECONDS, WORKER_STOP_GRACE_SECONDS
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
-from signoff.jobs.delivery import DISPATCHER_KEY, expire_due_proposals, sweep_deliveries
+from signoff.jobs.delivery import (
+    DISPATCHER_KEY,
+    expire_due_proposals,
+    send_reminders,
+    sweep_deliveries,
+)
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
+from signoff.jobs.notifications import send_notifications
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.work import WorkMaker, delivery_job_id
 
@@ -72,7 +78,11 @@ class InProcessJobs:
         self._tasks.append(
             asyncio.create_task(
                 self._every(
-                    self.settings.sweep_interval_seconds, sweep_deliveries, expire_due_proposals
+                    self.settings.sweep_interval_seconds,
+                    sweep_deliveries,
+                    expire_due_proposals,
+                    send_reminders,
+                    send_notifications,
                 )
             )
         )

@@ -42,10 +42,12 @@ from signoff.jobs.delivery import (
     deliver_proposal,
     dispatcher_of,
     expire_due_proposals,
+    send_reminders,
     sweep_deliveries,
 )
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
+from signoff.jobs.notifications import send_notifications
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.outages import Outage
 from signoff.resolvers.key_check import verify_secret_key
@@ -175,6 +177,8 @@ def sweeps(
     jobs: list[tuple[Callable[[dict[str, Any]], Awaitable[int]], int]] = [
         (sweep_deliveries, interval_seconds),
         (expire_due_proposals, interval_seconds),
+        (send_reminders, interval_seconds),
+        (send_notifications, interval_seconds),
         (run_reconciliation, reconcile_seconds),
         (run_draft_retention, DRAFT_RETENTION_INTERVAL_SECONDS),
     ]

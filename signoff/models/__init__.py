@@ -2,8 +2,11 @@
 
 from signoff.models.actor import Actor, ApiToken, QueueMembership, Role
 from signoff.models.approval import Approval, Decision
+from signoff.models.approval_link import ApprovalLink, ApprovalLinkState
 from signoff.models.audit import AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
+from signoff.models.deadline import DeadlineAction
+from signoff.models.delegation import Delegation
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.draft import (
     CancelReason,
@@ -27,6 +30,12 @@ from signoff.models.incident import (
     Severity,
 )
 from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
+from signoff.models.notification import (
+    ChannelKind,
+    Notification,
+    NotificationChannel,
+    NotificationState,
+)
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
 from signoff.models.revision import ProposalRevision
@@ -41,16 +50,21 @@ __all__ = [
     "Actor",
     "ApiToken",
     "Approval",
+    "ApprovalLink",
+    "ApprovalLinkState",
     "ApprovalMode",
     "AuditEvent",
     "CancelReason",
     "ChangeEvent",
     "ChangeFeedState",
     "ChangeKind",
+    "ChannelKind",
     "CircuitState",
     "DeadLetter",
     "DeadLetterState",
+    "DeadlineAction",
     "Decision",
+    "Delegation",
     "DeliveryAttempt",
     "Draft",
     "DraftOutcome",
@@ -62,6 +76,9 @@ __all__ = [
     "Incident",
     "IncidentState",
     "KeyCheck",
+    "Notification",
+    "NotificationChannel",
+    "NotificationState",
     "OwnerKind",
     "Proposal",
     "ProposalRevision",

@@ -20,6 +20,12 @@ from signoff.models.base import (
     time_field,
     version_field,
 )
+from signoff.models.deadline import (
+    DeadlineAction,
+    deadline_action_field,
+    deadline_reason_field,
+    escalation_chain_field,
+)
 
 
 class ProposalState(StrEnum):
@@ -77,6 +83,15 @@ class Proposal(SQLModel, table=True):
     # The approval-policy rule that set ``required_approvals`` (section 4.19), if any.
     policy_rule: dict[str, Any] | None = json_field(nullable=True)
     expires_at: datetime = time_field()
+    # The deadline policy it was proposed under (docs/design.md section 4.20): its
+    # target's, or the proposer's override within the target's bounds.
+    deadline_action: DeadlineAction = deadline_action_field()
+    deadline_reason: str | None = deadline_reason_field()
+    escalation_chain: list[dict[str, Any]] = escalation_chain_field()
+    # How many escalation steps it has taken (the index of the next one in the chain).
+    escalation_level: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
     decided_at: datetime | None = time_field(nullable=True)
     # Delivery bookkeeping: the database, not Redis, holds the retry state.
     delivery_attempt_count: int = 0
@@ -105,10 +120,15 @@ def format_expiry(expires_at: datetime) -> str:
 
 
 def payload_digest_of(
-    proposal: Proposal, *, payload: dict[str, Any] | None = None, revision: int | None = None
+    proposal: Proposal,
+    *,
+    payload: dict[str, Any] | None = None,
+    revision: int | None = None,
+    expires_at: datetime | None = None,
 ) -> str:
     """The digest a reviewer approves: everything that will be sent, and when it lapses;
-    with ``payload`` and ``revision``, the digest an amendment to them would give.
+    with ``payload`` and ``revision``, the digest an amendment to them would give, with
+    ``expires_at`` the digest it will have once its deadline moves there.
 
     An amended proposal's digest also names its revision, so no two revisions share a
     digest, even when an amendment restores an earlier payload."""
@@ -123,6 +143,6 @@ def payload_digest_of(
             "payload": proposal.payload if payload is None else payload,
             "preconditions": proposal.preconditions,
             "target_id": proposal.target_id,
-            "expires_at": format_expiry(proposal.expires_at),
+            "expires_at": format_expiry(expires_at or proposal.expires_at),
         }
     )

@@ -15,6 +15,12 @@ from signoff.constants import (
     TARGET_TIMEOUT_DEFAULT_SECONDS,
 )
 from signoff.models.base import enum_field, fk_field, id_field, json_field, time_field
+from signoff.models.deadline import (
+    DeadlineAction,
+    deadline_action_field,
+    deadline_reason_field,
+    escalation_chain_field,
+)
 
 
 class ApprovalMode(StrEnum):
@@ -67,6 +73,10 @@ class Target(SQLModel, table=True):
     last_error_at: datetime | None = time_field(nullable=True)
     circuit_opened_at: datetime | None = time_field(nullable=True)
     circuit_probe_at: datetime | None = time_field(nullable=True)
+    # The deadline policy (docs/design.md section 4.20), copied onto each proposal.
+    deadline_action: DeadlineAction = deadline_action_field()
+    deadline_reason: str | None = deadline_reason_field()
+    escalation_chain: list[dict[str, Any]] = escalation_chain_field()
 
     # Amendments (docs/design.md section 4.17): whether reviewers may amend a proposal, and
     # whether its agent must accept an amendment before the proposal is queued.

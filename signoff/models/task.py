@@ -47,6 +47,7 @@ class HumanTask(SQLModel, table=True):
         # The queue order: priority first, then due time, then age.
         sa.Index("ix_tasks_queue_order", "queue_id", "state", "priority", "due_at", "created_at"),
         sa.Index("ix_tasks_order", "priority", "due_at", "created_at", "id"),
+        sa.Index("ix_tasks_next_reminder", "next_reminder_at"),
     )
     __mapper_args__ = VERSIONED
 
@@ -73,6 +74,14 @@ class HumanTask(SQLModel, table=True):
     created_by_id: str = fk_field("actors.id", index=False)
     completed_by_id: str | None = fk_field("actors.id", nullable=True, index=False)
     completed_at: datetime | None = time_field(nullable=True)
+    # Reminders (docs/design.md section 5.4): when the time to ``due_at`` began (creation,
+    # or the last escalation; ``None``: ``created_at``), how many of the queue's reminders
+    # were sent since, and when the next one is due (``None``: none left).
+    due_from: datetime | None = time_field(nullable=True)
+    reminders_sent: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
+    )
+    next_reminder_at: datetime | None = time_field(nullable=True)
     created_at: datetime = time_field(default_now=True)
     updated_at: datetime = time_field(default_now=True)
 

@@ -265,6 +265,9 @@ async def _advance(
         edge,
         proposal_id,
         actor_id=viewer.id,
+        # The digest too: an amendment or an escalation (a new deadline, so a new digest)
+        # that committed after this decision read the proposal wins, and the stale
+        # decision is refused.
         guard=sa.and_(
             col(Proposal.expires_at) > now,
             col(Proposal.payload_digest) == approval.payload_digest,

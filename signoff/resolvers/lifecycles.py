@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from signoff.models import (
+    ApprovalLink,
+    ApprovalLinkState,
     ChangeKind,
     DeadLetter,
     DeadLetterState,
@@ -19,6 +21,8 @@ from signoff.models import (
     HumanTask,
     Incident,
     IncidentState,
+    Notification,
+    NotificationState,
     Proposal,
     ProposalState,
     ReconciliationRun,
@@ -49,7 +53,22 @@ REJECT = Edge.of(
     "reject", [P.APPROVAL_REQUIRED], P.REJECTED, ChangeKind.PROPOSAL_REJECTED, "proposal.rejected"
 )
 EXPIRE = Edge.of(
-    "expire", [P.APPROVAL_REQUIRED], P.CANCELLED, ChangeKind.PROPOSAL_CANCELLED, "proposal.expired"
+    "expire", [P.APPROVAL_REQUIRED], P.CANCELLED, ChangeKind.PROPOSAL_EXPIRED, "proposal.expired"
+)
+# Deadline policies (docs/design.md section 4.20): never an approval.
+REJECT_AT_DEADLINE = Edge.of(
+    "reject_at_deadline",
+    [P.APPROVAL_REQUIRED],
+    P.REJECTED,
+    ChangeKind.PROPOSAL_REJECTED,
+    "proposal.deadline_rejected",
+)
+ESCALATE = Edge.of(
+    "escalate",
+    [P.APPROVAL_REQUIRED],
+    P.APPROVAL_REQUIRED,
+    ChangeKind.PROPOSAL_ESCALATED,
+    "proposal.escalated",
 )
 # A reviewer amends the payload: a new revision and digest, earlier approvals void.
 AMEND = Edge.of(
@@ -132,6 +151,7 @@ async def describe_proposal(_: UnitOfWork, proposal: Proposal) -> Subject:
             "deliveryAttemptCount": proposal.delivery_attempt_count,
             "lastErrorCode": proposal.last_error_code,
             "deliveryTerminal": proposal.delivery_terminal,
+            "escalationLevel": proposal.escalation_level,
         },
     )
 
@@ -156,6 +176,8 @@ PROPOSAL: Lifecycle[Proposal, ProposalState] = Lifecycle(
         EXPIRE,
         AMEND,
         ACCEPT_AMENDMENT,
+        REJECT_AT_DEADLINE,
+        ESCALATE,
         REQUIRE_COMPENSATION,
         START_ATTEMPT,
         RENEW_LEASE,
@@ -181,6 +203,24 @@ COMPLETE = Edge.of(
 # An approval task after a decision that did not reach the quorum: open for the next reviewer.
 REOPEN = Edge.of("reopen", [T.OPEN, T.CLAIMED], T.OPEN, ChangeKind.TASK_REOPENED, "task.reopened")
 EXPIRE_TASK = Edge.of("expire_task", [T.OPEN, T.CLAIMED], T.EXPIRED, ChangeKind.TASK_EXPIRED, None)
+# Its proposal escalated: the task moves to the next queue, open, unclaimed.
+ESCALATE_TASK = Edge.of(
+    "escalate_task", [T.OPEN, T.CLAIMED], T.OPEN, ChangeKind.TASK_ESCALATED, "task.escalated"
+)
+# Handing a task to another reviewer of its queue (docs/design.md section 5.5): claimed by
+# them at once; DELEGATE when it went to the delegate of the one it was offered to.
+REASSIGN = Edge.of(
+    "reassign", [T.OPEN, T.CLAIMED], T.CLAIMED, ChangeKind.TASK_REASSIGNED, "task.reassigned"
+)
+DELEGATE = Edge.of(
+    "delegate", [T.OPEN, T.CLAIMED], T.CLAIMED, ChangeKind.TASK_REASSIGNED, "task.delegated"
+)
+# A reminder from the task's queue: the task stays as it is (docs/design.md section 5.4).
+REMIND = Edge(
+    "remind",
+    frozenset({T.OPEN, T.CLAIMED}),
+    {state: Outcome(ChangeKind.TASK_DUE_SOON, "task.due_soon") for state in (T.OPEN, T.CLAIMED)},
+)
 # Reconciliation writes back what reads already derive: a lapsed claim leaves the task open.
 LAPSE_CLAIM = Edge.of(
     "lapse_claim", [T.CLAIMED], T.OPEN, ChangeKind.TASK_CLAIM_LAPSED, "task.claim_lapsed"
@@ -204,7 +244,18 @@ async def describe_task(work: UnitOfWork, task: HumanTask) -> Subject:
 TASK: Lifecycle[HumanTask, TaskState] = Lifecycle(
     "task",
     HumanTask,
-    [CLAIM, RELEASE, COMPLETE, REOPEN, EXPIRE_TASK, LAPSE_CLAIM],
+    [
+        CLAIM,
+        RELEASE,
+        COMPLETE,
+        REOPEN,
+        EXPIRE_TASK,
+        ESCALATE_TASK,
+        REASSIGN,
+        DELEGATE,
+        REMIND,
+        LAPSE_CLAIM,
+    ],
     describe=describe_task,
 )
 
@@ -338,6 +389,45 @@ DEAD_LETTER: Lifecycle[DeadLetter, DeadLetterState] = Lifecycle(
 
 INCIDENT: Lifecycle[Incident, IncidentState] = Lifecycle(
     "incident", Incident, [ACKNOWLEDGE, RETRY, RESOLVE], describe=describe_incident
+)
+
+# --- notifications -----------------------------------------------------------------
+# Outbox rows of a queue's notification channels (docs/design.md section 5.6); the task's
+# own events are the feed's story, so a notification writes no change event.
+N = NotificationState
+
+START_SENDING = Edge.of("start_sending", [N.PENDING, N.SENDING], N.SENDING, None, None)
+MARK_SENT = Edge.of("mark_sent", [N.SENDING], N.SENT, None, "notification.sent")
+SEND_LATER = Edge.of("send_later", [N.SENDING], N.PENDING, None, "notification.retry_scheduled")
+GIVE_UP_SENDING = Edge.of("give_up", [N.SENDING], N.FAILED, None, "notification.failed")
+
+
+async def describe_notification(_: UnitOfWork, notification: Notification) -> Subject:
+    return Subject(queue_id=notification.queue_id, proposal_id=None, snapshot={})
+
+
+NOTIFICATION: Lifecycle[Notification, NotificationState] = Lifecycle(
+    "notification",
+    Notification,
+    [START_SENDING, MARK_SENT, SEND_LATER, GIVE_UP_SENDING],
+    describe=describe_notification,
+)
+
+# --- approval links ----------------------------------------------------------------
+# A link decides once (docs/design.md section 5.7); the decision's own transitions are the
+# feed's story, so the link writes audit records only.
+K = ApprovalLinkState
+
+USE_LINK = Edge.of("use_link", [K.ACTIVE], K.USED, None, "approval_link.used")
+REVOKE_LINK = Edge.of("revoke_link", [K.ACTIVE], K.REVOKED, None, "approval_link.revoked")
+
+
+async def describe_link(_: UnitOfWork, link: ApprovalLink) -> Subject:
+    return Subject(queue_id=None, proposal_id=link.proposal_id, snapshot={})
+
+
+APPROVAL_LINK: Lifecycle[ApprovalLink, ApprovalLinkState] = Lifecycle(
+    "approval_link", ApprovalLink, [USE_LINK, REVOKE_LINK], describe=describe_link
 )
 
 # --- reconciliation runs -----------------------------------------------------------

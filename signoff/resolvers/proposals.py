@@ -32,13 +32,16 @@ from signoff.models import (
     HumanTask,
     Proposal,
     ProposalState,
+    Queue,
     Role,
     Target,
 )
 from signoff.models.proposal import format_expiry, payload_digest_of
-from signoff.resolvers import approval_policies, idempotency
+from signoff.resolvers import approval_policies, idempotency, reminders
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.deadlines import DeadlineOverride, DeadlinePolicy, policy_of
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.notifications import notify
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
@@ -63,18 +66,21 @@ class ProposalRequest:
     preconditions: dict[str, Any]
     operation_key: str
     expires_in_seconds: int
+    # The proposer's deadline policy override, as sent (``None``: the target's policy).
+    deadline: DeadlineOverride | None = None
 
     def digest(self) -> str:
-        return sha256_digest(
-            {
-                "target_id": self.target_id,
-                "action_code": self.action_code,
-                "subject": self.subject,
-                "payload": self.payload,
-                "preconditions": self.preconditions,
-                "expires_in_seconds": self.expires_in_seconds,
-            }
-        )
+        material: dict[str, Any] = {
+            "target_id": self.target_id,
+            "action_code": self.action_code,
+            "subject": self.subject,
+            "payload": self.payload,
+            "preconditions": self.preconditions,
+            "expires_in_seconds": self.expires_in_seconds,
+        }
+        if self.deadline is not None:  # absent from older requests' digests: keep them equal
+            material["deadline"] = self.deadline.describe()
+        return sha256_digest(material)
 
 
 def checked_request(
@@ -86,6 +92,7 @@ def checked_request(
     subject: Any,
     preconditions: Any,
     expires_in_seconds: int | None,
+    deadline: DeadlineOverride | None = None,
 ) -> ProposalRequest:
     """A proposal request with every field checked (sizes, lengths, expiry range)."""
     return ProposalRequest(
@@ -105,6 +112,7 @@ def checked_request(
             PROPOSAL_EXPIRY_MAX_SECONDS,
             PROPOSAL_EXPIRY_DEFAULT_SECONDS,
         ),
+        deadline=deadline,
     )
 
 
@@ -127,6 +135,7 @@ async def propose_action(
     subject: Any = None,
     preconditions: Any = None,
     expires_in_seconds: int | None = None,
+    deadline: DeadlineOverride | None = None,
 ) -> ProposeResult:
     """Propose an action; the same operation key with the same material replays."""
     require_role(viewer, Role.AGENT)
@@ -138,6 +147,7 @@ async def propose_action(
         subject=subject,
         preconditions=preconditions,
         expires_in_seconds=expires_in_seconds,
+        deadline=deadline,
     )
     call = idempotency.Keyed(
         "proposeAction", request.operation_key, request.digest(), field="operationKey"
@@ -150,8 +160,11 @@ async def propose_action(
         if not target.is_active:
             raise TargetUnavailable(f"Target {target.name!r} is retired and takes no proposals.")
         check_payload(request.payload, target)
-        policy = approval_policies.match(target, request.payload)
-        proposal, task = new_proposal(viewer, target, request, policy=policy)
+        approval = approval_policies.match(target, request.payload)
+        deadline = (
+            policy_of(target) if request.deadline is None else request.deadline.within(target)
+        )
+        proposal, task = new_proposal(viewer, target, request, approval=approval, deadline=deadline)
         await add_proposal(work, viewer, proposal, task)
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
@@ -213,6 +226,9 @@ async def add_proposal(
             ),
         )
     if task is not None:
+        queue = await work.session.get(Queue, task.queue_id)
+        assert queue is not None  # the target's queue, checked when it was registered
+        reminders.schedule(task, queue, task.created_at)
         await TASK.created(
             work,
             task,
@@ -221,6 +237,7 @@ async def add_proposal(
             actor_id=viewer.id,
             details={"queue_id": task.queue_id, "kind": task.kind},
         )
+        await notify(work, task, "task.created")
 
 
 async def load_result(session: AsyncSession, proposal_id: str) -> ProposeResult:
@@ -241,15 +258,18 @@ def new_proposal(
     *,
     human: bool | None = None,
     compensates_proposal_id: str | None = None,
-    policy: approval_policies.PolicyMatch | None = None,
+    approval: approval_policies.PolicyMatch | None = None,
+    deadline: DeadlinePolicy | None = None,
 ) -> tuple[Proposal, HumanTask | None]:
     """The proposal and, when it needs human approval, its approval task (not yet added).
-    ``policy``, when the target has one, decides the approvals and the queue."""
+    ``approval``, when the target has an approval policy, decides the approvals and the
+    queue; the proposal keeps ``deadline`` (by default its target's) for its deadline."""
     now = clock.now()
+    deadline = deadline or policy_of(target)
     expires_at = (now + timedelta(seconds=request.expires_in_seconds)).replace(microsecond=0)
     required, queue_id = target.required_approvals, target.queue_id
-    if policy is not None:
-        human, required, queue_id = policy.approvals > 0, policy.approvals, policy.queue_id
+    if approval is not None:
+        human, required, queue_id = approval.approvals > 0, approval.approvals, approval.queue_id
     elif human is None:
         human = target.approval_mode == ApprovalMode.HUMAN
     proposal = Proposal(
@@ -266,8 +286,11 @@ def new_proposal(
         state=ProposalState.APPROVAL_REQUIRED if human else ProposalState.QUEUED,
         next_attempt_at=None if human else now,
         required_approvals=required if human else 0,
-        policy_rule=None if policy is None else policy.recorded(),
+        policy_rule=None if approval is None else approval.recorded(),
         expires_at=expires_at,
+        deadline_action=deadline.action,
+        deadline_reason=deadline.reason,
+        escalation_chain=deadline.escalation_chain,
         compensates_proposal_id=compensates_proposal_id,
         created_at=now,
         updated_at=now,

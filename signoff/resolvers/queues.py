@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -14,6 +15,7 @@ from signoff.errors import AlreadyExists, Forbidden, NotFound, ValidationFailed
 from signoff.models import Actor, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.reminders import checked_percents
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
@@ -30,6 +32,7 @@ async def create_queue(
     claim_ttl_seconds: int | None = None,
     default_due_seconds: int | None = None,
     idempotency_key: str | None = None,
+    reminder_percents: Sequence[int] | None = None,
 ) -> Queue:
     """Create a queue (operators and admins); a retry under the same key creates nothing."""
     require_role(viewer, Role.OPERATOR)
@@ -38,6 +41,7 @@ async def create_queue(
         "name": name,
         "claim_ttl_seconds": claim_ttl_seconds,
         "default_due_seconds": default_due_seconds,
+        "reminder_percents": None if reminder_percents is None else list(reminder_percents),
     }
     queue, _ = await idempotency.once(
         work,
@@ -58,6 +62,7 @@ async def _create_queue(
     name: str,
     claim_ttl_seconds: int | None,
     default_due_seconds: int | None,
+    reminder_percents: Sequence[int] | None,
 ) -> Queue:
     if not SLUG.match(slug):
         raise ValidationFailed(
@@ -73,6 +78,7 @@ async def _create_queue(
         default_due_seconds=require_range(
             default_due_seconds, "defaultDueSeconds", 60, 31 * 86_400, QUEUE_DUE_DEFAULT_SECONDS
         ),
+        reminder_percents=checked_percents(reminder_percents),
     )
     work.session.add(queue)
     try:
@@ -88,7 +94,7 @@ async def _create_queue(
             actor_id=viewer.id,
             action="queue.created",
             kind=ChangeKind.QUEUE_CREATED,
-            details={"slug": slug},
+            details={"slug": slug, "reminder_percents": queue.reminder_percents},
             queue_id=queue.id,
             snapshot={"slug": slug},
         ),

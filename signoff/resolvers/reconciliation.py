@@ -24,13 +24,16 @@ from sqlalchemy import and_
 from sqlmodel import col, select
 
 from signoff.constants import (
+    ESCALATE_PROPOSAL_KEY,
     EXPIRE_PROPOSAL_KEY,
     LAPSE_CLAIM_KEY,
+    REJECT_PROPOSAL_KEY,
     RELEASE_LEASE_KEY,
     SWEEP_BATCH_SIZE,
 )
 from signoff.errors import SignoffError
 from signoff.models import (
+    DeadlineAction,
     HumanTask,
     Proposal,
     ProposalState,
@@ -40,9 +43,9 @@ from signoff.models import (
     TaskState,
 )
 from signoff.resolvers import lifecycles
+from signoff.resolvers.deadlines import apply_deadline, lapsed_proposals
 from signoff.resolvers.delivery_due import holding
 from signoff.resolvers.lifecycles import PROPOSAL, RECONCILIATION, TASK
-from signoff.resolvers.sweeps import expire, lapsed_approvals
 from signoff.resolvers.work import UnitOfWork, WorkMaker
 
 logger = logging.getLogger("signoff.reconciliation")
@@ -121,9 +124,9 @@ async def reconcile(make: WorkMaker, *, limit: int = SWEEP_BATCH_SIZE) -> Reconc
         await _repair_each(make, run_id, tally, await lapsed_leases(make, limit=limit), release)
         await _repair_each(make, run_id, tally, await lapsed_claims(make, limit=limit), lapse)
         async with make() as work:
-            approvals = await lapsed_approvals(work, limit=limit)
+            approvals = [p.id for p in await lapsed_proposals(work, limit=limit)]
             await work.rollback()
-        await _repair_each(make, run_id, tally, approvals, expire_approval)
+        await _repair_each(make, run_id, tally, approvals, apply_approval_deadline)
         tally.republished = await republish(make)
     except Exception as exc:  # a scan failed: the run stops, what it repaired stays repaired
         tally.failure("run", exc)
@@ -324,24 +327,52 @@ async def lapse(work: UnitOfWork, lapsed: LapsedClaim, run_id: str) -> Repair | 
 # --- approvals past their deadline -------------------------------------------------
 
 
-async def expire_approval(work: UnitOfWork, proposal_id: str, run_id: str) -> Repair | None:
-    """Rows P7 and T9, as the sweep applies them; an approval expires once, so its id is
-    the key."""
-    expired = await expire(work, [proposal_id])
-    if not expired:
+async def apply_approval_deadline(work: UnitOfWork, proposal_id: str, run_id: str) -> Repair | None:
+    """Rows P7, P11 or P12 with their task's row, by the proposal's deadline policy, as the
+    sweep applies them; each step is made once, so the proposal id (and escalation level)
+    is the key."""
+    proposal = await work.session.get(Proposal, proposal_id, populate_existing=True)
+    if proposal is None or proposal.state != ProposalState.APPROVAL_REQUIRED:
         return None
-    [(proposal, tasks)] = expired
+    before = {
+        "state": ProposalState.APPROVAL_REQUIRED.value,
+        "expiresAt": proposal.expires_at.isoformat(),
+        "queueId": proposal.queue_id,
+        "escalationLevel": proposal.escalation_level,
+    }
+    done = await apply_deadline(work, proposal)
+    if done is None:
+        return None
+    moved = await work.session.get(Proposal, proposal_id, populate_existing=True)
+    assert moved is not None
+    task = (
+        await work.session.exec(select(HumanTask).where(HumanTask.proposal_id == proposal_id))
+    ).first()
+    after: dict[str, Any] = {"state": str(moved.state)}
+    if done is DeadlineAction.ESCALATE:
+        after |= {
+            "queueId": moved.queue_id,
+            "escalationLevel": moved.escalation_level,
+            "expiresAt": moved.expires_at.isoformat(),
+        }
+    else:
+        after["expiredTaskIds"] = [] if task is None else [task.id]
+    action_type, key = DEADLINE_REPAIRS[done]
     return Repair(
-        action_type="expire_proposal",
+        action_type=action_type,
         entity_type="proposal",
-        entity_id=proposal.id,
-        operation_key=EXPIRE_PROPOSAL_KEY.format(proposal_id=proposal.id),
-        before={
-            "state": ProposalState.APPROVAL_REQUIRED.value,
-            "expiresAt": proposal.expires_at.isoformat(),
-        },
-        after={"state": str(proposal.state), "expiredTaskIds": [task.id for task in tasks]},
+        entity_id=proposal_id,
+        operation_key=key.format(proposal_id=proposal_id, level=moved.escalation_level),
+        before=before,
+        after=after,
     )
+
+
+DEADLINE_REPAIRS = {
+    DeadlineAction.EXPIRE: ("expire_proposal", EXPIRE_PROPOSAL_KEY),
+    DeadlineAction.REJECT: ("reject_proposal", REJECT_PROPOSAL_KEY),
+    DeadlineAction.ESCALATE: ("escalate_proposal", ESCALATE_PROPOSAL_KEY),
+}
 
 
 # --- change events -----------------------------------------------------------------

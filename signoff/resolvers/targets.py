@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,10 +36,11 @@ from signoff.errors import (
     ValidationFailed,
 )
 from signoff.jsonvalues import check_schema
-from signoff.models import ApprovalMode, ChangeKind, Proposal, Queue, Role, Target
+from signoff.models import ApprovalMode, ChangeKind, DeadlineAction, Proposal, Queue, Role, Target
 from signoff.resolvers import idempotency
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.approval_policies import check_policy
+from signoff.resolvers.deadlines import checked_policy
 from signoff.resolvers.delivery_due import due
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
@@ -80,6 +81,9 @@ async def register_target(
     amendments_need_proposer: bool = False,
     summary_field: str | None = None,
     approval_policy: Any = None,
+    deadline_action: DeadlineAction | None = None,
+    deadline_reason: str | None = None,
+    escalation: Sequence[tuple[str, int]] | None = None,
 ) -> RegisteredTarget:
     """Register a target; its signing secret is returned here, and again only to a retry of
     the same call under the same idempotency key (which registers nothing)."""
@@ -101,6 +105,9 @@ async def register_target(
         "amendments_need_proposer": amendments_need_proposer,
         "summary_field": summary_field,
         "approval_policy": approval_policy,
+        "deadline_action": deadline_action,
+        "deadline_reason": deadline_reason,
+        "escalation": None if escalation is None else [list(step) for step in escalation],
     }
     registered, _ = await idempotency.once(
         work,
@@ -139,6 +146,9 @@ async def _register_target(
     amendments_need_proposer: bool,
     summary_field: str | None,
     approval_policy: Any,
+    deadline_action: DeadlineAction | None,
+    deadline_reason: str | None,
+    escalation: Sequence[Sequence[Any]] | None,
 ) -> RegisteredTarget:
     name = require_text(name, "name", 1, 200)
     method = (method or "POST").upper()
@@ -162,10 +172,17 @@ async def _register_target(
             required_approvals=approvals,
             queue_id=queue_id,
         )
+    deadline = await checked_policy(
+        work,
+        action=deadline_action,
+        reason=deadline_reason,
+        escalation=None if escalation is None else [(str(q), int(s)) for q, s in escalation],
+        first_queue_id=queue_id,
+    )
     secret = new_signing_secret()
     target = Target(
         name=name,
-        url=_check_url(url),
+        url=check_url(url),
         method=method,
         input_schema=check_schema(input_schema, "inputSchema"),
         output_schema=None
@@ -188,6 +205,9 @@ async def _register_target(
         else require_text(summary_field, "summaryField", 1, 200),
         signing_secret=work.sealer.seal(secret),
         created_by_id=viewer.id,
+        deadline_action=deadline.action,
+        deadline_reason=deadline.reason,
+        escalation_chain=deadline.escalation_chain,
     )
     work.session.add(target)
     try:
@@ -206,6 +226,7 @@ async def _register_target(
         url=target.url,
         approval_mode=approval_mode.value,
         approval_policy=policy,
+        deadline_policy=deadline.describe(),
     )
     return RegisteredTarget(target=target, signing_secret=secret)
 
@@ -229,7 +250,8 @@ def require_rate(value: float) -> float:
     return value
 
 
-def _check_url(url: str) -> str:
+def check_url(url: str) -> str:
+    """An absolute http or https URL, as targets and notification channels need."""
     parts = urlsplit(url.strip())
     if parts.scheme not in {"http", "https"} or not parts.netloc or len(url) > 2048:
         raise ValidationFailed("url must be an absolute http or https URL.", field="url")

@@ -35,10 +35,11 @@ from signoff.models import (
     TaskState,
 )
 from signoff.models.task import claim_lapsed, workable_by
-from signoff.resolvers import idempotency, lifecycles
+from signoff.resolvers import idempotency, lifecycles, reminders
 from signoff.resolvers.access import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approvals import apply_decision
 from signoff.resolvers.lifecycles import TASK
+from signoff.resolvers.notifications import notify
 from signoff.resolvers.pagination import Order, Page, paginate
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text, require_range, require_text
@@ -120,6 +121,7 @@ async def _create_task(
         created_at=now,
         updated_at=now,
     )
+    reminders.schedule(task, queue, now)
     await TASK.created(
         work,
         task,
@@ -128,6 +130,7 @@ async def _create_task(
         actor_id=viewer.id,
         details={"queue_id": queue.id, "kind": kind},
     )
+    await notify(work, task, "task.created")
     return task
 
 

@@ -7,11 +7,14 @@ import strawberry
 from signoff import models
 from signoff.resolvers import (
     amendments,
+    approval_links,
     approvals,
     bulk_decisions,
     compensations,
+    delegation,
     drafts,
     incident_response,
+    notification_channels,
     proposals,
     queues,
     results,
@@ -26,6 +29,12 @@ from signoff.schema.amendment import (
     AmendProposalInput,
     AmendProposalPayload,
 )
+from signoff.schema.approval_link import (
+    ApprovalLink,
+    CreateApprovalLinkInput,
+    CreateApprovalLinkPayload,
+    RevokeApprovalLinkInput,
+)
 from signoff.schema.bulk_decision import (
     BulkDecisionResult,
     DecideProposalsInput,
@@ -34,6 +43,12 @@ from signoff.schema.bulk_decision import (
 )
 from signoff.schema.call import call
 from signoff.schema.context import context_of
+from signoff.schema.delegation import (
+    Delegation,
+    ReassignTaskInput,
+    ReassignTaskPayload,
+    SetDelegateInput,
+)
 from signoff.schema.delivery import (
     ProposeCompensationInput,
     ReportActionResultInput,
@@ -62,6 +77,11 @@ from signoff.schema.incident import (
     ResolveIncidentInput,
     RetryIncidentInput,
     RetryIncidentPayload,
+)
+from signoff.schema.notification import (
+    AddNotificationChannelInput,
+    AddNotificationChannelPayload,
+    NotificationChannel,
 )
 from signoff.schema.proposal import (
     Approval,
@@ -119,8 +139,29 @@ class Mutation:
             claim_ttl_seconds=input.claim_ttl_seconds,
             default_due_seconds=input.default_due_seconds,
             idempotency_key=input.idempotency_key,
+            reminder_percents=input.reminder_percents,
         )
         return Queue.from_model(queue)
+
+    @strawberry.mutation(
+        description="Operators and admins: notify a webhook or Slack when a task enters the "
+        "queue, is due soon or escalates to it."
+    )
+    async def add_notification_channel(
+        self, info: strawberry.Info, input: AddNotificationChannelInput
+    ) -> AddNotificationChannelPayload:
+        added = await call(
+            info,
+            notification_channels.add_notification_channel,
+            queue_id=input.queue_id,
+            kind=input.kind,
+            url=input.url,
+            include_payload=input.include_payload,
+        )
+        return AddNotificationChannelPayload(
+            channel=NotificationChannel.from_model(added.channel),
+            signing_secret=added.signing_secret,
+        )
 
     @strawberry.mutation(description="Operators and admins: make a reviewer a queue member.")
     async def add_queue_member(self, info: strawberry.Info, input: QueueMemberInput) -> Queue:
@@ -167,6 +208,9 @@ class Mutation:
             amendments_need_proposer=input.amendments_need_proposer,
             summary_field=input.summary_field,
             approval_policy=input.approval_policy,
+            deadline_action=None if input.deadline_policy is None else input.deadline_policy.action,
+            deadline_reason=None if input.deadline_policy is None else input.deadline_policy.reason,
+            escalation=None if input.deadline_policy is None else input.deadline_policy.steps(),
         )
         return RegisterTargetPayload(
             target=Target.from_model(registered.target), signing_secret=registered.signing_secret
@@ -269,6 +313,7 @@ class Mutation:
             subject=input.subject,
             preconditions=input.preconditions,
             expires_in_seconds=input.expires_in_seconds,
+            deadline=None if input.deadline_policy is None else input.deadline_policy.to_override(),
         )
         return ProposeActionPayload(
             proposal=Proposal.from_model(result.proposal),
@@ -388,6 +433,68 @@ class Mutation:
     async def release_task(self, info: strawberry.Info, input: ReleaseTaskInput) -> HumanTask:
         task = await call(info, tasks.release_task, task_id=input.task_id, reason=input.reason)
         return HumanTask.from_model(task)
+
+    @strawberry.mutation(
+        description="Hand a task you hold (operators: any waiting task) to another reviewer "
+        "of its queue, or to their delegate while they are away; they hold it at once."
+    )
+    async def reassign_task(
+        self, info: strawberry.Info, input: ReassignTaskInput
+    ) -> ReassignTaskPayload:
+        result = await call(
+            info,
+            delegation.reassign_task,
+            task_id=input.task_id,
+            assignee_id=input.assignee_id,
+            reason=input.reason,
+        )
+        return ReassignTaskPayload(
+            task=HumanTask.from_model(result.task),
+            offered_to_id=result.offered_to_id,
+            delegated=result.delegated,
+        )
+
+    @strawberry.mutation(
+        description="Reviewers: while you are away, tasks offered to you go to your delegate."
+    )
+    async def set_delegate(self, info: strawberry.Info, input: SetDelegateInput) -> Delegation:
+        made = await call(
+            info,
+            delegation.set_delegate,
+            delegate_id=input.delegate_id,
+            ends_at=input.ends_at,
+            starts_at=input.starts_at,
+        )
+        return Delegation.from_model(made)
+
+    @strawberry.mutation(description="Reviewers: end your delegation now; false if none.")
+    async def clear_delegate(self, info: strawberry.Info) -> bool:
+        return await call(info, delegation.clear_delegate)
+
+    @strawberry.mutation(
+        description="Operators and admins (or a reviewer for themself): a link for one "
+        "reviewer to decide one approval task once, at most 72 h."
+    )
+    async def create_approval_link(
+        self, info: strawberry.Info, input: CreateApprovalLinkInput
+    ) -> CreateApprovalLinkPayload:
+        created = await call(
+            info,
+            approval_links.create_approval_link,
+            task_id=input.task_id,
+            reviewer_id=input.reviewer_id,
+            ttl_seconds=input.ttl_seconds,
+        )
+        return CreateApprovalLinkPayload(
+            link=ApprovalLink.from_model(created.link), path=created.path
+        )
+
+    @strawberry.mutation(description="Its reviewer, its maker, operators and admins.")
+    async def revoke_approval_link(
+        self, info: strawberry.Info, input: RevokeApprovalLinkInput
+    ) -> ApprovalLink:
+        link = await call(info, approval_links.revoke_approval_link, link_id=input.link_id)
+        return ApprovalLink.from_model(link)
 
     @strawberry.mutation(description="Approval tasks take {decision, reason?} and decide.")
     async def complete_task(

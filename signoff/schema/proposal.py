@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.schema.actor import Actor, load_actor
+from signoff.schema.deadline import DeadlineOverrideInput, DeadlinePolicy
 from signoff.schema.delivery import DeliveryAttempt
 from signoff.schema.node import Node
 from signoff.schema.queue import Queue, load_queue
@@ -120,6 +121,12 @@ class Proposal(Node):
     last_error_code: str | None
     applied_at: datetime | None
     compensates_proposal_id: strawberry.ID | None
+    deadline_policy: DeadlinePolicy = strawberry.field(
+        description="What happens if approval is not reached by expiresAt."
+    )
+    escalation_level: int = strawberry.field(
+        description="How many times the deadline escalated it to another queue."
+    )
     target_id: strawberry.Private[str]
     queue_id: strawberry.Private[str | None]
     proposed_by_id: strawberry.Private[str]
@@ -203,6 +210,10 @@ class Proposal(Node):
                 if p.compensates_proposal_id is None
                 else strawberry.ID(p.compensates_proposal_id)
             ),
+            deadline_policy=DeadlinePolicy.of(
+                p.deadline_action, p.deadline_reason, p.escalation_chain
+            ),
+            escalation_level=p.escalation_level,
             target_id=p.target_id,
             queue_id=p.queue_id,
             proposed_by_id=p.proposed_by_id,
@@ -221,6 +232,9 @@ class ProposeActionInput:
     preconditions: JSON | None = None
     expires_in_seconds: int | None = strawberry.field(
         default=None, description="Approval deadline, 60 s to 31 days (default 24 h)."
+    )
+    deadline_policy: DeadlineOverrideInput | None = strawberry.field(
+        default=None, description="Override the target's deadline policy, within its bounds."
     )
 
 

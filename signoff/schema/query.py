@@ -19,6 +19,7 @@ from signoff.resolvers import (
     nodes,
     operations,
     proposals,
+    queue_stats,
     queues,
     subscriptions,
     targets,
@@ -37,7 +38,7 @@ from signoff.schema.node import Node
 from signoff.schema.operations import OperationsSnapshot
 from signoff.schema.pagination import Connection, connection
 from signoff.schema.proposal import Proposal
-from signoff.schema.queue import Queue
+from signoff.schema.queue import Queue, QueueStats
 from signoff.schema.target import Target
 from signoff.schema.task import HumanTask
 
@@ -107,6 +108,21 @@ class Query:
     @strawberry.field
     async def queue(self, info: strawberry.Info, id: strawberry.ID) -> Queue:
         return Queue.from_model(await call(info, queues.get_queue, queue_id=id))
+
+    @strawberry.field(
+        description="Reviewers of the queue, operators and admins: open items, the oldest "
+        "one's age, items past their due time, median time to decision over the last day."
+    )
+    async def queue_stats(self, info: strawberry.Info, queue_id: strawberry.ID) -> QueueStats:
+        stats = await call(info, queue_stats.queue_stats, queue_id=queue_id)
+        return QueueStats(
+            open_items=stats.open_items,
+            oldest_age_seconds=stats.oldest_age_seconds,
+            past_sla=stats.past_sla,
+            median_decision_seconds=stats.median_decision_seconds,
+            decided_in_window=stats.decided_in_window,
+            window_seconds=stats.window_seconds,
+        )
 
     @strawberry.field
     async def targets(self, info: strawberry.Info) -> list[Target]:

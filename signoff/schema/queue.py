@@ -17,6 +17,9 @@ class Queue(Node):
     name: str
     claim_ttl_seconds: int
     default_due_seconds: int
+    reminder_percents: list[int] = strawberry.field(
+        description="When task.due_soon is sent: percentages of a task's time to its due time."
+    )
     created_at: datetime
 
     @classmethod
@@ -27,6 +30,7 @@ class Queue(Node):
             name=queue.name,
             claim_ttl_seconds=queue.claim_ttl_seconds,
             default_due_seconds=queue.default_due_seconds,
+            reminder_percents=list(queue.reminder_percents),
             created_at=queue.created_at,
         )
 
@@ -45,6 +49,11 @@ class CreateQueueInput:
         default=None,
         description="Retrying with the same key answers the first result and creates nothing.",
     )
+    reminder_percents: list[int] | None = strawberry.field(
+        default=None,
+        description="Send task.due_soon at these percentages of a task's time to its due "
+        "time (1-99, at most 5; default none).",
+    )
 
 
 @strawberry.input
@@ -58,3 +67,17 @@ async def load_queue(info: strawberry.Info, queue_id: str | None) -> Queue | Non
         return None
     queue = await info.context.loaders.queue.load(queue_id)
     return None if queue is None else Queue.from_model(queue)
+
+
+@strawberry.type(description="How a queue is keeping up.")
+class QueueStats:
+    open_items: int = strawberry.field(description="Tasks waiting: open or claimed.")
+    oldest_age_seconds: int | None = strawberry.field(
+        description="How long the longest-waiting task has waited; null when none waits."
+    )
+    past_sla: int = strawberry.field(description="Waiting tasks past their due time.")
+    median_decision_seconds: float | None = strawberry.field(
+        description="Median time from task to decision over the window; null if none."
+    )
+    decided_in_window: int
+    window_seconds: int

@@ -15,6 +15,7 @@ from signoff.constants import (
     TARGET_RATE_MAX_PER_SECOND,
     TARGET_RATE_MIN_PER_SECOND,
 )
+from signoff.schema.deadline import DeadlinePolicy, DeadlinePolicyInput
 from signoff.schema.node import Node
 from signoff.schema.queue import Queue, load_queue
 
@@ -72,6 +73,9 @@ class Target(Node):
         "needs; the first match wins. Queues are shown resolved (queueId)."
     )
     created_at: datetime
+    deadline_policy: DeadlinePolicy = strawberry.field(
+        description="What its proposals become when nobody approves them in time."
+    )
     queue_id: strawberry.Private[str | None]
 
     @strawberry.field
@@ -112,6 +116,9 @@ class Target(Node):
             if target.approval_policy is None
             else JSON(target.approval_policy),
             created_at=target.created_at,
+            deadline_policy=DeadlinePolicy.of(
+                target.deadline_action, target.deadline_reason, target.escalation_chain
+            ),
             queue_id=target.queue_id,
         )
 
@@ -163,6 +170,7 @@ class RegisterTargetInput:
         '"name"?: text}], "default"?: {"approvals": n, "queue"?: slug}}; POLICY_INVALID '
         "if malformed.",
     )
+    deadline_policy: DeadlinePolicyInput | None = None
 
 
 @strawberry.type

@@ -103,6 +103,6 @@ async def test_applied_compensated_and_expired_reach_the_feed(
     compensating = compensation["proposal"]["id"]
     assert [e.kind for e in await feed(worker, compensating)] == ["proposal.proposed"]
     assert [e.kind for e in await feed(worker, compensation["task"]["id"])] == ["task.created"]
-    assert [e.kind for e in await feed(worker, lapsing["id"])][-1] == "proposal.cancelled"
+    assert [e.kind for e in await feed(worker, lapsing["id"])][-1] == "proposal.expired"
     expired = [e for e in await feed(worker) if e.kind == "task.expired"]
     assert [e.snapshot["state"] for e in expired] == ["EXPIRED"]

@@ -1,0 +1,164 @@
+"""The pages behind approval links (docs/design.md section 5.7).
+
+``GET /links/<token>`` shows what the link would decide (the payload and its digest) and
+a form; it never decides, so a mail scanner or a chat preview fetching the link changes
+nothing. ``POST /links/<token>`` from that form decides once, naming the digest shown.
+Every answer is ``no-store`` and ``noindex``; requests are rate-limited per client.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections import defaultdict, deque
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from signoff import clock
+from signoff.constants import APPROVAL_LINK_RATE_LIMIT, APPROVAL_LINK_RATE_WINDOW_SECONDS
+from signoff.database import SessionMaker
+from signoff.errors import ApprovalLinkUnusable, NotFound, SignoffError
+from signoff.models import Decision
+from signoff.models.proposal import format_expiry
+from signoff.resolvers.approval_links import LinkPage, decide_by_link, read_link
+from signoff.resolvers.work import WorkMaker
+
+FORM_MAX_BYTES = 8 * 1024
+HEADERS = {
+    "cache-control": "no-store",
+    "referrer-policy": "no-referrer",
+    "x-robots-tag": "noindex, nofollow",
+    "x-frame-options": "DENY",
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "form-action 'self'; frame-ancestors 'none'",
+}
+STATUS = {"UNKNOWN": 404, "USED": 410, "REVOKED": 410, "EXPIRED": 410}
+
+
+class RateLimiter:
+    """At most ``limit`` requests per client in any ``window`` seconds (this process)."""
+
+    def __init__(
+        self,
+        limit: int = APPROVAL_LINK_RATE_LIMIT,
+        window: float = APPROVAL_LINK_RATE_WINDOW_SECONDS,
+    ) -> None:
+        self.limit, self.window = limit, window
+        self._seen: dict[str, deque[float]] = defaultdict(deque)
+
+    def allow(self, client: str) -> bool:
+        now = time.monotonic()
+        seen = self._seen[client]
+        while seen and seen[0] <= now - self.window:
+            seen.popleft()
+        if len(seen) >= self.limit:
+            return False
+        seen.append(now)
+        return True
+
+
+class ApprovalPages:
+    """The endpoint for ``/links/{token}`` (``handle``)."""
+
+    def __init__(
+        self, work: WorkMaker, read: SessionMaker, limiter: RateLimiter | None = None
+    ) -> None:
+        self.work, self.read = work, read
+        self.limiter = limiter or RateLimiter()
+
+    async def handle(self, request: Request) -> Response:
+        client = request.client.host if request.client else "unknown"
+        if not self.limiter.allow(client):
+            return _page("Too many requests", "<p>Try again in a minute.</p>", 429)
+        token = request.path_params["token"]
+        if request.method == "POST":
+            return await self._decide(request, token)
+        async with self.read() as session:
+            try:
+                shown = await read_link(session=session, token=token, now=clock.now())
+            except ApprovalLinkUnusable as refused:
+                return _refused(refused)
+        return _page("Review and decide", _confirmation(shown), 200)
+
+    async def _decide(self, request: Request, token: str) -> Response:
+        body = await request.body()
+        if len(body) > FORM_MAX_BYTES:
+            return _page("Refused", "<p>The form is too large.</p>", 413)
+        form = {key: values[0] for key, values in parse_qs(body.decode(errors="replace")).items()}
+        try:
+            decision = Decision(form.get("decision", ""))
+        except ValueError:
+            return _page("Refused", "<p>Choose approve or reject.</p>", 400)
+        async with self.work() as work:
+            try:
+                result = await decide_by_link(
+                    work=work,
+                    token=token,
+                    payload_digest=form.get("payload_digest", ""),
+                    decision=decision,
+                    reason=form.get("reason"),
+                )
+            except ApprovalLinkUnusable as refused:
+                return _refused(refused)
+            except NotFound as missing:
+                return _page("Refused", f"<p>{html.escape(missing.message)}</p>", 404)
+            except SignoffError as refused:
+                return _page(
+                    "Refused",
+                    f"<p>{html.escape(refused.message)}</p><p><code>{refused.code}</code></p>",
+                    409,
+                )
+        state = html.escape(str(result.proposal.state))
+        return _page(
+            "Decision recorded",
+            f"<p>You {decision.value.lower()} it. The proposal is now <b>{state}</b>.</p>",
+            200,
+        )
+
+
+def _refused(refused: ApprovalLinkUnusable) -> Response:
+    reason = str(refused.details.get("reason", "UNKNOWN"))
+    body = f"<p>{html.escape(refused.message)}</p><p><code>{reason}</code></p>"
+    return _page("Link not usable", body, STATUS.get(reason, 410))
+
+
+def _confirmation(shown: LinkPage) -> str:
+    proposal, digest = shown.proposal, shown.link.payload_digest
+    rows = [
+        ("Reviewer", shown.reviewer.name),
+        ("Target", shown.target.name),
+        ("Action", proposal.action_code),
+        ("Approvals", f"{proposal.approval_count} of {proposal.required_approvals}"),
+        ("Decide by", format_expiry(min(shown.link.expires_at, proposal.expires_at))),
+        ("Digest", digest),
+    ]
+    table = "".join(
+        f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(v)}</code></td></tr>" for k, v in rows
+    )
+    material = {"subject": proposal.subject, "payload": proposal.payload}
+    if proposal.preconditions:
+        material["preconditions"] = proposal.preconditions
+    shown_json = html.escape(json.dumps(material, indent=2, sort_keys=True))
+    return (
+        f"<table>{table}</table><pre>{shown_json}</pre>"
+        '<form method="post">'
+        f'<input type="hidden" name="payload_digest" value="{html.escape(digest)}">'
+        '<p><label>Reason (optional)<br><textarea name="reason" rows="3" cols="60">'
+        "</textarea></label></p>"
+        '<button type="submit" name="decision" value="APPROVED">Approve</button> '
+        '<button type="submit" name="decision" value="REJECTED">Reject</button>'
+        "</form><p>Nothing is decided until you press a button.</p>"
+    )
+
+
+def _page(title: str, body: str, status: int) -> Response:
+    document = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        "<meta name='referrer' content='no-referrer'><meta name='robots' content='noindex'>"
+        f"<title>Signoff: {html.escape(title)}</title></head>"
+        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+    return HTMLResponse(document, status_code=status, headers=HEADERS)

@@ -1,0 +1,70 @@
+"""Notification channels of a queue, and the notifications waiting to be sent to them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from signoff.models.base import (
+    VERSIONED,
+    enum_field,
+    fk_field,
+    id_field,
+    json_field,
+    time_field,
+    version_field,
+)
+
+
+class ChannelKind(StrEnum):
+    WEBHOOK = "WEBHOOK"  # a JSON document signed like deliveries (Standard Webhooks)
+    SLACK = "SLACK"  # a Slack-compatible incoming webhook: {"text": ...}
+
+
+class NotificationState(StrEnum):
+    PENDING = "PENDING"  # waiting for its next attempt (``next_attempt_at``)
+    SENDING = "SENDING"  # an attempt is in flight (until ``lease_expires_at``)
+    SENT = "SENT"
+    FAILED = "FAILED"  # gave up: an incident tells the operators
+
+
+class NotificationChannel(SQLModel, table=True):
+    __tablename__ = "notification_channels"
+
+    id: str = id_field()
+    queue_id: str = fk_field("queues.id")
+    kind: ChannelKind = enum_field()
+    url: str = Field(sa_column=sa.Column(sa.String(2048), nullable=False))
+    # WEBHOOK channels only: the ``whsec_`` secret, sealed like a target's.
+    signing_secret: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(128), nullable=True)
+    )
+    # Whether notifications carry the proposal's payload; by default they never do.
+    include_payload: bool = False
+    created_by_id: str = fk_field("actors.id", index=False)
+    created_at: datetime = time_field(default_now=True)
+
+
+class Notification(SQLModel, table=True):
+    __tablename__ = "notifications"
+    __table_args__ = (sa.Index("ix_notifications_due", "state", "next_attempt_at"),)
+    __mapper_args__ = VERSIONED
+
+    id: str = id_field()
+    channel_id: str = fk_field("notification_channels.id")
+    queue_id: str = fk_field("queues.id", index=False)
+    task_id: str = fk_field("human_tasks.id", index=False)
+    event: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
+    body: dict[str, Any] = json_field(default={})
+    state: NotificationState = enum_field(NotificationState.PENDING)
+    version: int = version_field()
+    attempt_count: int = 0
+    next_attempt_at: datetime | None = time_field(nullable=True)
+    lease_expires_at: datetime | None = time_field(nullable=True)
+    last_error_code: str | None = Field(default=None, sa_column=sa.Column(sa.String(64)))
+    created_at: datetime = time_field(default_now=True)
+    sent_at: datetime | None = time_field(nullable=True)

@@ -1,0 +1,247 @@
+"""Queue notifications (docs/design.md section 5.6): a queue's channels hear when a task
+enters the queue, is due soon or escalates to it.
+
+A notification is written to an outbox row in the transaction of the change it reports,
+so nothing is sent for a change that rolled back. A periodic job claims due rows with a
+lease (``claim_notifications``), sends them with no transaction open
+(``send_notification``), and records each outcome (``record_attempt``): sent, retried
+later with the deliveries' backoff, or after ``NOTIFICATION_MAX_ATTEMPTS`` failed and
+made an incident. Channels are added in ``signoff.resolvers.notification_channels``. A
+notification carries the task's title, due time and digest, never
+the proposal's payload unless the channel was added with ``includePayload``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import aiohttp
+import sqlalchemy as sa
+from sqlmodel import col, select
+
+from signoff import clock
+from signoff.constants import (
+    NOTIFICATION_BATCH_SIZE,
+    NOTIFICATION_INCIDENT_FINGERPRINT,
+    NOTIFICATION_LEASE_SECONDS,
+    NOTIFICATION_MAX_ATTEMPTS,
+    NOTIFICATION_TIMEOUT_SECONDS,
+)
+from signoff.delivery import Jitter, backoff_seconds
+from signoff.digest import canonical_json
+from signoff.models import (
+    ChannelKind,
+    HumanTask,
+    Notification,
+    NotificationChannel,
+    NotificationState,
+    Queue,
+    Severity,
+)
+from signoff.resolvers import lifecycles
+from signoff.resolvers.incidents import announce_occurrence, upsert_incident
+from signoff.resolvers.lifecycles import NOTIFICATION
+from signoff.resolvers.work import UnitOfWork
+from signoff.webhooks import sign
+
+NOTIFICATION_SCHEMA_VERSION = 1
+HEADLINES = {
+    "task.created": "New task",
+    "task.due_soon": "Due soon",
+    "task.escalated": "Escalated to this queue",
+}
+
+
+async def notify(work: UnitOfWork, task: HumanTask, event: str) -> int:
+    """Write a notification of ``event`` about ``task`` for each channel of its queue, in
+    ``work``'s transaction; returns how many."""
+    channels = (
+        await work.session.exec(
+            select(NotificationChannel).where(NotificationChannel.queue_id == task.queue_id)
+        )
+    ).all()
+    if not channels:
+        return 0
+    queue = await work.session.get(Queue, task.queue_id)
+    assert queue is not None  # tasks reference their queue
+    now = work.now()
+    for channel in channels:
+        work.session.add(
+            Notification(
+                channel_id=channel.id,
+                queue_id=queue.id,
+                task_id=task.id,
+                event=event,
+                body=notification_body(channel, queue, task, event),
+                next_attempt_at=now,
+                created_at=now,
+            )
+        )
+    await work.session.flush()
+    return len(channels)
+
+
+def notification_body(
+    channel: NotificationChannel, queue: Queue, task: HumanTask, event: str
+) -> dict[str, Any]:
+    """What a channel receives: a JSON document, or a Slack message (``{"text": ...}``)."""
+    payload = task.context.get("payload") if channel.include_payload else None
+    due = task.due_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if ChannelKind(channel.kind) is ChannelKind.SLACK:
+        text = f"[{queue.name}] {HEADLINES.get(event, event)}: {task.title} (due {due})"
+        if payload is not None:
+            text += f"\n```{json.dumps(payload, sort_keys=True)}```"
+        return {"text": text}
+    body: dict[str, Any] = {
+        "schema_version": NOTIFICATION_SCHEMA_VERSION,
+        "type": event,
+        "queue": {"id": queue.id, "slug": queue.slug, "name": queue.name},
+        "task": {"id": task.id, "kind": task.kind, "title": task.title, "due_at": due},
+        "proposal_id": task.proposal_id,
+        "payload_digest": task.context.get("payloadDigest"),
+    }
+    if payload is not None:
+        body["payload"] = payload
+    return body
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One claimed notification, with what sending it needs (no database)."""
+
+    id: str
+    attempt: int
+    kind: ChannelKind
+    url: str
+    secret: str | None
+    body: dict[str, Any]
+
+
+def _due(now: Any) -> Any:
+    columns = Notification.__table__.c  # type: ignore[attr-defined]
+    return sa.or_(
+        sa.and_(columns.state == NotificationState.PENDING.value, columns.next_attempt_at <= now),
+        sa.and_(columns.state == NotificationState.SENDING.value, columns.lease_expires_at <= now),
+    )
+
+
+async def claim_notifications(
+    work: UnitOfWork, *, limit: int = NOTIFICATION_BATCH_SIZE
+) -> list[Outgoing]:
+    """Take a lease on due notifications (and ones whose sender died), oldest first, and
+    commit; each attempt is counted as it is claimed."""
+    now = work.now()
+    chosen = (
+        select(Notification.id)
+        .where(_due(now))
+        .order_by(col(Notification.next_attempt_at), col(Notification.id))
+        .limit(limit)
+    )
+    claimed = await NOTIFICATION.move_where(
+        work,
+        lifecycles.START_SENDING,
+        col(Notification.id).in_(chosen),
+        actor_id=None,
+        guard=_due(now),
+        values={
+            "attempt_count": col(Notification.attempt_count) + 1,
+            "lease_expires_at": now + timedelta(seconds=NOTIFICATION_LEASE_SECONDS),
+            "next_attempt_at": None,
+        },
+    )
+    channels = {
+        channel.id: channel
+        for channel in (
+            await work.session.exec(
+                select(NotificationChannel).where(
+                    col(NotificationChannel.id).in_({n.channel_id for n in claimed})
+                )
+            )
+        ).all()
+    }
+    outgoing = []
+    for notification in claimed:
+        channel = channels[notification.channel_id]
+        outgoing.append(
+            Outgoing(
+                id=notification.id,
+                attempt=notification.attempt_count,
+                kind=ChannelKind(channel.kind),
+                url=channel.url,
+                secret=None
+                if channel.signing_secret is None
+                else work.sealer.open(channel.signing_secret),
+                body=notification.body,
+            )
+        )
+    await work.commit()
+    return outgoing
+
+
+async def send_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> str | None:
+    """One attempt over HTTP; returns ``None`` on a 2xx answer, else the error code."""
+    body = canonical_json(outgoing.body).encode("utf-8")
+    headers = {"content-type": "application/json", "signoff-attempt": str(outgoing.attempt)}
+    if outgoing.secret is not None:
+        timestamp = int(clock.now().timestamp())
+        headers |= sign(outgoing.secret, f"ntf_{outgoing.id}", timestamp, body)
+    try:
+        async with (
+            asyncio.timeout(NOTIFICATION_TIMEOUT_SECONDS),
+            http.post(outgoing.url, data=body, headers=headers, allow_redirects=False) as answer,
+        ):
+            await answer.read()
+            status = answer.status
+    except TimeoutError:
+        return "TIMEOUT"
+    except aiohttp.ClientError:
+        return "CONNECTION_FAILED"
+    return None if 200 <= status < 300 else f"HTTP_{status}"
+
+
+async def record_attempt(
+    work: UnitOfWork, outgoing: Outgoing, error_code: str | None, *, jitter: Jitter | None = None
+) -> NotificationState | None:
+    """Record how an attempt ended, if its lease still holds (a sender whose lease lapsed
+    and was taken over records nothing); the last failed attempt opens an incident."""
+    now = work.now()
+    held = sa.and_(
+        col(Notification.attempt_count) == outgoing.attempt,
+        col(Notification.lease_expires_at).is_not(None),
+    )
+    if error_code is None:
+        edge, values = lifecycles.MARK_SENT, {"sent_at": now}
+    elif outgoing.attempt < NOTIFICATION_MAX_ATTEMPTS:
+        retry_at = now + timedelta(seconds=backoff_seconds(outgoing.attempt, jitter))
+        edge, values = lifecycles.SEND_LATER, {"next_attempt_at": retry_at}
+    else:
+        edge, values = lifecycles.GIVE_UP_SENDING, {}
+    moved = await NOTIFICATION.move(
+        work,
+        edge,
+        outgoing.id,
+        actor_id=None,
+        guard=held,
+        values={**values, "lease_expires_at": None, "last_error_code": error_code},
+        details={"attempt": outgoing.attempt, "error_code": error_code},
+    )
+    if moved is not None and edge is lifecycles.GIVE_UP_SENDING:
+        incident_id = await upsert_incident(
+            work,
+            fingerprint=NOTIFICATION_INCIDENT_FINGERPRINT.format(notification_id=moved.id),
+            kind="notification_failed",
+            title=f"A {outgoing.kind.value} notification ({moved.event}) failed ({error_code})",
+            entity_type="notification",
+            entity_id=moved.id,
+            error_code=error_code,
+            severity=Severity.MEDIUM,
+            summary=f"{outgoing.attempt} attempts to {outgoing.url} failed.",
+        )
+        assert incident_id is not None  # unconditional: inserted or counted
+        await announce_occurrence(work, incident_id, error_code=error_code)
+    await work.commit()
+    return None if moved is None else NotificationState(moved.state)

@@ -1,0 +1,186 @@
+"""Queue notifications to real loopback receivers: signed webhooks and Slack messages on a
+task entering the queue, due soon and escalated; retries, and failures that become
+incidents (docs/design.md section 5.6)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlmodel import col, select
+
+from signoff import clock
+from signoff.jobs.delivery import expire_due_proposals, send_reminders
+from signoff.jobs.notifications import send_notifications
+from signoff.models import AuditEvent, Incident, Notification, Role
+from tests.helpers import CREATE_QUEUE, GraphQLClient, build_world
+from tests.jobs.conftest import Worker
+from tests.receivers import Answer, Receiver, serve
+
+ADD_CHANNEL = """
+mutation($input: AddNotificationChannelInput!) {
+  addNotificationChannel(input: $input) { signingSecret channel { id kind url includePayload } }
+}
+"""
+
+
+async def add_channel(
+    gql: GraphQLClient, admin: str, queue_id: str, url: str, kind: str = "WEBHOOK", **extra: Any
+) -> dict[str, Any]:
+    data = await gql(
+        ADD_CHANNEL, {"input": {"queueId": queue_id, "kind": kind, "url": url, **extra}}, admin
+    )
+    result: dict[str, Any] = data["addNotificationChannel"]
+    return result
+
+
+async def notifications(worker: Worker) -> list[Notification]:
+    async with worker.services.sessionmaker() as session:
+        rows = await session.exec(select(Notification).order_by(col(Notification.created_at)))
+        return list(rows.all())
+
+
+async def test_a_webhook_channel_gets_a_signed_notice_without_the_payload(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock
+) -> None:
+    async with serve(Receiver()) as receiver:
+        world = await build_world(gql)
+        added = await add_channel(gql, world.admin, world.queue_id, receiver.url)
+        assert added["channel"]["includePayload"] is False
+        receiver.secret = added["signingSecret"]
+        proposed = await world.propose()
+        assert await send_notifications(worker.ctx) == 1
+        assert await send_notifications(worker.ctx) == 0
+    [got] = receiver.requests
+    assert receiver.refused == 0  # the signature verified with the channel's secret
+    [sent] = await notifications(worker)
+    assert got.webhook_id == f"ntf_{sent.id}"
+    assert got.body["type"] == "task.created"
+    assert got.body["task"]["id"] == proposed["task"]["id"]
+    assert got.body["proposal_id"] == proposed["proposal"]["id"]
+    assert got.body["payload_digest"] == proposed["proposal"]["payloadDigest"]
+    assert "payload" not in got.body and "1200" not in str(got.body)
+    assert (sent.state, sent.attempt_count) == ("SENT", 1)
+
+
+async def test_a_slack_channel_gets_a_message_with_the_payload_when_allowed(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock
+) -> None:
+    async with serve(Receiver(signed=False)) as slack:
+        world = await build_world(gql)
+        added = await add_channel(
+            gql, world.admin, world.queue_id, slack.url, kind="SLACK", includePayload=True
+        )
+        assert added["signingSecret"] is None
+        await world.propose({"amount": 4321, "currency": "EUR"})
+        assert await send_notifications(worker.ctx) == 1
+    [got] = slack.requests
+    assert set(got.body) == {"text"}
+    assert got.body["text"].startswith("[Payments] New task: Approve refund.create on refunds-")
+    assert '{"amount": 4321, "currency": "EUR"}' in got.body["text"]
+
+
+async def test_due_soon_and_escalation_are_notified_to_the_queue_they_concern(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock
+) -> None:
+    async with serve(Receiver(signed=False)) as first, serve(Receiver(signed=False)) as second:
+        admin = await gql.token(Role.ADMIN, name="owner")
+        night = (await gql(CREATE_QUEUE, {"input": {"slug": "night", "name": "Night"}}, admin))[
+            "createQueue"
+        ]
+        policy = {
+            "action": "ESCALATE",
+            "escalation": [{"queueId": night["id"], "deadlineSeconds": 600}],
+        }
+        world = await build_world(
+            gql, deadlinePolicy=policy, queue_options={"reminderPercents": [50]}
+        )
+        await add_channel(gql, world.admin, world.queue_id, first.url, kind="SLACK")
+        await add_channel(gql, world.admin, night["id"], second.url, kind="SLACK")
+        await world.propose(expiresInSeconds=100)
+        frozen_clock.advance(50)
+        assert await send_reminders(worker.ctx) == 1
+        frozen_clock.advance(50)
+        assert await expire_due_proposals(worker.ctx) == 1
+        assert await send_notifications(worker.ctx) == 3
+    assert [r.body["text"].split(":")[0] for r in first.requests] == [
+        "[Payments] New task",
+        "[Payments] Due soon",
+    ]
+    assert [r.body["text"].split(":")[0] for r in second.requests] == [
+        "[Night] Escalated to this queue"
+    ]
+
+
+async def test_failed_notifications_are_retried_then_become_an_incident(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock
+) -> None:
+    async with serve(Receiver([Answer(503)], signed=False)) as failing:
+        world = await build_world(gql)
+        await add_channel(gql, world.admin, world.queue_id, failing.url, kind="SLACK")
+        await world.propose()
+        for attempt in range(1, 6):
+            assert await send_notifications(worker.ctx) == 1
+            assert await send_notifications(worker.ctx) == 0  # waiting for its backoff
+            frozen_clock.advance(15 * 2 ** (attempt - 1))  # jitter pinned: the upper bound
+        assert await send_notifications(worker.ctx) == 0  # gave up
+    assert len(failing.requests) == 5
+    assert [r.attempt for r in failing.requests] == [1, 2, 3, 4, 5]
+    [failed] = await notifications(worker)
+    assert (failed.state, failed.last_error_code) == ("FAILED", "HTTP_503")
+    async with worker.services.sessionmaker() as session:
+        [incident] = (await session.exec(select(Incident))).all()
+        actions = (
+            await session.exec(select(AuditEvent.action).where(AuditEvent.target_id == failed.id))
+        ).all()
+    assert (incident.kind, incident.entity_type, incident.entity_id) == (
+        "notification_failed",
+        "notification",
+        failed.id,
+    )
+    assert incident.last_error_code == "HTTP_503"
+    assert sorted(actions) == ["notification.failed"] + ["notification.retry_scheduled"] * 4
+
+
+async def test_an_unreachable_channel_fails_without_blocking_the_others(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock
+) -> None:
+    async with serve(Receiver(signed=False)) as working:
+        world = await build_world(gql)
+        await add_channel(
+            gql, world.admin, world.queue_id, "http://127.0.0.1:9/nobody", kind="SLACK"
+        )
+        await add_channel(gql, world.admin, world.queue_id, working.url, kind="SLACK")
+        await world.propose()
+        assert await send_notifications(worker.ctx) == 2
+    assert len(working.requests) == 1
+    states = sorted((n.state, n.last_error_code) for n in await notifications(worker))
+    assert states == [("PENDING", "CONNECTION_FAILED"), ("SENT", None)]
+
+
+async def test_concurrent_senders_send_each_notification_once(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock
+) -> None:
+    async with serve(Receiver(signed=False)) as receiver:
+        world = await build_world(gql)
+        await add_channel(gql, world.admin, world.queue_id, receiver.url, kind="SLACK")
+        for _ in range(5):
+            await world.propose()
+        sent = await asyncio.gather(*(send_notifications(worker.ctx) for _ in range(4)))
+    assert sum(sent) == 5
+    assert len(receiver.requests) == 5
+    assert {n.state for n in await notifications(worker)} == {"SENT"}
+
+
+async def test_adding_a_channel_is_checked(gql: GraphQLClient) -> None:
+    world = await build_world(gql)
+    refusals = [
+        (world.admin, world.queue_id, "ftp://example.com/x", "VALIDATION_FAILED"),
+        (world.admin, "no-such-queue", "https://example.com/x", "NOT_FOUND"),
+        (world.reviewers[0], world.queue_id, "https://example.com/x", "FORBIDDEN"),
+    ]
+    for token, queue_id, url, code in refusals:
+        refused = await gql.error(
+            ADD_CHANNEL, {"input": {"queueId": queue_id, "kind": "WEBHOOK", "url": url}}, token
+        )
+        assert refused.code == code, url
