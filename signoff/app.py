@@ -151,13 +151,6 @@ class SignoffGraphQL(GraphQL[Context, None]):
     def decode_json(self, data: str | bytes) -> object:
         return decode_body(data)
 
-    @property
-    def graphql_ide_html(self) -> str:
-        """GraphiQL without writing its headers (bearer tokens) to the browser's localStorage."""
-        return super().graphql_ide_html.replace(
-            "shouldPersistHeaders: true", "shouldPersistHeaders: false"
-        )
-
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
     ) -> Context:

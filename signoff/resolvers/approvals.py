@@ -174,7 +174,8 @@ async def apply_decision(
         current = await work.session.get(Proposal, proposal_id, populate_existing=True)
         if current is not None and current.payload_digest != decided_digest:
             raise PayloadDigestMismatch(
-                "The proposal was amended just now; review the new revision.",
+                "The proposal changed just now (amended, or escalated with a new deadline), "
+                "so its digest is new; reload it and review it again.",
                 expected=current.payload_digest,
             )
         raise NotAwaitingApproval("The proposal was decided by someone else just now.")

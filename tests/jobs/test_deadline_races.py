@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from sqlmodel import func, select
 
 from signoff import clock
-from signoff.errors import NotAwaitingApproval
+from signoff.errors import NotAwaitingApproval, PayloadDigestMismatch
 from signoff.jobs.delivery import expire_due_proposals
 from signoff.models import AuditEvent, Decision, Proposal, ProposalState
 from signoff.resolvers.access import Viewer
@@ -96,7 +96,9 @@ async def decide(
         read_it.set()
         try:
             await apply_decision(work, viewer, stale, Decision.APPROVED, None)
-        except NotAwaitingApproval:
+        except (NotAwaitingApproval, PayloadDigestMismatch):
+            # The escalation gave the proposal a new deadline, so a new digest: the
+            # decision named the old one.
             return "refused"
         await work.commit()
         return "decided"

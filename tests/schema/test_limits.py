@@ -225,7 +225,12 @@ async def test_a_token_over_its_rate_is_told_when_to_retry(locked_down: AsyncCli
 
 
 async def test_graphiql_does_not_persist_headers(client: AsyncClient) -> None:
+    """The page is served from the package (tests/test_graphiql.py drives it in Chromium
+    and reads localStorage); its set-up turns header persistence off."""
     page = await client.get("/graphql", headers={"accept": "text/html"})
     assert page.status_code == 200
-    assert "shouldPersistHeaders: false" in page.text
-    assert "shouldPersistHeaders: true" not in page.text
+    assert "/static/graphiql/signoff-graphiql.js" in page.text
+    script = await client.get("/static/graphiql/signoff-graphiql.js")
+    assert script.status_code == 200
+    assert "shouldPersistHeaders: false" in script.text
+    assert "shouldPersistHeaders: true" not in script.text
