@@ -161,6 +161,9 @@ def _worker(_: argparse.Namespace, settings: Settings) -> None:
             "`signoff serve` delivers in-process."
         )
     _prepare(settings)
+    # The same reasons hold for a worker: garbage collections of its start-up objects
+    # pause every delivery in flight (measured: p99 commit -> receiver at 100/s).
+    _tune_for_serving()
     run(settings)
 
 
