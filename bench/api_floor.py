@@ -324,7 +324,7 @@ async def decide(request: Request) -> Response:
             "INSERT INTO approvals (id, proposal_id, approver_id, decision, payload_digest,"
             " created_at) VALUES (%s, %s, %s, 'APPROVED', %s, %s)"
             # wrk may send a decision twice when its list runs out: the same round trip.
-            " ON CONFLICT (proposal_id, approver_id) DO NOTHING RETURNING id",
+            " ON CONFLICT DO NOTHING RETURNING id",
             approval_id,
             proposal["id"],
             actor_id,
