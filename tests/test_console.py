@@ -271,3 +271,52 @@ async def test_console_resumes_after_its_server_restarts(
     await context.close()
     # The dropped socket is the only thing the browser complained about.
     assert all("WebSocket" in e for e in errors), errors
+
+
+PROPOSAL_STATE = """query($id: ID!) {
+  proposal(id: $id) { state approvalCount revision payload payloadDigest }
+}"""
+
+
+async def test_a_reviewer_amends_a_proposal_then_approves_two_at_once(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Issue 14 in the console: amend instead of rejecting, then one bulk decision whose
+    items each name the digest the list showed (the amended one's new digest)."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=2)
+        small = await world.propose({"amount": 100, "currency": "EUR"})
+        other = await world.propose({"amount": 200, "currency": "EUR"})
+        context, page, errors = await signed_in(browser, server, world.reviewers[0])
+        try:
+            await page.goto(f"{server.url}/#/task/{small['task']['id']}")
+            await page.get_by_text("Amend the payload instead of rejecting it").click()
+            await page.locator("#amend-payload").fill('{"amount": 90, "currency": "EUR"}')
+            await page.locator("#amend-reason").fill("The customer asked for 90, not 100.")
+            await page.locator("#amend").click()
+            await expect(page.locator("#notice")).to_contain_text("Amended", timeout=LIVE_WITHIN)
+            amended = (await gql(PROPOSAL_STATE, {"id": small["proposal"]["id"]}, world.admin))[
+                "proposal"
+            ]
+            assert (amended["revision"], amended["payload"]["amount"]) == (2, 90)
+            assert amended["payloadDigest"] != small["proposal"]["payloadDigest"]
+
+            await page.goto(f"{server.url}/#/")
+            await page.reload()  # the list as loaded now: the amended digest
+            await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
+            for made in (small, other):
+                await page.locator(f"#pick-{made['task']['id']}").check()
+            await expect(page.locator("#bulk-count")).to_contain_text("2 selected")
+            await page.locator("#bulk-approve").click()
+            await expect(page.locator("#notice")).to_have_text(
+                "Approved 2 of 2.", timeout=LIVE_WITHIN
+            )
+            assert errors == []
+        finally:
+            await context.close()
+        for made in (small, other):
+            decided = (await gql(PROPOSAL_STATE, {"id": made["proposal"]["id"]}, world.admin))[
+                "proposal"
+            ]
+            assert (decided["state"], decided["approvalCount"]) == ("QUEUED", 1)

@@ -11,7 +11,7 @@ const TASK_FIELDS = `
   id kind title priority dueAt state claimExpiresAt claimedByMe
   assignee { name }
   queue { id slug name }
-  proposal { id state actionCode approvalCount requiredApprovals }
+  proposal { id state actionCode approvalCount requiredApprovals payloadDigest }
 `;
 
 const LOAD_VIEWER = `query Viewer {
@@ -65,6 +65,12 @@ const RELEASE = `mutation Release($id: ID!) { releaseTask(input: { taskId: $id }
 const DECIDE = `mutation Decide($input: DecideProposalInput!) {
   decideProposal(input: $input) { proposal { id state approvalCount } }
 }`;
+const AMEND = `mutation Amend($input: AmendProposalInput!) {
+  amendProposal(input: $input) { proposal { id payloadDigest revision } }
+}`;
+const DECIDE_MANY = `mutation DecideMany($input: DecideProposalsInput!) {
+  decideProposals(input: $input) { results { proposalId code message } }
+}`;
 const COMPLETE = `mutation Complete($input: CompleteTaskInput!) {
   completeTask(input: $input) { task { id state } }
 }`;
@@ -82,6 +88,7 @@ const state = {
   selectedQueue: null,
   onOperations: false,
   openTask: null, // the task shown on the task page
+  selected: new Set(), // proposal ids ticked in the list for a bulk decision
 };
 
 const main = document.getElementById("main");
@@ -353,9 +360,21 @@ function queueNav() {
 
 function taskRow(task) {
   const proposal = task.proposal;
+  const pick =
+    proposal && proposal.state === "APPROVAL_REQUIRED"
+      ? h("input", {
+          type: "checkbox",
+          class: "pick",
+          id: `pick-${task.id}`,
+          "aria-label": `Select ${task.title} for a bulk decision`,
+          checked: state.selected.has(proposal.id),
+          onchange: (event) => toggle(proposal.id, event.target.checked),
+        })
+      : null;
   return h(
     "li",
     { class: "task", "data-task-id": task.id },
+    pick,
     h("a", { href: `#/task/${task.id}`, class: "task-link" }, task.title),
     h(
       "div",
@@ -388,6 +407,7 @@ function renderList() {
         "section",
         { class: "work", "aria-labelledby": "tasks-title" },
         h("h2", { id: "tasks-title" }, queue ? queue.name : "All my queues", h("span", { class: "count" }, ` (${tasks.length})`)),
+        bulkBar(tasks),
         list,
       ),
     ),
@@ -510,6 +530,7 @@ function actions(task) {
         ),
       ),
     );
+    controls.push(amendForm(proposal));
   } else if (live && !proposal) {
     controls.push(
       h(
@@ -605,6 +626,111 @@ async function decide(decision) {
     },
     decision === "APPROVED" ? "Approved." : "Rejected.",
   );
+}
+
+// ---------------------------------------------------------------- amend, and decide many
+
+function amendForm(proposal) {
+  return h(
+    "details",
+    { class: "amend" },
+    h("summary", {}, "Amend the payload instead of rejecting it"),
+    h(
+      "form",
+      { onsubmit: (event) => { event.preventDefault(); amend(); } },
+      h("label", { for: "amend-payload" }, "New payload (JSON; checked against the target's schema)"),
+      h("textarea", { id: "amend-payload", rows: "6", spellcheck: "false" }, JSON.stringify(proposal.payload, null, 2)),
+      h("label", { for: "amend-reason" }, "Why (required)"),
+      h("textarea", { id: "amend-reason", rows: "2", maxlength: "2000" }),
+      h(
+        "p",
+        { class: "hint" },
+        "The amendment names the digest shown above; approvals so far are void and the proposal needs its full quorum again.",
+      ),
+      h("div", { class: "buttons" }, h("button", { type: "submit", id: "amend" }, "Amend")),
+    ),
+  );
+}
+
+async function amend() {
+  const task = state.openTask;
+  if (!task || !task.proposal) return;
+  let payload;
+  try {
+    payload = JSON.parse(document.getElementById("amend-payload").value);
+  } catch (notJson) {
+    say(`The new payload is not JSON: ${notJson.message}`);
+    return;
+  }
+  const reason = document.getElementById("amend-reason").value.trim();
+  if (reason.length < 3) {
+    say("Say why you amend it: a reason of at least 3 characters.");
+    document.getElementById("amend-reason").focus();
+    return;
+  }
+  const input = {
+    proposalId: task.proposal.id,
+    basedOnDigest: task.proposal.payloadDigest, // the digest this page showed
+    payload,
+    reason,
+    idempotencyKey: crypto.randomUUID(),
+  };
+  await act(AMEND, { input }, "Amended: the proposal has a new revision and digest.");
+}
+
+function toggle(proposalId, on) {
+  if (on) state.selected.add(proposalId);
+  else state.selected.delete(proposalId);
+  renderList();
+}
+
+function bulkBar(tasks) {
+  const chosen = tasks.filter((t) => t.proposal && state.selected.has(t.proposal.id));
+  if (!chosen.length) return null;
+  return h(
+    "form",
+    { class: "bulk", "aria-label": "Decide the selected proposals", onsubmit: (event) => event.preventDefault() },
+    h("p", { id: "bulk-count" }, `${chosen.length} selected. Each decision names the digest listed for it.`),
+    h("label", { for: "bulk-reason" }, "Reason (required to reject, optional to approve)"),
+    h("input", { id: "bulk-reason", type: "text", maxlength: "2000" }),
+    h(
+      "div",
+      { class: "buttons" },
+      h("button", { type: "button", id: "bulk-approve", class: "primary", onclick: () => decideMany(chosen, "APPROVED") }, "Approve selected"),
+      h("button", { type: "button", id: "bulk-reject", class: "danger", onclick: () => decideMany(chosen, "REJECTED") }, "Reject selected"),
+      h("button", { type: "button", id: "bulk-clear", onclick: () => { state.selected.clear(); renderList(); } }, "Clear"),
+    ),
+  );
+}
+
+async function decideMany(tasks, decision) {
+  const reason = document.getElementById("bulk-reason").value.trim();
+  if ((decision === "REJECTED" || reason) && reason.length < 3) {
+    say(decision === "REJECTED" ? "Say why you reject them: a reason of at least 3 characters." : "A reason, when given, needs at least 3 characters.");
+    return;
+  }
+  const items = tasks.map((t) => ({ proposalId: t.proposal.id, payloadDigest: t.proposal.payloadDigest }));
+  let results;
+  try {
+    const data = await ask(DECIDE_MANY, {
+      input: { items, decision, reason: reason || null, idempotencyKey: crypto.randomUUID() },
+    });
+    results = data.decideProposals.results;
+  } catch (failure) {
+    refused(failure);
+    return;
+  }
+  const refusedItems = results.filter((r) => r.code);
+  state.selected.clear();
+  const verb = decision === "APPROVED" ? "Approved" : "Rejected";
+  if (!refusedItems.length) {
+    say(`${verb} ${results.length} of ${results.length}.`, "ok");
+  } else {
+    const why = refusedItems.map((r) => describe({ code: r.code, message: r.message })).join(" ");
+    say(`${verb} ${results.length - refusedItems.length} of ${results.length}; ${refusedItems.length} refused: ${why}`);
+  }
+  await loadTasks();
+  renderList();
 }
 
 async function complete(task) {
