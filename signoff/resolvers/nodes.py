@@ -80,7 +80,7 @@ def revision_node_id(proposal_id: str, revision: int) -> str:
 
 def _revision_of(node_id: str) -> tuple[str, int] | None:
     """The proposal id and revision number a revision's global id names, if it is one."""
-    if not 40 <= len(node_id) <= 80:
+    if not 64 <= len(node_id) <= 96:  # prefix, a UUID and up to 9 digits, in base64
         return None
     try:
         raw = base64.urlsafe_b64decode(node_id + "=" * (-len(node_id) % 4)).decode()
