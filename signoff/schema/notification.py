@@ -8,6 +8,7 @@ import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.schema.node import Node
 
 
 @strawberry.input
@@ -23,7 +24,7 @@ class AddNotificationChannelInput:
 
 
 @strawberry.type(description="Where a queue's notifications go.")
-class NotificationChannel:
+class NotificationChannel(Node):
     id: strawberry.ID
     kind: models.ChannelKind
     url: str
