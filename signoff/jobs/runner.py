@@ -27,9 +27,9 @@ from signoff.jobs.delivery import (
 )
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
-from signoff.jobs.notifications import send_notifications
+from signoff.jobs.notifications import send_notifications, send_one_notification
 from signoff.jobs.reconciliation import run_reconciliation
-from signoff.resolvers.work import WorkMaker, delivery_job_id
+from signoff.resolvers.work import WorkMaker, delivery_job_id, notification_job_id
 
 logger = logging.getLogger("signoff.jobs.runner")
 
@@ -57,6 +57,32 @@ class InProcessJobs:
             self._timers[job_id] = asyncio.get_running_loop().call_later(
                 delay, self._release, job_id
             )
+
+    async def enqueue_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """Send now (a task of this loop), or by a timer at a retry's time."""
+        delay = 0.0 if at is None else (at - clock.now()).total_seconds()
+        if delay <= 0:
+            self._send_notification(notification_id)
+            return
+        job_id = notification_job_id(notification_id, attempt)
+        if job_id not in self._timers:
+            self._timers[job_id] = asyncio.get_running_loop().call_later(
+                delay, self._release_notification, job_id, notification_id
+            )
+
+    def _release_notification(self, job_id: str, notification_id: str) -> None:
+        self._timers.pop(job_id, None)
+        self._send_notification(notification_id)
+
+    def _send_notification(self, notification_id: str) -> None:
+        if self._dispatcher is None:
+            return  # not started, or stopping: the periodic job sends it later
+        job = send_one_notification(self.ctx, notification_id)
+        task = asyncio.ensure_future(self._run(send_one_notification.__name__, job))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
     def _release(self, job_id: str) -> None:
         self._timers.pop(job_id, None)
