@@ -3,7 +3,8 @@
 It runs the same ``Dispatcher`` and the same periodic sweeps as the arq worker, with
 the same ``ctx``; only the transport of delivery jobs differs: an attempt due now wakes
 the dispatcher at once, one due later wakes it by a timer of this event loop (one per
-job id, so an attempt already waiting is not scheduled twice).
+job id, so an attempt already waiting is not scheduled twice). Notifications likewise
+wake one sender of this process, which sends what is due in batches.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from typing import Any
 
 from signoff import clock
 from signoff.config import Settings
-from signoff.constants import DRAFT_RETENTION_INTERVAL_SECONDS, WORKER_STOP_GRACE_SECONDS
+from signoff.constants import (
+    DRAFT_RETENTION_INTERVAL_SECONDS,
+    NOTIFICATION_BATCH_SIZE,
+    WORKER_STOP_GRACE_SECONDS,
+)
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.delivery import (
     DISPATCHER_KEY,
@@ -27,7 +32,7 @@ from signoff.jobs.delivery import (
 )
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
-from signoff.jobs.notifications import send_notifications, send_one_notification
+from signoff.jobs.notifications import send_notifications
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.resolvers.work import WorkMaker, delivery_job_id, notification_job_id
 
@@ -44,6 +49,7 @@ class InProcessJobs:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[Any]] = set()
+        self._notifications_due = asyncio.Event()
 
     async def enqueue_delivery(
         self, proposal_id: str, attempt: int, at: datetime | None = None
@@ -61,28 +67,31 @@ class InProcessJobs:
     async def enqueue_notification(
         self, notification_id: str, attempt: int, at: datetime | None = None
     ) -> None:
-        """Send now (a task of this loop), or by a timer at a retry's time."""
+        """Wake this process's notification sender now, or by a timer at a retry's time."""
         delay = 0.0 if at is None else (at - clock.now()).total_seconds()
         if delay <= 0:
-            self._send_notification(notification_id)
+            self._notifications_due.set()
             return
         job_id = notification_job_id(notification_id, attempt)
         if job_id not in self._timers:
             self._timers[job_id] = asyncio.get_running_loop().call_later(
-                delay, self._release_notification, job_id, notification_id
+                delay, self._release_notifications, job_id
             )
 
-    def _release_notification(self, job_id: str, notification_id: str) -> None:
+    def _release_notifications(self, job_id: str) -> None:
         self._timers.pop(job_id, None)
-        self._send_notification(notification_id)
+        self._notifications_due.set()
 
-    def _send_notification(self, notification_id: str) -> None:
-        if self._dispatcher is None:
-            return  # not started, or stopping: the periodic job sends it later
-        job = send_one_notification(self.ctx, notification_id)
-        task = asyncio.ensure_future(self._run(send_one_notification.__name__, job))
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+    async def _send_notifications_when_woken(self) -> None:
+        """One sender for this process: woken when notifications are written or a retry
+        comes due, it sends what is due (a burst goes in batches, not a task each) until a
+        batch comes back short."""
+        while True:
+            await self._notifications_due.wait()
+            self._notifications_due.clear()
+            sent = await self._run(send_notifications.__name__, send_notifications(self.ctx))
+            if sent == NOTIFICATION_BATCH_SIZE:
+                self._notifications_due.set()  # a full batch: more may be waiting
 
     def _release(self, job_id: str) -> None:
         self._timers.pop(job_id, None)
@@ -117,6 +126,7 @@ class InProcessJobs:
                 self._every(self.settings.reconcile_interval_seconds, run_reconciliation)
             )
         )
+        self._tasks.append(asyncio.create_task(self._send_notifications_when_woken()))
         self._tasks.append(
             asyncio.create_task(self._every(DRAFT_RETENTION_INTERVAL_SECONDS, run_draft_retention))
         )
@@ -145,17 +155,19 @@ class InProcessJobs:
         if isinstance(services, Services):
             await services.http.close()
 
-    async def _run(self, name: str, job: Awaitable[Any]) -> None:
-        """Run one job to its end even if the loop awaiting it is cancelled by ``stop``."""
+    async def _run(self, name: str, job: Awaitable[Any]) -> Any:
+        """Run one job to its end even if the loop awaiting it is cancelled by ``stop``;
+        returns its result (``None`` if it failed)."""
         task = asyncio.ensure_future(job)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         try:
-            await asyncio.shield(task)
+            return await asyncio.shield(task)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             logger.error("job %s failed: %s", name, type(exc).__name__)
+            return None
 
     async def _every(
         self, seconds: float, *jobs: Callable[[dict[str, Any]], Awaitable[int]]

@@ -77,6 +77,11 @@ async def stored_text(worker: Worker) -> str:
     return " ".join(repr(vars(row)) for row in rows)
 
 
+async def stored_rows(worker: Worker, model: type[Any]) -> list[Any]:
+    async with worker.services.sessionmaker() as session:
+        return list((await session.exec(select(model))).all())
+
+
 async def links(worker: Worker) -> list[ApprovalLink]:
     async with worker.services.sessionmaker() as session:
         found = await session.exec(select(ApprovalLink).order_by(col(ApprovalLink.created_at)))
@@ -148,6 +153,11 @@ async def test_a_retry_revokes_the_link_sent_before(
         receiver.secret = (await link_channel(gql, world, receiver.url))["signingSecret"]
         proposed = await world.propose()
         assert await send_notifications(worker.ctx) == 1  # answered 503
+        [notification] = await stored_rows(worker, Notification)
+        # The retry is a job of its own, deferred to its time.
+        assert worker.jobs.notifications == [
+            (f"notify:{notification.id}:2", notification.next_attempt_at)
+        ]
         frozen_clock.advance(15)  # the first backoff, jitter pinned to its upper bound
         assert await send_notifications(worker.ctx) == 1
     first, second = (link_path(r) for r in receiver.requests)
