@@ -110,7 +110,6 @@ class ArqJobs:
         try:
             await self.redis.enqueue_job(
                 DELIVER_JOB,
-                NOTIFY_JOB,
                 proposal_id,
                 _job_id=job_id,
                 _queue_name=self.settings.arq_queue,
