@@ -30,6 +30,7 @@ from signoff.models import (
     Approval,
     ApprovalLink,
     HumanTask,
+    Notification,
     Proposal,
     ProposalState,
     QueueMembership,
@@ -139,21 +140,27 @@ async def link_for_notification(
     work: UnitOfWork,
     *,
     notification_id: str,
+    channel_id: str,
     task_id: str,
     reviewer_id: str,
     ttl_seconds: int,
     created_by_id: str,
 ) -> CreatedLink | None:
-    """A fresh link for one sending of a notification, made by the system: the link an
-    earlier attempt sent is revoked first, so retries never leave more than one usable.
-    ``None`` (and no link) when the task is not an approval task or the reviewer may not
-    decide it now (removed from the queue, its proposer, already decided, not awaiting)."""
+    """A fresh link for one sending of a notification, made by the system. Every link the
+    channel sent before for the same task (an earlier attempt of this notification, or an
+    earlier notification) is revoked first, so retries and reminders leave at most one
+    usable link per channel and task. ``None`` (and no link) when the task is not an
+    approval task or the reviewer may not decide it now (removed from the queue, its
+    proposer, already decided, not awaiting approval)."""
+    sent_before = select(Notification.id).where(
+        Notification.channel_id == channel_id, Notification.task_id == task_id
+    )
     await APPROVAL_LINK.move_where(
         work,
         lifecycles.REVOKE_LINK,
-        col(ApprovalLink.notification_id) == notification_id,
+        col(ApprovalLink.notification_id).in_(sent_before),
         actor_id=None,
-        details={"reason": "resent", "notification_id": notification_id},
+        details={"reason": "replaced", "notification_id": notification_id},
     )
     session = work.session
     task = await session.get(HumanTask, task_id)

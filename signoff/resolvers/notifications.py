@@ -262,6 +262,7 @@ async def _link(
     return await link_for_notification(
         work,
         notification_id=notification.id,
+        channel_id=channel.id,
         task_id=notification.task_id,
         reviewer_id=channel.reviewer_id,
         ttl_seconds=channel.link_ttl_seconds,

@@ -15,6 +15,7 @@ from sqlmodel import col, select
 
 from signoff import clock
 from signoff.config import Settings
+from signoff.jobs.delivery import send_reminders
 from signoff.jobs.notifications import send_notifications
 from signoff.models import ApprovalLink, AuditEvent, Notification, Role
 from tests.helpers import GraphQLClient, World, build_world
@@ -184,7 +185,7 @@ async def test_a_retry_revokes_the_link_sent_before(
             )
         ).one()
     assert revoked.actor_id is None  # the system, not a person
-    assert revoked.details["reason"] == "resent"
+    assert revoked.details == {"reason": "replaced", "notification_id": old.notification_id}
 
 
 async def test_a_channel_without_the_setting_sends_no_link(
@@ -249,3 +250,33 @@ async def test_adding_a_link_channel_is_checked(gql: GraphQLClient) -> None:
             world.admin,
         )
         assert refused.code == code, extra
+
+
+async def test_a_reminder_replaces_the_link_its_channel_sent_before(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock
+) -> None:
+    """Each channel keeps at most one usable link per task; another channel's is untouched."""
+    async with serve(Receiver(signed=False)) as first, serve(Receiver(signed=False)) as second:
+        world = await build_world(gql, queue_options={"reminderPercents": [50]})
+        await link_channel(gql, world, first.url, kind="SLACK")
+        await add_channel(
+            gql,
+            world.admin,
+            world.queue_id,
+            second.url,
+            kind="SLACK",
+            reviewerId=await actor_id(gql, world.reviewers[1]),
+            approvalLinkTtlSeconds=3600,
+        )
+        await world.propose(expiresInSeconds=100)
+        assert await send_notifications(worker.ctx) == 2
+        frozen_clock.advance(50)
+        assert await send_reminders(worker.ctx) == 1
+        assert await send_notifications(worker.ctx) == 2
+    by_reviewer: dict[str, list[str]] = {}
+    for link in await links(worker):
+        by_reviewer.setdefault(link.reviewer_id, []).append(str(link.state))
+    assert sorted(by_reviewer.values()) == [["REVOKED", "ACTIVE"], ["REVOKED", "ACTIVE"]]
+    created, due_soon = (r.body["blocks"][1]["elements"][0]["url"] for r in first.requests)
+    assert (await gql.http.get(urlsplit(created).path.removeprefix("/review"))).status_code == 410
+    assert (await gql.http.get(urlsplit(due_soon).path.removeprefix("/review"))).status_code == 200
