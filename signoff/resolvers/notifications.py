@@ -13,9 +13,9 @@ the proposal's payload unless the channel was added with ``includePayload``.
 Each notification is also enqueued as a job of its own after commit, so it goes out at
 once; the periodic job is the safety net. A channel addressed to a reviewer with
 ``link_ttl_seconds`` gets a single-use approval link for that reviewer in each
-notification of an approval task: made as the attempt is claimed (the link an earlier
-attempt sent is revoked), its token only in memory and in the request sent, never in the
-outbox row.
+notification of an approval task: made as the attempt is claimed (the links the channel
+sent before for that task are revoked), its token only in memory and in the request sent,
+never in the outbox row.
 """
 
 from __future__ import annotations
@@ -176,7 +176,6 @@ class Outgoing:
     url: str
     secret: str | None
     body: dict[str, Any]  # as sent: with the approval link, if one was made
-    link_id: str | None = None
 
 
 def _due(now: Any) -> Any:
@@ -247,7 +246,6 @@ async def claim_notifications(
                 if channel.signing_secret is None
                 else work.sealer.open(channel.signing_secret),
                 body=body,
-                link_id=None if link is None else link.link.id,
             )
         )
     await work.commit()
