@@ -71,6 +71,7 @@ class ArqJobs:
     (``wake_job_id``), enqueued once per bucket by this process; a delivery due later is a
     job of its own per attempt, so a retry is never mistaken for a duplicate of an attempt
     that already ran. Either job only wakes a worker's dispatcher, which claims what is due.
+    A notification is a job per attempt (``notification_job_id``) that sends it.
     """
 
     def __init__(self, settings: Settings, redis: ArqRedis | None = None) -> None:
