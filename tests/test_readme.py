@@ -78,6 +78,7 @@ IN_ORDER = [
     "queueStats",
     "addNotificationChannel",
     "createApprovalLink",
+    "addNotificationChannel#2",
     "operationsSnapshot",
     "incidents",
     "acknowledgeIncident",
@@ -748,4 +749,11 @@ async def test_the_queue_owners_section_runs_as_printed(
         )
         assert decided.status_code == 200, decided.text
         assert (await readme.http.get(link["path"])).status_code == 410
+        personal = (await readme.run("addNotificationChannel#2", world.admin))["channel"]
+        assert personal == {
+            "id": personal["id"],
+            "kind": "SLACK",
+            "reviewerId": readme.values["the reviewer id"],
+            "approvalLinkTtlSeconds": 7200,
+        }
         await readme.ready()
