@@ -27,12 +27,21 @@ from signoff.constants import (
     SWEEP_BATCH_SIZE,
 )
 from signoff.errors import DeadlinePolicyOutOfBounds, NotFound, ValidationFailed
-from signoff.models import DeadlineAction, HumanTask, Proposal, ProposalState, Queue, Target
+from signoff.models import (
+    ChangeKind,
+    DeadlineAction,
+    HumanTask,
+    Proposal,
+    ProposalState,
+    Queue,
+    Target,
+)
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.resolvers import lifecycles
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.notifications import notify
 from signoff.resolvers.reminders import reminder_at
+from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text, require_range
 
@@ -231,6 +240,7 @@ async def escalate(work: UnitOfWork, proposal: Proposal) -> Proposal | None:
     )
     if escalated is None:
         return None
+    await _seen_leaving(work, escalated, from_queue)
     task = await _approval_task(work, proposal.id)
     if task is not None:
         queue = await work.session.get(Queue, step["queueId"])
@@ -259,8 +269,37 @@ async def escalate(work: UnitOfWork, proposal: Proposal) -> Proposal | None:
             details={"from_queue_id": from_queue, "to_queue_id": step["queueId"]},
         )
         if moved is not None:
+            await _seen_leaving(work, moved, from_queue)
             await notify(work, moved, "task.escalated")
     return escalated
+
+
+async def _seen_leaving(work: UnitOfWork, row: Proposal | HumanTask, queue_id: str | None) -> None:
+    """The queue an escalation leaves sees it go: the change event the move published to
+    the new queue, about the same version, is recorded for the old queue too (no second
+    audit record). Its frames there carry no proposal or task, which its reviewers may no
+    longer see (``Visibility.sees_object_in``)."""
+    if queue_id is None:
+        return
+    if isinstance(row, Proposal):
+        subject = await lifecycles.describe_proposal(work, row)
+        entity_type, kind = "proposal", ChangeKind.PROPOSAL_ESCALATED
+    else:
+        subject = await lifecycles.describe_task(work, row)
+        entity_type, kind = "task", ChangeKind.TASK_ESCALATED
+    record(
+        work,
+        Happening(
+            entity_type=entity_type,
+            entity_id=row.id,
+            actor_id=None,
+            kind=kind,
+            version=row.version,
+            queue_id=queue_id,
+            proposal_id=subject.proposal_id,
+            snapshot=subject.snapshot,
+        ),
+    )
 
 
 async def reject(work: UnitOfWork, proposal: Proposal) -> Proposal | None:

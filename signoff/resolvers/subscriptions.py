@@ -121,6 +121,15 @@ class Visibility:
     def sees_everything(self) -> bool:
         return self.role in STAFF
 
+    def sees_object_in(self, queue_id: str | None) -> bool:
+        """Whether an event may show its proposal or task as it is now, in ``queue_id``: a
+        reviewer's events show it only while it is in one of their queues (an escalated
+        task has left the queue its earlier events were about); other roles are not
+        limited by queue."""
+        if self.role is not Role.REVIEWER:
+            return True
+        return queue_id is not None and queue_id in self.queue_ids
+
     def allows(self, change: Change) -> bool:
         """Staff see everything; reviewers their queues' events; agents their own proposals';
         in a drafts subscription, every role sees its own account's drafts and nothing else."""

@@ -407,7 +407,8 @@ class Broadcaster:
         key = GroupKey(selection, scope, Visibility.of(member.viewer, scope, identity=identity))
         group = self._groups.get(key)
         if group is None or group.closed:
-            frames = self._frames(selection, document, member.viewer if identity else None)
+            viewer = member.viewer if identity else None
+            frames = self._frames(selection, document, viewer, key.visibility)
             group = self._groups[key] = Group(key, frames, self)
         member.hold()
         group.add(member)
@@ -435,7 +436,11 @@ class Broadcaster:
         return self._reads_viewer[selection]
 
     def _frames(
-        self, selection: Selection, document: DocumentNode, viewer: Viewer | None
+        self,
+        selection: Selection,
+        document: DocumentNode,
+        viewer: Viewer | None,
+        visibility: Visibility,
     ) -> Frames:
         executor = self._schema.execution_context_class.build(
             self._schema._schema,
@@ -451,6 +456,7 @@ class Broadcaster:
                 read_sessionmaker=self._read_sessionmaker,
                 token=None,
                 feed_loaders=self._feed_loaders,
+                feed_visibility=visibility,
                 shared_viewer=viewer is None,
                 _viewer=viewer,
             )

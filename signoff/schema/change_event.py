@@ -9,6 +9,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from signoff.events import Change
+from signoff.models import HumanTask as TaskRow
+from signoff.models import Proposal as ProposalRow
 from signoff.resolvers.subscriptions import encode_cursor
 from signoff.schema.actor import Actor, load_actor
 from signoff.schema.context import context_of
@@ -51,7 +53,7 @@ class ChangeEvent:
         if self.change.proposal_id is None or loaders is None:
             return None
         row = await loaders.proposal.load((self.change.proposal_id, self.change.cursor))
-        return None if row is None else Proposal.from_model(row)
+        return None if row is None or not _shown(info, row) else Proposal.from_model(row)
 
     @strawberry.field(description="The task this event is about, as it is now.")
     async def task(self, info: strawberry.Info) -> HumanTask | None:
@@ -59,7 +61,7 @@ class ChangeEvent:
         if self.change.entity_type != "task" or loaders is None:
             return None
         row = await loaders.task.load((self.change.entity_id, self.change.cursor))
-        return None if row is None else HumanTask.from_model(row)
+        return None if row is None or not _shown(info, row) else HumanTask.from_model(row)
 
     @strawberry.field(
         description=(
@@ -88,3 +90,10 @@ class ChangeEvent:
             snapshot=cast(JSON, change.snapshot),
             change=change,
         )
+
+
+def _shown(info: strawberry.Info, row: ProposalRow | TaskRow) -> bool:
+    """Whether a frame may carry ``row`` as it is now: not once it has moved (escalated)
+    to a queue the group's subscribers do not review."""
+    visibility = context_of(info).feed_visibility
+    return visibility is None or visibility.sees_object_in(row.queue_id)

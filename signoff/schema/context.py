@@ -25,6 +25,7 @@ from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.actors import authenticate
+from signoff.resolvers.subscriptions import Visibility
 from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, UnitOfWork
 
@@ -88,6 +89,8 @@ class Context:
     broadcaster: Broadcaster | None = None
     connection: Connection | None = None
     feed_loaders: FeedLoaders | None = None
+    # Executing a frame for a broadcast group: what its members may see.
+    feed_visibility: Visibility | None = None
     # graphql-transport-ws / graphql-ws ``connection_init`` payload (Strawberry sets it).
     connection_params: dict[str, Any] | None = None
     # Executing one frame for a broadcast group: there is no single viewer to read.

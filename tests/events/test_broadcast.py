@@ -12,7 +12,10 @@ from graphql import parse
 from httpx import AsyncClient
 from starlette.applications import Starlette
 
+from signoff.clock import FrozenClock
 from signoff.models import Role
+from signoff.resolvers.deadlines import apply_deadlines
+from signoff.resolvers.work import Services, UnitOfWork
 from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster, reads_viewer
 from signoff.schema.context import Context, SharedViewerError
@@ -250,3 +253,47 @@ async def test_a_subscription_without_after_replays_no_history_when_it_changes_g
     assert not set(before) & set(created)
     assert created == after
     assert hers.error is None
+
+
+LEAVING = """
+subscription {
+  queueEvents { kind entityType entityId queueId task { id queue { slug } } proposal { id } }
+}
+"""
+
+
+async def test_the_queue_an_escalation_leaves_sees_it_go_and_nothing_of_where_it_went(
+    app: Starlette, live: InProcessServer, http: GraphQLClient, frozen_clock: FrozenClock
+) -> None:
+    admin = await http.token(Role.ADMIN, name="chain-admin")
+    slug_b, queue_b = await _second_queue(http, admin)
+    policy = {"action": "ESCALATE", "escalation": [{"queueId": queue_b, "deadlineSeconds": 600}]}
+    world = await build_world(http, deadlinePolicy=policy)
+    bob = await http.token(Role.REVIEWER, name="bob", queues=[slug_b])
+    proposed = await world.propose(expiresInSeconds=60)
+    task_id = proposed["task"]["id"]
+    await feed_settled(http.sessionmaker)
+    async with (
+        Subscription(live.ws_url, world.reviewers[0], LEAVING, {}) as alice,
+        Subscription(live.ws_url, bob, LEAVING, {}) as in_b,
+    ):
+        await _wait_for_groups(app.state.broadcaster, 2)
+        frozen_clock.advance(61)
+        async with http.sessionmaker() as session:
+            work = UnitOfWork(session, Services(events=app.state.events))
+            assert await apply_deadlines(work) == [proposed["proposal"]["id"]]
+            await work.commit()
+        left = await alice.wait_for(2)
+        arrived = await in_b.wait_for(2)
+
+    # Queue A's reviewer learns that both left A, and sees neither as it is now, in B.
+    assert {(e["kind"], e["queueId"]) for e in left} == {
+        ("proposal.escalated", world.queue_id),
+        ("task.escalated", world.queue_id),
+    }
+    assert all(e["task"] is None and e["proposal"] is None for e in left)
+    # Queue B's reviewer sees them arrive, as they are now.
+    escalated = next(e for e in arrived if e["kind"] == "task.escalated")
+    assert escalated["queueId"] == queue_b
+    assert escalated["task"] == {"id": task_id, "queue": {"slug": slug_b}}
+    assert {e["queueId"] for e in arrived} == {queue_b}

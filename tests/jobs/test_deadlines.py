@@ -125,18 +125,25 @@ async def test_a_deadline_escalates_along_the_chain_then_expires(
     last = await read(world, proposal["id"])
     assert (last["state"], last["task"]["state"]) == ("CANCELLED", "EXPIRED")
 
-    assert [e.kind for e in await feed(worker, proposal["id"])] == [
-        "proposal.proposed",
-        "proposal.escalated",
-        "proposal.escalated",
-        "proposal.expired",
+    # Each escalation is published to the queue it enters and, so that its reviewers see
+    # it go, to the queue it leaves: the same kind, about the same version.
+    start, first_q, second_q = world.queue_id, chain[0][0], chain[1][0]
+    assert [(e.kind, e.queue_id) for e in await feed(worker, proposal["id"])] == [
+        ("proposal.proposed", start),
+        ("proposal.escalated", first_q),
+        ("proposal.escalated", start),
+        ("proposal.escalated", second_q),
+        ("proposal.escalated", first_q),
+        ("proposal.expired", second_q),
     ]
-    assert [e.kind for e in await feed(worker, task["id"])] == [
-        "task.created",
-        "task.claimed",
-        "task.escalated",
-        "task.escalated",
-        "task.expired",
+    assert [(e.kind, e.queue_id) for e in await feed(worker, task["id"])] == [
+        ("task.created", start),
+        ("task.claimed", start),
+        ("task.escalated", first_q),
+        ("task.escalated", start),
+        ("task.escalated", second_q),
+        ("task.escalated", first_q),
+        ("task.expired", second_q),
     ]
     assert (await audit(worker, proposal["id"]))[-3:] == [
         "proposal.escalated",
