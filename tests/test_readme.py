@@ -37,11 +37,11 @@ from tests.live import (
     http_gql,
     open_transport_ws,
     server_log_on_failure,
-    unique_channel,
 )
 from tests.processes import ROOT, signoff_env
 from tests.receivers import Answer, Receiver
 from tests.receivers import serve as serve_receiver
+from tests.redis_keys import unique_queue
 from tests.schema.test_target_circuit import open_circuit
 from tests.test_server import new_token
 
@@ -530,7 +530,7 @@ async def test_operating_signoff_as_printed(
     acknowledged, retried once the receiver is fixed, and resolved; the target is paused
     and resumed, limited, and its circuit (opened by hand) closed. A real worker delivers:
     the server's own, or ``signoff worker``."""
-    queue = f"signoff:test:{unique_channel()}"
+    queue = unique_queue()
     server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
     proposal: dict[str, Any] = {"id": "none yet"}
     with delivering(database_url, queue, tmp_path):
