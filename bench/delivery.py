@@ -245,6 +245,11 @@ class CommitClock:
         self.committed.setdefault(webhook_id(proposal_id), time.time())
         await self.jobs.enqueue_delivery(proposal_id, attempt, at)
 
+    async def enqueue_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        await self.jobs.enqueue_notification(notification_id, attempt, at)
+
 
 async def approve_all(
     work: WorkMaker,

@@ -30,7 +30,9 @@ Definitions (identical for both servers):
   only says something where at least one side falls behind the offered load.
 - **RSS per idle subscriber**: (server VmRSS with every subscriber connected and
   subscribed, ``--settle`` seconds after the last subscribe and before any
-  mutation) - (VmRSS before the first subscriber connected), divided by K.
+  mutation) - (VmRSS before the first subscriber connected), divided by K. Before
+  that baseline Signoff serves ``WARM_READS`` concurrent reads, so its database pool
+  is open in both readings (see ``warm_pool``).
 - **every frame delivered**: K x M frames, each subscriber got each mutation's
   frame exactly once, no ``next`` frame carried errors, and no subscriber failed
   or timed out.
@@ -73,6 +75,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 HOST = "127.0.0.1"
+WARM_READS = 64
 SUBSCRIBE = (
     "subscription($q: ID, $a: String) { queueEvents(queueId: $q, after: $a) "
     "{ cursor kind entityId proposal { id state } task { id state } } }"
@@ -330,6 +333,7 @@ class SignoffTarget:
                     ).token
                 await asyncio.sleep(1.5)  # the relay stamps the setup's own events
                 cursor = await _graphql(http, reviewer, "{ changeFeedCursor }", {})
+                await warm_pool(http, reviewer)
         finally:
             await engine.dispose()
         return reviewer, {"q": self.queue_id, "a": cursor["changeFeedCursor"]}
@@ -370,6 +374,19 @@ async def _graphql(
     if body.get("errors"):
         raise RuntimeError(f"GraphQL errors: {body['errors']}")
     return body["data"]
+
+
+async def warm_pool(http: httpx.AsyncClient, token: str) -> None:
+    """Serve a burst of concurrent reads before the RSS baseline is taken.
+
+    The database pool opens connections (on SQLite, each with its own thread and page
+    cache) only when requests overlap. Without this, the burst of subscribes opens them
+    and their memory is charged to the subscribers, although a server that has served
+    any concurrent traffic already holds them.
+    """
+    await asyncio.gather(
+        *(_graphql(http, token, "{ queues { id name } }", {}) for _ in range(WARM_READS))
+    )
 
 
 def free_port() -> int:

@@ -87,6 +87,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         read_sessionmaker: SessionMaker,
         settings: Settings,
         hub: EventHub | None = None,
+        persisted_queries: PersistedQueries | None = None,
     ) -> None:
         schema = build_schema(introspection=settings.introspection)
         super().__init__(
@@ -100,6 +101,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
             keep_alive_interval=settings.ws_ping_seconds,
         )
         self.ping_seconds = settings.ws_ping_seconds  # read by TransportWSHandler
+        # Read by both websocket handlers: subscriptions meet the allow-list as HTTP does.
+        self.persisted_queries = persisted_queries
         self.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
         self.work = work
         self.read_sessionmaker = read_sessionmaker
@@ -313,7 +316,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     events = create_event_service(settings, sessionmaker)
     work = WorkMaker(sessionmaker, Services(jobs=jobs, events=events, sealer=load_sealer(settings)))
     read_sessionmaker = create_sessionmaker(read_only(engine))
-    view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub)
+    persisted_queries = _persisted_queries(settings)
+    view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub, persisted_queries)
 
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -348,7 +352,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await engine.dispose()
 
     graphql: Any = BodySizeLimit(
-        PersistedQueryMiddleware(view, _persisted_queries(settings)), settings.max_body_bytes
+        PersistedQueryMiddleware(view, persisted_queries), settings.max_body_bytes
     )
     app = Starlette(
         # The request log is outermost: it sees every answer, a CORS preflight's included.

@@ -11,14 +11,18 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections import defaultdict, deque
+from collections import deque
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from signoff import clock
-from signoff.constants import APPROVAL_LINK_RATE_LIMIT, APPROVAL_LINK_RATE_WINDOW_SECONDS
+from signoff.constants import (
+    APPROVAL_LINK_MAX_CLIENTS_TRACKED,
+    APPROVAL_LINK_RATE_LIMIT,
+    APPROVAL_LINK_RATE_WINDOW_SECONDS,
+)
 from signoff.database import SessionMaker
 from signoff.errors import ApprovalLinkUnusable, NotFound, SignoffError
 from signoff.models import Decision
@@ -39,25 +43,32 @@ STATUS = {"UNKNOWN": 404, "USED": 410, "REVOKED": 410, "EXPIRED": 410}
 
 
 class RateLimiter:
-    """At most ``limit`` requests per client in any ``window`` seconds (this process)."""
+    """At most ``limit`` requests per client in any ``window`` seconds (this process), GET
+    and POST alike. At most ``max_clients`` clients are remembered, the least recently seen
+    forgotten first, so a flood from many addresses costs bounded memory."""
 
     def __init__(
         self,
         limit: int = APPROVAL_LINK_RATE_LIMIT,
         window: float = APPROVAL_LINK_RATE_WINDOW_SECONDS,
+        *,
+        max_clients: int = APPROVAL_LINK_MAX_CLIENTS_TRACKED,
     ) -> None:
-        self.limit, self.window = limit, window
-        self._seen: dict[str, deque[float]] = defaultdict(deque)
+        self.limit, self.window, self.max_clients = limit, window, max_clients
+        self._seen: dict[str, deque[float]] = {}  # most recently seen last
 
     def allow(self, client: str) -> bool:
         now = time.monotonic()
-        seen = self._seen[client]
+        seen = self._seen.pop(client, None) or deque()
         while seen and seen[0] <= now - self.window:
             seen.popleft()
-        if len(seen) >= self.limit:
-            return False
-        seen.append(now)
-        return True
+        allowed = len(seen) < self.limit
+        if allowed:
+            seen.append(now)
+        self._seen[client] = seen
+        if len(self._seen) > self.max_clients:
+            del self._seen[next(iter(self._seen))]
+        return allowed
 
 
 class ApprovalPages:

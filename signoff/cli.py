@@ -7,12 +7,18 @@ import asyncio
 import gc
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from signoff import logs
 from signoff.config import Settings, load_sealer
 from signoff.constants import GC_THRESHOLDS, GIL_SWITCH_INTERVAL_SECONDS
-from signoff.database import create_engine, create_sessionmaker
+from signoff.database import (
+    create_engine,
+    create_sessionmaker,
+    database_condition,
+    is_unreachable,
+)
 from signoff.errors import SignoffError
 from signoff.migrate import migrate
 from signoff.models import Role
@@ -23,16 +29,79 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# SQLite's condition for a database file it cannot open (a missing folder, no permission).
+SQLITE_CANNOT_OPEN = "SQLITE_CANTOPEN"
+
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = Settings.from_env()
     logs.configure(settings.log_level, settings.log_format)
+    missing = _missing_sqlite_folder(settings) if args.run not in _NO_DATABASE else None
+    if missing is not None:
+        print(
+            f"error: cannot open the SQLite database {settings.database_url}: its folder "
+            f"{missing} does not exist; create it, or point SIGNOFF_DATABASE_URL elsewhere.",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     try:
         args.run(args, settings)
     except (SignoffError, SealingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except Exception as exc:
+        unreachable = _unreachable_service(exc, settings)
+        if unreachable is None:
+            raise
+        print(f"error: {unreachable}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _missing_sqlite_folder(settings: Settings) -> Path | None:
+    """The folder a SQLite database file would be created in, when it does not exist.
+
+    Checked before connecting: aiosqlite reports a failed open from its own thread after
+    the command's event loop has closed, as a stack trace.
+    """
+    from sqlalchemy.engine import make_url
+
+    url = make_url(settings.database_url)
+    if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
+        return None
+    folder = Path(url.database).parent
+    return None if folder.is_dir() else folder
+
+
+def _unreachable_service(exc: Exception, settings: Settings) -> str | None:
+    """What to tell someone whose command could not reach its database or Redis, or None
+    for any other failure. Never the driver's message or a password."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import DBAPIError
+
+    if isinstance(exc, DBAPIError):
+        condition = database_condition(exc)
+        if not (is_unreachable(exc) or condition == SQLITE_CANNOT_OPEN):
+            return None
+        where = make_url(settings.database_url).render_as_string(hide_password=True)
+        if condition == SQLITE_CANNOT_OPEN:
+            return (
+                f"cannot open the SQLite database {where}: check that its folder exists and "
+                "is writable, or point SIGNOFF_DATABASE_URL elsewhere."
+            )
+        return (
+            f"cannot reach the database at {where} ({condition or 'no answer'}); start it, "
+            "or point SIGNOFF_DATABASE_URL at one that runs, then try again."
+        )
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError) and settings.redis_url:
+        where = make_url(settings.redis_url).render_as_string(hide_password=True)
+        return (
+            f"cannot reach Redis at {where}; start it, or point SIGNOFF_REDIS_URL at one "
+            "that runs, then try again."
+        )
+    return None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -280,3 +349,9 @@ def _actor_set_role(args: argparse.Namespace, settings: Settings) -> None:
         print(f"{name} is {role_phrase(role)} already; nothing was changed.")
     else:
         print(f"{name} is now {role_phrase(role)} (was {role_phrase(change.before)}).")
+
+
+# Commands that never open the database.
+_NO_DATABASE: frozenset[Callable[[argparse.Namespace, Settings], None]] = frozenset(
+    {_schema, _receiver}
+)

@@ -88,6 +88,15 @@ class Settings:
     # API processes always serve them at /metrics on their own port.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    # Where reviewers reach this service (scheme://host[:port][/prefix]): approval links
+    # sent in notifications start with it. Unset: http://<host>:<port>, right only when
+    # reviewers reach the API process directly (the embedded default).
+    public_url: str | None = None
+
+    @property
+    def public_base_url(self) -> str:
+        """The start of every URL Signoff sends out (approval links in notifications)."""
+        return self.public_url or f"http://{self.host}:{self.port}"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -161,6 +170,7 @@ class Settings:
             if env.get("SIGNOFF_METRICS_PORT")
             else None,
             metrics_host=env.get("SIGNOFF_METRICS_HOST") or cls.metrics_host,
+            public_url=parse_public_url(env.get("SIGNOFF_PUBLIC_URL", "")),
         )
 
 
@@ -175,6 +185,17 @@ def parse_origins(value: str) -> tuple[str, ...]:
             raise ValueError(f"SIGNOFF_CORS_ORIGINS: {item!r} is not an origin like https://host")
         origins.append(origin)
     return tuple(origins)
+
+
+def parse_public_url(value: str) -> str | None:
+    """``SIGNOFF_PUBLIC_URL``: an http(s) URL with a host, kept without a trailing slash."""
+    url = value.strip().rstrip("/")
+    if not url:
+        return None
+    scheme, _, rest = url.partition("://")
+    if scheme not in {"http", "https"} or not rest or rest.startswith("/") or "?" in rest:
+        raise ValueError(f"SIGNOFF_PUBLIC_URL: {value!r} is not a URL like https://host")
+    return url
 
 
 def normalise_database_url(url: str) -> str:

@@ -39,6 +39,7 @@ APPROVAL_LINK_TTL_MAX_SECONDS = 72 * 3600
 APPROVAL_LINK_TTL_MIN_SECONDS = 60
 APPROVAL_LINK_RATE_LIMIT = 30
 APPROVAL_LINK_RATE_WINDOW_SECONDS = 60
+APPROVAL_LINK_MAX_CLIENTS_TRACKED = 10_000
 # Delegation (docs/design.md section 5.5): the longest period a reviewer may be away for.
 DELEGATION_MAX_SECONDS = 90 * 24 * 3600
 QUEUE_STATS_WINDOW_SECONDS = 24 * 3600
@@ -141,6 +142,9 @@ JOB_TIMEOUT_SECONDS = 180
 ARQ_QUEUE_DEFAULT = "signoff:jobs"
 DELIVER_JOB = "deliver_proposal"
 DELIVER_JOB_ID = "deliver:{proposal_id}:{attempt}"
+# One job per attempt of a notification: sent at once when written, and again at its retry.
+NOTIFY_JOB = "send_notification"
+NOTIFY_JOB_ID = "notify:{notification_id}:{attempt}"
 # Deliveries due now share one wake job per queue and time bucket: under a steady stream of
 # approvals a worker runs a job per bucket rather than per approval, and an API process
 # enqueues at most one per bucket (the dispatcher claims again a bucket after each wake).

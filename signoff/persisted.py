@@ -1,5 +1,5 @@
-"""Persisted queries over HTTP: Apollo's automatic persisted queries protocol, and an
-optional allow-list so that production runs only known documents.
+"""Persisted queries: Apollo's automatic persisted queries protocol, and an optional
+allow-list so that production runs only known documents.
 
 A client sends ``extensions.persistedQuery = {"version": 1, "sha256Hash": "<hex>"}``
 without ``query``; an unknown hash is answered ``PERSISTED_QUERY_NOT_FOUND``, and the
@@ -7,6 +7,8 @@ client sends the hash again with the text, which is kept (per process, the most 
 ``PERSISTED_QUERY_CACHE_SIZE``). With an allow-list (``SIGNOFF_PERSISTED_QUERIES_FILE``, a
 JSON object of hash to document) those documents are always known; with
 ``SIGNOFF_PERSISTED_QUERIES_ONLY=1`` nothing else runs (``PERSISTED_QUERY_NOT_ALLOWED``).
+The middleware below covers HTTP; the websocket handlers (``signoff.schema.websocket``) ask
+the same ``PersistedQueries`` about each subscribe message.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Persisted queries: Apollo's automatic persisted queries over HTTP, and the allow-list an
-operator may turn on so that only known documents run."""
+operator may turn on so that only known documents run, over HTTP and websockets alike."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator
@@ -11,14 +12,19 @@ from typing import Any
 
 import pytest
 from httpx import ASGITransport, AsyncClient
+from starlette.applications import Starlette
+from websockets.exceptions import ConnectionClosed
 
 from signoff.app import create_app
 from signoff.config import Settings
 from signoff.persisted import document_hash, load_allow_list
 from tests.helpers import GraphQLClient
+from tests.live import open_transport_ws, serve_in_process
 
 VIEWER = "query Me { viewer { actor { name } } }"
 CURSOR = "query Cursor { changeFeedCursor }"
+WATCH = "subscription Watch { queueEvents { kind } }"
+INCIDENTS = "subscription Incidents { incidentEvents { kind } }"
 
 
 def persisted(document_hash_: str, query: str | None = None) -> dict[str, Any]:
@@ -71,20 +77,24 @@ async def test_a_hash_that_is_not_the_text_is_refused(
 
 
 @pytest.fixture
-async def allow_listed(
+async def allow_listed_app(
     settings: Settings, clean_database: None, tmp_path: Path
-) -> AsyncIterator[AsyncClient]:
-    """The app with only VIEWER allowed."""
+) -> AsyncIterator[Starlette]:
+    """The app with only VIEWER and WATCH allowed, its lifespan running."""
     path = tmp_path / "persisted.json"
-    path.write_text(json.dumps({document_hash(VIEWER): VIEWER}))
+    path.write_text(json.dumps({document_hash(VIEWER): VIEWER, document_hash(WATCH): WATCH}))
     only = dataclasses.replace(
         settings, persisted_queries_file=str(path), persisted_queries_only=True
     )
     application = create_app(only)
-    async with (
-        application.router.lifespan_context(application),
-        AsyncClient(transport=ASGITransport(app=application), base_url="http://x") as client,
-    ):
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture
+async def allow_listed(allow_listed_app: Starlette) -> AsyncIterator[AsyncClient]:
+    transport = ASGITransport(app=allow_listed_app)
+    async with AsyncClient(transport=transport, base_url="http://x") as client:
         yield client
 
 
@@ -108,6 +118,57 @@ async def test_with_the_allow_list_only_known_documents_run(
         "/graphql", params={"query": CURSOR}, headers={"Authorization": f"Bearer {token}"}
     )
     assert response.json()["errors"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_ALLOWED"
+
+
+async def answer(ws: Any, operation_id: str) -> dict[str, Any]:
+    """The first message the server sends about this operation."""
+    while True:
+        message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
+        if message.get("id") == operation_id:
+            return message
+
+
+async def test_with_the_allow_list_only_known_documents_run_over_websockets(
+    allow_listed_app: Starlette, gql: GraphQLClient
+) -> None:
+    token = await gql.token("reviewer", name="listed")
+    async with serve_in_process(allow_listed_app) as server:
+        ws = await open_transport_ws(server.ws_url, {"authorization": f"Bearer {token}"})
+        try:
+            for operation_id, payload in (
+                ("1", {"query": INCIDENTS}),
+                ("2", persisted(document_hash(INCIDENTS), INCIDENTS)),
+                ("3", {"query": CURSOR}),
+            ):
+                await ws.send(
+                    json.dumps({"id": operation_id, "type": "subscribe", "payload": payload})
+                )
+                refused = await answer(ws, operation_id)
+                assert refused["type"] == "error", payload
+                assert refused["payload"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_ALLOWED"
+
+            # The socket stays open; a listed document runs, by its text or its hash alone.
+            for operation_id, payload in (
+                ("4", {"query": VIEWER}),
+                ("5", persisted(document_hash(VIEWER))),
+            ):
+                await ws.send(
+                    json.dumps({"id": operation_id, "type": "subscribe", "payload": payload})
+                )
+                assert await answer(ws, operation_id) == {
+                    "id": operation_id,
+                    "type": "next",
+                    "payload": {"data": {"viewer": {"actor": {"name": "listed"}}}},
+                }
+            # A listed subscription by its hash alone is running: the same id again is 4409.
+            subscribe = {"id": "6", "type": "subscribe", "payload": persisted(document_hash(WATCH))}
+            await ws.send(json.dumps(subscribe))
+            await ws.send(json.dumps(subscribe))
+            with pytest.raises(ConnectionClosed):
+                await answer(ws, "6")
+            assert ws.close_code == 4409
+        finally:
+            await ws.close()
 
 
 def test_an_allow_list_entry_must_be_its_documents_hash(tmp_path: Path) -> None:

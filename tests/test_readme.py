@@ -2,10 +2,12 @@
 
 The fenced ``graphql`` blocks are read from README.md when the test runs, in order.
 Only the placeholders in angle brackets (``"<the queue id>"``, ...) are replaced, with
-the values earlier answers gave; tokens are made with ``signoff token create`` as the
-README says. The "Watch a queue" subscription is sent over graphql-transport-ws as its
-exact text (comments included) with alice's token, the way GraphiQL sends it, while the
-worked example's mutations run.
+the values earlier answers gave, and the receivers' fixed ports with free ones; tokens
+are made with ``signoff token create`` as the README says. The two worked examples (in
+GraphiQL, then from a shell: ``tests/readme_shell.py``) run one after the other on one
+database, as a newcomer runs them. The "Watch a queue" subscription is sent over
+graphql-transport-ws as its exact text (comments included) with alice's token, the way
+GraphiQL sends it, while the worked example's mutations run.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import graphql
 import httpx
@@ -38,7 +40,8 @@ from tests.live import (
     open_transport_ws,
     server_log_on_failure,
 )
-from tests.processes import ROOT, signoff_env
+from tests.processes import ROOT, free_port, signoff_env
+from tests.readme_shell import Shell, commands, printed, section, sh_blocks
 from tests.receivers import Answer, Receiver
 from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
@@ -75,6 +78,7 @@ IN_ORDER = [
     "queueStats",
     "addNotificationChannel",
     "createApprovalLink",
+    "addNotificationChannel#2",
     "operationsSnapshot",
     "incidents",
     "acknowledgeIncident",
@@ -94,6 +98,8 @@ GIVE_UP_AFTER = 12.0  # the client's own timeout: fail fast instead of waiting o
 EVENTS_WITHIN = 10.0
 
 PAYLOAD = {"amount": 1200, "currency": "EUR"}
+PROPOSAL_STATE = """query($id: ID!) {
+  proposal(id: $id) { state deliveryTerminal lastErrorCode } }"""
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,7 @@ class Readme:
     http: httpx.AsyncClient
     blocks: dict[str, Block] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)
+    ports: dict[int, int] = field(default_factory=dict)  # printed in the README: free
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -161,7 +168,7 @@ class Readme:
         try:
             response = await self.http.post(
                 "/graphql",
-                json={"query": fill(block, self.values)},
+                json={"query": self.filled(block)},
                 headers={"Authorization": f"Bearer {token}"},
             )
         except httpx.TimeoutException:
@@ -174,6 +181,28 @@ class Readme:
         if elapsed >= ANSWER_WITHIN:
             raise AssertionError(f"{root} took {elapsed:.1f} s")
         return body["data"][root]
+
+    def filled(self, block: Block) -> str:
+        text = fill(block, self.values)
+        for printed_port, free in self.ports.items():
+            text = text.replace(f"127.0.0.1:{printed_port}/", f"127.0.0.1:{free}/")
+        return text
+
+    async def applied(self, token: str, proposal_id: str) -> None:
+        """Until the proposal is delivered and applied."""
+        deadline = time.monotonic() + EVENTS_WITHIN
+        state = None
+        while time.monotonic() < deadline:
+            response = await self.http.post(
+                "/graphql",
+                json={"query": PROPOSAL_STATE, "variables": {"id": proposal_id}},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            state = response.json()["data"]["proposal"]
+            if state["state"] == "APPLIED":
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"proposal {proposal_id} was not applied: {state}")
 
     async def ready(self) -> None:
         started = time.monotonic()
@@ -200,6 +229,7 @@ async def create_queue_and_target(readme: Readme, ops: str) -> None:
     assert registered["target"]["name"] == "refunds" and registered["target"]["id"]
     assert registered["signingSecret"].startswith("whsec_")
     readme.values["the target id"] = registered["target"]["id"]
+    readme.values["the signingSecret"] = registered["signingSecret"]
 
 
 Settle = Callable[[str], Awaitable[None]]
@@ -264,17 +294,95 @@ async def propose_review_decide(
     assert by_action["proposal.approved"] == {"name": "alice"}
 
 
-async def test_the_worked_example_runs_as_printed(serve: Serve, database_url: str) -> None:
-    server = await serve()
+async def test_the_worked_examples_run_one_after_the_other_on_one_database(
+    serve: Serve, database_url: str, tmp_path: Path
+) -> None:
+    """The worked example in GraphiQL, then "See an approved action arrive" from a shell, as
+    a newcomer follows them: one server on one database, each example's receiver started
+    where the README starts it, and each approved action delivered to it. A worker delivers:
+    the server's own, or ``signoff worker``."""
+    queue = f"signoff:test:{unique_channel()}"
+    server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
+    shell = Shell(
+        signoff_env(database_url, SIGNOFF_PORT=str(server.port)),
+        ports={9000: free_port(), 9001: free_port()},
+    )
+    delivered: list[str] = []
+    with delivering(database_url, queue, tmp_path):
+        try:
+            async with Readme.against(server) as readme:
+                readme.ports = shell.ports
+                await _the_worked_example(readme, shell, database_url, delivered)
+                await _from_a_shell(readme, shell, delivered)
+                await readme.ready()
+        finally:
+            for proposal_id in delivered:
+                await forget_jobs(queue, proposal_id)
+
+
+async def _the_worked_example(
+    readme: Readme, shell: Shell, database_url: str, delivered: list[str]
+) -> None:
     ops = await token_create(database_url, "--name", "ops", "--role", "admin")
-    async with Readme.against(server) as readme:
-        await create_queue_and_target(readme, ops)
+    await create_queue_and_target(readme, ops)
+    [receiver] = [
+        command
+        for block in sh_blocks(section(README.read_text(), "## A worked example in GraphiQL"))
+        for command in commands(block)
+        if " receiver " in command
+    ]
+    shell.values["the signingSecret"] = readme.values["the signingSecret"]
+    with shell.background(receiver) as output:
         agent = await token_create(database_url, "--name", "refund-bot", "--role", "agent")
         alice = await token_create(
             database_url, "--name", "alice", "--role", "reviewer", "--queue", "payments"
         )
         await propose_review_decide(readme, ops=ops, agent=agent, alice=alice)
-        await readme.ready()
+        proposal_id = readme.values["the proposal id"]
+        delivered.append(proposal_id)
+        await readme.applied(ops, proposal_id)
+        await receiver_printed(
+            output, f"POST /hooks/refunds webhook-id=msg_{proposal_id} attempt=1 signature verified"
+        )
+
+
+async def _from_a_shell(readme: Readme, shell: Shell, delivered: list[str]) -> None:
+    text = section(README.read_text(), "### See an approved action arrive (embedded default)")
+    setup, receiving, propose_and_approve = sh_blocks(text)
+    for command in commands(setup):
+        data = await shell.run(command)
+        if data and "createQueue" in data:
+            shell.values["queue id"] = data["createQueue"]["id"]
+        elif data and "registerTarget" in data:
+            shell.values["target id"] = data["registerTarget"]["target"]["id"]
+            shell.values["signing secret"] = data["registerTarget"]["signingSecret"]
+    assert {"queue id", "target id", "signing secret"} <= set(shell.values)
+    [receiver] = commands(receiving)
+    with shell.background(receiver) as output:
+        for command in commands(propose_and_approve):
+            data = await shell.run(command)
+            if data and "proposeAction" in data:
+                proposal = data["proposeAction"]["proposal"]
+                shell.values["proposal id"] = proposal["id"]
+                shell.values["payload digest"] = proposal["payloadDigest"]
+                delivered.append(proposal["id"])
+            elif data and "decideProposal" in data:
+                assert data == {"decideProposal": {"proposal": {"state": "QUEUED"}}}
+        proposal_id = shell.values["proposal id"]
+        await readme.applied(shell.env["ADMIN"], proposal_id)  # the token the shell made
+        await receiver_printed(
+            output, f"POST /returns webhook-id=msg_{proposal_id} attempt=1 signature verified"
+        )
+        assert '"operation_key": "refund-42"' in printed(output)
+
+
+async def receiver_printed(output: IO[str], line: str) -> None:
+    deadline = time.monotonic() + EVENTS_WITHIN
+    while line not in printed(output):
+        assert time.monotonic() < deadline, (
+            f"the receiver did not print {line!r}:\n{printed(output)}"
+        )
+        await asyncio.sleep(0.1)
 
 
 def readme_policy() -> dict[str, Any]:
@@ -393,7 +501,7 @@ async def test_watching_a_queue_as_printed_while_the_example_runs(
 ) -> None:
     server = await serve()
     # "Watch a queue in GraphiQL", step 1: an operator, the queue, a reviewer of it.
-    ops = await token_create(database_url, "--name", "ops", "--role", "operator")
+    ops = await token_create(database_url, "--name", "ops", "--role", "admin")
     async with Readme.against(server) as readme:
         await create_queue_and_target(readme, ops)
         alice = await token_create(
@@ -641,4 +749,11 @@ async def test_the_queue_owners_section_runs_as_printed(
         )
         assert decided.status_code == 200, decided.text
         assert (await readme.http.get(link["path"])).status_code == 410
+        personal = (await readme.run("addNotificationChannel#2", world.admin))["channel"]
+        assert personal == {
+            "id": personal["id"],
+            "kind": "SLACK",
+            "reviewerId": readme.values["the reviewer id"],
+            "approvalLinkTtlSeconds": 7200,
+        }
         await readme.ready()

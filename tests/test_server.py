@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import httpx
@@ -120,3 +121,45 @@ def test_token_create_refuses_an_unknown_queue_cleanly(
     assert result.returncode == 2
     assert result.stderr.strip() == "error: No queue with slug nowhere."
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("command", "database", "redis", "says"),
+    [
+        (
+            "serve",
+            "postgresql://postgres:hunter2@127.0.0.1:{port}/signoff",
+            None,
+            "error: cannot reach the database at postgresql+psycopg://postgres:***@127.0.0.1:",
+        ),
+        (
+            "migrate",
+            "sqlite+aiosqlite:///{tmp}/no/such/folder/signoff.db",
+            None,
+            "folder",
+        ),
+        (
+            "worker",
+            "sqlite+aiosqlite:///{tmp}/signoff.db",
+            "redis://:hunter2@127.0.0.1:{port}/0",
+            "error: cannot reach Redis at redis://:***@127.0.0.1:",
+        ),
+    ],
+)
+def test_a_service_that_is_not_there_is_named_in_one_line(
+    tmp_path: Any, command: str, database: str, redis: str | None, says: str
+) -> None:
+    port = _closed_port()
+    extra = {"SIGNOFF_REDIS_URL": redis.format(port=port)} if redis else {}
+    env = signoff_env(database.format(port=port, tmp=tmp_path), **extra)
+    result = run_cli(command, env=env)
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and says in last, result.stderr
+    assert "Traceback" not in result.stderr and "hunter2" not in result.stderr

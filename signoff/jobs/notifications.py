@@ -1,21 +1,42 @@
-"""The notification job: claim due notifications, send them with no transaction open, record
-each outcome (docs/design.md section 5.6)."""
+"""The notification jobs: claim due notifications, send them with no transaction open, record
+each outcome (docs/design.md section 5.6).
+
+``send_one_notification`` (the arq job ``send_notification``) is enqueued for each
+notification after the transaction that wrote it commits, and again for each retry at
+its time, so a notification goes out at once (the in-process runner instead wakes one
+sender that runs ``send_notifications``);
+``send_notifications`` runs every sweep interval and sends whatever those jobs missed (a
+lost enqueue, a sender that died). Both claim by compare-and-set: a notification is sent
+once per attempt whichever job gets there first.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
-from signoff.jobs.context import services_of
+from signoff.jobs.context import Services, services_of
 from signoff.resolvers.notifications import claim_notifications, record_attempt, send_notification
 
 
 async def send_notifications(ctx: dict[str, Any]) -> int:
     """Cron: send every notification that is due (or whose sender died); returns how many
     were attempted."""
-    services = services_of(ctx)
+    return await _send(services_of(ctx))
+
+
+async def send_one_notification(ctx: dict[str, Any], notification_id: str) -> int:
+    """Job: send this notification's attempt if it is due and nobody else has it; returns
+    1 if it was attempted here, else 0."""
+    return await _send(services_of(ctx), only=[notification_id])
+
+
+async def _send(services: Services, only: Sequence[str] | None = None) -> int:
     async with services.work() as work:
-        outgoing = await claim_notifications(work)
+        outgoing = await claim_notifications(
+            work, public_url=services.settings.public_base_url, only=only
+        )
     errors = await asyncio.gather(*(send_notification(services.http, o) for o in outgoing))
     for notification, error_code in zip(outgoing, errors, strict=True):
         async with services.work() as work:

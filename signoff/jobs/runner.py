@@ -3,7 +3,8 @@
 It runs the same ``Dispatcher`` and the same periodic sweeps as the arq worker, with
 the same ``ctx``; only the transport of delivery jobs differs: an attempt due now wakes
 the dispatcher at once, one due later wakes it by a timer of this event loop (one per
-job id, so an attempt already waiting is not scheduled twice).
+job id, so an attempt already waiting is not scheduled twice). Notifications likewise
+wake one sender of this process, which sends what is due in batches.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from typing import Any
 
 from signoff import clock
 from signoff.config import Settings
-from signoff.constants import DRAFT_RETENTION_INTERVAL_SECONDS, WORKER_STOP_GRACE_SECONDS
+from signoff.constants import (
+    DRAFT_RETENTION_INTERVAL_SECONDS,
+    NOTIFICATION_BATCH_SIZE,
+    WORKER_STOP_GRACE_SECONDS,
+)
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.delivery import (
     DISPATCHER_KEY,
@@ -29,7 +34,7 @@ from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.notifications import send_notifications
 from signoff.jobs.reconciliation import run_reconciliation
-from signoff.resolvers.work import WorkMaker, delivery_job_id
+from signoff.resolvers.work import WorkMaker, delivery_job_id, notification_job_id
 
 logger = logging.getLogger("signoff.jobs.runner")
 
@@ -44,6 +49,7 @@ class InProcessJobs:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[Any]] = set()
+        self._notifications_due = asyncio.Event()
 
     async def enqueue_delivery(
         self, proposal_id: str, attempt: int, at: datetime | None = None
@@ -57,6 +63,35 @@ class InProcessJobs:
             self._timers[job_id] = asyncio.get_running_loop().call_later(
                 delay, self._release, job_id
             )
+
+    async def enqueue_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """Wake this process's notification sender now, or by a timer at a retry's time."""
+        delay = 0.0 if at is None else (at - clock.now()).total_seconds()
+        if delay <= 0:
+            self._notifications_due.set()
+            return
+        job_id = notification_job_id(notification_id, attempt)
+        if job_id not in self._timers:
+            self._timers[job_id] = asyncio.get_running_loop().call_later(
+                delay, self._release_notifications, job_id
+            )
+
+    def _release_notifications(self, job_id: str) -> None:
+        self._timers.pop(job_id, None)
+        self._notifications_due.set()
+
+    async def _send_notifications_when_woken(self) -> None:
+        """One sender for this process: woken when notifications are written or a retry
+        comes due, it sends what is due (a burst goes in batches, not a task each) until a
+        batch comes back short."""
+        while True:
+            await self._notifications_due.wait()
+            self._notifications_due.clear()
+            sent = await self._run(send_notifications.__name__, send_notifications(self.ctx))
+            if sent == NOTIFICATION_BATCH_SIZE:
+                self._notifications_due.set()  # a full batch: more may be waiting
 
     def _release(self, job_id: str) -> None:
         self._timers.pop(job_id, None)
@@ -91,6 +126,7 @@ class InProcessJobs:
                 self._every(self.settings.reconcile_interval_seconds, run_reconciliation)
             )
         )
+        self._tasks.append(asyncio.create_task(self._send_notifications_when_woken()))
         self._tasks.append(
             asyncio.create_task(self._every(DRAFT_RETENTION_INTERVAL_SECONDS, run_draft_retention))
         )
@@ -119,17 +155,19 @@ class InProcessJobs:
         if isinstance(services, Services):
             await services.http.close()
 
-    async def _run(self, name: str, job: Awaitable[Any]) -> None:
-        """Run one job to its end even if the loop awaiting it is cancelled by ``stop``."""
+    async def _run(self, name: str, job: Awaitable[Any]) -> Any:
+        """Run one job to its end even if the loop awaiting it is cancelled by ``stop``;
+        returns its result (``None`` if it failed)."""
         task = asyncio.ensure_future(job)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         try:
-            await asyncio.shield(task)
+            return await asyncio.shield(task)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             logger.error("job %s failed: %s", name, type(exc).__name__)
+            return None
 
     async def _every(
         self, seconds: float, *jobs: Callable[[dict[str, Any]], Awaitable[int]]

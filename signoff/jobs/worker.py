@@ -27,6 +27,7 @@ from signoff.constants import (
     DELIVER_JOB,
     DRAFT_RETENTION_INTERVAL_SECONDS,
     JOB_TIMEOUT_SECONDS,
+    NOTIFY_JOB,
     RECONCILE_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
     WORKER_POLL_DELAY_SECONDS,
@@ -47,12 +48,17 @@ from signoff.jobs.delivery import (
 )
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
-from signoff.jobs.notifications import send_notifications
+from signoff.jobs.notifications import send_notifications, send_one_notification
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.outages import Outage
 from signoff.resolvers.key_check import verify_secret_key
 from signoff.resolvers.work import Services as WorkServices
-from signoff.resolvers.work import WorkMaker, delivery_job_id, wake_job_id
+from signoff.resolvers.work import (
+    WorkMaker,
+    delivery_job_id,
+    notification_job_id,
+    wake_job_id,
+)
 
 logger = logging.getLogger("signoff.jobs")
 
@@ -65,6 +71,7 @@ class ArqJobs:
     (``wake_job_id``), enqueued once per bucket by this process; a delivery due later is a
     job of its own per attempt, so a retry is never mistaken for a duplicate of an attempt
     that already ran. Either job only wakes a worker's dispatcher, which claims what is due.
+    A notification is a job per attempt (``notification_job_id``) that sends it.
     """
 
     def __init__(self, settings: Settings, redis: ArqRedis | None = None) -> None:
@@ -108,6 +115,25 @@ class ArqJobs:
                 _job_id=job_id,
                 _queue_name=self.settings.arq_queue,
                 _defer_until=at,
+            )
+        except REDIS_DOWN as exc:
+            self.outage.failed(type(exc).__name__)
+            return
+        self.outage.answered()
+
+    async def enqueue_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """A job per attempt, enqueued after commit (deferred to a retry's time); while Redis
+        is away the notification waits in the database for the periodic job."""
+        assert self.redis is not None, "ArqJobs.start() first"
+        try:
+            await self.redis.enqueue_job(
+                NOTIFY_JOB,
+                notification_id,
+                _job_id=notification_job_id(notification_id, attempt),
+                _queue_name=self.settings.arq_queue,
+                _defer_until=at if at is not None and at > clock.now() else None,
             )
         except REDIS_DOWN as exc:
             self.outage.failed(type(exc).__name__)
@@ -287,7 +313,8 @@ class WorkerSettings:
     """``arq signoff.jobs.worker.WorkerSettings`` works too; ``signoff worker`` is preferred."""
 
     functions: ClassVar[list[Function]] = [
-        func(logged(deliver_proposal), name=DELIVER_JOB, keep_result=0)
+        func(logged(deliver_proposal), name=DELIVER_JOB, keep_result=0),
+        func(logged(send_one_notification), name=NOTIFY_JOB, keep_result=0),
     ]
     cron_jobs: ClassVar[list[CronJob]] = sweeps(10, ARQ_QUEUE_DEFAULT)
     on_startup = startup

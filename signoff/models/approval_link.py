@@ -31,6 +31,9 @@ class ApprovalLink(SQLModel, table=True):
     state: ApprovalLinkState = enum_field(ApprovalLinkState.ACTIVE)
     version: int = version_field()
     expires_at: datetime = time_field()
+    # Links sent in a notification: ``created_by_id`` is whoever added the channel, and
+    # the notification is named so that a resend revokes the link sent before.
     created_by_id: str = fk_field("actors.id", index=False)
+    notification_id: str | None = fk_field("notifications.id", nullable=True)
     created_at: datetime = time_field(default_now=True)
     used_at: datetime | None = time_field(nullable=True)

@@ -33,7 +33,6 @@ class ChangeKind(StrEnum):
     PROPOSAL_FAILED = "proposal.failed"
     PROPOSAL_REQUEUED = "proposal.requeued"
     PROPOSAL_LEASE_RELEASED = "proposal.lease_released"
-    PROPOSAL_CANCELLED = "proposal.cancelled"
     PROPOSAL_EXPIRED = "proposal.expired"
     PROPOSAL_ESCALATED = "proposal.escalated"
     PROPOSAL_COMPENSATION_REQUIRED = "proposal.compensation_required"

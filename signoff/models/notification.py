@@ -45,6 +45,12 @@ class NotificationChannel(SQLModel, table=True):
     )
     # Whether notifications carry the proposal's payload; by default they never do.
     include_payload: bool = False
+    # A channel addressed to one reviewer (a personal Slack webhook, a mail relay for one
+    # person); only such a channel may carry approval links, and only for that reviewer.
+    reviewer_id: str | None = fk_field("actors.id", nullable=True, index=False)
+    # Set: each notification of an approval task carries a single-use approval link for
+    # ``reviewer_id``, made when it is sent and valid this long (docs/design.md section 5.6).
+    link_ttl_seconds: int | None = None
     created_by_id: str = fk_field("actors.id", index=False)
     created_at: datetime = time_field(default_now=True)
 

@@ -11,10 +11,8 @@ same transaction as the decision, so it decides at most once.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -27,52 +25,36 @@ from signoff.constants import (
     REASON_MIN_CHARS,
 )
 from signoff.errors import (
-    AlreadyDecided,
     ApprovalLinkUnusable,
-    NotAwaitingApproval,
     NotFound,
     PayloadDigestMismatch,
-    SelfApprovalForbidden,
     SignoffError,
     ValidationFailed,
 )
 from signoff.models import (
     APPROVAL_KIND,
     Actor,
-    Approval,
     ApprovalLink,
     ApprovalLinkState,
     Decision,
     HumanTask,
     Proposal,
-    ProposalState,
-    QueueMembership,
     Role,
     Target,
 )
 from signoff.resolvers import lifecycles
-from signoff.resolvers.access import Viewer, require_reviewer_of, require_role
+from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.approvals import DecideResult, apply_decision
 from signoff.resolvers.lifecycles import APPROVAL_LINK
-from signoff.resolvers.transitions import Happening, record
+from signoff.resolvers.link_minting import (
+    CreatedLink,
+    hash_link_token,
+    mint_link,
+    require_may_decide,
+    reviewer_as_now,
+)
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text, require_range
-
-LINK_PATH = "/links/{token}"
-
-
-def hash_link_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class CreatedLink:
-    link: ApprovalLink
-    token: str  # shown once
-
-    @property
-    def path(self) -> str:
-        return LINK_PATH.format(token=self.token)
 
 
 async def create_approval_link(
@@ -104,38 +86,18 @@ async def create_approval_link(
     proposal = await session.get(Proposal, task.proposal_id)
     assert proposal is not None  # approval tasks always point at their proposal
     reviewer = await reviewer_as_now(session, reviewer_id)
-    await _require_may_decide(session, reviewer, proposal, now)
-    token = secrets.token_urlsafe(32)
-    link = ApprovalLink(
-        token_hash=hash_link_token(token),
-        task_id=task.id,
-        proposal_id=proposal.id,
-        reviewer_id=reviewer.id,
-        payload_digest=proposal.payload_digest,
-        expires_at=min(now + timedelta(seconds=ttl), proposal.expires_at),
-        created_by_id=viewer.id,
-        created_at=now,
-    )
-    session.add(link)
-    await session.flush()
-    record(
+    await require_may_decide(session, reviewer, proposal, now)
+    created = await mint_link(
         work,
-        Happening(
-            entity_type="approval_link",
-            entity_id=link.id,
-            actor_id=viewer.id,
-            action="approval_link.created",
-            details={
-                "task_id": task.id,
-                "proposal_id": proposal.id,
-                "reviewer_id": reviewer.id,
-                "payload_digest": link.payload_digest,
-                "expires_at": link.expires_at.isoformat(),
-            },
-        ),
+        task=task,
+        proposal=proposal,
+        reviewer_id=reviewer.id,
+        ttl_seconds=ttl,
+        created_by_id=viewer.id,
+        actor_id=viewer.id,
     )
     await work.commit()
-    return CreatedLink(link, token)
+    return created
 
 
 async def revoke_approval_link(*, work: UnitOfWork, viewer: Viewer, link_id: str) -> ApprovalLink:
@@ -152,34 +114,6 @@ async def revoke_approval_link(*, work: UnitOfWork, viewer: Viewer, link_id: str
         raise ApprovalLinkUnusable(f"The link is already {state.lower()}.", reason=state)
     await work.commit()
     return revoked
-
-
-async def reviewer_as_now(session: AsyncSession, actor_id: str) -> Viewer:
-    """The reviewer with their queue memberships as they stand now."""
-    actor = await session.get(Actor, actor_id)
-    if actor is None:
-        raise NotFound("No such actor.", field="reviewerId")
-    queues = await session.exec(
-        select(QueueMembership.queue_id).where(QueueMembership.actor_id == actor_id)
-    )
-    return Viewer(actor=actor, queue_ids=frozenset(queues.all()))
-
-
-async def _require_may_decide(
-    session: AsyncSession, reviewer: Viewer, proposal: Proposal, now: datetime
-) -> None:
-    require_reviewer_of(reviewer, proposal.queue_id)
-    if proposal.state != ProposalState.APPROVAL_REQUIRED or proposal.expires_at <= now:
-        raise NotAwaitingApproval("The proposal is not waiting for approval.")
-    if proposal.proposed_by_id == reviewer.id:
-        raise SelfApprovalForbidden("The reviewer proposed this action.")
-    decided = await session.exec(
-        select(Approval.id).where(
-            Approval.proposal_id == proposal.id, Approval.approver_id == reviewer.id
-        )
-    )
-    if decided.first() is not None:
-        raise AlreadyDecided("The reviewer has already decided this proposal.")
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,22 @@ later with the deliveries' backoff, or after ``NOTIFICATION_MAX_ATTEMPTS`` faile
 made an incident. Channels are added in ``signoff.resolvers.notification_channels``. A
 notification carries the task's title, due time and digest, never
 the proposal's payload unless the channel was added with ``includePayload``.
+
+Each notification is also enqueued as a job of its own after commit, so it goes out at
+once; the periodic job is the safety net. A channel addressed to a reviewer with
+``link_ttl_seconds`` gets a single-use approval link for that reviewer in each
+notification of an approval task: made as the attempt is claimed (the links the channel
+sent before for that task are revoked), its token only in memory and in the request sent,
+never in the outbox row.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -34,6 +42,7 @@ from signoff.constants import (
 from signoff.delivery import Jitter, backoff_seconds
 from signoff.digest import canonical_json
 from signoff.models import (
+    Actor,
     ChannelKind,
     HumanTask,
     Notification,
@@ -45,6 +54,7 @@ from signoff.models import (
 from signoff.resolvers import lifecycles
 from signoff.resolvers.incidents import announce_occurrence, upsert_incident
 from signoff.resolvers.lifecycles import NOTIFICATION
+from signoff.resolvers.link_minting import CreatedLink, link_for_notification
 from signoff.resolvers.work import UnitOfWork
 from signoff.webhooks import sign
 
@@ -54,6 +64,7 @@ HEADLINES = {
     "task.due_soon": "Due soon",
     "task.escalated": "Escalated to this queue",
 }
+LINK_LABEL = "Review and decide"
 
 
 async def notify(work: UnitOfWork, task: HumanTask, event: str) -> int:
@@ -69,20 +80,23 @@ async def notify(work: UnitOfWork, task: HumanTask, event: str) -> int:
     queue = await work.session.get(Queue, task.queue_id)
     assert queue is not None  # tasks reference their queue
     now = work.now()
-    for channel in channels:
-        work.session.add(
-            Notification(
-                channel_id=channel.id,
-                queue_id=queue.id,
-                task_id=task.id,
-                event=event,
-                body=notification_body(channel, queue, task, event),
-                next_attempt_at=now,
-                created_at=now,
-            )
+    written = [
+        Notification(
+            channel_id=channel.id,
+            queue_id=queue.id,
+            task_id=task.id,
+            event=event,
+            body=notification_body(channel, queue, task, event),
+            next_attempt_at=now,
+            created_at=now,
         )
+        for channel in channels
+    ]
+    work.session.add_all(written)
     await work.session.flush()
-    return len(channels)
+    for notification in written:
+        work.schedule_notification(notification.id, 1)
+    return len(written)
 
 
 def notification_body(
@@ -109,6 +123,49 @@ def notification_body(
     return body
 
 
+def with_link(
+    kind: ChannelKind, body: dict[str, Any], url: str, expires_at: datetime, reviewer: Actor
+) -> dict[str, Any]:
+    """``body`` with an approval link: a field of the JSON document, or a Slack button (and
+    the URL in the text, for clients that show no buttons)."""
+    expires = expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if kind is ChannelKind.SLACK:
+        text = str(body["text"])
+        return {
+            "text": f"{text}\n<{url}|{LINK_LABEL}> (once, as {reviewer.name}, until {expires})",
+            "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+                {
+                    "type": "actions",
+                    "elements": [
+                        {
+                            "type": "button",
+                            "text": {"type": "plain_text", "text": LINK_LABEL},
+                            "url": url,
+                        }
+                    ],
+                },
+                {
+                    "type": "context",
+                    "elements": [
+                        {
+                            "type": "mrkdwn",
+                            "text": f"Single use, as {reviewer.name}, until {expires}. "
+                            "Opening it decides nothing.",
+                        }
+                    ],
+                },
+            ],
+        }
+    return body | {
+        "approval_link": {
+            "url": url,
+            "expires_at": expires,
+            "reviewer": {"id": reviewer.id, "name": reviewer.name},
+        }
+    }
+
+
 @dataclass(frozen=True)
 class Outgoing:
     """One claimed notification, with what sending it needs (no database)."""
@@ -118,7 +175,7 @@ class Outgoing:
     kind: ChannelKind
     url: str
     secret: str | None
-    body: dict[str, Any]
+    body: dict[str, Any]  # as sent: with the approval link, if one was made
 
 
 def _due(now: Any) -> Any:
@@ -130,10 +187,15 @@ def _due(now: Any) -> Any:
 
 
 async def claim_notifications(
-    work: UnitOfWork, *, limit: int = NOTIFICATION_BATCH_SIZE
+    work: UnitOfWork,
+    *,
+    public_url: str,
+    limit: int = NOTIFICATION_BATCH_SIZE,
+    only: Sequence[str] | None = None,
 ) -> list[Outgoing]:
-    """Take a lease on due notifications (and ones whose sender died), oldest first, and
-    commit; each attempt is counted as it is claimed."""
+    """Take a lease on due notifications (and ones whose sender died), oldest first, or on
+    those of ``only`` that are due, and commit; each attempt is counted as it is claimed,
+    and each approval link it carries is made (``public_url`` starts its URL)."""
     now = work.now()
     chosen = (
         select(Notification.id)
@@ -141,6 +203,8 @@ async def claim_notifications(
         .order_by(col(Notification.next_attempt_at), col(Notification.id))
         .limit(limit)
     )
+    if only is not None:
+        chosen = chosen.where(col(Notification.id).in_(list(only)))
     claimed = await NOTIFICATION.move_where(
         work,
         lifecycles.START_SENDING,
@@ -166,20 +230,42 @@ async def claim_notifications(
     outgoing = []
     for notification in claimed:
         channel = channels[notification.channel_id]
+        kind = ChannelKind(channel.kind)
+        body, link = notification.body, await _link(work, notification, channel)
+        if link is not None:
+            reviewer = await work.session.get(Actor, link.link.reviewer_id)
+            assert reviewer is not None
+            body = with_link(kind, body, public_url + link.path, link.link.expires_at, reviewer)
         outgoing.append(
             Outgoing(
                 id=notification.id,
                 attempt=notification.attempt_count,
-                kind=ChannelKind(channel.kind),
+                kind=kind,
                 url=channel.url,
                 secret=None
                 if channel.signing_secret is None
                 else work.sealer.open(channel.signing_secret),
-                body=notification.body,
+                body=body,
             )
         )
     await work.commit()
     return outgoing
+
+
+async def _link(
+    work: UnitOfWork, notification: Notification, channel: NotificationChannel
+) -> CreatedLink | None:
+    if channel.reviewer_id is None or channel.link_ttl_seconds is None:
+        return None
+    return await link_for_notification(
+        work,
+        notification_id=notification.id,
+        channel_id=channel.id,
+        task_id=notification.task_id,
+        reviewer_id=channel.reviewer_id,
+        ttl_seconds=channel.link_ttl_seconds,
+        created_by_id=channel.created_by_id,
+    )
 
 
 async def send_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> str | None:
@@ -229,6 +315,8 @@ async def record_attempt(
         values={**values, "lease_expires_at": None, "last_error_code": error_code},
         details={"attempt": outgoing.attempt, "error_code": error_code},
     )
+    if moved is not None and edge is lifecycles.SEND_LATER:
+        work.schedule_notification(moved.id, outgoing.attempt + 1, values["next_attempt_at"])
     if moved is not None and edge is lifecycles.GIVE_UP_SENDING:
         incident_id = await upsert_incident(
             work,

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
-from signoff.constants import DELIVER_JOB_ID, WAKE_BUCKET_SECONDS, WAKE_JOB_ID
+from signoff.constants import DELIVER_JOB_ID, NOTIFY_JOB_ID, WAKE_BUCKET_SECONDS, WAKE_JOB_ID
 from signoff.database import SessionMaker
 from signoff.sealing import Sealer
 
@@ -33,12 +33,18 @@ AfterCommit = Callable[[], Awaitable[None]]
 
 
 class JobQueue(Protocol):
-    """Where delivery work is scheduled: arq on Redis, or the in-process runner."""
+    """Where delivery and notification work is scheduled: arq on Redis, or the in-process
+    runner."""
 
     async def enqueue_delivery(
         self, proposal_id: str, attempt: int, at: datetime | None = None
     ) -> None:
         """Schedule delivery attempt ``attempt`` of a proposal, at ``at`` or now."""
+
+    async def enqueue_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """Send attempt ``attempt`` of a notification, at ``at`` or now."""
 
 
 class Publisher(Protocol):
@@ -54,6 +60,11 @@ class Publisher(Protocol):
 def delivery_job_id(proposal_id: str, attempt: int) -> str:
     """One job id per attempt: a fixed id would be swallowed by arq's dedup of finished jobs."""
     return DELIVER_JOB_ID.format(proposal_id=proposal_id, attempt=attempt)
+
+
+def notification_job_id(notification_id: str, attempt: int) -> str:
+    """One job per attempt of a notification, as for deliveries."""
+    return NOTIFY_JOB_ID.format(notification_id=notification_id, attempt=attempt)
 
 
 def wake_job_id(queue: str, moment: float) -> str:
@@ -107,6 +118,20 @@ class UnitOfWork:
 
         async def enqueue() -> None:
             await jobs.enqueue_delivery(proposal_id, attempt, at)
+
+        self.after_commit(enqueue)
+
+    def schedule_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """Send a notification's attempt once the transaction that wrote it has committed
+        (the periodic ``send_notifications`` finds it anyway, one sweep later)."""
+        jobs = self.services.jobs
+        if jobs is None:
+            return
+
+        async def enqueue() -> None:
+            await jobs.enqueue_notification(notification_id, attempt, at)
 
         self.after_commit(enqueue)
 

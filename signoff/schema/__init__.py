@@ -3,33 +3,21 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import strawberry
 from graphql.error import GraphQLError
-from strawberry.extensions import MaxTokensLimiter, ParserCache, SchemaExtension
+from strawberry.extensions import ParserCache
 from strawberry.types.execution import ExecutionContext
 
 from signoff.constants import QUERY_MAX_TOKENS
-from signoff.schema.context import Context
 from signoff.schema.errors import ErrorMapping
-from signoff.schema.metrics import CountOperations
 from signoff.schema.mutation import Mutation
+from signoff.schema.operation import FinishOperation
 from signoff.schema.query import Query
-from signoff.schema.request_log import NoteRequest
 from signoff.schema.subscription import Subscription
 from signoff.schema.validation import CheckedValidation
-
-
-class CloseSession(SchemaExtension):
-    """Return the request's database connection to the pool when the operation ends."""
-
-    async def on_operation(self) -> AsyncIterator[None]:
-        yield
-        context = self.execution_context.context
-        if isinstance(context, Context):
-            await context.close()
 
 
 class CachedParse(ParserCache):
@@ -39,10 +27,14 @@ class CachedParse(ParserCache):
     the operation's extensions and reaches the client without ``ErrorMapping`` (no
     code). A document that fails here is left to Strawberry's own parse, whose error
     goes through ``ErrorMapping`` like any other.
+
+    It also bounds the document's tokens (what Strawberry's ``MaxTokensLimiter`` does in
+    a hook of its own), for this parse and Strawberry's.
     """
 
     def on_parse(self) -> Iterator[None]:
         context = self.execution_context
+        context.parse_options["max_tokens"] = QUERY_MAX_TOKENS
         with contextlib.suppress(GraphQLError, RecursionError):
             context.graphql_document = self.cached_parse_document(
                 context.query, **context.parse_options
@@ -65,12 +57,9 @@ def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Sche
         mutation=Mutation,
         subscription=Subscription,
         extensions=[
-            CloseSession,
-            CountOperations,
-            lambda: MaxTokensLimiter(max_token_count=QUERY_MAX_TOKENS),
+            FinishOperation,
             lambda: CachedParse(maxsize=256),
             lambda: CheckedValidation(introspection),
-            NoteRequest,
             ErrorMapping,
         ],
         **extra,

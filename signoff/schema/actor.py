@@ -9,13 +9,14 @@ import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.schema.node import Node
 
 if TYPE_CHECKING:
     from signoff.schema.queue import Queue
 
 
 @strawberry.type(description="A person, agent or integration.")
-class Actor:
+class Actor(Node):
     id: strawberry.ID
     name: str
     role: models.Role

@@ -8,6 +8,7 @@ import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.schema.node import Node
 
 
 @strawberry.input
@@ -25,7 +26,7 @@ class RevokeApprovalLinkInput:
 
 
 @strawberry.type(description="A single-use link for one reviewer to decide one digest.")
-class ApprovalLink:
+class ApprovalLink(Node):
     id: strawberry.ID
     state: models.ApprovalLinkState
     payload_digest: str

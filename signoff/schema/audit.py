@@ -9,10 +9,11 @@ from strawberry.scalars import JSON
 
 from signoff import models
 from signoff.schema.actor import Actor, load_actor
+from signoff.schema.node import Node
 
 
 @strawberry.type(description="Who did what to which object, and when.")
-class AuditEvent:
+class AuditEvent(Node):
     id: strawberry.ID
     action: str
     target_type: str

@@ -8,6 +8,7 @@ import strawberry
 
 from signoff import models
 from signoff.schema.actor import Actor, load_actor
+from signoff.schema.node import Node
 from signoff.schema.task import HumanTask
 
 
@@ -43,7 +44,7 @@ class SetDelegateInput:
 
 
 @strawberry.type(description="Who takes the tasks offered to a reviewer while they are away.")
-class Delegation:
+class Delegation(Node):
     id: strawberry.ID
     starts_at: datetime
     ends_at: datetime

@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 from signoff import models
 from signoff.resolvers.results import ResultStatus
+from signoff.schema.node import Node
 
 if TYPE_CHECKING:
     from signoff.schema.proposal import Proposal
@@ -22,7 +23,7 @@ strawberry.enum(ResultStatus, name="ResultStatus")
 
 
 @strawberry.type(description="One HTTP attempt to deliver a proposal. Digests, never bodies.")
-class DeliveryAttempt:
+class DeliveryAttempt(Node):
     id: strawberry.ID
     attempt_number: int
     response_class: models.ResponseClass

@@ -9,6 +9,7 @@ from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.schema.node import Node
 
 
 @strawberry.type(description="The reservation: the one operation key, for the reviewed values.")
@@ -23,7 +24,7 @@ class Reservation:
         "dispatched once by the executor."
     )
 )
-class Draft:
+class Draft(Node):
     id: strawberry.ID
     status: models.DraftStatus
     revision: int = strawberry.field(description="Send it back as expectedRevision.")

@@ -15,7 +15,7 @@ from signoff.resolvers.draft_reads import DraftReference as DraftReferenceRow
 @strawberry.type(
     description=(
         "A draft without its values, so a long session lists cheaply; read the draft "
-        "itself with `draft(id, sessionId)`."
+        "itself with `draft(id, sessionId)` or `node(id)`: `id` is the draft's own."
     )
 )
 class DraftReference:

@@ -23,7 +23,7 @@ LazyProposal = Annotated["Proposal", strawberry.lazy("signoff.schema.proposal")]
 
 
 @strawberry.type(description="One occurrence of delivery giving up; it counts towards an incident.")
-class DeadLetter:
+class DeadLetter(Node):
     id: strawberry.ID
     incident_id: strawberry.ID
     job_type: str
@@ -50,7 +50,7 @@ class DeadLetter:
 
 
 @strawberry.type(description="A repair made by an operator or a reconciliation run.")
-class RepairAction:
+class RepairAction(Node):
     id: strawberry.ID
     action_type: str
     entity_type: str

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from graphql.error import GraphQLError
-from strawberry.extensions import SchemaExtension
+from strawberry.types import ExecutionContext
 
 from signoff import metrics
 from signoff.errors import INTERNAL
@@ -13,18 +11,15 @@ from signoff.errors import INTERNAL
 UNKNOWN_OPERATION = "unknown"
 
 
-class CountOperations(SchemaExtension):
-    """Listed before ``ErrorMapping``, so it leaves last and counts the codes as sent."""
-
-    def on_operation(self) -> Iterator[None]:
-        yield
-        context = self.execution_context
-        try:
-            operation = context.operation_type.value
-        except Exception:  # no document (a syntax error) or no such operation name
-            operation = UNKNOWN_OPERATION
-        errors: list[GraphQLError] = getattr(context.result, "errors", None) or []
-        metrics.observe_graphql(operation, (_code(error) for error in errors))
+def count_operation(context: ExecutionContext) -> None:
+    """Count a finished operation and the codes of the errors it was answered with (run
+    after ``ErrorMapping``, so these are the codes as sent)."""
+    try:
+        operation = context.operation_type.value
+    except Exception:  # no document (a syntax error) or no such operation name
+        operation = UNKNOWN_OPERATION
+    errors: list[GraphQLError] = getattr(context.result, "errors", None) or []
+    metrics.observe_graphql(operation, (_code(error) for error in errors))
 
 
 def _code(error: GraphQLError) -> str:

@@ -157,6 +157,8 @@ class Mutation:
             kind=input.kind,
             url=input.url,
             include_payload=input.include_payload,
+            reviewer_id=input.reviewer_id,
+            link_ttl_seconds=input.approval_link_ttl_seconds,
         )
         return AddNotificationChannelPayload(
             channel=NotificationChannel.from_model(added.channel),

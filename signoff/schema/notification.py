@@ -8,6 +8,7 @@ import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.schema.node import Node
 
 
 @strawberry.input
@@ -20,14 +21,31 @@ class AddNotificationChannelInput:
     include_payload: bool = strawberry.field(
         default=False, description="Send the proposal's payload too (default: never)."
     )
+    reviewer_id: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="Address the channel to one reviewer of the queue (a personal Slack "
+        "webhook, a mail relay for one person); needed for approval links.",
+    )
+    approval_link_ttl_seconds: int | None = strawberry.field(
+        default=None,
+        description="Put a single-use approval link for the channel's reviewer in each "
+        "notification of an approval task, valid this long (60 s to 72 h; never past the "
+        "proposal's deadline). Default: no links.",
+    )
 
 
 @strawberry.type(description="Where a queue's notifications go.")
-class NotificationChannel:
+class NotificationChannel(Node):
     id: strawberry.ID
     kind: models.ChannelKind
     url: str
     include_payload: bool
+    reviewer_id: strawberry.ID | None = strawberry.field(
+        description="The one reviewer this channel is addressed to, if any."
+    )
+    approval_link_ttl_seconds: int | None = strawberry.field(
+        description="Notifications carry an approval link for the reviewer, valid this long."
+    )
     created_at: datetime
 
     @classmethod
@@ -37,6 +55,8 @@ class NotificationChannel:
             kind=models.ChannelKind(channel.kind),
             url=channel.url,
             include_payload=channel.include_payload,
+            reviewer_id=None if channel.reviewer_id is None else strawberry.ID(channel.reviewer_id),
+            approval_link_ttl_seconds=channel.link_ttl_seconds,
             created_at=channel.created_at,
         )
 

@@ -8,6 +8,7 @@ import strawberry
 
 from signoff import models
 from signoff.resolvers import operations
+from signoff.schema.node import Node
 
 
 @strawberry.type(
@@ -52,7 +53,7 @@ class ProposalStateCount:
 
 
 @strawberry.type(description="One pass of the periodic reconciliation.")
-class ReconciliationRun:
+class ReconciliationRun(Node):
     id: strawberry.ID
     state: models.ReconciliationState
     scanned_count: int

@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.resolvers.nodes import revision_node_id
 from signoff.schema.actor import Actor, load_actor
 from signoff.schema.deadline import DeadlineOverrideInput, DeadlinePolicy
 from signoff.schema.delivery import DeliveryAttempt
@@ -24,7 +25,7 @@ LazyTask = Annotated["HumanTask", strawberry.lazy("signoff.schema.task")]
 
 
 @strawberry.type(description="One reviewer's decision on a proposal.")
-class Approval:
+class Approval(Node):
     id: strawberry.ID
     decision: models.Decision
     payload_digest: str
@@ -55,7 +56,10 @@ class Approval:
 
 
 @strawberry.type(description="One revision of a proposal's payload: as proposed, or amended.")
-class ProposalRevision:
+class ProposalRevision(Node):
+    id: strawberry.ID = strawberry.field(
+        description="Made of its proposal's id and its number; amending changes no revision's id."
+    )
     revision: int
     digest: str = strawberry.field(description="The payload digest of this revision.")
     payload: JSON
@@ -73,6 +77,7 @@ class ProposalRevision:
     @classmethod
     def from_model(cls, row: models.ProposalRevision) -> ProposalRevision:
         return cls(
+            id=strawberry.ID(revision_node_id(row.proposal_id, row.revision)),
             revision=row.revision,
             digest=row.payload_digest,
             payload=JSON(row.payload),
@@ -158,6 +163,7 @@ class Proposal(Node):
         # Never amended: its one revision is the proposal as it stands.
         return [
             ProposalRevision(
+                id=strawberry.ID(revision_node_id(str(self.id), 1)),
                 revision=1,
                 digest=self.payload_digest,
                 payload=self.payload,

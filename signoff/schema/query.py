@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Callable
+from typing import Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -26,34 +27,51 @@ from signoff.resolvers import (
     tasks,
 )
 from signoff.schema.actor import Actor, Viewer
+from signoff.schema.approval_link import ApprovalLink
 from signoff.schema.approval_policy import PolicySimulation
 from signoff.schema.audit import AuditEvent
 from signoff.schema.bulk_decision import BulkDecisionItemInput, BulkDecisionPreview, items_of
 from signoff.schema.call import call
 from signoff.schema.context import context_of
+from signoff.schema.delegation import Delegation
+from signoff.schema.delivery import DeliveryAttempt
 from signoff.schema.draft import Draft
 from signoff.schema.draft_reference import DraftReference
-from signoff.schema.incident import DeadLetter, Incident
+from signoff.schema.incident import DeadLetter, Incident, RepairAction
 from signoff.schema.node import Node
-from signoff.schema.operations import OperationsSnapshot
+from signoff.schema.notification import NotificationChannel
+from signoff.schema.operations import OperationsSnapshot, ReconciliationRun
 from signoff.schema.pagination import Connection, connection
-from signoff.schema.proposal import Proposal
+from signoff.schema.proposal import Approval, Proposal, ProposalRevision
 from signoff.schema.queue import Queue, QueueStats
 from signoff.schema.target import Target
 from signoff.schema.task import HumanTask
 
+# Each kind of row ``node`` finds, and the GraphQL object for it.
+NODE_TYPES: dict[type[Any], Callable[[Any], Node]] = {
+    models.Proposal: Proposal.from_model,
+    models.HumanTask: HumanTask.from_model,
+    models.Queue: Queue.from_model,
+    models.Target: Target.from_model,
+    models.Incident: Incident.from_model,
+    models.Actor: Actor.from_model,
+    models.Approval: Approval.from_model,
+    models.ApprovalLink: ApprovalLink.from_model,
+    models.AuditEvent: AuditEvent.from_model,
+    models.DeadLetter: DeadLetter.from_model,
+    models.Delegation: Delegation.from_model,
+    models.DeliveryAttempt: DeliveryAttempt.from_model,
+    models.Draft: Draft.from_model,
+    models.NotificationChannel: NotificationChannel.from_model,
+    models.ProposalRevision: ProposalRevision.from_model,
+    models.ReconciliationRun: ReconciliationRun.from_model,
+    models.RepairAction: RepairAction.from_model,
+}
+
 
 def as_node(row: nodes.NodeModel) -> Node:
     """The GraphQL object for a row ``node`` found."""
-    if isinstance(row, models.Proposal):
-        return Proposal.from_model(row)
-    if isinstance(row, models.HumanTask):
-        return HumanTask.from_model(row)
-    if isinstance(row, models.Queue):
-        return Queue.from_model(row)
-    if isinstance(row, models.Target):
-        return Target.from_model(row)
-    return Incident.from_model(row)
+    return NODE_TYPES[type(row)](row)
 
 
 async def _node_or_refusal(result: nodes.NodeModel | SignoffError) -> Node:
@@ -66,8 +84,9 @@ async def _node_or_refusal(result: nodes.NodeModel | SignoffError) -> Node:
 class Query:
     @strawberry.field(
         description=(
-            "Any object by its id alone (Relay): a proposal, task, queue, target or incident, "
-            "under the same rules as its own query. An id no object has is NOT_FOUND."
+            "Any object with an id, by its id alone (Relay), under the same rules as its own "
+            "read path. An id no object has, a malformed one, and an object you may not see "
+            "are all NOT_FOUND."
         )
     )
     async def node(self, info: strawberry.Info, id: strawberry.ID) -> Node:

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from graphql import FieldNode, GraphQLError, OperationDefinitionNode
-from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionContext
 
 from signoff.logs import note
 
 
-class NoteRequest(SchemaExtension):
-    """Listed before ``ErrorMapping``, so it leaves last and notes the code as sent."""
-
-    def on_operation(self) -> Iterator[None]:
-        yield
-        context = self.execution_context
-        errors: list[GraphQLError] = getattr(context.result, "errors", None) or []
-        codes = [(error.extensions or {}).get("code") for error in errors]
-        note(
-            operation=operation_name(context),
-            error_code=next((c for c in codes if isinstance(c, str)), None),
-        )
+def note_operation(context: ExecutionContext) -> None:
+    """Put a finished operation's name and first error code on the request's log line (run
+    after ``ErrorMapping``, so the code is the one sent)."""
+    errors: list[GraphQLError] = getattr(context.result, "errors", None) or []
+    codes = [(error.extensions or {}).get("code") for error in errors]
+    note(
+        operation=operation_name(context),
+        error_code=next((c for c in codes if isinstance(c, str)), None),
+    )
 
 
 def operation_name(context: ExecutionContext) -> str | None:

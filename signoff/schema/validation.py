@@ -15,10 +15,13 @@ from functools import lru_cache
 
 from graphql import ASTValidationRule, DocumentNode, GraphQLError, GraphQLSchema, validate
 from strawberry.extensions import SchemaExtension
+from strawberry.types import ExecutionContext
+from strawberry.types.graphql import OperationType
 
 from signoff.schema.introspection import IntrospectionOffRule
 from signoff.schema.limits import limits_refusal
 from signoff.schema.literals import LiteralsRule
+from signoff.schema.subscription import LiveEventsUnavailable
 
 
 @lru_cache(maxsize=256)
@@ -31,9 +34,20 @@ def _validate(
     return validate(schema, document, [*rules, LiteralsRule])
 
 
+def _subscription_over_http(context: ExecutionContext) -> bool:
+    """A subscription sent as an HTTP request: it has no socket to send its events on."""
+    try:
+        is_subscription = context.operation_type is OperationType.SUBSCRIPTION
+    except Exception:  # no such operation: execution refuses it with its own error
+        return False
+    return is_subscription and getattr(context.context, "connection", None) is None
+
+
 class CheckedValidation(SchemaExtension):
     """Replaces Strawberry's validation (and ``ValidationCache``); with ``introspection=False``
-    also refuses ``__schema`` and ``__type`` (``INTROSPECTION_DISABLED``)."""
+    also refuses ``__schema`` and ``__type`` (``INTROSPECTION_DISABLED``), and a valid
+    subscription sent over HTTP (``SUBSCRIPTIONS_UNAVAILABLE``, not an ``INTERNAL`` from
+    executing it as a query)."""
 
     def __init__(self, introspection: bool = True) -> None:
         self.introspection = introspection
@@ -44,7 +58,9 @@ class CheckedValidation(SchemaExtension):
         rules = tuple(context.validation_rules)
         if not self.introspection:
             rules = (*rules, IntrospectionOffRule)
-        context.pre_execution_errors = _validate(
-            context.schema._schema, context.graphql_document, rules
-        )
+        errors = _validate(context.schema._schema, context.graphql_document, rules)
+        if not errors and _subscription_over_http(context):
+            refusal = LiveEventsUnavailable()
+            errors = [GraphQLError(refusal.message, extensions=refusal.extensions)]
+        context.pre_execution_errors = errors
         yield

@@ -50,6 +50,7 @@ from signoff.constants import (
     WS_CLOSE_TOO_SLOW_REASON,
 )
 from signoff.errors import TooManySubscriptions
+from signoff.persisted import PersistedQueries, Refused
 from signoff.schema.context import Context
 
 logger = logging.getLogger("signoff.websocket")
@@ -271,6 +272,20 @@ def too_many_operations(limit: int) -> GraphQLFormattedError:
     return {"message": refusal.message, "extensions": refusal.extensions}
 
 
+def persisted_document(view: Any, payload: Any) -> str | None:
+    """The document a subscribe message runs under the view's persisted queries (``None``:
+    as sent); raises ``Refused`` as HTTP would, so the allow-list covers websockets too."""
+    queries = getattr(view, "persisted_queries", None)
+    if not isinstance(queries, PersistedQueries) or not isinstance(payload, dict):
+        return None
+    return queries.document(payload)
+
+
+def refused_error(refused: Refused) -> GraphQLFormattedError:
+    """A persisted-query refusal as an operation's error (the socket stays open)."""
+    return {"message": refused.message, "extensions": {"code": refused.code}}
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """graphql-transport-ws, with every send through the connection's writer.
 
@@ -321,6 +336,17 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             error = too_many_operations(limit)
             await self.send_message(ErrorMessage(id=message["id"], type="error", payload=[error]))
             return
+        if self.connection_acknowledged and message["id"] not in self.operations:
+            try:
+                document = persisted_document(self.view, message.get("payload"))
+            except Refused as refused:
+                error = refused_error(refused)
+                await self.send_message(
+                    ErrorMessage(id=message["id"], type="error", payload=[error])
+                )
+                return
+            if document is not None:
+                message["payload"]["query"] = document
         await super().handle_subscribe(message)
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
@@ -353,6 +379,18 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 LegacyErrorMessage(type="error", id=message["id"], payload=payload)
             )
             return
+        if self.connection_acknowledged:
+            try:
+                document = persisted_document(self.view, message.get("payload"))
+            except Refused as refused:
+                await self.send_message(
+                    LegacyErrorMessage(
+                        type="error", id=message["id"], payload=refused_error(refused)
+                    )
+                )
+                return
+            if document is not None:
+                message["payload"]["query"] = document
         await super().handle_start(message)
 
     async def handle_async_results(

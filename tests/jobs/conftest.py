@@ -16,7 +16,7 @@ from signoff.database import create_sessionmaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.resolvers.work import Services as WorkServices
-from signoff.resolvers.work import WorkMaker, delivery_job_id
+from signoff.resolvers.work import WorkMaker, delivery_job_id, notification_job_id
 
 
 @dataclass
@@ -24,11 +24,17 @@ class RecordingJobs:
     """A ``JobQueue`` that only remembers what was enqueued."""
 
     enqueued: list[tuple[str, datetime | None]] = field(default_factory=list)
+    notifications: list[tuple[str, datetime | None]] = field(default_factory=list)
 
     async def enqueue_delivery(
         self, proposal_id: str, attempt: int, at: datetime | None = None
     ) -> None:
         self.enqueued.append((delivery_job_id(proposal_id, attempt), at))
+
+    async def enqueue_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        self.notifications.append((notification_job_id(notification_id, attempt), at))
 
 
 @dataclass

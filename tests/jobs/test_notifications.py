@@ -19,7 +19,9 @@ from tests.receivers import Answer, Receiver, serve
 
 ADD_CHANNEL = """
 mutation($input: AddNotificationChannelInput!) {
-  addNotificationChannel(input: $input) { signingSecret channel { id kind url includePayload } }
+  addNotificationChannel(input: $input) {
+    signingSecret channel { id kind url includePayload reviewerId approvalLinkTtlSeconds }
+  }
 }
 """
 

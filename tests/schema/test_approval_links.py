@@ -11,6 +11,7 @@ import httpx
 from sqlmodel import func, select
 
 from signoff import clock
+from signoff.approval_pages import RateLimiter
 from signoff.models import (
     Approval,
     ApprovalLink,
@@ -243,3 +244,24 @@ async def test_concurrent_posts_decide_once(gql: GraphQLClient) -> None:
     async with gql.sessionmaker() as session:
         assert (await session.exec(select(func.count()).select_from(Approval))).one() == 1
     assert await proposal_state(gql, proposed["proposal"]["id"]) == "QUEUED"
+
+
+async def test_posts_count_toward_the_rate_limit_and_decide_nothing_beyond_it(
+    gql: GraphQLClient,
+) -> None:
+    world = await build_world(gql)
+    proposed, created = await linked(gql, world)
+    for _ in range(30):
+        assert (await gql.http.get(created["path"])).status_code == 200
+    before = await counts(gql)
+    refused = await post(gql, created["path"], form(created["link"]["payloadDigest"]))
+    assert refused.status_code == 429
+    assert await counts(gql) == before
+    assert await proposal_state(gql, proposed["proposal"]["id"]) == "APPROVAL_REQUIRED"
+
+
+def test_the_link_rate_limiter_remembers_a_bounded_number_of_clients() -> None:
+    limiter = RateLimiter(limit=1, window=60, max_clients=2)
+    assert [limiter.allow(c) for c in ("a", "a", "b", "c")] == [True, False, True, True]
+    assert limiter.allow("a")  # forgotten as the least recently seen: a fresh window
+    assert not limiter.allow("c")

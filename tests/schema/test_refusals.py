@@ -121,6 +121,17 @@ async def test_methods_that_cannot_carry_the_operation_are_coded(client: AsyncCl
     assert put.status_code == 405
 
 
+async def test_a_subscription_over_http_says_where_to_subscribe(
+    client: AsyncClient, gql: GraphQLClient
+) -> None:
+    for token in (None, await gql.token(Role.REVIEWER)):
+        error = await gql.error("subscription { queueEvents { cursor } }", token=token)
+        assert error.code == "SUBSCRIPTIONS_UNAVAILABLE"
+        assert "websocket" in error.errors[0]["message"]
+    get = await client.get("/graphql", params={"query": "subscription { queueEvents { cursor } }"})
+    assert refusal(get, 200)["extensions"]["code"] == "SUBSCRIPTIONS_UNAVAILABLE"
+
+
 async def test_a_syntax_error_is_graphql_parse_failed(gql: GraphQLClient) -> None:
     for token in (None, await gql.token(Role.ADMIN)):
         error = await gql.error("{ viewer { ", token=token)
