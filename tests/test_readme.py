@@ -301,7 +301,7 @@ async def test_the_worked_examples_run_one_after_the_other_on_one_database(
     a newcomer follows them: one server on one database, each example's receiver started
     where the README starts it, and each approved action delivered to it. A worker delivers:
     the server's own, or ``signoff worker``."""
-    queue = f"signoff:test:{unique_channel()}"
+    queue = unique_queue()
     server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
     shell = Shell(
         signoff_env(database_url, SIGNOFF_PORT=str(server.port)),
