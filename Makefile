@@ -1,23 +1,38 @@
 # The two commands: `make serve` starts Signoff on the embedded default (SQLite,
-# in-process worker and event hub); `make test` runs the tests. Both create .venv
-# from the pinned dependencies on first use.
+# in-process worker and event hub); `make test` runs the tests. Both create .venv on
+# first use from the lock files in requirements/ (every package pinned, with hashes):
+# `make serve` installs what serving needs, `make test` (and lint, typecheck) adds the
+# test tools. `make lock` regenerates the lock files after pyproject.toml changes.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
+# Every lock is resolved for any platform on Python 3.11+ and carries the hashes of
+# every file of every release it names.
+UV_COMPILE := .venv-lock/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes
+UV_VERSION := 0.13.9
 
-.PHONY: serve test lint typecheck check clean
+.PHONY: serve test lint typecheck check lock clean
 
-$(BIN)/signoff: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+# Serving: pip and the build backend, then the locked dependencies, then Signoff itself
+# (editable, without resolving anything more).
+$(BIN)/signoff: requirements/build.txt requirements/serve.txt pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --require-hashes -r requirements/build.txt
+	$(PIP) install --require-hashes -r requirements/serve.txt
+	$(PIP) install --no-deps --no-build-isolation -e .
+	touch $@
+
+# The test tools (pytest, ruff, mypy, Playwright's client, ...) on top of serving's.
+$(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt
+	$(PIP) install --require-hashes -r requirements/test.txt
 	touch $@
 
 serve: $(BIN)/signoff
 	$(BIN)/signoff serve
 
-test: $(BIN)/signoff
+test: $(VENV)/.test-tools
 	@if [ -z "$$SIGNOFF_TEST_DATABASE_URL" ]; then \
 		echo "make test: SQLite only (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
 	else \
@@ -25,14 +40,26 @@ test: $(BIN)/signoff
 	fi
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(BIN)/signoff
+lint: $(VENV)/.test-tools
 	$(BIN)/ruff check signoff tests $(wildcard bench) $(wildcard examples)
 	$(BIN)/ruff format --check signoff tests $(wildcard bench) $(wildcard examples)
 
-typecheck: $(BIN)/signoff
+typecheck: $(VENV)/.test-tools
 	$(BIN)/mypy signoff $(wildcard examples)
 
 check: lint typecheck test
 
+# Regenerate requirements/*.txt from requirements/build.in and pyproject.toml (uv, in a
+# venv of its own). Pins stay where they are unless pyproject.toml asks for another
+# release; `make lock LOCK_ARGS=--upgrade` moves every unpinned transitive dependency
+# to its newest release.
+lock:
+	test -x .venv-lock/bin/uv || { $(PYTHON) -m venv .venv-lock && \
+		.venv-lock/bin/python -m pip install --quiet uv==$(UV_VERSION); }
+	$(UV_COMPILE) $(LOCK_ARGS) requirements/build.in -o requirements/build.txt
+	$(UV_COMPILE) $(LOCK_ARGS) pyproject.toml -c requirements/build.txt -o requirements/serve.txt
+	$(UV_COMPILE) $(LOCK_ARGS) pyproject.toml --extra test -c requirements/serve.txt \
+		-o requirements/test.txt
+
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-lock *.egg-info .pytest_cache .mypy_cache .ruff_cache

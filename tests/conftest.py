@@ -27,7 +27,8 @@ from signoff.config import Settings, normalise_database_url
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.migrate import migrate
 from tests.helpers import GraphQLClient
-from tests.live import Server, start_server, unique_channel
+from tests.live import Server, start_server
+from tests.redis_keys import delete_under, unique_channel, unique_queue
 
 # One sealing key for the test run and every process it starts (they inherit it), so
 # that no test writes a key file into the working tree.
@@ -42,6 +43,16 @@ requires_redis = pytest.mark.skipif(REDIS_URL is None, reason="needs SIGNOFF_TES
 
 def pytest_report_header() -> str:
     return f"signoff database: {'PostgreSQL' if PG_URL else 'SQLite'}; redis: {REDIS_URL or 'none'}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def redis_left_clean() -> Iterator[None]:
+    """The run leaves nothing in the shared Redis: at the end, every key under its own
+    prefix (``tests/redis_keys.py``) is deleted, and the run fails if any remains."""
+    yield
+    if REDIS_URL is not None:
+        remaining = delete_under(REDIS_URL)
+        assert not remaining, f"keys left in Redis: {sorted(remaining)[:10]}"
 
 
 @contextlib.contextmanager
@@ -143,7 +154,7 @@ async def serve(
             env = {
                 "SIGNOFF_REDIS_URL": REDIS_URL,
                 "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
-                "SIGNOFF_ARQ_QUEUE": f"signoff:test:{unique_channel()}",
+                "SIGNOFF_ARQ_QUEUE": unique_queue(),
                 **env,
             }
         server = await start_server(database_url, tmp_path, **env)

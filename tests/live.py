@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from websockets.typing import Subprotocol
 from signoff.database import SessionMaker
 from signoff.events import feed
 from tests.helpers import GraphQLClient
+from tests.redis_keys import unique_channel as unique_channel  # where tests import it from
 
 QUEUE_EVENTS = """
 subscription($queueId: ID, $after: String) {
@@ -125,11 +125,6 @@ async def start_server(database_url: str, log_dir: Path, **env: str) -> Server:
             await asyncio.sleep(0.1)
     server.stop()
     raise RuntimeError(f"signoff serve did not start: {log.read_text()[-2000:]}")
-
-
-def unique_channel() -> str:
-    """Other test runs share Redis: every run publishes on its own channel."""
-    return f"signoff:test:{uuid.uuid4().hex}"
 
 
 @contextlib.asynccontextmanager

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -53,12 +53,18 @@ def run_cli(
 
 
 @contextmanager
-def serving(env: dict[str, str], timeout: float = 30, cwd: Path = ROOT) -> Iterator[str]:
-    """Start ``signoff serve`` on a free port; yield its base URL once /readyz answers."""
+def serving(
+    env: dict[str, str],
+    timeout: float = 30,
+    cwd: Path = ROOT,
+    command: Sequence[str] = (sys.executable, "-m", "signoff"),
+) -> Iterator[str]:
+    """Start ``signoff serve`` (``command serve``) on a free port; yield its base URL once
+    /readyz answers."""
     port = free_port()
     with tempfile.TemporaryFile(mode="w+") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "signoff", "serve", "--port", str(port)],
+            [*command, "serve", "--port", str(port)],
             env=env,
             cwd=cwd,
             stdout=output,

@@ -27,9 +27,10 @@ from signoff.errors import SignoffError
 from signoff.pages import STATIC_DIR
 from tests.browser import browser, console_errors, offline_context, screenshot_path
 from tests.helpers import CREATE_QUEUE, GraphQLClient, build_world
-from tests.live import Server, http_gql, server_log_on_failure, unique_channel
+from tests.live import Server, http_gql, server_log_on_failure
 from tests.receivers import Receiver
 from tests.receivers import serve as serve_receiver
+from tests.redis_keys import unique_queue
 from tests.test_readme import delivering, forget_jobs
 
 __all__ = ["browser"]
@@ -101,7 +102,7 @@ async def test_reviewers_decide_live_and_see_the_delivery(
     database_url: str,
     tmp_path: Path,
 ) -> None:
-    queue = f"signoff:test:{unique_channel()}"
+    queue = unique_queue()
     server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
     proposal: dict[str, Any] = {"id": "none yet"}
     receiver = Receiver()

@@ -39,12 +39,12 @@ from tests.live import (
     http_gql,
     open_transport_ws,
     server_log_on_failure,
-    unique_channel,
 )
 from tests.processes import ROOT, free_port, signoff_env
 from tests.readme_shell import Shell, commands, printed, section, sh_blocks
 from tests.receivers import Answer, Receiver
 from tests.receivers import serve as serve_receiver
+from tests.redis_keys import unique_queue
 from tests.schema.test_target_circuit import open_circuit
 from tests.test_server import new_token
 
@@ -301,7 +301,7 @@ async def test_the_worked_examples_run_one_after_the_other_on_one_database(
     a newcomer follows them: one server on one database, each example's receiver started
     where the README starts it, and each approved action delivered to it. A worker delivers:
     the server's own, or ``signoff worker``."""
-    queue = f"signoff:test:{unique_channel()}"
+    queue = unique_queue()
     server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
     shell = Shell(
         signoff_env(database_url, SIGNOFF_PORT=str(server.port)),
@@ -638,7 +638,7 @@ async def test_operating_signoff_as_printed(
     acknowledged, retried once the receiver is fixed, and resolved; the target is paused
     and resumed, limited, and its circuit (opened by hand) closed. A real worker delivers:
     the server's own, or ``signoff worker``."""
-    queue = f"signoff:test:{unique_channel()}"
+    queue = unique_queue()
     server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
     proposal: dict[str, Any] = {"id": "none yet"}
     with delivering(database_url, queue, tmp_path):

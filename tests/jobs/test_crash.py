@@ -10,7 +10,6 @@ import logging
 import signal
 import subprocess
 import sys
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_runners import arq_settings
 from tests.processes import signoff_env
 from tests.receivers import Answer, Receiver, serve
+from tests.redis_keys import unique_queue
 
 logger = logging.getLogger("tests.crash")
 
@@ -39,7 +39,7 @@ pytestmark = [requires_postgres, requires_redis, pytest.mark.timeout(150)]
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    return arq_settings(database_url, f"signoff:test:{uuid.uuid4().hex}")
+    return arq_settings(database_url, unique_queue())
 
 
 class Workers:

@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import os
 import time
-import uuid
 
 import pytest
 
@@ -19,6 +18,7 @@ from tests.helpers import GraphQLClient, build_world
 from tests.jobs.test_notification_links import PUBLIC_URL, link_channel, link_path
 from tests.jobs.test_runners import arq_settings, arq_worker
 from tests.receivers import Receiver, serve
+from tests.redis_keys import unique_queue
 from tests.schema.test_approval_links import form, post, proposal_state
 
 SENT_WITHIN = 3.0  # seconds; the sweep interval here is 60
@@ -66,7 +66,7 @@ class TestArq:
     @pytest.fixture
     def settings(self, database_url: str) -> Settings:
         return dataclasses.replace(
-            arq_settings(database_url, f"signoff:test:{uuid.uuid4().hex}"),
+            arq_settings(database_url, unique_queue()),
             sweep_interval_seconds=60,
             public_url=PUBLIC_URL,
         )

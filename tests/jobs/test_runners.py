@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import os
 import time
-import uuid
 import warnings
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -29,6 +28,7 @@ from tests.conftest import REDIS_URL, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_delivery import RETRY, approved, read
 from tests.receivers import Answer, Receiver, serve
+from tests.redis_keys import unique_queue
 
 
 async def applied(world: World, proposal_id: str) -> dict[str, Any]:
@@ -100,7 +100,7 @@ async def arq_worker(settings: Settings) -> AsyncIterator[Worker]:
 class TestArq:
     @pytest.fixture
     def settings(self, database_url: str) -> Settings:
-        return arq_settings(database_url, f"signoff:test:{uuid.uuid4().hex}")
+        return arq_settings(database_url, unique_queue())
 
     async def test_approving_enqueues_and_a_worker_delivers(
         self,
