@@ -147,6 +147,9 @@ class _Tally:
             self.settled.set()
 
 
+PONG = json.dumps({"type": "pong"})
+
+
 async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
     from websockets.asyncio.client import connect
     from websockets.typing import Subprotocol
@@ -186,6 +189,9 @@ async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
                 message = json.loads(raw)
                 if message["type"] in {"error", "complete"}:
                     raise RuntimeError(f"subscription ended with {message['type']}: {raw!r}")
+                if message["type"] == "ping":  # the protocol's keep-alive: answer at once
+                    await ws.send(PONG)
+                    continue
                 if message["type"] != "next":
                     continue
                 if message["payload"].get("errors") or not message["payload"].get("data"):

@@ -55,6 +55,7 @@ from signoff.logs import RequestLogging
 from signoff.pages import graphiql_page, page_routes
 from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
 from signoff.ratelimit import RateLimiter
+from signoff.resolvers.access import Viewer
 from signoff.resolvers.actors import authenticate
 from signoff.resolvers.operations import Operations, read_operations
 from signoff.resolvers.viewer_cache import ViewerCache
@@ -168,6 +169,18 @@ class SignoffGraphQL(GraphQL[Context, None]):
             viewers=self.viewers,
         )
 
+    async def _connecting_viewer(self, token: str | None) -> Viewer:
+        """The viewer of a ``connection_init``, through the same short cache as requests:
+        a burst of dashboards reconnecting with one token reads it once, not once each."""
+
+        async def read() -> Viewer:
+            async with self.read_sessionmaker() as session:
+                return await authenticate(session=session, token=token)
+
+        if token is None:
+            return await read()  # refused: nothing to share
+        return await self.viewers.viewer(token, read)
+
     async def going_away(self) -> None:
         """Close every websocket with 1001 "going away": the server is shutting down, and
         clients should reconnect (to another instance, or to this one once it is back)."""
@@ -180,8 +193,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         if context._viewer is not None and token is not None and token == context.token:
             return  # already authenticated this connection_init (legacy graphql-ws)
         try:
-            async with self.read_sessionmaker() as session:
-                viewer = await authenticate(session=session, token=token)
+            viewer = await self._connecting_viewer(token)
         except Unauthenticated:
             raise ConnectionRejectionError() from None
         except Exception as exc:

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import event, text
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -125,6 +126,9 @@ def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
 
 
 DATABASE_LOCKED = "database is locked"
+# Every pooled connection stayed in use for the pool's whole timeout: this process asked
+# more of the database at once than it can answer, which passes like a lock does.
+POOL_EXHAUSTED = "no pooled connection free in time"
 # PostgreSQL conditions that mean "wait and retry": lock_not_available, deadlock_detected,
 # serialization_failure, query_canceled (statement or lock timeout).
 _PG_BUSY_SQLSTATES = frozenset({"55P03", "40P01", "40001", "57014"})
@@ -136,6 +140,8 @@ def database_condition(exc: BaseException) -> str | None:
     SQLite's busy and locked errors read "database is locked"; other SQLite errors give
     their result code name; PostgreSQL errors give their SQLSTATE.
     """
+    if isinstance(exc, PoolTimeout):
+        return POOL_EXHAUSTED
     original = getattr(exc, "orig", None) or exc
     name = getattr(original, "sqlite_errorname", None)
     if isinstance(name, str):
@@ -147,9 +153,10 @@ def database_condition(exc: BaseException) -> str | None:
 
 
 def is_busy(exc: BaseException) -> bool:
-    """Whether ``exc`` means the database was busy (locked), not broken or unreachable."""
+    """Whether ``exc`` means the database was busy (locked, or every pooled connection in
+    use), not broken or unreachable."""
     condition = database_condition(exc)
-    return condition == DATABASE_LOCKED or (
+    return condition in (DATABASE_LOCKED, POOL_EXHAUSTED) or (
         condition is not None and condition.removeprefix("SQLSTATE ") in _PG_BUSY_SQLSTATES
     )
 

@@ -162,7 +162,8 @@ async def authorize_scope(session: AsyncSession, viewer: Viewer, scope: FeedScop
     """Refuse a subscription the viewer may not open, before it starts."""
     if scope.queue_id is not None or scope.all_queues:
         require_role(viewer, Role.REVIEWER, Role.OPERATOR)
-        if scope.queue_id is not None:
+        # A queue the viewer is a member of exists: no need to read it.
+        if scope.queue_id is not None and scope.queue_id not in viewer.queue_ids:
             if await session.get(Queue, scope.queue_id) is None:
                 raise NotFound("No such queue.", field="queueId")
             if not viewer.can_see_queue(scope.queue_id):

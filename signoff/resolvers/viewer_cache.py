@@ -14,6 +14,8 @@ so a token created a moment ago works at once.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 
@@ -25,7 +27,12 @@ VIEWER_CACHE_SIZE = 4096
 
 
 class ViewerCache:
-    """Token -> viewer, each entry kept ``seconds`` after it was read."""
+    """Token -> viewer, each entry kept ``seconds`` after it was read.
+
+    Lookups of one token that miss at the same moment share one read: a thousand
+    dashboards reconnecting with one token after a deploy read it once, not a thousand
+    times over a saturated pool.
+    """
 
     def __init__(
         self,
@@ -38,6 +45,7 @@ class ViewerCache:
         self.size = size
         self._clock = clock
         self._viewers: dict[str, tuple[float, Viewer]] = {}  # token -> (read at, viewer)
+        self._reading: dict[str, asyncio.Future[Viewer]] = {}  # token -> the read under way
 
     async def viewer(
         self, token: str, read: Callable[[], Awaitable[Viewer]], *, fresh: bool = False
@@ -49,12 +57,24 @@ class ViewerCache:
         if not fresh and kept is not None and now - kept[0] < self.seconds:
             return kept[1]
         self._viewers.pop(token, None)
-        viewer = await read()
-        if self.seconds > 0:
-            if len(self._viewers) >= self.size:
-                self._viewers.clear()
-            self._viewers[token] = (now, viewer)
-        return viewer
+        reading = self._reading.get(token)
+        if reading is None or fresh:
+            reading = self._reading[token] = asyncio.ensure_future(read())
+            reading.add_done_callback(functools.partial(self._read_done, token, now))
+        # One caller going away (its client disconnected) must not cancel the others' read.
+        return await asyncio.shield(reading)
 
     def clear(self) -> None:
+        """Forget every viewer; reads under way are not kept when they end."""
         self._viewers.clear()
+        self._reading.clear()
+
+    def _read_done(self, token: str, read_at: float, reading: asyncio.Future[Viewer]) -> None:
+        if self._reading.get(token) is not reading:
+            return  # cleared, or replaced by a fresh read, meanwhile
+        del self._reading[token]
+        if reading.cancelled() or reading.exception() is not None or self.seconds <= 0:
+            return
+        if len(self._viewers) >= self.size:
+            self._viewers.clear()
+        self._viewers[token] = (read_at, reading.result())

@@ -362,7 +362,12 @@ class Broadcaster:
             else:
                 # Nothing at or below ``after``, even what this process's fanout delivers late.
                 member.last = subscription.start
-                await self._catch_up(member, group, subscription.start, subscription.wait_for_room)
+                if subscription.start < self.hub.fanout.last:
+                    # Otherwise nothing after ``after`` has reached this process yet: all of
+                    # it is still to come through the fanout, whose group this member joined.
+                    await self._catch_up(
+                        member, group, subscription.start, subscription.wait_for_room
+                    )
             await member.go_live()
             while await self._wait(member, subscription):
                 viewer = await self._viewer(subscription.token, fresh=member.suspended)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from signoff.errors import Unauthenticated
@@ -99,3 +101,60 @@ async def test_past_its_size_the_cache_starts_over() -> None:
     for token in ("a", "b", "c", "a"):
         await cache.viewer(token, read)
     assert read.count == 4  # "c" found the cache full and emptied it, so "a" was read again
+
+
+async def test_lookups_that_miss_together_share_one_read() -> None:
+    read = Reads()
+    cache = ViewerCache(2.0, clock=Clock())
+    viewers = await asyncio.gather(*(cache.viewer("t", read) for _ in range(50)))
+    assert read.count == 1 and all(v is viewers[0] for v in viewers)
+
+
+async def test_a_shared_refusal_refuses_everyone_and_is_not_kept() -> None:
+    read = Reads()
+    read.valid = False
+    cache = ViewerCache(2.0, clock=Clock())
+    refused = await asyncio.gather(
+        *(cache.viewer("t", read) for _ in range(5)), return_exceptions=True
+    )
+    assert read.count == 1 and all(isinstance(r, Unauthenticated) for r in refused)
+    read.valid = True
+    assert (await cache.viewer("t", read)).actor.name == "alice"
+
+
+async def test_one_waiter_cancelled_does_not_cancel_the_read_for_the_others() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    read = Reads()
+
+    async def slow() -> Viewer:
+        started.set()
+        await release.wait()
+        return await read()
+
+    cache = ViewerCache(2.0, clock=Clock())
+    first = asyncio.create_task(cache.viewer("t", slow))
+    await started.wait()
+    second = asyncio.create_task(cache.viewer("t", slow))
+    await asyncio.sleep(0)
+    first.cancel()
+    release.set()
+    assert (await second).actor.name == "alice"
+    assert first.cancelled() and read.count == 1
+
+
+async def test_a_read_under_way_when_cleared_is_not_kept() -> None:
+    release = asyncio.Event()
+    read = Reads()
+
+    async def slow() -> Viewer:
+        await release.wait()
+        return await read()
+
+    cache = ViewerCache(2.0, clock=Clock())
+    pending = asyncio.create_task(cache.viewer("t", slow))
+    await asyncio.sleep(0)
+    cache.clear()  # a membership changed while the read was under way
+    release.set()
+    await pending
+    await cache.viewer("t", read)
+    assert read.count == 2

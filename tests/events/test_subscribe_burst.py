@@ -1,0 +1,98 @@
+"""A burst of dashboards subscribing at once (a deploy, a network blip) costs the database
+little: one token is read once for all its connections, a member's queue is not read,
+and a subscription resuming at the head of the feed reads nothing back."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+from sqlalchemy import event
+from starlette.applications import Starlette
+
+from signoff.schema.broadcast import Broadcaster
+from tests.helpers import GraphQLClient, build_world
+from tests.live import (
+    InProcessServer,
+    Subscription,
+    feed_settled,
+    head_cursor,
+    serve_in_process,
+)
+
+DASHBOARDS = 20
+SUBSCRIBE = """
+subscription($q: ID, $a: String) {
+  queueEvents(queueId: $q, after: $a) { cursor kind entityId }
+}
+"""
+
+
+@pytest.fixture
+async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
+    async with serve_in_process(app) as server:
+        yield server
+
+
+@contextmanager
+def statements_of(app: Starlette) -> Iterator[list[str]]:
+    """Every statement the app sends to its database meanwhile."""
+    sent: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    engine = app.state.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+
+
+async def all_live(broadcaster: Broadcaster, count: int) -> None:
+    """Until ``count`` subscriptions are live (the broadcaster counts them; nothing to await)."""
+    async with asyncio.timeout(15):
+        while broadcaster.subscriber_count < count:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+
+
+def matching(pattern: str, sent: list[str]) -> list[str]:
+    return [s for s in sent if re.search(pattern, s)]
+
+
+async def test_dashboards_subscribing_at_once_read_their_token_once_and_replay_nothing(
+    app: Starlette, live: InProcessServer, gql: GraphQLClient
+) -> None:
+    async with AsyncClient(base_url=live.url, timeout=30) as client:
+        http = GraphQLClient(client, gql.sessionmaker)
+        world = await build_world(http)
+        reviewer = world.reviewers[0]
+        await feed_settled(gql.sessionmaker)
+        after = await head_cursor(http, reviewer)
+        subscriptions = [
+            Subscription(live.ws_url, reviewer, SUBSCRIBE, {"q": world.queue_id, "a": after})
+            for _ in range(DASHBOARDS)
+        ]
+        with statements_of(app) as sent:
+            await asyncio.gather(*(s.__aenter__() for s in subscriptions))
+            await all_live(app.state.broadcaster, DASHBOARDS)
+        try:
+            assert len(matching(r"\bapi_tokens\b", sent)) <= 1, "one token, read once"
+            assert matching(r'\bFROM "?queues"?\b', sent) == [], "a member's queue: not read"
+            # The replay reads the queue's events after the cursor (the hub's own catch-up,
+            # which runs on its schedule, reads every queue's).
+            replays = matching(r"change_events\.cursor > (.|\n)*change_events\.queue_id", sent)
+            assert replays == [], "at the head: nothing to replay"
+            proposed = (await world.propose())["proposal"]["id"]
+            for subscription in subscriptions:
+                events = await subscription.wait_for(2)
+                assert [e["entityId"] for e in events][:1] == [proposed]
+                assert [e["kind"] for e in events] == ["proposal.proposed", "task.created"]
+        finally:
+            await asyncio.gather(*(s.__aexit__() for s in subscriptions))
