@@ -18,6 +18,7 @@ import logging
 import sys
 import time
 import uuid
+from collections.abc import Awaitable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -149,7 +150,9 @@ class RequestLogging:
         started = time.perf_counter()
         status: int | None = None
 
-        async def send_and_note(message: Message) -> None:
+        # A plain function handing back the server's own awaitable, not a coroutine of its
+        # own: a broadcast passes every live frame of every socket through here.
+        def send_and_note(message: Message) -> Awaitable[None]:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -158,7 +161,7 @@ class RequestLogging:
                 message = {**message, "headers": headers}
             elif message["type"] == "websocket.close":
                 status = message.get("code", 1000)
-            await send(message)
+            return send(message)
 
         try:
             await self.app(scope, receive, send_and_note)

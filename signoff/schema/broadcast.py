@@ -149,7 +149,7 @@ class Member:
 
     def __init__(
         self,
-        send: Callable[[str], Awaitable[bool]],
+        send: Callable[[str], bool],
         viewer: Viewer,
         buffer: int,
         token: str,
@@ -165,7 +165,7 @@ class Member:
         self._recheck = False  # the viewer must be re-read
         self._wakeup: asyncio.Future[None] | None = None
 
-    async def push(self, cursor: int, payload: str) -> None:
+    def push(self, cursor: int, payload: str) -> None:
         if self.suspended or cursor <= self.last:
             return
         if self._held is not None:
@@ -174,23 +174,22 @@ class Member:
                 return
             self._held.append((cursor, payload))
             return
-        await self._deliver(cursor, payload)
+        self._deliver(cursor, payload)
 
-    async def deliver_replayed(self, cursor: int, payload: str) -> None:
+    def deliver_replayed(self, cursor: int, payload: str) -> None:
         if cursor > self.last:
-            await self._deliver(cursor, payload)
+            self._deliver(cursor, payload)
 
-    async def go_live(self) -> None:
+    def go_live(self) -> None:
         """Send what was held during the replay (minus what it already sent), then stream.
 
-        Live frames that arrive meanwhile are still held, so none overtakes the backlog.
+        Sending never waits (a frame the client cannot take yet is queued on its
+        connection), so no live frame can overtake the backlog meanwhile.
         """
-        while self._held:
-            held, self._held = self._held, []
-            for cursor, payload in held:
-                if cursor > self.last:
-                    await self._deliver(cursor, payload)
-        self._held = None
+        held, self._held = self._held or [], None
+        for cursor, payload in held:
+            if cursor > self.last:
+                self._deliver(cursor, payload)
 
     def hold(self) -> None:
         """Hold live frames while (re)joining a group, until ``go_live``."""
@@ -222,9 +221,9 @@ class Member:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
-    async def _deliver(self, cursor: int, payload: str) -> None:
+    def _deliver(self, cursor: int, payload: str) -> None:
         self.last = cursor
-        if not await self._send(payload):
+        if not self._send(payload):
             self.fail(SubscriberTooSlow())
 
 
@@ -287,7 +286,7 @@ class Group:
         if self.visible(change):
             payload = await self._render(change)
             for member in list(self.members):
-                await member.push(change.cursor, payload)
+                member.push(change.cursor, payload)
 
     def _fail(self, error: BaseException) -> None:
         self.close()
@@ -368,7 +367,7 @@ class Broadcaster:
                     await self._catch_up(
                         member, group, subscription.start, subscription.wait_for_room
                     )
-            await member.go_live()
+            member.go_live()
             while await self._wait(member, subscription):
                 viewer = await self._viewer(subscription.token, fresh=member.suspended)
                 ensure_still_allowed(viewer, subscription.scope)
@@ -379,7 +378,7 @@ class Broadcaster:
                 member.viewer = viewer
                 group = self._join(member, selection, document, subscription.scope, identity)
                 await self._catch_up(member, group, member.last, subscription.wait_for_room)
-                await member.go_live()
+                member.go_live()
         finally:
             group.discard(member)
 
@@ -431,7 +430,7 @@ class Broadcaster:
         key = group.key
         async for change in replay(self._read_sessionmaker, key.scope, key.visibility, after):
             await wait_for_room()
-            await member.deliver_replayed(change.cursor, await group.frames.render(change))
+            member.deliver_replayed(change.cursor, await group.frames.render(change))
             if member.failed is not None:
                 raise member.failed
 
@@ -477,6 +476,6 @@ class Watch:
     token: str
     scope: FeedScope
     start: int | None
-    send: Callable[[str], Awaitable[bool]]
+    send: Callable[[str], bool]
     wait_for_room: Callable[[], Awaitable[None]]
     is_closed: Callable[[], bool]

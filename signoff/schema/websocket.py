@@ -96,7 +96,7 @@ class Connection(ASGIWebSocketAdapter):
     async def send_json(self, message: Any) -> None:
         if not self.closed and self._close_request is None:
             encoded = self.view.encode_json(message)
-            await self._send(None, encoded if isinstance(encoded, str) else encoded.decode())
+            self._send(None, encoded if isinstance(encoded, str) else encoded.decode())
 
     async def close(self, code: int, reason: str) -> None:
         """Close after what was queued before; a client that does not read is cut off."""
@@ -118,12 +118,13 @@ class Connection(ASGIWebSocketAdapter):
     def deactivate(self, operation_id: str) -> None:
         self._prefixes.pop(operation_id, None)
 
-    async def send_frame(self, operation_id: str, payload: str) -> bool:
-        """Send a live frame (``payload`` already encoded); ``False`` once cut off."""
+    def send_frame(self, operation_id: str, payload: str) -> bool:
+        """Send a live frame (``payload`` already encoded) at once, or queue it; ``False``
+        once cut off. Never waits: one pass sends a frame to thousands of connections."""
         prefix = self._prefixes.get(operation_id)
         if prefix is None or self.closed or self._close_request is not None:
             return False
-        return await self._send(operation_id, f"{prefix}{payload}}}")
+        return self._send(operation_id, f"{prefix}{payload}}}")
 
     async def wait_for_room(self) -> None:
         """Until at most half of ``frame_limit`` frames wait (paces a replay to the client)."""
@@ -149,8 +150,8 @@ class Connection(ASGIWebSocketAdapter):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._closing
 
-    async def _send(self, operation_id: str | None, text: str) -> bool:
-        if not self._items and not self._sending and await self._send_without_waiting(text):
+    def _send(self, operation_id: str | None, text: str) -> bool:
+        if not self._items and not self._sending and self._send_without_waiting(text):
             return True
         if self.closed:
             return False
@@ -163,7 +164,7 @@ class Connection(ASGIWebSocketAdapter):
         self._wake_writer()
         return True
 
-    async def _send_without_waiting(self, text: str) -> bool:
+    def _send_without_waiting(self, text: str) -> bool:
         """Send ``text`` if the socket takes it at once; ``False``, with nothing sent, if the
         send would wait for a client that is not reading (the caller may be sending one
         frame to a thousand sockets and must not wait for any one of them).
