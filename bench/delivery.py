@@ -134,6 +134,20 @@ async def redis_calls(url: str | None) -> int:
     return sum(int(entry["calls"]) for entry in stats.values())
 
 
+async def forget_queue(url: str | None, queue: str) -> None:
+    """Delete the run's arq keys (its queue, and the jobs the worker's crons left in it):
+    every job id of the run's queue carries the queue's name."""
+    if url is None:
+        return
+    client = Redis.from_url(url)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"*{queue}*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
 async def worker_statements(metrics_port: int | None) -> float:
     """The worker process's ``signoff_sql_statements_total`` (this process's without one)."""
     if metrics_port is None:
@@ -466,6 +480,7 @@ async def run(
                 worker.terminate()
                 worker.wait()
             await receiver.stop()
+            await forget_queue(redis_url, settings.arq_queue)
         await engine.dispose()
     report(
         settings.database_url,
