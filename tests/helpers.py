@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from httpx import AsyncClient
+from sqlalchemy import event
+from starlette.applications import Starlette
 
 from signoff.database import SessionMaker
 from signoff.models import ChangeKind, Role
@@ -256,3 +259,22 @@ def record_event(
     )
     assert event_id is not None
     return event_id
+
+
+@contextmanager
+def statements_sent(
+    app: Starlette, keep: Callable[[str], bool] = lambda _: True
+) -> Iterator[list[str]]:
+    """Every SQL statement the app's engine sends meanwhile that ``keep`` accepts."""
+    sent: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if keep(statement):
+            sent.append(statement)
+
+    engine = app.state.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", note)

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncIterator
 
 import pytest
 from httpx import AsyncClient
-from sqlalchemy import event
 from starlette.applications import Starlette
 
 from signoff.schema.broadcast import Broadcaster
-from tests.helpers import GraphQLClient, build_world
+from tests.helpers import GraphQLClient, build_world, statements_sent
 from tests.live import (
     InProcessServer,
     Subscription,
@@ -37,22 +34,6 @@ subscription($q: ID, $a: String) {
 async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
     async with serve_in_process(app) as server:
         yield server
-
-
-@contextmanager
-def statements_of(app: Starlette) -> Iterator[list[str]]:
-    """Every statement the app sends to its database meanwhile."""
-    sent: list[str] = []
-
-    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        sent.append(statement)
-
-    engine = app.state.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        yield sent
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
 
 
 async def all_live(broadcaster: Broadcaster, count: int) -> None:
@@ -79,7 +60,7 @@ async def test_dashboards_subscribing_at_once_read_their_token_once_and_replay_n
             Subscription(live.ws_url, reviewer, SUBSCRIBE, {"q": world.queue_id, "a": after})
             for _ in range(DASHBOARDS)
         ]
-        with statements_of(app) as sent:
+        with statements_sent(app) as sent:
             await asyncio.gather(*(s.__aenter__() for s in subscriptions))
             await all_live(app.state.broadcaster, DASHBOARDS)
         try:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any
 
 import pytest
-from sqlalchemy import event
 from starlette.applications import Starlette
 
 from signoff.config import Settings
-from tests.helpers import GraphQLClient, build_world
+from tests.helpers import GraphQLClient, build_world, statements_sent
 
 
 @pytest.fixture
@@ -40,24 +37,16 @@ FULL_PAGE = """query($first: Int) { proposals(first: $first) { edges { node { id
 FEED_TABLES = ("change_events", "change_feed_state")
 
 
-@contextmanager
-def counting_statements(app: Starlette) -> Iterator[list[str]]:
+def _counted(statement: str) -> bool:
+    """Requests' statements: not transaction control, not the change feed's own."""
+    if statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK")):
+        return False
+    return not any(table in statement for table in FEED_TABLES)
+
+
+def counting_statements(app: Starlette) -> AbstractContextManager[list[str]]:
     """Every SQL statement the app's engine sends for requests, transaction control aside."""
-    seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK")):
-            return
-        if any(table in statement for table in FEED_TABLES):
-            return
-        seen.append(statement)
-
-    engine = app.state.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+    return statements_sent(app, _counted)
 
 
 async def test_a_page_of_100_proposals_costs_at_most_six_statements(
