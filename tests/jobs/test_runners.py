@@ -21,7 +21,14 @@ from signoff.config import Settings
 from signoff.constants import WAKE_BUCKET_SECONDS
 from signoff.database import SessionMaker
 from signoff.errors import SecretKeyMismatch
-from signoff.jobs.worker import ArqJobs, WorkerSettings, shutdown, startup, sweeps
+from signoff.jobs.worker import (
+    ArqJobs,
+    ResilientWorker,
+    WorkerSettings,
+    shutdown,
+    startup,
+    sweeps,
+)
 from signoff.resolvers.key_check import verify_secret_key
 from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.conftest import REDIS_URL, requires_redis
@@ -69,9 +76,14 @@ def arq_settings(database_url: str, queue: str) -> Settings:
 
 @contextlib.asynccontextmanager
 async def arq_worker(settings: Settings) -> AsyncIterator[Worker]:
-    """An arq worker in this process, on the test's own queue."""
+    """``signoff worker``'s arq worker in this process, on the test's own queue.
+
+    Its ``close`` waits for every job it cancelled whatever each ended with, then runs the
+    shutdown (the dispatcher stops). arq's own gave up at the first cancelled job, so the
+    dispatcher went on claiming and recording deliveries in the tests that followed.
+    """
     assert settings.redis_url is not None
-    worker = Worker(
+    worker = ResilientWorker(
         functions=WorkerSettings.functions,
         cron_jobs=sweeps(settings.sweep_interval_seconds, settings.arq_queue),
         on_startup=startup,
