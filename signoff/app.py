@@ -4,6 +4,7 @@ its files under ``/static``, ``/healthz``, ``/readyz`` and ``/metrics`` (Prometh
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import weakref
 from collections.abc import AsyncIterator
@@ -56,7 +57,7 @@ from signoff.pages import graphiql_page, page_routes
 from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
 from signoff.ratelimit import RateLimiter
 from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate
+from signoff.resolvers.actors import authenticate_in
 from signoff.resolvers.operations import Operations, read_operations
 from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, WorkMaker
@@ -173,10 +174,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         """The viewer of a ``connection_init``, through the same short cache as requests:
         a burst of dashboards reconnecting with one token reads it once, not once each."""
 
-        async def read() -> Viewer:
-            async with self.read_sessionmaker() as session:
-                return await authenticate(session=session, token=token)
-
+        read = functools.partial(authenticate_in, self.read_sessionmaker, token)
         if token is None:
             return await read()  # refused: nothing to share
         return await self.viewers.viewer(token, read)

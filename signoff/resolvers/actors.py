@@ -13,6 +13,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import TOKEN_PREFIX
+from signoff.database import SessionMaker
 from signoff.errors import NotFound, RoleConflict, Unauthenticated, ValidationFailed
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers.access import Viewer
@@ -205,3 +206,10 @@ async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:
     # Detached, so that a rollback later in the request cannot expire who is asking.
     session.expunge(actor)
     return Viewer(actor=actor, queue_ids=frozenset(q for _, q in rows if q is not None))
+
+
+async def authenticate_in(sessionmaker: SessionMaker, token: str | None) -> Viewer:
+    """``authenticate`` in a read session of its own, closed before it returns: a caller's
+    own transaction (on SQLite, a snapshot from before its mutation) is never reused."""
+    async with sessionmaker() as session:
+        return await authenticate(session=session, token=token)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections import Counter
@@ -51,7 +52,7 @@ from signoff.database import SessionMaker
 from signoff.errors import SubscriberTooSlow
 from signoff.events.hub import Change, EventHub
 from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate
+from signoff.resolvers.actors import authenticate_in
 from signoff.resolvers.subscriptions import (
     FeedScope,
     Visibility,
@@ -387,10 +388,7 @@ class Broadcaster:
         the subscriptions that present it (a revoked token still ends them all within one
         period); ``fresh`` reads it now (its memberships changed)."""
 
-        async def read() -> Viewer:
-            async with self._read_sessionmaker() as session:
-                return await authenticate(session=session, token=token)
-
+        read = functools.partial(authenticate_in, self._read_sessionmaker, token)
         return await self._viewers.viewer(token, read, fresh=fresh)
 
     async def _wait(self, member: Member, subscription: Watch) -> bool:

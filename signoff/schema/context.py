@@ -24,7 +24,7 @@ from signoff import logs
 from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate
+from signoff.resolvers.actors import authenticate_in
 from signoff.resolvers.subscriptions import Visibility
 from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, UnitOfWork
@@ -145,10 +145,7 @@ class Context:
             self.viewers.clear()
 
     async def _authenticate(self) -> Viewer:
-        # A session of its own: a read transaction begun here would, on SQLite, keep
-        # showing the database as it was before this request's mutation.
-        async with self.read_session() as session:
-            return await authenticate(session=session, token=self.token)
+        return await authenticate_in(self.read_sessionmaker or self.sessionmaker, self.token)
 
     @property
     def loaders(self) -> Loaders:
