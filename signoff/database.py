@@ -10,7 +10,8 @@ SQLite (embedded default) gets WAL and a busy timeout. Sessions that write begin
 with ``BEGIN IMMEDIATE``, so concurrent writers queue up instead of failing with
 "database is locked" when a read lock cannot be upgraded. Sessions made from
 ``read_only(engine)`` begin deferred: under WAL they never take the write lock, so
-a slow reader (a query, a subscription frame) cannot hold up a writer.
+a slow reader (a query, a subscription frame) cannot hold up a writer. On PostgreSQL
+they read in autocommit, without a transaction to open and roll back.
 """
 
 from __future__ import annotations
@@ -112,10 +113,12 @@ def read_only(engine: AsyncEngine) -> AsyncEngine:
     """The same engine and pool, for work that only reads (queries, subscription frames).
 
     On SQLite its transactions begin deferred and so never wait for, nor hold, the
-    write lock; elsewhere it is the engine itself.
+    write lock. On PostgreSQL it runs without a transaction (autocommit): under READ
+    COMMITTED each statement reads its own snapshot inside a transaction as well, so
+    nothing changes for the reader but two round trips fewer (BEGIN, ROLLBACK).
     """
     if engine.dialect.name != "sqlite":
-        return engine
+        return engine.execution_options(isolation_level="AUTOCOMMIT")
     return engine.execution_options(**{READ_ONLY: True})
 
 

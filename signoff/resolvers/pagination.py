@@ -18,6 +18,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 from signoff.constants import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from signoff.errors import ValidationFailed
 from signoff.models.base import UTCDateTime
+from signoff.models.records import records, table_of
 
 T = TypeVar("T")
 
@@ -67,12 +68,17 @@ async def paginate(
     first: int | None,
     after: str | None,
 ) -> Page[T]:
-    """Run ``stmt`` ordered by ``order`` from just after the ``after`` cursor."""
+    """Run ``stmt`` (a select of one model) ordered by ``order`` from just after the
+    ``after`` cursor; the page's items are records of the model (``signoff.models.
+    records``), as a page is only read."""
     size = page_size(first)
     if after is not None:
         stmt = stmt.where(_after(order, decode_cursor(after, order)))
     stmt = stmt.order_by(*(o.column.desc() if o.descending else o.column.asc() for o in order))
-    rows = list((await session.exec(stmt.limit(size + 1))).all())
+    model = stmt.column_descriptions[0]["entity"]
+    columns = stmt.with_only_columns(*table_of(model).columns).limit(size + 1)
+    connection = await session.connection()
+    rows: list[T] = records(model, await connection.execute(columns))
     items = rows[:size]
     cursors = [encode_cursor([o.value_of(item) for o in order]) for item in items]
     return Page(items, cursors, has_next_page=len(rows) > size, has_previous_page=after is not None)

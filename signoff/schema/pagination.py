@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 import strawberry
 
 from signoff.resolvers.pagination import Page
+from signoff.schema.lookahead import Selected, selected
 
 M = TypeVar("M")
 T = TypeVar("T")
@@ -50,3 +51,10 @@ def connection(page: Page[M], convert: Callable[[M], T]) -> Connection[T]:
             end_cursor=page.end_cursor,
         ),
     )
+
+
+def nodes_selected(info: strawberry.Info, depth: int) -> Selected:
+    """What a connection field's query selects of its nodes (through ``edges { node }``
+    and ``nodes``), ``depth`` levels below a node."""
+    below = selected(info, depth + 2)
+    return below["edges"]["node"] | below["nodes"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,11 +13,14 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.resolvers.nodes import revision_node_id
 from signoff.schema.actor import Actor, load_actor
+from signoff.schema.context import context_of
 from signoff.schema.deadline import DeadlineOverrideInput, DeadlinePolicy
 from signoff.schema.delivery import DeliveryAttempt
+from signoff.schema.loaders import loaded, now_or_later, warm
+from signoff.schema.lookahead import Selected
 from signoff.schema.node import Node
-from signoff.schema.queue import Queue, load_queue
-from signoff.schema.target import Target, load_target
+from signoff.schema.queue import Queue
+from signoff.schema.target import Target
 
 if TYPE_CHECKING:
     from signoff.schema.task import HumanTask
@@ -36,11 +40,9 @@ class Approval(Node):
     created_at: datetime
     approver_id: strawberry.Private[str]
 
-    @strawberry.field
-    async def approver(self, info: strawberry.Info) -> Actor:
-        actor = await load_actor(info, self.approver_id)
-        assert actor is not None
-        return actor
+    @strawberry.field(graphql_type=Actor)
+    def approver(self, info: strawberry.Info) -> Actor | Awaitable[Actor]:
+        return now_or_later(context_of(info).loaders.actor, self.approver_id, _actor)
 
     @classmethod
     def from_model(cls, approval: models.Approval) -> Approval:
@@ -136,24 +138,26 @@ class Proposal(Node):
     queue_id: strawberry.Private[str | None]
     proposed_by_id: strawberry.Private[str]
 
-    @strawberry.field
-    async def target(self, info: strawberry.Info) -> Target:
-        return await load_target(info, self.target_id)
+    # The relations below answer at once when the list that holds this proposal loaded
+    # them up front (``warm_proposals``), and through their DataLoader otherwise.
 
-    @strawberry.field
-    async def queue(self, info: strawberry.Info) -> Queue | None:
-        return await load_queue(info, self.queue_id)
+    @strawberry.field(graphql_type=Target)
+    def target(self, info: strawberry.Info) -> Target | Awaitable[Target]:
+        return now_or_later(context_of(info).loaders.target, self.target_id, _target)
 
-    @strawberry.field
-    async def proposed_by(self, info: strawberry.Info) -> Actor:
-        actor = await load_actor(info, self.proposed_by_id)
-        assert actor is not None
-        return actor
+    @strawberry.field(graphql_type=Queue | None)
+    def queue(self, info: strawberry.Info) -> Queue | Awaitable[Queue | None] | None:
+        if self.queue_id is None:
+            return None
+        return now_or_later(context_of(info).loaders.queue, self.queue_id, _queue)
 
-    @strawberry.field
-    async def approvals(self, info: strawberry.Info) -> list[Approval]:
-        rows = await info.context.loaders.approvals_by_proposal.load(str(self.id))
-        return [Approval.from_model(row) for row in rows]
+    @strawberry.field(graphql_type=Actor)
+    def proposed_by(self, info: strawberry.Info) -> Actor | Awaitable[Actor]:
+        return now_or_later(context_of(info).loaders.actor, self.proposed_by_id, _actor)
+
+    @strawberry.field(graphql_type=list[Approval])
+    def approvals(self, info: strawberry.Info) -> list[Approval] | Awaitable[list[Approval]]:
+        return now_or_later(context_of(info).loaders.approvals_by_proposal, self.id, _approvals)
 
     @strawberry.field(description="Every revision of the payload, oldest first.")
     async def revisions(self, info: strawberry.Info) -> list[ProposalRevision]:
@@ -179,12 +183,11 @@ class Proposal(Node):
         rows = await info.context.loaders.attempts_by_proposal.load(str(self.id))
         return [DeliveryAttempt.from_model(row) for row in rows]
 
-    @strawberry.field(description="The approval task (HUMAN targets only).")
-    async def task(self, info: strawberry.Info) -> LazyTask | None:
-        from signoff.schema.task import HumanTask
-
-        task = await info.context.loaders.task_by_proposal.load(str(self.id))
-        return None if task is None else HumanTask.from_model(task)
+    @strawberry.field(
+        description="The approval task (HUMAN targets only).", graphql_type=LazyTask | None
+    )
+    def task(self, info: strawberry.Info) -> HumanTask | Awaitable[HumanTask | None] | None:
+        return now_or_later(context_of(info).loaders.task_by_proposal, self.id, _task)
 
     @classmethod
     def from_model(cls, p: models.Proposal) -> Proposal:
@@ -224,6 +227,55 @@ class Proposal(Node):
             queue_id=p.queue_id,
             proposed_by_id=p.proposed_by_id,
         )
+
+
+def _actor(row: models.Actor | None) -> Actor:
+    assert row is not None  # approvals and proposals reference existing actors
+    return Actor.from_model(row)
+
+
+def _target(row: models.Target | None) -> Target:
+    assert row is not None  # proposals reference existing targets
+    return Target.from_model(row)
+
+
+def _queue(row: models.Queue | None) -> Queue | None:
+    return None if row is None else Queue.from_model(row)
+
+
+def _approvals(rows: list[models.Approval]) -> list[Approval]:
+    return [Approval.from_model(row) for row in rows]
+
+
+def _task(row: models.HumanTask | None) -> HumanTask | None:
+    from signoff.schema.task import HumanTask
+
+    return None if row is None else HumanTask.from_model(row)
+
+
+async def warm_proposals(
+    info: strawberry.Info, proposals: Sequence[models.Proposal], selected: Selected
+) -> None:
+    """Load the relations ``selected`` asks of ``proposals`` now, one query per kind, so
+    that each proposal's fields answer without awaiting."""
+    loaders = context_of(info).loaders
+    ids = [p.id for p in proposals]
+    if "target" in selected:
+        await warm(loaders.target, (p.target_id for p in proposals))
+    if "queue" in selected:
+        await warm(loaders.queue, (p.queue_id for p in proposals if p.queue_id is not None))
+    if "task" in selected:
+        await warm(loaders.task_by_proposal, ids)
+    actor_ids = [p.proposed_by_id for p in proposals] if "proposedBy" in selected else []
+    if "approvals" in selected:
+        await warm(loaders.approvals_by_proposal, ids)
+        if "approver" in selected["approvals"]:
+            for proposal_id in ids:
+                approvals = loaded(loaders.approvals_by_proposal, proposal_id)
+                if approvals is not None:
+                    actor_ids.extend(a.approver_id for a in approvals.result())
+    if actor_ids:
+        await warm(loaders.actor, actor_ids)
 
 
 @strawberry.input

@@ -38,11 +38,12 @@ from signoff.schema.delivery import DeliveryAttempt
 from signoff.schema.draft import Draft
 from signoff.schema.draft_reference import DraftReference
 from signoff.schema.incident import DeadLetter, Incident, RepairAction
+from signoff.schema.lookahead import selected
 from signoff.schema.node import Node
 from signoff.schema.notification import NotificationChannel
 from signoff.schema.operations import OperationsSnapshot, ReconciliationRun
-from signoff.schema.pagination import Connection, connection
-from signoff.schema.proposal import Approval, Proposal, ProposalRevision
+from signoff.schema.pagination import Connection, connection, nodes_selected
+from signoff.schema.proposal import Approval, Proposal, ProposalRevision, warm_proposals
 from signoff.schema.queue import Queue, QueueStats
 from signoff.schema.target import Target
 from signoff.schema.task import HumanTask
@@ -153,7 +154,9 @@ class Query:
 
     @strawberry.field
     async def proposal(self, info: strawberry.Info, id: strawberry.ID) -> Proposal:
-        return Proposal.from_model(await call(info, proposals.get_proposal, proposal_id=id))
+        proposal = await call(info, proposals.get_proposal, proposal_id=id)
+        await warm_proposals(info, [proposal], selected(info, depth=2))
+        return Proposal.from_model(proposal)
 
     @strawberry.field(
         description=(
@@ -190,6 +193,7 @@ class Query:
         page = await call(
             info, proposals.list_proposals, state=state, queue_id=queue_id, first=first, after=after
         )
+        await warm_proposals(info, page.items, nodes_selected(info, depth=2))
         return connection(page, Proposal.from_model)
 
     @strawberry.field

@@ -1,0 +1,110 @@
+"""What a query selects below a field, read before the field's value is resolved.
+
+A list field uses it to load its items' nested objects in one go (``loaders.warm``)
+before graphql-core walks the items. Fields are merged by name across aliases and
+fragments, whatever their type conditions or ``@skip``/``@include``: looking ahead
+may load something the query then skips, never miss what it selects.
+
+Strawberry's ``info.selected_fields`` would do, but it expands every fragment spread
+again at each use (a fragment spread twice, spreading one spread twice, … grows
+exponentially) and converts every argument; this walk visits each fragment once and
+stops at the depth its caller needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import strawberry
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    InlineFragmentNode,
+    SelectionNode,
+)
+
+
+class Selected:
+    """The fields selected below a field, by name, each with what is selected below it."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, Selected] | None = None) -> None:
+        self._fields: dict[str, Selected] = fields or {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._fields
+
+    def __getitem__(self, name: str) -> Selected:
+        return self._fields.get(name, NOTHING)
+
+    def __or__(self, other: Selected) -> Selected:
+        merged = Selected(dict(self._fields))
+        merged._merge(other)
+        return merged
+
+    def __bool__(self) -> bool:
+        return bool(self._fields)
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._fields)
+
+    def _merge(self, other: Selected) -> None:
+        for name, below in other._fields.items():
+            mine = self._fields.get(name)
+            if mine is None:
+                self._fields[name] = below
+            elif mine is not below:
+                self._fields[name] = mine | below
+
+
+NOTHING = Selected()
+
+
+def selected(info: strawberry.Info[Any, Any], depth: int) -> Selected:
+    """The fields selected below the field being resolved, ``depth`` levels deep."""
+    # Strawberry's Info wraps graphql-core's; the field nodes and fragments are on it.
+    raw = info._raw_info
+    walk = _Walk(raw.fragments, depth)
+    return walk.fields(
+        (node.selection_set.selections for node in raw.field_nodes if node.selection_set),
+        depth,
+    )
+
+
+class _Walk:
+    def __init__(self, fragments: Mapping[str, FragmentDefinitionNode], depth: int) -> None:
+        self._fragments = fragments
+        # A fragment's fields at a given depth, so that each fragment is walked once.
+        self._seen: dict[tuple[str, int], Selected] = {}
+
+    def fields(self, groups: Iterable[Iterable[SelectionNode]], depth: int) -> Selected:
+        found = Selected()
+        for selections in groups:
+            for node in selections:
+                found._merge(self._node(node, depth))
+        return found
+
+    def _node(self, node: SelectionNode, depth: int) -> Selected:
+        if isinstance(node, FieldNode):
+            below = NOTHING
+            if depth > 1 and node.selection_set is not None:
+                below = self.fields([node.selection_set.selections], depth - 1)
+            return Selected({node.name.value: below})
+        if isinstance(node, InlineFragmentNode):
+            return self.fields([node.selection_set.selections], depth)
+        if isinstance(node, FragmentSpreadNode):
+            return self._fragment(node.name.value, depth)
+        return NOTHING
+
+    def _fragment(self, name: str, depth: int) -> Selected:
+        key = (name, depth)
+        if key not in self._seen:
+            # Validation refused cycles; mark it anyway so that a cycle ends here.
+            self._seen[key] = NOTHING
+            fragment = self._fragments.get(name)
+            if fragment is not None:
+                self._seen[key] = self.fields([fragment.selection_set.selections], depth)
+        return self._seen[key]
