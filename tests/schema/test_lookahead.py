@@ -1,0 +1,125 @@
+"""Looking ahead at a list's selection: what it finds, what it costs, and that a page
+answered from loaders warmed up front says what the nested loaders alone would say."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+from graphql import FieldNode, FragmentDefinitionNode, OperationDefinitionNode, parse
+from starlette.applications import Starlette
+
+from signoff.config import Settings
+from signoff.schema.lookahead import selected
+from tests.helpers import GraphQLClient, build_world
+from tests.schema.test_pagination import counting_statements
+
+
+@dataclass
+class _RawInfo:
+    field_nodes: list[FieldNode]
+    fragments: dict[str, FragmentDefinitionNode]
+
+
+@dataclass
+class _Info:
+    _raw_info: _RawInfo
+
+
+def _info_for_root_field(document: str) -> Any:
+    """What a resolver of the document's first root field would get, as far as
+    ``selected`` reads it."""
+    parsed = parse(document)
+    operation = next(d for d in parsed.definitions if isinstance(d, OperationDefinitionNode))
+    fragments = {
+        d.name.value: d for d in parsed.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    root = operation.selection_set.selections[0]
+    assert isinstance(root, FieldNode)
+    return _Info(_RawInfo([root], fragments))
+
+
+def test_fields_merge_across_aliases_fragments_and_inline_fragments() -> None:
+    info = _info_for_root_field(
+        """
+        query { proposals { edges { node {
+          id
+          a: target { name }
+          b: target { id }
+          ... on Proposal { approvals { decision } }
+          ...More
+        } } } }
+        fragment More on Proposal { approvals { approver { name } } task @skip(if: true) { id } }
+        """
+    )
+    node = selected(info, depth=4)["edges"]["node"]
+    assert node.names() == {"id", "target", "approvals", "task"}
+    assert node["target"].names() == {"name", "id"}
+    assert node["approvals"].names() == {"decision", "approver"}
+    assert "missing" not in node
+    assert not node["missing"]
+
+
+def test_it_stops_at_the_depth_asked() -> None:
+    info = _info_for_root_field(
+        "{ proposals { edges { node { approvals { approver { name } } } } } }"
+    )
+    node = selected(info, depth=3)["edges"]["node"]
+    assert "approvals" in node
+    assert not node["approvals"], "three levels: edges, node, approvals"
+
+
+def test_fragments_spreading_fragments_twice_are_walked_once_each() -> None:
+    """Forty fragments, each spreading the previous one twice: a walk that expanded every
+    spread would visit 2^40 fields and never finish; this one visits each fragment once."""
+    fragments = ["fragment F0 on Proposal { id target { name } }"]
+    fragments += [
+        f"fragment F{n} on Proposal {{ ...F{n - 1} ... on Proposal {{ ...F{n - 1} }} }}"
+        for n in range(1, 41)
+    ]
+    info = _info_for_root_field(
+        "query { proposals { edges { node { ...F40 } } } }\n" + "\n".join(fragments)
+    )
+    node = selected(info, depth=4)["edges"]["node"]
+    assert node.names() == {"id", "target"}
+    assert node["target"].names() == {"name"}
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return replace(settings, auth_cache_seconds=0)
+
+
+NESTED = """approvalCount target { id name } queue { slug } proposedBy { name }
+  task { id state queue { slug } } approvals { decision approver { id name } }"""
+# The page warms its loaders up front; a task's proposal goes through the loaders alone.
+THROUGH_PAGE = "{ proposals(first: 50) { nodes { id " + NESTED + " } } }"
+THROUGH_TASKS = "{ tasks(first: 50) { edges { node { proposal { id " + NESTED + " } } } } }"
+
+
+async def test_warmed_and_loaded_relations_agree(gql: GraphQLClient) -> None:
+    world = await build_world(gql)
+    proposals = [(await world.propose())["proposal"] for _ in range(6)]
+    for proposal in proposals[::2]:
+        await world.decide(world.reviewers[0], proposal)
+
+    page = (await gql(THROUGH_PAGE, {}, world.admin))["proposals"]["nodes"]
+    tasks = (await gql(THROUGH_TASKS, {}, world.admin))["tasks"]["edges"]
+    through_tasks = {e["node"]["proposal"]["id"]: e["node"]["proposal"] for e in tasks}
+    assert len(page) == 6
+    assert {p["id"]: p for p in page} == through_tasks
+    assert sum(len(p["approvals"]) for p in page) == 3
+    assert all(p["approvals"][0]["approver"]["name"] for p in page if p["approvals"])
+
+
+async def test_only_what_is_selected_is_loaded(gql: GraphQLClient, app: Starlette) -> None:
+    world = await build_world(gql)
+    for _ in range(3):
+        await world.propose()
+    with counting_statements(app) as bare:
+        await gql("{ proposals { edges { node { id } } } }", {}, world.admin)
+    with counting_statements(app) as with_target:
+        await gql("{ proposals { edges { node { target { name } } } } }", {}, world.admin)
+    assert len(with_target) == len(bare) + 1, (bare, with_target)
+    assert not any("FROM targets" in s for s in bare), bare
