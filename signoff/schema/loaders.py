@@ -18,8 +18,9 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Select, bindparam
+from sqlalchemy import Select, any_, bindparam
 from sqlalchemy import select as select_rows
+from sqlalchemy.dialects import postgresql
 from sqlmodel import SQLModel
 from strawberry.dataloader import AbstractCache, DataLoader
 
@@ -68,9 +69,9 @@ class Loaders:
     async def _fetch(
         self, model: type[M], column: str, keys: Sequence[str], order_by: str | None = None
     ) -> list[M]:
-        stmt = _rows_with(model, column, order_by)
         async with self._context.read() as session:
             connection = await session.connection()
+            stmt = _rows_with(model, column, order_by, connection.dialect.name)
             found = await connection.execute(stmt, {"keys": list(keys)})
             return records(model, found)
 
@@ -133,11 +134,22 @@ async def _converted(pending: Awaitable[T], convert: Callable[[T], R]) -> R:
 
 
 @functools.cache
-def _rows_with(model: type[SQLModel], column: str, order_by: str | None) -> Select[Any]:
+def _rows_with(
+    model: type[SQLModel], column: str, order_by: str | None, dialect: str
+) -> Select[Any]:
     """``model`` rows whose ``column`` is one of the ``keys`` parameter: built once per
-    loader kind, as building and keying a statement cost a third of its execution."""
+    loader kind, as building and keying a statement cost a third of its execution.
+
+    On PostgreSQL the keys travel as one array (``= ANY(:keys)``): one statement text
+    whatever their number, which the server prepares once, where ``IN (:k1, :k2, …)``
+    is rendered anew for each number of keys.
+    """
     table = table_of(model)
-    stmt = select_rows(table).where(table.c[column].in_(bindparam("keys", expanding=True)))
+    if dialect == "postgresql":
+        keys = bindparam("keys", type_=postgresql.ARRAY(table.c[column].type))
+        stmt = select_rows(table).where(table.c[column] == any_(keys))
+    else:
+        stmt = select_rows(table).where(table.c[column].in_(bindparam("keys", expanding=True)))
     if order_by is not None:
         stmt = stmt.order_by(table.c[order_by])
     return stmt
@@ -183,12 +195,11 @@ class FeedLoaders:
         self.draft = self._at(Draft)
 
     def _at(self, model: type[M]) -> DataLoader[tuple[str, int], M | None]:
-        stmt = _rows_with(model, "id", None)
-
         async def load(keys: list[tuple[str, int]]) -> list[M | None]:
             ids = sorted({key[0] for key in keys})
             async with self._sessionmaker() as session:
                 connection = await session.connection()
+                stmt = _rows_with(model, "id", None, connection.dialect.name)
                 found = records(model, await connection.execute(stmt, {"keys": ids}))
             rows = {row.id: row for row in found}  # type: ignore[attr-defined]
             return [rows.get(key[0]) for key in keys]
