@@ -27,6 +27,7 @@ class TcpProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._cuts = 0
 
     def __enter__(self) -> TcpProxy:
         self._thread.start()
@@ -56,6 +57,7 @@ class TcpProxy:
         )
 
     async def _cut(self) -> None:
+        self._cuts += 1
         if self._server is not None:
             self._server.close()
             self._server = None
@@ -64,12 +66,23 @@ class TcpProxy:
         self._writers.clear()
 
     async def _pipe_pair(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Known to a cut from the moment it is accepted: a connection still reaching the
+        # upstream when the cut came survived it, so the database answered in the middle
+        # of the outage (the likely cause of a worker once reporting one outage twice).
+        self._writers.add(writer)
+        cuts = self._cuts
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.upstream)
         except OSError:
             writer.transport.abort()
+            self._writers.discard(writer)
             return
-        self._writers.update({writer, up_writer})
+        if self._cuts != cuts:
+            up_writer.transport.abort()
+            writer.transport.abort()
+            self._writers.discard(writer)
+            return
+        self._writers.add(up_writer)
         await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
         self._writers.difference_update({writer, up_writer})
 
