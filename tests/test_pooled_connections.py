@@ -1,6 +1,10 @@
-"""Pooled PostgreSQL connections are pinged before use only after sitting idle: a
-connection the server dropped meanwhile is replaced without the caller seeing an error,
-and a connection in steady use costs no round trip more."""
+"""Pooled PostgreSQL connections.
+
+A connection is pinged before use only after sitting idle: one the server dropped
+meanwhile is replaced without the caller seeing an error, and one in steady use costs no
+round trip more. Read sessions run outside a transaction (nothing idle in transaction
+between two statements, no BEGIN or ROLLBACK to send); write sessions still run in one.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import database
-from signoff.database import create_engine
+from signoff.database import create_engine, create_sessionmaker, read_only
 from tests.conftest import requires_postgres
 
 pytestmark = requires_postgres
@@ -62,3 +67,35 @@ async def test_a_connection_in_steady_use_is_not_pinged(
         await _backend_pid(one_connection)
     assert refused.value.connection_invalidated
     assert await _backend_pid(one_connection) != dropped
+
+
+async def _read_once(session: AsyncSession) -> psycopg.pq.TransactionStatus:
+    """Run one statement on ``session``; then where its connection's transaction stands."""
+    connection = await session.connection()
+    await connection.execute(text("SELECT 1"))
+    raw = await connection.get_raw_connection()
+    driver: psycopg.AsyncConnection[object] = raw.driver_connection
+    return driver.info.transaction_status
+
+
+async def test_a_read_session_holds_no_transaction(one_connection: AsyncEngine) -> None:
+    async with create_sessionmaker(read_only(one_connection))() as session:
+        status = await _read_once(session)
+    assert status is psycopg.pq.TransactionStatus.IDLE
+
+
+async def test_a_write_session_runs_in_a_transaction(one_connection: AsyncEngine) -> None:
+    async with create_sessionmaker(one_connection)() as session:
+        status = await _read_once(session)
+    assert status is psycopg.pq.TransactionStatus.INTRANS
+
+
+async def test_the_pooled_connection_goes_back_to_transactions_after_a_read(
+    one_connection: AsyncEngine,
+) -> None:
+    """One connection in the pool serves a read, then a write: the write is in a
+    transaction again (the pool resets autocommit when the read gives it back)."""
+    async with create_sessionmaker(read_only(one_connection))() as session:
+        assert await _read_once(session) is psycopg.pq.TransactionStatus.IDLE
+    async with create_sessionmaker(one_connection)() as session:
+        assert await _read_once(session) is psycopg.pq.TransactionStatus.INTRANS
