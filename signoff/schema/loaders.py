@@ -22,6 +22,7 @@ from sqlalchemy import Select, any_, bindparam
 from sqlalchemy import select as select_rows
 from sqlalchemy.dialects import postgresql
 from sqlmodel import SQLModel
+from sqlmodel.ext.asyncio.session import AsyncSession
 from strawberry.dataloader import AbstractCache, DataLoader
 
 from signoff.constants import FEED_LOADER_CACHE_SIZE
@@ -70,10 +71,7 @@ class Loaders:
         self, model: type[M], column: str, keys: Sequence[str], order_by: str | None = None
     ) -> list[M]:
         async with self._context.read() as session:
-            connection = await session.connection()
-            stmt = _rows_with(model, column, order_by, connection.dialect.name)
-            found = await connection.execute(stmt, {"keys": list(keys)})
-            return records(model, found)
+            return await rows_where(session, model, column, keys, order_by)
 
     def _by_id(self, model: type[M]) -> DataLoader[str, M | None]:
         async def load(keys: list[str]) -> list[M | None]:
@@ -131,6 +129,19 @@ def now_or_later(loader: DataLoader[K, T], key: K, convert: Callable[[T], R]) ->
 
 async def _converted(pending: Awaitable[T], convert: Callable[[T], R]) -> R:
     return convert(await pending)
+
+
+async def rows_where(
+    session: AsyncSession,
+    model: type[M],
+    column: str,
+    keys: Sequence[str],
+    order_by: str | None = None,
+) -> list[M]:
+    """Records of the ``model`` rows whose ``column`` is one of ``keys``."""
+    connection = await session.connection()
+    stmt = _rows_with(model, column, order_by, connection.dialect.name)
+    return records(model, await connection.execute(stmt, {"keys": list(keys)}))
 
 
 @functools.cache
@@ -198,9 +209,7 @@ class FeedLoaders:
         async def load(keys: list[tuple[str, int]]) -> list[M | None]:
             ids = sorted({key[0] for key in keys})
             async with self._sessionmaker() as session:
-                connection = await session.connection()
-                stmt = _rows_with(model, "id", None, connection.dialect.name)
-                found = records(model, await connection.execute(stmt, {"keys": ids}))
+                found = await rows_where(session, model, "id", ids)
             rows = {row.id: row for row in found}  # type: ignore[attr-defined]
             return [rows.get(key[0]) for key in keys]
 
