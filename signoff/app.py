@@ -65,6 +65,7 @@ from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster
 from signoff.schema.context import Context, bearer_token
 from signoff.schema.http import from_http_exception, refusal_response, unexpected_response
+from signoff.schema.prepared_frames import KeepServerSend
 from signoff.schema.websocket import (
     Connection,
     LegacyWSHandler,
@@ -365,8 +366,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         PersistedQueryMiddleware(view, persisted_queries), settings.max_body_bytes
     )
     app = Starlette(
-        # The request log is outermost: it sees every answer, a CORS preflight's included.
-        middleware=[Middleware(RequestLogging), *_cors(settings)],
+        # The request log is outermost but for keeping the server's websocket send (for
+        # prepared frames): it sees every answer, a CORS preflight's included.
+        middleware=[Middleware(KeepServerSend), Middleware(RequestLogging), *_cors(settings)],
         routes=[
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", view),

@@ -257,7 +257,7 @@ class InProcessServer(Listening):
 
 
 @contextlib.asynccontextmanager
-async def serve_in_process(app: Any) -> AsyncIterator[InProcessServer]:
+async def serve_in_process(app: Any, *, deflate: bool = False) -> AsyncIterator[InProcessServer]:
     import uvicorn
 
     port = free_port()
@@ -267,7 +267,7 @@ async def serve_in_process(app: Any) -> AsyncIterator[InProcessServer]:
         port=port,
         log_level="warning",
         ws="websockets-sansio",
-        ws_per_message_deflate=False,
+        ws_per_message_deflate=deflate,
         lifespan="off",  # the test's fixture runs the app's lifespan
     )
     server = uvicorn.Server(config)

@@ -65,6 +65,7 @@ from signoff.schema.change_event import ChangeEvent
 from signoff.schema.context import VIEWER_DEPENDENT, Context
 from signoff.schema.errors import mask_error
 from signoff.schema.loaders import FeedLoaders
+from signoff.schema.prepared_frames import Payload
 
 logger = logging.getLogger("signoff.broadcast")
 
@@ -129,7 +130,7 @@ class Frames:
         self._executor = executor
         self._make_context = make_context
 
-    async def render(self, change: Change) -> str:
+    async def render(self, change: Change) -> Payload:
         """The encoded ``payload`` of the frame for ``change``; the session is closed first."""
         context = self._make_context()
         executor = self._executor.build_per_event_executor(ChangeEvent.from_change(change))
@@ -142,7 +143,7 @@ class Frames:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
             payload["errors"] = [mask_error(e, context.request_id).formatted for e in result.errors]
-        return json.dumps(payload, separators=(",", ":"))
+        return Payload(json.dumps(payload, separators=(",", ":")))
 
 
 class Member:
@@ -150,7 +151,7 @@ class Member:
 
     def __init__(
         self,
-        send: Callable[[str], bool],
+        send: Callable[[Payload], bool],
         viewer: Viewer,
         buffer: int,
         token: str,
@@ -160,13 +161,13 @@ class Member:
         self.token = token
         self._buffer = buffer
         self.last = 0  # the last cursor handed to the connection
-        self._held: list[tuple[int, str]] | None = []  # live frames held during a replay
+        self._held: list[tuple[int, Payload]] | None = []  # live frames held during a replay
         self.suspended = False
         self.failed: BaseException | None = None
         self._recheck = False  # the viewer must be re-read
         self._wakeup: asyncio.Future[None] | None = None
 
-    def push(self, cursor: int, payload: str) -> None:
+    def push(self, cursor: int, payload: Payload) -> None:
         if self.suspended or cursor <= self.last:
             return
         if self._held is not None:
@@ -177,7 +178,7 @@ class Member:
             return
         self._deliver(cursor, payload)
 
-    def deliver_replayed(self, cursor: int, payload: str) -> None:
+    def deliver_replayed(self, cursor: int, payload: Payload) -> None:
         if cursor > self.last:
             self._deliver(cursor, payload)
 
@@ -222,7 +223,7 @@ class Member:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
-    def _deliver(self, cursor: int, payload: str) -> None:
+    def _deliver(self, cursor: int, payload: Payload) -> None:
         self.last = cursor
         if not self._send(payload):
             self.fail(SubscriberTooSlow())
@@ -294,13 +295,13 @@ class Group:
         for member in list(self.members):
             member.fail(error)
 
-    async def _render(self, change: Change) -> str:
+    async def _render(self, change: Change) -> Payload:
         self._broadcaster.executions += 1
         try:
             return await self.frames.render(change)
         except Exception as exc:  # a frame must never end the group
             logger.error("rendering a frame failed: %s", type(exc).__name__)
-            return _FAILED_FRAME
+            return Payload(_FAILED_FRAME)
 
 
 _FAILED_FRAME = json.dumps(
@@ -474,6 +475,6 @@ class Watch:
     token: str
     scope: FeedScope
     start: int | None
-    send: Callable[[str], bool]
+    send: Callable[[Payload], bool]
     wait_for_room: Callable[[], Awaitable[None]]
     is_closed: Callable[[], bool]

@@ -52,6 +52,7 @@ from signoff.constants import (
 from signoff.errors import TooManySubscriptions
 from signoff.persisted import PersistedQueries, Refused
 from signoff.schema.context import Context
+from signoff.schema.prepared_frames import Payload, SocketWriter
 
 logger = logging.getLogger("signoff.websocket")
 
@@ -91,6 +92,7 @@ class Connection(ASGIWebSocketAdapter):
         self._writer: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
         self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
+        self._socket = SocketWriter.of(request.scope)  # None: every frame goes through ASGI
 
     # Strawberry's protocol messages.
     async def send_json(self, message: Any) -> None:
@@ -118,13 +120,21 @@ class Connection(ASGIWebSocketAdapter):
     def deactivate(self, operation_id: str) -> None:
         self._prefixes.pop(operation_id, None)
 
-    def send_frame(self, operation_id: str, payload: str) -> bool:
-        """Send a live frame (``payload`` already encoded) at once, or queue it; ``False``
-        once cut off. Never waits: one pass sends a frame to thousands of connections."""
+    def send_frame(self, operation_id: str, payload: Payload) -> bool:
+        """Send a live frame at once, or queue it; ``False`` once cut off. Never waits: one
+        pass sends a frame to thousands of connections. While nothing waits in this
+        connection's queue, the prepared frame is written straight to the socket."""
         prefix = self._prefixes.get(operation_id)
         if prefix is None or self.closed or self._close_request is not None:
             return False
-        return self._send(operation_id, f"{prefix}{payload}}}")
+        if (
+            self._socket is not None
+            and not self._items
+            and not self._sending
+            and self._socket.write(payload, prefix)
+        ):
+            return True
+        return self._send(operation_id, payload.message(prefix))
 
     async def wait_for_room(self) -> None:
         """Until at most half of ``frame_limit`` frames wait (paces a replay to the client)."""

@@ -1,0 +1,105 @@
+"""Prepared frames: a broadcast frame is framed once and its bytes written to every socket.
+
+Server-to-client websocket frames are not masked, so without per-message deflate two
+connections that receive the same message receive the same bytes. A broadcast group
+sends one payload to thousands of connections whose subscriptions nearly always share
+an operation id, so the frame is framed once per distinct opening (``Payload.framed``)
+and the bytes are handed straight to each connection's transport, as ``websockets``'
+own ``broadcast()`` and gorilla's ``PreparedMessage`` do. Through ASGI each of those
+writes would pass the framework's send wrappers and frame the text again; measured on
+1,000 sockets that is most of the cost of a broadcast that is not the socket write.
+
+Only uvicorn's sans-I/O websockets protocol (what ``signoff serve`` runs) is written to
+directly, and only while the connection is open, its handshake done, no close sent,
+no extension negotiated and its transport not paused. Anything else (another server,
+per-message deflate, a paused socket) takes the ordinary ASGI send.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
+
+# The scope key under which the server's own ``send`` is kept for a websocket.
+SERVER_SEND = "signoff.server_send"
+
+
+class Payload:
+    """One frame's encoded ``payload``, shared by every member of a broadcast group, with
+    the websocket frames built from it (one per distinct opening, usually one)."""
+
+    __slots__ = ("_framed", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._framed: dict[str, bytes] = {}
+
+    def message(self, opening: str) -> str:
+        """The whole message: ``opening`` (``{"id":…,"type":…,"payload":``), the payload, ``}``."""
+        return f"{opening}{self.text}}}"
+
+    def framed(self, opening: str) -> bytes:
+        """The message as an unmasked, unfragmented websocket text frame."""
+        frame = self._framed.get(opening)
+        if frame is None:
+            data = self.message(opening).encode()
+            frame = self._framed[opening] = Frame(Opcode.TEXT, data).serialize(mask=False)
+        return frame
+
+
+class SocketWriter:
+    """Writes prepared frames to one uvicorn websocket connection's transport."""
+
+    __slots__ = ("_protocol",)
+
+    def __init__(self, protocol: WebSocketsSansIOProtocol) -> None:
+        self._protocol = protocol
+
+    @classmethod
+    def of(cls, scope: Scope) -> SocketWriter | None:
+        """A writer for the connection of ``scope``, or ``None`` where frames must go
+        through ASGI (another server or protocol implementation)."""
+        send: Any = scope.get(SERVER_SEND)
+        protocol = getattr(send, "__self__", None)
+        if (
+            type(protocol) is not WebSocketsSansIOProtocol
+            or send.__func__ is not WebSocketsSansIOProtocol.send
+        ):
+            return None
+        return cls(protocol)
+
+    def write(self, frame: Payload, opening: str) -> bool:
+        """Write the frame if the connection takes it now; ``False``, with nothing written,
+        where the caller must use the ordinary send (not open yet or any more, an
+        extension in use, or the transport paused until the client reads)."""
+        protocol = self._protocol
+        if (
+            protocol.disconnected
+            or protocol.close_sent
+            or not protocol.handshake_complete
+            or protocol.initial_response is not None
+            or protocol.conn.state is not State.OPEN
+            or protocol.conn.extensions
+            or not protocol.writable.is_set()
+            or protocol.transport.is_closing()
+        ):
+            return False
+        protocol.transport.write(frame.framed(opening))
+        return True
+
+
+class KeepServerSend:
+    """Outermost middleware: keeps the server's own ``send`` of a websocket in its scope,
+    before any middleware wraps it, for ``SocketWriter``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            scope[SERVER_SEND] = send
+        await self.app(scope, receive, send)
