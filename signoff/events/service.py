@@ -1,7 +1,9 @@
 """The per-process event service: the sequencer, the relay and retention, in one loop.
 
 Every committed change event is stamped (``feed.stamp_pending``) and published
-after commit. A local commit kicks the loop, which stamps at once. Independently of
+after commit. A local commit kicks the loop, which stamps at once; on SQLite, where
+writers are serialised, a writer stamps its own events in its transaction
+(``stamp_in``) and the loop only publishes them. Independently of
 kicks, every ``relay_seconds`` the loop ticks: it republishes stamped events whose
 publish failed (a crash between commit and publish, Redis down), lets the local
 fanout catch up from the database and, every ``prune_seconds``, applies retention.
@@ -16,8 +18,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
+
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
 from signoff.config import Settings
@@ -44,6 +48,7 @@ class EventService:
         relay_seconds: float,
         retention: timedelta,
         prune_seconds: float = FEED_RETENTION_CHECK_SECONDS,
+        stamps_in_writers: bool = False,
     ) -> None:
         self.hub = hub
         self.sessionmaker = sessionmaker
@@ -55,10 +60,36 @@ class EventService:
         self._last_prune = 0.0
         self._published: list[str] = []  # published, recorded at the next round
         self._stopping = False
+        # SQLite serialises writers, so a writer may stamp its own events (``stamp_in``).
+        self.stamps_in_writers = stamps_in_writers
+        self._stamp_wanted = False  # a kick: committed events wait for their cursors
+        self._ready: list[tuple[str, Change]] = []  # stamped by their writers, to publish
 
     async def kick(self) -> None:
         """After-commit hook: stamp and publish soon, without making the writer wait."""
+        self._stamp_wanted = True
         self._kicked.set()
+
+    async def stamp_in(self, session: AsyncSession) -> Callable[[], Awaitable[None]] | None:
+        """Stamp a writer's events in its own transaction, where writers are serialised.
+
+        On SQLite every write transaction holds the database's one write lock from its
+        first statement to its commit, so the order of write transactions is the commit
+        order, and numbering inside one is the same as numbering just after it: the
+        invariants of ``feed.stamp_pending`` hold. It saves the stamping transaction
+        after every commit (seven statements, each a hop to SQLite's thread), which was
+        most of the time from a commit to its subscribers' frames. The returned hook
+        hands the stamped events to the loop to publish, without making the writer wait.
+        """
+        if not self.stamps_in_writers:
+            return None
+        stamped = [(row.id, Change.from_row(row)) for row in await feed.stamp_pending(session)]
+
+        async def publish() -> None:
+            self._ready.extend(stamped)
+            self._kicked.set()
+
+        return publish
 
     async def start(self) -> None:
         async with self.sessionmaker() as session:
@@ -84,6 +115,7 @@ class EventService:
                 self._task.cancel()
                 await asyncio.wait({self._task})
         try:
+            await self._publish_ready()
             await self.mark_published()
         except Exception as exc:  # the relay of the next process re-sends them
             logger.warning("recording published events failed: %s", type(exc).__name__)
@@ -98,11 +130,12 @@ class EventService:
                 return
             tick_due = time.monotonic() >= next_tick
             # Cleared before the work: a commit during it kicks the next round.
-            kicked = self._kicked.is_set()
             self._kicked.clear()
+            kicked, self._stamp_wanted = self._stamp_wanted, False
             if tick_due:
                 next_tick = time.monotonic() + self.relay_seconds
             try:
+                await self._publish_ready()
                 if tick_due:
                     await self.tick()  # stamps too, so it answers a kick as well
                 elif kicked:
@@ -180,19 +213,28 @@ class EventService:
             logger.info("pruned %d change events", deleted)
         return deleted
 
+    async def _publish_ready(self) -> None:
+        """Publish what writers stamped; if that fails, the relay re-sends it later."""
+        ready, self._ready = self._ready, []
+        if ready:
+            await self._publish_changes(ready)
+
     async def _publish(self, rows: Sequence[ChangeEvent]) -> bool:
+        return await self._publish_changes([(row.id, Change.from_row(row)) for row in rows])
+
+    async def _publish_changes(self, changes: Sequence[tuple[str, Change]]) -> bool:
         try:
-            await self.hub.publish([Change.from_row(row) for row in rows])
+            await self.hub.publish([change for _, change in changes])
         except Unpublished:
             return False
         except Exception as exc:
             logger.warning(
                 "publishing %d change events failed (%s); the relay retries",
-                len(rows),
+                len(changes),
                 type(exc).__name__,
             )
             return False
-        self._published.extend(row.id for row in rows)
+        self._published.extend(event_id for event_id, _ in changes)
         return True
 
     async def mark_published(self) -> None:
@@ -236,4 +278,5 @@ def create_event_service(settings: Settings, sessionmaker: SessionMaker) -> Even
         sessionmaker,
         relay_seconds=settings.events_relay_seconds,
         retention=timedelta(days=settings.events_retention_days),
+        stamps_in_writers=settings.database_url.startswith("sqlite"),
     )

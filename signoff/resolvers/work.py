@@ -48,10 +48,16 @@ class JobQueue(Protocol):
 
 
 class Publisher(Protocol):
-    """The change feed's relay: told after commit that new events wait to be published."""
+    """The change feed's relay: stamps a writer's events in its transaction where commit
+    order allows, or is told after commit that new events wait to be stamped."""
 
     async def kick(self) -> None:
         """Stamp and publish soon, without making the writer wait."""
+
+    async def stamp_in(self, session: AsyncSession) -> AfterCommit | None:
+        """Stamp the events written on ``session`` before it commits, where transaction
+        order is commit order (SQLite), and return the after-commit hook that publishes
+        them; ``None`` where events are stamped after commit (``kick``)."""
 
     async def relay(self) -> int:
         """Republish stamped events whose publish never happened; returns how many."""
@@ -136,11 +142,9 @@ class UnitOfWork:
         self.after_commit(enqueue)
 
     def changed(self) -> None:
-        """Change events were written: wake the relay after commit (once per transaction)."""
-        if self._changed or self.services.events is None:
-            return
-        self._changed = True
-        self.after_commit(self.services.events.kick)
+        """Change events were written: at commit they are stamped in this transaction where
+        that is safe, and published after it; otherwise the relay is woken after commit."""
+        self._changed = self.services.events is not None
 
     def insert_at_commit(self, table: sa.Table, row: dict[str, Any]) -> None:
         """Insert ``row`` (every column given) just before commit, with the transaction's
@@ -156,6 +160,9 @@ class UnitOfWork:
             connection = await self.session.connection()
             for table, batch in rows.items():
                 await connection.execute(sa.insert(table), batch)
+        events = self.services.events
+        if self._changed and events is not None:
+            self.after_commit(await events.stamp_in(self.session) or events.kick)
         hooks, self._after_commit, self._changed = self._after_commit, [], False
         await self.session.commit()
         for hook in hooks:

@@ -42,7 +42,9 @@ class RecordingTransport:
         return None
 
 
-def _service(sessionmaker: SessionMaker, transport: RecordingTransport) -> EventService:
+def _service(
+    sessionmaker: SessionMaker, transport: RecordingTransport, *, stamps_in_writers: bool = False
+) -> EventService:
     async def load_after(after: int, through: int | None) -> list[Change]:
         async with sessionmaker() as session:
             rows = await feed.events_after(session, after, through=through)
@@ -56,6 +58,7 @@ def _service(sessionmaker: SessionMaker, transport: RecordingTransport) -> Event
         relay_seconds=RELAY_SECONDS,
         retention=RETENTION,
         prune_seconds=RELAY_SECONDS,
+        stamps_in_writers=stamps_in_writers,
     )
 
 
@@ -165,3 +168,62 @@ async def test_relay_and_retention_keep_their_schedule_under_steady_commits(
     received = await _received(subscriber)
     assert orphan.cursor in received
     assert received == sorted(set(received))
+
+
+async def _cursor_of(sessionmaker: SessionMaker, event_id: str) -> int | None:
+    async with sessionmaker() as session:
+        row = await session.get(ChangeEvent, event_id)
+        await session.commit()
+    assert row is not None
+    return row.cursor
+
+
+async def test_concurrent_writers_events_reach_subscribers_once_in_cursor_order(
+    engine: AsyncEngine, clean_database: None
+) -> None:
+    """On SQLite each writer stamps its own events in its transaction (and the loop only
+    publishes them); on PostgreSQL the loop stamps after commit. Either way, 40 writers
+    at once give dense cursors, each event reaches a subscriber once, in cursor order,
+    and is recorded as published."""
+    plain = create_sessionmaker(engine)
+    on_sqlite = engine.dialect.name == "sqlite"
+    transport = RecordingTransport()
+    service = _service(plain, transport, stamps_in_writers=on_sqlite)
+    await service.start()
+    subscriber = service.hub.subscribe(lambda change: True)
+    work = WorkMaker(plain, Services(events=service))
+    stamped_at_commit: list[bool] = []
+
+    async def write(i: int) -> str:
+        async with work() as unit:
+            event_id = record_event(
+                unit,
+                kind=ChangeKind.TASK_CREATED,
+                entity_type="task",
+                entity_id=str(uuid.uuid4()),
+                snapshot={"label": f"writer {i}"},
+            )
+            await unit.commit()
+        stamped_at_commit.append(await _cursor_of(plain, event_id) is not None)
+        return event_id
+
+    try:
+        event_ids = await asyncio.gather(*(write(i) for i in range(40)))
+        received: list[int] = []
+        for _ in range(100):
+            received += await _received(subscriber)
+            if len(received) >= 40:
+                break
+        for _ in range(100):  # recorded by the relay's next round
+            if all([await _published_at(plain, event_id) for event_id in event_ids]):
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await service.stop()
+    cursors = sorted([await _cursor_of(plain, event_id) or 0 for event_id in event_ids])
+    assert cursors == list(range(cursors[0], cursors[0] + 40)), "cursors should be dense"
+    assert received == cursors
+    assert transport.published == cursors
+    assert all([await _published_at(plain, event_id) for event_id in event_ids])
+    if on_sqlite:
+        assert all(stamped_at_commit), "each writer should have stamped its own events"
