@@ -41,6 +41,10 @@ def serve(app: Starlette, settings: Settings, *, host: str, port: int) -> None:
         log_level=settings.log_level,
         ws="websockets-sansio",
         ws_per_message_deflate=settings.ws_per_message_deflate,
+        # Signoff pings at the GraphQL protocol level (SIGNOFF_WS_PING_SECONDS) and closes
+        # a client that does not answer; uvicorn's own protocol pings (every 20 s by
+        # default) would double that traffic, and keep pinging when it is set to 0.
+        ws_ping_interval=None,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         # Logging is configured already (signoff.logs), with a line per request of its own.
         log_config=None,
