@@ -54,18 +54,21 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import case, delete, func, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
 from signoff.constants import FEED_PAGE_SIZE
 from signoff.models import ChangeEvent, ChangeFeedState
+from signoff.models.records import records, table_of
 
 STATE_ID = 1
+EVENTS = table_of(ChangeEvent)
+STATE = table_of(ChangeFeedState)
 
 
 async def feed_state(session: AsyncSession, *, lock: bool = False) -> ChangeFeedState:
@@ -102,40 +105,53 @@ async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> l
     At most ``limit`` events plus the other pending events of their entities, so that
     one entity's events are stamped together, in version order.
     """
-    state = await feed_state(session, lock=True)
+    last_cursor = await _locked_last_cursor(session)
     batch = await _pending(session, limit=limit)
     if len(batch) >= limit:
         batch += await _rest_of_their_entities(session, batch)
     pending = in_entity_order(sorted(batch, key=lambda e: (e.occurred_at, e.id)))
     if not pending:
         return []
-    cursors = {event.id: state.last_cursor + offset for offset, event in enumerate(pending, 1)}
-    # One statement for the whole batch (the ORM would send one UPDATE per event); the
-    # loaded events take their cursors as if read back, so the flush leaves them alone.
-    await session.exec(
-        update(ChangeEvent)
-        .where(col(ChangeEvent.id).in_(cursors))
-        .values(cursor=case(cursors, value=col(ChangeEvent.id)))
-        .execution_options(synchronize_session=False)
+    cursors = {event.id: last_cursor + offset for offset, event in enumerate(pending, 1)}
+    # Core statements on records, not ORM instances and a flush: on SQLite this runs in
+    # every writer's transaction, where the ORM's bookkeeping was most of its cost.
+    connection = await session.connection()
+    await connection.execute(
+        update(EVENTS)
+        .where(EVENTS.c.id.in_(cursors))
+        .values(cursor=case(cursors, value=EVENTS.c.id))
+    )
+    await connection.execute(
+        update(STATE).where(STATE.c.id == STATE_ID).values(last_cursor=last_cursor + len(pending))
     )
     for event in pending:
-        set_committed_value(event, "cursor", cursors[event.id])
-    state.last_cursor += len(pending)
-    await session.flush()
+        event.cursor = cursors[event.id]
     return pending
+
+
+async def _locked_last_cursor(session: AsyncSession) -> int:
+    """The last cursor handed out, with the state row locked until commit (``FOR UPDATE``
+    on PostgreSQL; SQLite's write lock is held already): stampers run one at a time."""
+    connection = await session.connection()
+    stmt = sa.select(STATE.c.last_cursor).where(STATE.c.id == STATE_ID).with_for_update()
+    last_cursor: int | None = (await connection.execute(stmt)).scalar_one_or_none()
+    if last_cursor is None:  # the feed's first use
+        return (await feed_state(session, lock=True)).last_cursor
+    return last_cursor
 
 
 async def _pending(
     session: AsyncSession, *where: Any, limit: int | None = None
 ) -> list[ChangeEvent]:
-    """Committed, unstamped events in the writers' clock order."""
+    """Committed, unstamped events in the writers' clock order, as records."""
     stmt = (
-        select(ChangeEvent)
-        .where(col(ChangeEvent.cursor).is_(None), *where)
-        .order_by(col(ChangeEvent.occurred_at), col(ChangeEvent.id))
+        sa.select(EVENTS)
+        .where(EVENTS.c.cursor.is_(None), *where)
+        .order_by(EVENTS.c.occurred_at, EVENTS.c.id)
         .limit(limit)
     )
-    return list((await session.exec(stmt)).all())
+    connection = await session.connection()
+    return records(ChangeEvent, await connection.execute(stmt))
 
 
 async def _rest_of_their_entities(
@@ -147,7 +163,7 @@ async def _rest_of_their_entities(
         return []
     taken = {e.id for e in batch}
     ids = sorted({entity_id for _, entity_id in entities})
-    rows = await _pending(session, col(ChangeEvent.entity_id).in_(ids))
+    rows = await _pending(session, EVENTS.c.entity_id.in_(ids))
     return [e for e in rows if e.id not in taken and _entity(e) in entities]
 
 

@@ -102,10 +102,11 @@ async def _orphan(sessionmaker: SessionMaker, occurred_at: datetime) -> ChangeEv
         )
         session.add(event)
         await session.flush()
-        await feed.stamp_pending(session)  # same transaction: never seen unstamped
+        stamped = await feed.stamp_pending(session)  # same transaction: never seen unstamped
         await session.commit()
-    assert event.cursor is not None
-    return event
+    (orphan,) = [row for row in stamped if row.id == event.id]
+    assert orphan.cursor is not None
+    return orphan
 
 
 async def _older_than(sessionmaker: SessionMaker, cutoff: datetime) -> int:
