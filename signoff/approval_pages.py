@@ -39,7 +39,7 @@ HEADERS = {
     "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "form-action 'self'; frame-ancestors 'none'",
 }
-STATUS = {"UNKNOWN": 404, "USED": 410, "REVOKED": 410, "EXPIRED": 410}
+STATUS = {"UNKNOWN": 404, "USED": 410, "REVOKED": 410, "EXPIRED": 410, "SETTLED": 410}
 
 
 class RateLimiter:

@@ -39,6 +39,7 @@ from signoff.models import (
     Decision,
     HumanTask,
     Proposal,
+    ProposalState,
     Role,
     Target,
 )
@@ -127,11 +128,17 @@ class LinkPage:
 
 
 async def read_link(*, session: AsyncSession, token: str, now: datetime) -> LinkPage:
-    """The link and what it would decide; refused when unknown, used, revoked or expired.
-    Reads only."""
+    """The link and what it would decide; refused when unknown, used, revoked or expired,
+    or when its proposal no longer awaits approval (decided by others, cancelled, expired:
+    showing the form would only lead to a refusal). Reads only."""
     link = await _usable_link(session, token, now)
     proposal = await session.get(Proposal, link.proposal_id)
     assert proposal is not None
+    if proposal.state != ProposalState.APPROVAL_REQUIRED:
+        raise ApprovalLinkUnusable(
+            f"This proposal no longer awaits approval: it is {proposal.state}.",
+            reason="SETTLED",
+        )
     target = await session.get(Target, proposal.target_id)
     reviewer = await session.get(Actor, link.reviewer_id)
     assert target is not None and reviewer is not None

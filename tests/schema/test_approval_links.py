@@ -164,6 +164,22 @@ async def test_an_expired_or_revoked_link_is_refused(
     assert (await gql.http.get("/links/not-a-token")).status_code == 404
 
 
+async def test_a_link_to_a_proposal_decided_by_others_shows_no_form(gql: GraphQLClient) -> None:
+    world = await build_world(gql)
+    proposed, created = await linked(gql, world)
+    decided = await world.decide(world.reviewers[1], proposed["proposal"])
+    settled = decided["proposal"]["state"]
+    assert settled != "APPROVAL_REQUIRED"
+    before = await counts(gql)
+    shown = await gql.http.get(created["path"])
+    assert shown.status_code == 410
+    assert f"no longer awaits approval: it is {settled}" in shown.text and "SETTLED" in shown.text
+    assert "<form" not in shown.text
+    refused = await post(gql, created["path"], form(created["link"]["payloadDigest"]))
+    assert refused.status_code == 409 and f"The proposal is {settled}" in refused.text
+    assert await counts(gql) == before  # the link stays unused; nothing was decided
+
+
 async def test_a_removed_reviewers_link_is_refused_and_stays_unused(
     gql: GraphQLClient, frozen_clock: clock.FrozenClock
 ) -> None:
