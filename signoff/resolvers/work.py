@@ -162,7 +162,8 @@ class UnitOfWork:
                 await connection.execute(sa.insert(table), batch)
         events = self.services.events
         if self._changed and events is not None:
-            self.after_commit(await events.stamp_in(self.session) or events.kick)
+            # First of the hooks: subscribers' frames should not wait for a job's enqueue.
+            self._after_commit.insert(0, await events.stamp_in(self.session) or events.kick)
         hooks, self._after_commit, self._changed = self._after_commit, [], False
         await self.session.commit()
         for hook in hooks:
