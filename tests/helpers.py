@@ -182,6 +182,20 @@ class World:
         return result
 
 
+CREATE_TASK = "mutation($i: CreateTaskInput!) { createTask(input: $i) { id } }"
+
+
+async def create_tasks(
+    gql: GraphQLClient, admin: str, queue_id: str, count: int, label: str = "t"
+) -> list[str]:
+    """``count`` REVIEW tasks in the queue, made one after the other; their ids in order."""
+    ids = []
+    for i in range(count):
+        given = {"queueId": queue_id, "kind": "REVIEW", "title": f"{label}-{i}"}
+        ids.append((await gql(CREATE_TASK, {"i": given}, admin))["createTask"]["id"])
+    return ids
+
+
 async def build_world(
     gql: GraphQLClient,
     *,

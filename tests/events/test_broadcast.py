@@ -19,10 +19,8 @@ from signoff.resolvers.work import Services, UnitOfWork
 from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster, reads_viewer
 from signoff.schema.context import Context, SharedViewerError
-from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world
+from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world, create_tasks
 from tests.live import InProcessServer, Subscription, feed_settled, serve_in_process
-
-CREATE_TASK = "mutation($i: CreateTaskInput!) { createTask(input: $i) { id } }"
 
 ALL_QUEUES = """
 subscription {
@@ -47,16 +45,6 @@ async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
 async def http(live: InProcessServer, gql: GraphQLClient) -> AsyncIterator[GraphQLClient]:
     async with AsyncClient(base_url=live.url, timeout=30) as client:
         yield GraphQLClient(client, gql.sessionmaker)
-
-
-async def _create_tasks(gql: GraphQLClient, admin: str, queue_id: str, count: int) -> list[str]:
-    ids = []
-    for i in range(count):
-        data = await gql(
-            CREATE_TASK, {"i": {"queueId": queue_id, "kind": "REVIEW", "title": f"t{i}"}}, admin
-        )
-        ids.append(data["createTask"]["id"])
-    return ids
 
 
 async def test_one_frame_per_group_and_each_viewer_sees_only_what_it_may(
@@ -88,8 +76,8 @@ async def test_one_frame_per_group_and_each_viewer_sees_only_what_it_may(
         for sub in subs.values():
             sub.events.clear()
         before = broadcaster.executions
-        in_a = await _create_tasks(http, world.admin, world.queue_id, 3)
-        in_b = await _create_tasks(http, world.admin, queue_b, 2)
+        in_a = await create_tasks(http, world.admin, world.queue_id, 3)
+        in_b = await create_tasks(http, world.admin, queue_b, 2)
         for name, count in {"alice": 3, "carol": 3, "bob": 2, "ops": 5}.items():
             await subs[name].wait_for(count)
         with pytest.raises(AssertionError, match="FORBIDDEN"):
@@ -133,7 +121,7 @@ async def test_a_field_that_reads_the_viewer_is_computed_per_viewer(
         await asyncio.sleep(0.3)
         mine.events.clear()
         theirs.events.clear()
-        [task_id] = await _create_tasks(http, world.admin, world.queue_id, 1)
+        [task_id] = await create_tasks(http, world.admin, world.queue_id, 1)
         # Frames show the task as it is when they are computed: claim after the first.
         await mine.wait_for(1)
         await theirs.wait_for(1)
@@ -203,15 +191,15 @@ async def test_a_membership_change_moves_a_subscriber_to_the_group_it_now_belong
         await asyncio.sleep(0.3)
         hers.events.clear()
         theirs.events.clear()
-        seen = await _create_tasks(http, world.admin, world.queue_id, 1)
+        seen = await create_tasks(http, world.admin, world.queue_id, 1)
         await hers.wait_for(1)
         await http(
             MEMBER % "removeQueueMember",
             {"input": {"queueId": world.queue_id, "actorId": alice_id}},
             world.admin,
         )
-        hidden = await _create_tasks(http, world.admin, world.queue_id, 2)
-        in_b = await _create_tasks(http, world.admin, queue_b, 2)
+        hidden = await create_tasks(http, world.admin, world.queue_id, 2)
+        in_b = await create_tasks(http, world.admin, queue_b, 2)
         await theirs.wait_for(6)  # task 1, the removal (queue A's event), 2 in A, 2 in B
         await hers.wait_for(3)
         await asyncio.sleep(0.5)
@@ -232,7 +220,7 @@ async def test_a_subscription_without_after_replays_no_history_when_it_changes_g
     from the beginning of the feed."""
     world = await build_world(http, reviewers=1)
     slug_b, queue_b = await _second_queue(http, world.admin)
-    before = await _create_tasks(http, world.admin, queue_b, 2)
+    before = await create_tasks(http, world.admin, queue_b, 2)
     alice = await http.token(Role.REVIEWER, name="reviewer-0", queues=[slug_b])
     alice_id = (await http("query { viewer { actor { id } } }", token=alice))["viewer"]["actor"][
         "id"
@@ -246,7 +234,7 @@ async def test_a_subscription_without_after_replays_no_history_when_it_changes_g
             {"input": {"queueId": world.queue_id, "actorId": alice_id}},
             world.admin,
         )
-        after = await _create_tasks(http, world.admin, queue_b, 1)
+        after = await create_tasks(http, world.admin, queue_b, 1)
         await hers.wait_for(1)
         await asyncio.sleep(0.5)
     created = [e["entityId"] for e in hers.events if e["kind"] == "task.created"]

@@ -14,10 +14,9 @@ from websockets.frames import Frame, Opcode
 from websockets.streams import StreamReader
 
 from signoff.schema.prepared_frames import Payload, SocketWriter
-from tests.helpers import GraphQLClient, build_world
+from tests.helpers import GraphQLClient, build_world, create_tasks
 from tests.live import Subscription, feed_settled, serve_in_process
 
-CREATE_TASK = "mutation($i: CreateTaskInput!) { createTask(input: $i) { id } }"
 WATCH = "subscription($q: ID) { queueEvents(queueId: $q) { kind entityId task { id state } } }"
 
 
@@ -81,14 +80,7 @@ async def _watch_and_create(
             await sub.__aenter__()
         try:
             await _subscribed(app, subscribers)
-            created = []
-            for i in range(tasks):
-                data = await http(
-                    CREATE_TASK,
-                    {"i": {"queueId": world.queue_id, "kind": "REVIEW", "title": f"t{i}"}},
-                    world.admin,
-                )
-                created.append(data["createTask"]["id"])
+            created = await create_tasks(http, world.admin, world.queue_id, tasks)
             received = [list(await sub.wait_for(tasks)) for sub in subs]
         finally:
             for sub in subs:

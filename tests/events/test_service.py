@@ -62,6 +62,20 @@ def _service(
     )
 
 
+async def _commit_event(work: WorkMaker, label: str) -> str:
+    """Commit one task event the way business rules do; its id."""
+    async with work() as unit:
+        event_id = record_event(
+            unit,
+            kind=ChangeKind.TASK_CREATED,
+            entity_type="task",
+            entity_id=str(uuid.uuid4()),
+            snapshot={"label": label},
+        )
+        await unit.commit()
+    return event_id
+
+
 @contextlib.asynccontextmanager
 async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[str]]:
     """A writer committing a change event every 50 ms, each commit kicking the service."""
@@ -70,16 +84,7 @@ async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[str]]:
 
     async def write() -> None:
         while not stop.is_set():
-            async with work() as unit:
-                event_id = record_event(
-                    unit,
-                    kind=ChangeKind.TASK_CREATED,
-                    entity_type="task",
-                    entity_id=str(uuid.uuid4()),
-                    snapshot={"label": "load"},
-                )
-                await unit.commit()
-            committed.append(event_id)
+            committed.append(await _commit_event(work, "load"))
             await asyncio.sleep(COMMIT_EVERY_SECONDS)
 
     writing = asyncio.create_task(write())
@@ -196,15 +201,7 @@ async def test_concurrent_writers_events_reach_subscribers_once_in_cursor_order(
     stamped_at_commit: list[bool] = []
 
     async def write(i: int) -> str:
-        async with work() as unit:
-            event_id = record_event(
-                unit,
-                kind=ChangeKind.TASK_CREATED,
-                entity_type="task",
-                entity_id=str(uuid.uuid4()),
-                snapshot={"label": f"writer {i}"},
-            )
-            await unit.commit()
+        event_id = await _commit_event(work, f"writer {i}")
         stamped_at_commit.append(await _cursor_of(plain, event_id) is not None)
         return event_id
 

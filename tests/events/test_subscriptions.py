@@ -17,7 +17,7 @@ from signoff.models import ApiToken, ChangeKind, Role
 from signoff.resolvers.actors import hash_token
 from signoff.resolvers.subscriptions import decode_cursor, encode_cursor
 from signoff.resolvers.work import UnitOfWork
-from tests.helpers import CLAIM, GraphQLClient, World, build_world, record_event
+from tests.helpers import CLAIM, build_world, create_tasks, record_event
 from tests.live import (
     Server,
     Subscription,
@@ -62,23 +62,6 @@ async def test_subscriber_sees_propose_claim_decide_in_order(
     assert [e["entityVersion"] for e in events] == [1, 1, 2, 2, 3]
 
 
-CREATE_TASK = """
-mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }
-"""
-
-
-async def _create_tasks(gql: GraphQLClient, world: World, count: int, label: str) -> list[str]:
-    ids = []
-    for i in range(count):
-        data = await gql(
-            CREATE_TASK,
-            {"input": {"queueId": world.queue_id, "kind": "REVIEW", "title": f"{label}-{i}"}},
-            world.admin,
-        )
-        ids.append(data["createTask"]["id"])
-    return ids
-
-
 async def test_resume_replays_exactly_what_was_missed_then_goes_live(
     serve: Serve, sessionmaker: SessionMaker
 ) -> None:
@@ -91,18 +74,20 @@ async def test_resume_replays_exactly_what_was_missed_then_goes_live(
         async with queue_subscription(
             server, reviewer, queue_id=world.queue_id, after=start
         ) as first:
-            seen_before = await _create_tasks(gql, world, 2, "before")
+            seen_before = await create_tasks(gql, world.admin, world.queue_id, 2, "before")
             last = (await first.wait_for(2))[-1]["cursor"]
 
-        missed = await _create_tasks(gql, world, 20, "missed")
+        missed = await create_tasks(gql, world.admin, world.queue_id, 20, "missed")
         async with queue_subscription(
             server, reviewer, queue_id=world.queue_id, after=last
         ) as second:
             # Writers keep going while the replay runs: the seam must hold.
-            during = asyncio.create_task(_create_tasks(gql, world, 10, "during"))
+            during = asyncio.create_task(
+                create_tasks(gql, world.admin, world.queue_id, 10, "during")
+            )
             events = await second.wait_for(20)
             concurrent = await during
-            live = await _create_tasks(gql, world, 3, "live")
+            live = await create_tasks(gql, world.admin, world.queue_id, 3, "live")
             events = await second.wait_for(33)
             extra = await second.quiet(0.5)
 
@@ -119,7 +104,7 @@ async def test_resuming_from_a_pruned_cursor_is_cursor_expired(
     server = await serve()
     async with http_gql(server, sessionmaker) as gql:
         world = await build_world(gql)
-        await _create_tasks(gql, world, 3, "old")
+        await create_tasks(gql, world.admin, world.queue_id, 3, "old")
         await feed_settled(sessionmaker)
         old = encode_cursor(1)
         async with sessionmaker() as session:
@@ -180,7 +165,7 @@ async def test_a_reviewer_removed_from_a_queue_stops_receiving_it(
             queue_subscription(server, reviewer, after=after) as everything,
             queue_subscription(server, reviewer, queue_id=world.queue_id, after=after) as one_queue,
         ):
-            await _create_tasks(gql, world, 1, "visible")
+            await create_tasks(gql, world.admin, world.queue_id, 1, "visible")
             await everything.wait_for(1)
             await one_queue.wait_for(1)
             await gql(
@@ -188,7 +173,7 @@ async def test_a_reviewer_removed_from_a_queue_stops_receiving_it(
                 {"input": {"queueId": world.queue_id, "actorId": me["actor"]["id"]}},
                 world.admin,
             )
-            await _create_tasks(gql, world, 2, "hidden")
+            await create_tasks(gql, world.admin, world.queue_id, 2, "hidden")
             with pytest.raises(AssertionError, match="FORBIDDEN"):
                 await one_queue.wait_for(2, within=5)
             events = await everything.quiet(1.0)
@@ -259,7 +244,7 @@ async def test_a_revoked_token_ends_its_subscriptions(
         async with queue_subscription(
             server, reviewer, queue_id=world.queue_id, after=after
         ) as sub:
-            await _create_tasks(gql, world, 1, "seen")
+            await create_tasks(gql, world.admin, world.queue_id, 1, "seen")
             await sub.wait_for(1)
             async with sessionmaker() as session:
                 await session.exec(
@@ -269,7 +254,7 @@ async def test_a_revoked_token_ends_its_subscriptions(
                 )
                 await session.commit()
             await asyncio.sleep(0.3)
-            await _create_tasks(gql, world, 1, "unseen")
+            await create_tasks(gql, world.admin, world.queue_id, 1, "unseen")
             with pytest.raises(AssertionError, match="UNAUTHENTICATED"):
                 await sub.wait_for(2, within=5)
     assert [e["kind"] for e in sub.events] == ["task.created"]
