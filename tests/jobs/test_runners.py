@@ -37,6 +37,9 @@ from tests.jobs.test_delivery import RETRY, approved, read
 from tests.receivers import Answer, Receiver, serve
 from tests.redis_keys import unique_queue
 
+# How long a test's worker may take to finish the jobs it is running when the test ends.
+STOP_POLLING_SECONDS = 10
+
 
 async def applied(world: World, proposal_id: str) -> dict[str, Any]:
     """Poll the API (up to 15 s) until the proposal is applied."""
@@ -99,13 +102,27 @@ async def arq_worker(settings: Settings) -> AsyncIterator[Worker]:
     try:
         yield worker
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await _stop_polling(worker, task)
         with warnings.catch_warnings():
             # arq 0.28 closes its pool with redis' deprecated close(); nothing of ours.
             warnings.simplefilter("ignore", DeprecationWarning)
             await worker.close()
+
+
+async def _stop_polling(worker: Worker, task: asyncio.Task[None]) -> None:
+    """End the worker's poll loop after the poll in progress, and its running jobs.
+
+    arq's burst mode returns between polls once ``max_burst_jobs`` jobs have started, so
+    setting it to 0 stops the loop without cancelling it. A poll cancelled inside the
+    WATCH pipeline it starts jobs with leaves that pipeline holding a connection; redis
+    then warns when the pipeline is collected, which failed whatever test was running.
+    """
+    worker.burst, worker.max_burst_jobs = True, 0
+    done, _ = await asyncio.wait({task}, timeout=STOP_POLLING_SECONDS)
+    if not done:  # a job still running: cancel as arq's own shutdown would
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 @requires_redis
