@@ -9,9 +9,11 @@ serialization error (SQLSTATE 40001) instead, and clients see errors, not refusa
 SQLite (embedded default) gets WAL and a busy timeout. Sessions that write begin
 with ``BEGIN IMMEDIATE``, so concurrent writers queue up instead of failing with
 "database is locked" when a read lock cannot be upgraded. Sessions made from
-``read_only(engine)`` begin deferred: under WAL they never take the write lock, so
-a slow reader (a query, a subscription frame) cannot hold up a writer. On PostgreSQL
-they read in autocommit, without a transaction to open and roll back.
+``read_only(engine)`` open no transaction on either database: on SQLite each
+statement reads a WAL snapshot of its own and never takes the write lock, so a slow
+reader (a query, a subscription frame) cannot hold up a writer; on PostgreSQL they
+read in autocommit. SQLite statements go through ``signoff.sqlite_driver``, one trip
+to the connection's thread each.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff import sqlite_driver
 from signoff.outages import Outage
 
 logger = logging.getLogger("signoff.database")
@@ -58,7 +61,10 @@ def create_engine(
     """
     if url.startswith("sqlite"):
         engine = create_async_engine(
-            url, hide_parameters=True, connect_args={"timeout": busy_timeout_ms / 1000}
+            url,
+            module=sqlite_driver.dbapi(),
+            hide_parameters=True,
+            connect_args={"timeout": busy_timeout_ms / 1000},
         )
         _configure_sqlite(engine, busy_timeout_ms)
     else:
@@ -135,17 +141,22 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def on_begin(conn: Any) -> None:
-        read_only = conn.get_execution_options().get(READ_ONLY, False)
-        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        # A read-only connection sends no BEGIN: each of its statements reads in its own
+        # implicit transaction (a WAL snapshot), as PostgreSQL's autocommit reads do.
+        if not conn.get_execution_options().get(READ_ONLY, False):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def read_only(engine: AsyncEngine) -> AsyncEngine:
     """The same engine and pool, for work that only reads (queries, subscription frames).
 
-    On SQLite its transactions begin deferred and so never wait for, nor hold, the
-    write lock. On PostgreSQL it runs without a transaction (autocommit): under READ
-    COMMITTED each statement reads its own snapshot inside a transaction as well, so
-    nothing changes for the reader but two round trips fewer (BEGIN, ROLLBACK).
+    It runs without a transaction of its own: each statement reads its own snapshot.
+    On PostgreSQL (autocommit) that is what READ COMMITTED gives inside a transaction as
+    well, so nothing changes for the reader but two round trips fewer (BEGIN,
+    ROLLBACK). On SQLite each statement is its own deferred transaction: under WAL it
+    never waits for, nor holds, the write lock, and it saves the same two trips to the
+    connection's thread. Code that needs one snapshot across statements uses a write
+    session.
     """
     if engine.dialect.name != "sqlite":
         return engine.execution_options(isolation_level="AUTOCOMMIT")

@@ -1,0 +1,162 @@
+"""SQLite through aiosqlite, one trip to the connection's thread per statement.
+
+aiosqlite runs each sqlite3 call on the connection's own thread and hands the result
+back to the event loop. SQLAlchemy's adapter makes three or four such calls for every
+statement (open a cursor, execute, fetch the rows, close), and every trip is a queue
+put, a thread wake-up, a ``call_soon_threadsafe`` and a GIL hand-over. Measured on a
+``createTask`` (eleven statements), those trips were a fifth of the request's CPU and
+most of the kernel time under fan-out load.
+
+``OneTripCursor`` runs a statement whole in one trip: it opens a sqlite3 cursor,
+executes, fetches every row, keeps ``description``, ``rowcount`` and ``lastrowid``,
+and closes the cursor, all in one function on the connection's thread. Everything
+else (transactions, errors, closing, server-side cursors) is SQLAlchemy's adapter as
+it ships, except that ending a transaction that is not open makes no trip either.
+``signoff.database.create_engine`` passes ``dbapi()`` as the engine's DBAPI module.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+import aiosqlite
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+    AsyncAdapt_aiosqlite_dbapi,
+)
+from sqlalchemy.util import EMPTY_DICT
+from sqlalchemy.util.concurrency import await_
+
+# What one trip brings back: the rows, and the cursor's description, rowcount, lastrowid.
+_Outcome = tuple[list[Any], Any, int, int | None]
+
+
+def _run_whole(
+    connection: sqlite3.Connection, operation: str, parameters: Any, many: bool
+) -> _Outcome:
+    """Runs on the connection's thread: one statement from cursor to close."""
+    cursor = connection.cursor()
+    try:
+        if many:
+            cursor.executemany(operation, parameters)
+        else:
+            cursor.execute(operation, parameters)
+        description = cursor.description
+        rows = cursor.fetchall() if description else []
+        return rows, description, cursor.rowcount, cursor.lastrowid
+    finally:
+        cursor.close()
+
+
+class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
+    """A cursor whose statements each make one trip to the connection's thread.
+
+    It holds no aiosqlite cursor: each statement opens and closes its own sqlite3
+    cursor on the thread, and the results stay here (buffered, as SQLAlchemy's own
+    adapter buffers them for a client-side cursor).
+    """
+
+    __slots__ = ("_description", "_lastrowid", "_rowcount")
+
+    def __init__(self, adapt_connection: AsyncAdapt_aiosqlite_connection) -> None:
+        self._adapt_connection = adapt_connection
+        self._connection = adapt_connection._connection
+        self._soft_closed_memoized = EMPTY_DICT
+        self._rows = collections.deque()
+        self._description: Any = None
+        self._rowcount = -1
+        self._lastrowid: int | None = None
+
+    @property
+    def description(self) -> Any:
+        return self._description
+
+    @property
+    def rowcount(self) -> int:
+        return self._rowcount
+
+    @property
+    def lastrowid(self) -> Any:
+        return self._lastrowid
+
+    @property
+    def arraysize(self) -> int:
+        return 1
+
+    @arraysize.setter
+    def arraysize(self, value: int) -> None:
+        """Every row is fetched in the statement's trip; there is nothing to size."""
+
+    def execute(self, operation: Any, parameters: Any = None) -> Any:
+        return self._trip(operation, () if parameters is None else parameters, many=False)
+
+    def executemany(self, operation: Any, seq_of_parameters: Any) -> Any:
+        return self._trip(operation, seq_of_parameters, many=True)
+
+    def _trip(self, operation: str, parameters: Any, *, many: bool) -> None:
+        try:
+            await_(self._trip_async(operation, parameters, many))
+        except Exception as error:
+            self._adapt_connection._handle_exception(error)
+
+    async def _trip_async(self, operation: str, parameters: Any, many: bool) -> None:
+        connection: aiosqlite.Connection = self._connection  # type: ignore[assignment]
+        # aiosqlite's own way onto the thread (its cursors use it); untyped there.
+        on_thread = cast("Callable[..., Awaitable[_Outcome]]", connection._execute)
+        async with self._adapt_connection._execute_mutex:
+            outcome = await on_thread(_run_whole, connection._conn, operation, parameters, many)
+        rows, self._description, self._rowcount, self._lastrowid = outcome
+        self._rows = collections.deque(rows)
+
+    async def _async_soft_close(self) -> None:
+        """The sqlite3 cursor closed at the end of its trip; the results stay readable."""
+
+    def close(self) -> None:
+        self._rows.clear()
+
+    def nextset(self) -> None:
+        """SQLite statements have one result set."""
+        self._rows.clear()
+
+
+class OneTripConnection(AsyncAdapt_aiosqlite_connection):
+    """Hands out ``OneTripCursor``s, and makes no trip to end a transaction that is not open.
+
+    SQLAlchemy rolls back every connection it returns to the pool, after a commit too,
+    and read-only sessions (which never begin one, see ``signoff.database``) still
+    commit or roll back at the end: a trip each that sqlite3 would answer with nothing.
+    Nothing else runs on the connection meanwhile (SQLAlchemy awaits each call), so its
+    ``in_transaction`` is read from here, as aiosqlite's own property reads it.
+    """
+
+    __slots__ = ()
+    _cursor_cls: type[AsyncAdapt_aiosqlite_cursor] = OneTripCursor
+
+    def _in_transaction(self) -> bool:
+        connection: sqlite3.Connection | None = self._connection._connection
+        return connection is not None and connection.in_transaction
+
+    def commit(self) -> None:
+        if self._in_transaction():
+            super().commit()
+
+    def rollback(self) -> None:
+        if self._in_transaction():
+            super().rollback()
+
+
+class OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):
+    """SQLAlchemy's aiosqlite DBAPI module, handing out ``OneTripConnection``s."""
+
+    def connect(self, *arg: Any, **kw: Any) -> OneTripConnection:
+        adapted = super().connect(*arg, **kw)
+        return OneTripConnection(self, adapted._connection)
+
+
+def dbapi() -> OneTripDBAPI:
+    """The DBAPI module to give ``create_async_engine`` as ``module=``."""
+    return OneTripDBAPI(aiosqlite, sqlite3)
