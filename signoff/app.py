@@ -324,9 +324,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
     metrics.count_statements(engine)
     jobs = _job_queue(settings)
     sessionmaker = create_sessionmaker(engine)
-    events = create_event_service(settings, sessionmaker)
-    work = WorkMaker(sessionmaker, Services(jobs=jobs, events=events, sealer=load_sealer(settings)))
     read_sessionmaker = create_sessionmaker(read_only(engine))
+    events = create_event_service(settings, sessionmaker, read_sessionmaker)
+    work = WorkMaker(sessionmaker, Services(jobs=jobs, events=events, sealer=load_sealer(settings)))
     persisted_queries = _persisted_queries(settings)
     view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub, persisted_queries)
 

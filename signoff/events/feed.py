@@ -58,13 +58,13 @@ import sqlalchemy as sa
 from sqlalchemy import case, delete, func, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlmodel import col, select
+from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
 from signoff.constants import FEED_PAGE_SIZE
-from signoff.models import ChangeEvent, ChangeFeedState
-from signoff.models.records import records, table_of
+from signoff.models import ChangeEvent, ChangeFeedState, Draft, HumanTask, Proposal
+from signoff.models.records import records, rows_where, table_of
 
 STATE_ID = 1
 EVENTS = table_of(ChangeEvent)
@@ -184,6 +184,47 @@ def in_entity_order(events: Sequence[ChangeEvent]) -> list[ChangeEvent]:
 
 def _entity(event: ChangeEvent) -> tuple[str, str]:
     return (event.entity_type, event.entity_id)
+
+
+# The objects a change event's frame can show, by the key ``Change.written`` uses.
+_WRITTEN: dict[str, type[SQLModel]] = {"proposal": Proposal, "task": HumanTask, "draft": Draft}
+
+
+def _points_at(event: ChangeEvent) -> dict[str, str]:
+    """The ids of the objects ``event``'s frame shows, by kind (see ``_WRITTEN``)."""
+    ids = {"proposal": event.proposal_id} if event.proposal_id else {}
+    if event.entity_type in ("task", "draft"):
+        ids[event.entity_type] = event.entity_id
+    return ids
+
+
+async def written_objects(
+    session: AsyncSession, events: Sequence[ChangeEvent]
+) -> list[dict[str, Any]]:
+    """Per event, records of the proposal, task or draft it points at, read in the
+    writer's transaction: the state the event's commit leaves, the same records a read
+    just after the commit gives. One select per kind of object.
+
+    The session is flushed first: what the ORM still holds (a task added, a state set)
+    is what the commit will write, and a read before the flush would miss it."""
+    await session.flush()
+    pointed = [_points_at(event) for event in events]
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for ids in pointed:
+        for kind, object_id in ids.items():
+            wanted[kind].add(object_id)
+    found: dict[str, dict[str, Any]] = {}
+    for kind, object_ids in wanted.items():
+        rows = await rows_where(session, _WRITTEN[kind], "id", sorted(object_ids))
+        found[kind] = {row.id: row for row in rows}  # type: ignore[attr-defined]
+    return [
+        {
+            kind: found[kind][object_id]
+            for kind, object_id in ids.items()
+            if object_id in found[kind]
+        }
+        for ids in pointed
+    ]
 
 
 async def mark_published(session: AsyncSession, ids: Sequence[str]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Protocol
@@ -41,9 +41,13 @@ class Change:
     entity_version: int | None = None
     # Drafts: ``<account id>:<session id>``; None elsewhere and from older processes.
     session_key: str | None = None
+    # In this process only, never on the wire: the proposal, task or draft the event
+    # points at, as records read in the writing transaction (``feed.written_objects``),
+    # so that a frame needs no read of its own. Keyed "proposal", "task", "draft".
+    written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_row(cls, row: ChangeEvent) -> Change:
+    def from_row(cls, row: ChangeEvent, written: Mapping[str, Any] | None = None) -> Change:
         assert row.cursor is not None  # only stamped events travel
         return cls(
             cursor=row.cursor,
@@ -57,12 +61,15 @@ class Change:
             snapshot=row.snapshot,
             entity_version=row.entity_version,
             session_key=row.session_key,
+            written=written or {},
         )
 
     def to_wire(self) -> dict[str, Any]:
         # A shallow copy, not ``asdict``: that deep-copies the snapshot, which is never
         # changed here, and was the most expensive part of publishing a batch.
-        return {**vars(self), "occurred_at": self.occurred_at.isoformat()}
+        wire = {**vars(self), "occurred_at": self.occurred_at.isoformat()}
+        del wire["written"]
+        return wire
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> Change:

@@ -1,15 +1,20 @@
-"""The per-process event service: the sequencer, the relay and retention, in one loop.
+"""The per-process event service: the sequencer, the relay and retention, in two tasks.
 
 Every committed change event is stamped (``feed.stamp_pending``) and published
-after commit. A local commit kicks the loop, which stamps at once; on SQLite, where
-writers are serialised, a writer stamps its own events in its transaction
-(``stamp_in``) and the loop only publishes them. Independently of
-kicks, every ``relay_seconds`` the loop ticks: it republishes stamped events whose
-publish failed (a crash between commit and publish, Redis down), lets the local
-fanout catch up from the database and, every ``prune_seconds``, applies retention.
-The tick keeps its schedule however often commits kick: a busy process is exactly
-the one that must not stop relaying and pruning. So a crash or an outage delays
-events; it never loses them.
+after commit. A local commit kicks the publisher, which stamps at once; on SQLite,
+where writers are serialised, a writer stamps its own events in its transaction
+(``stamp_in``) and the publisher only publishes them. The upkeep task ticks every
+``relay_seconds``, however often commits kick (a busy process is exactly the one
+that must not stop relaying and pruning): it stamps what no one stamped,
+republishes stamped events whose publish failed (a crash between commit and
+publish, Redis down), lets the local fanout catch up from the database and, every
+``prune_seconds``, applies retention. So a crash or an outage delays events; it
+never loses them.
+
+The two are separate tasks so that a round of upkeep waiting on the database (on
+SQLite, behind every writer for the write lock) never holds back what writers have
+just committed, and its reads go through read-only sessions, which on SQLite never
+wait for that lock at all.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ class EventService:
         hub: EventHub,
         sessionmaker: SessionMaker,
         *,
+        reads: SessionMaker | None = None,
         relay_seconds: float,
         retention: timedelta,
         prune_seconds: float = FEED_RETENTION_CHECK_SECONDS,
@@ -52,11 +58,14 @@ class EventService:
     ) -> None:
         self.hub = hub
         self.sessionmaker = sessionmaker
+        # Read-only sessions (``database.read_only``) for what only reads.
+        self.reads = reads or sessionmaker
         self.relay_seconds = relay_seconds
         self.retention = retention
         self.prune_seconds = prune_seconds
         self._kicked = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._stopped = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
         self._last_prune = 0.0
         self._published: list[str] = []  # published, recorded at the next round
         self._stopping = False
@@ -78,12 +87,24 @@ class EventService:
         order, and numbering inside one is the same as numbering just after it: the
         invariants of ``feed.stamp_pending`` hold. It saves the stamping transaction
         after every commit (seven statements, each a hop to SQLite's thread), which was
-        most of the time from a commit to its subscribers' frames. The returned hook
-        hands the stamped events to the loop to publish, without making the writer wait.
+        most of the time from a commit to its subscribers' frames. Where this process
+        has subscribers, the events also carry the objects they point at, read in the
+        same transaction, so that rendering their frames reads nothing. The returned
+        hook hands the stamped events to the loop to publish, without making the
+        writer wait.
         """
         if not self.stamps_in_writers:
             return None
-        stamped = [(row.id, Change.from_row(row)) for row in await feed.stamp_pending(session)]
+        rows = await feed.stamp_pending(session)
+        # Only worth a read where a local subscriber will render the events.
+        if rows and self.hub.fanout.subscriber_count:
+            written = await feed.written_objects(session, rows)
+        else:
+            written = [{} for _ in rows]
+        stamped = [
+            (row.id, Change.from_row(row, objects))
+            for row, objects in zip(rows, written, strict=True)
+        ]
 
         async def publish() -> None:
             self._ready.extend(stamped)
@@ -98,22 +119,28 @@ class EventService:
             await session.commit()
         await self.hub.start(last)
         await self.tick()
-        self._task = asyncio.create_task(self._run(), name="signoff-events")
+        self._tasks = [
+            asyncio.create_task(self._publish_on_kicks(), name="signoff-events"),
+            asyncio.create_task(self._keep_up(), name="signoff-events-upkeep"),
+        ]
 
     async def stop(self) -> None:
-        """Let the loop finish its round, then stop the hub.
+        """Let both tasks finish their rounds, then stop the hub.
 
         Cancelling a round midway could interrupt a database statement, which on
         PostgreSQL can leave the connection (and ``stop``) hanging, or publish events
         without marking them published. Only a round stuck past the grace is cancelled.
         """
-        if self._task is not None:
+        if self._tasks:
             self._stopping = True
             self._kicked.set()
-            await asyncio.wait({self._task}, timeout=FEED_STOP_GRACE_SECONDS)
-            if not self._task.done():
-                self._task.cancel()
-                await asyncio.wait({self._task})
+            self._stopped.set()
+            tasks, self._tasks = set(self._tasks), []
+            _, stuck = await asyncio.wait(tasks, timeout=FEED_STOP_GRACE_SECONDS)
+            for task in stuck:
+                task.cancel()
+            if stuck:
+                await asyncio.wait(stuck)
         try:
             await self._publish_ready()
             await self.mark_published()
@@ -121,36 +148,37 @@ class EventService:
             logger.warning("recording published events failed: %s", type(exc).__name__)
         await self.hub.stop()
 
-    async def _run(self) -> None:
-        """Stamp on every kick; tick when the schedule says so, kicked or not."""
-        next_tick = time.monotonic() + self.relay_seconds
+    async def _publish_on_kicks(self) -> None:
+        """Publish what writers stamped, and stamp after a kick, as soon as commits come."""
         while not self._stopping:
-            await self._wait_for_kick(until=next_tick)
+            await self._kicked.wait()
             if self._stopping:
                 return
-            tick_due = time.monotonic() >= next_tick
             # Cleared before the work: a commit during it kicks the next round.
             self._kicked.clear()
             kicked, self._stamp_wanted = self._stamp_wanted, False
-            if tick_due:
-                next_tick = time.monotonic() + self.relay_seconds
             try:
                 await self._publish_ready()
-                if tick_due:
-                    await self.tick()  # stamps too, so it answers a kick as well
-                elif kicked:
+                if kicked:
                     await self.sequence(committed=True)
             except Exception as exc:
                 if not is_unreachable(exc):  # an outage is logged once, by the engine
-                    logger.warning("event loop tick failed: %s", type(exc).__name__)
+                    logger.warning("publishing change events failed: %s", type(exc).__name__)
 
-    async def _wait_for_kick(self, *, until: float) -> None:
-        """Return on a kick or at ``until`` (monotonic), whichever comes first."""
-        timeout = max(0.0, until - time.monotonic())
-        # asyncio.timeout, not wait_for: no inner task to outlive a cancellation.
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await self._kicked.wait()
+    async def _keep_up(self) -> None:
+        """Tick every ``relay_seconds`` after the last round ended, kicked or not."""
+        while not self._stopping:
+            # asyncio.timeout, not wait_for: no inner task to outlive a cancellation.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.relay_seconds):
+                    await self._stopped.wait()
+            if self._stopping:
+                return
+            try:
+                await self.tick()
+            except Exception as exc:
+                if not is_unreachable(exc):
+                    logger.warning("event relay tick failed: %s", type(exc).__name__)
 
     async def tick(self) -> None:
         """The relay: stamp, republish what was never published, catch up, prune."""
@@ -170,8 +198,11 @@ class EventService:
         commit of this process kicked the round, so its events are most likely pending
         and the first round goes straight to stamping (a statement fewer per commit; if
         another process stamped them first, the round stamps nothing)."""
+        if not committed and not await self._has_pending():
+            await self.mark_published()
+            return 0
         total = 0
-        look_first = not committed
+        look_first = False
         while True:
             published, self._published = self._published, []
             try:
@@ -193,11 +224,18 @@ class EventService:
             if len(stamped) < FEED_PAGE_SIZE:
                 return total
 
+    async def _has_pending(self) -> bool:
+        """A look that takes no lock, so that a write session is opened only for work."""
+        async with self.reads() as session:
+            pending = await feed.has_pending(session)
+            await session.commit()
+        return pending
+
     async def relay(self) -> int:
         total = 0
         while True:
             await self.mark_published()
-            async with self.sessionmaker() as session:
+            async with self.reads() as session:
                 cutoff = clock.now() - timedelta(seconds=FEED_RELAY_GRACE_SECONDS)
                 rows = await feed.unpublished(session, cutoff)
                 await session.commit()
@@ -252,8 +290,14 @@ class EventService:
                 await session.commit()
 
 
-def create_event_service(settings: Settings, sessionmaker: SessionMaker) -> EventService:
-    """The embedded hub, or Redis pub/sub when ``SIGNOFF_REDIS_URL`` is set."""
+def create_event_service(
+    settings: Settings, sessionmaker: SessionMaker, reads: SessionMaker | None = None
+) -> EventService:
+    """The embedded hub, or Redis pub/sub when ``SIGNOFF_REDIS_URL`` is set.
+
+    ``reads``: read-only sessions (``database.read_only``) for the catch-up and the
+    relay's look-ups; ``sessionmaker``'s own otherwise."""
+    readers = reads or sessionmaker
     transport: Transport
     if settings.redis_url:
         from signoff.events.redis import RedisTransport
@@ -263,7 +307,7 @@ def create_event_service(settings: Settings, sessionmaker: SessionMaker) -> Even
         transport = MemoryTransport()
 
     async def load_after(after: int, through: int | None) -> list[Change]:
-        async with sessionmaker() as session:
+        async with readers() as session:
             rows = await feed.events_after(session, after, through=through)
             await session.commit()
         return [Change.from_row(row) for row in rows]
@@ -276,6 +320,7 @@ def create_event_service(settings: Settings, sessionmaker: SessionMaker) -> Even
     return EventService(
         hub,
         sessionmaker,
+        reads=readers,
         relay_seconds=settings.events_relay_seconds,
         retention=timedelta(days=settings.events_retention_days),
         stamps_in_writers=settings.database_url.startswith("sqlite"),

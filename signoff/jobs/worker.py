@@ -34,7 +34,7 @@ from signoff.constants import (
     WORKER_RECONNECT_SECONDS,
     WORKER_STOP_GRACE_SECONDS,
 )
-from signoff.database import create_engine, create_sessionmaker, is_unreachable
+from signoff.database import create_engine, create_sessionmaker, is_unreachable, read_only
 from signoff.errors import INTERNAL, ServiceUnavailable
 from signoff.events import create_event_service
 from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
@@ -155,7 +155,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     # Delivery outcomes go to the change feed: stamped and published right after commit,
     # as the API processes do, rather than waiting for their relay.
     sessionmaker = create_sessionmaker(engine)
-    events = create_event_service(settings, sessionmaker)
+    events = create_event_service(settings, sessionmaker, create_sessionmaker(read_only(engine)))
     await events.start()
     ctx["events"] = events
     services = WorkServices(jobs=jobs, events=events, sealer=sealer)

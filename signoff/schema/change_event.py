@@ -52,7 +52,9 @@ class ChangeEvent:
         loaders = context_of(info).feed_loaders
         if self.change.proposal_id is None or loaders is None:
             return None
-        row = await loaders.proposal.load((self.change.proposal_id, self.change.cursor))
+        row = self.change.written.get("proposal") or await loaders.proposal.load(
+            (self.change.proposal_id, self.change.cursor)
+        )
         return None if row is None or not _shown(info, row) else Proposal.from_model(row)
 
     @strawberry.field(description="The task this event is about, as it is now.")
@@ -60,7 +62,9 @@ class ChangeEvent:
         loaders = context_of(info).feed_loaders
         if self.change.entity_type != "task" or loaders is None:
             return None
-        row = await loaders.task.load((self.change.entity_id, self.change.cursor))
+        row = self.change.written.get("task") or await loaders.task.load(
+            (self.change.entity_id, self.change.cursor)
+        )
         return None if row is None or not _shown(info, row) else HumanTask.from_model(row)
 
     @strawberry.field(
@@ -73,7 +77,9 @@ class ChangeEvent:
         loaders = context_of(info).feed_loaders
         if self.change.entity_type != "draft" or loaders is None:
             return None
-        row = await loaders.draft.load((self.change.entity_id, self.change.cursor))
+        row = self.change.written.get("draft") or await loaders.draft.load(
+            (self.change.entity_id, self.change.cursor)
+        )
         return None if row is None else Draft.from_model(row)
 
     @classmethod

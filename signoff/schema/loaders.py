@@ -12,17 +12,12 @@ types read a model's columns and nothing else.
 
 from __future__ import annotations
 
-import functools
 from asyncio import Future
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Select, any_, bindparam
-from sqlalchemy import select as select_rows
-from sqlalchemy.dialects import postgresql
 from sqlmodel import SQLModel
-from sqlmodel.ext.asyncio.session import AsyncSession
 from strawberry.dataloader import AbstractCache, DataLoader
 
 from signoff.constants import FEED_LOADER_CACHE_SIZE
@@ -40,7 +35,7 @@ from signoff.models import (
     RepairAction,
     Target,
 )
-from signoff.models.records import records, table_of
+from signoff.models.records import rows_where
 
 if TYPE_CHECKING:
     from signoff.schema.context import Context
@@ -129,41 +124,6 @@ def now_or_later(loader: DataLoader[K, T], key: K, convert: Callable[[T], R]) ->
 
 async def _converted(pending: Awaitable[T], convert: Callable[[T], R]) -> R:
     return convert(await pending)
-
-
-async def rows_where(
-    session: AsyncSession,
-    model: type[M],
-    column: str,
-    keys: Sequence[str],
-    order_by: str | None = None,
-) -> list[M]:
-    """Records of the ``model`` rows whose ``column`` is one of ``keys``."""
-    connection = await session.connection()
-    stmt = _rows_with(model, column, order_by, connection.dialect.name)
-    return records(model, await connection.execute(stmt, {"keys": list(keys)}))
-
-
-@functools.cache
-def _rows_with(
-    model: type[SQLModel], column: str, order_by: str | None, dialect: str
-) -> Select[Any]:
-    """``model`` rows whose ``column`` is one of the ``keys`` parameter: built once per
-    loader kind, as building and keying a statement cost a third of its execution.
-
-    On PostgreSQL the keys travel as one array (``= ANY(:keys)``): one statement text
-    whatever their number, which the server prepares once, where ``IN (:k1, :k2, …)``
-    is rendered anew for each number of keys.
-    """
-    table = table_of(model)
-    if dialect == "postgresql":
-        keys = bindparam("keys", type_=postgresql.ARRAY(table.c[column].type))
-        stmt = select_rows(table).where(table.c[column] == any_(keys))
-    else:
-        stmt = select_rows(table).where(table.c[column].in_(bindparam("keys", expanding=True)))
-    if order_by is not None:
-        stmt = stmt.order_by(table.c[order_by])
-    return stmt
 
 
 class _LRUCache(AbstractCache[K, T]):

@@ -225,3 +225,35 @@ async def test_concurrent_writers_events_reach_subscribers_once_in_cursor_order(
     assert all([await _published_at(plain, event_id) for event_id in event_ids])
     if on_sqlite:
         assert all(stamped_at_commit), "each writer should have stamped its own events"
+
+
+async def test_a_stuck_round_of_upkeep_never_holds_back_new_events(
+    engine: AsyncEngine, clean_database: None
+) -> None:
+    """A round of upkeep waiting on the database (here: a relay that does not return) is
+    off the path from a commit to its subscribers: each commit still arrives at once."""
+    plain = create_sessionmaker(engine)
+    service = _service(
+        plain, RecordingTransport(), stamps_in_writers=engine.dialect.name == "sqlite"
+    )
+    await service.start()
+    stuck, release = asyncio.Event(), asyncio.Event()
+
+    async def relay_that_hangs() -> int:
+        stuck.set()
+        await release.wait()
+        return 0
+
+    service.relay = relay_that_hangs  # type: ignore[method-assign]
+    subscriber = service.hub.subscribe(lambda change: True)
+    work = WorkMaker(plain, Services(events=service))
+    try:
+        await asyncio.wait_for(stuck.wait(), timeout=5 * RELAY_SECONDS)
+        for i in range(5):
+            event_id = await _commit_event(work, f"while stuck {i}")
+            change = await asyncio.wait_for(subscriber.get(), timeout=0.5)
+            assert change.cursor == await _cursor_of(plain, event_id)
+        assert not release.is_set() and stuck.is_set(), "the round should still hang"
+    finally:
+        release.set()
+        await service.stop()

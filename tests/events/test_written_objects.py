@@ -1,0 +1,120 @@
+"""A writer's change events carry the objects it wrote (``feed.written_objects``), so a
+live frame reads nothing: what it shows is what a read from the database shows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from graphql import GraphQLObjectType, get_named_type, is_leaf_type
+from httpx import AsyncClient
+from sqlalchemy import event
+from starlette.applications import Starlette
+
+from signoff.database import READ_ONLY
+from signoff.events import Change
+from signoff.schema import build_schema
+from tests.helpers import GraphQLClient, build_world
+from tests.live import InProcessServer, Subscription, feed_settled, head_cursor, serve_in_process
+
+
+def scalar_fields(type_name: str) -> str:
+    """Every field of ``type_name`` that is a scalar or an enum and takes no argument."""
+    graphql_type = build_schema()._schema.get_type(type_name)
+    assert isinstance(graphql_type, GraphQLObjectType)
+    return " ".join(
+        name
+        for name, field in graphql_type.fields.items()
+        if is_leaf_type(get_named_type(field.type)) and not field.args
+    )
+
+
+WATCH = f"""
+subscription($q: ID, $a: String) {{
+  queueEvents(queueId: $q, after: $a) {{
+    cursor kind entityId entityVersion
+    proposal {{ {scalar_fields("Proposal")} }}
+    task {{ {scalar_fields("HumanTask")} }}
+  }}
+}}
+"""
+
+
+@pytest.fixture
+async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
+    async with serve_in_process(app) as server:
+        yield server
+
+
+async def subscribed(app: Starlette, count: int) -> None:
+    """Until ``count`` subscriptions are live, so that what follows is no replay."""
+    async with asyncio.timeout(15):
+        while app.state.broadcaster.subscriber_count < count:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+
+
+@contextmanager
+def frame_reads(app: Starlette) -> Iterator[list[str]]:
+    """Statements of read-only sessions (queries, frames) naming tasks or proposals."""
+    sent: list[str] = []
+
+    def note(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        reads_only = conn.get_execution_options().get(READ_ONLY, False)
+        if reads_only and ("human_tasks" in statement or "proposals" in statement):
+            sent.append(statement)
+
+    engine = app.state.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+
+
+async def test_live_frames_show_what_a_replay_from_the_database_shows(
+    app: Starlette, live: InProcessServer, gql: GraphQLClient
+) -> None:
+    on_sqlite = app.state.engine.dialect.name == "sqlite"
+    async with AsyncClient(base_url=live.url, timeout=30) as client:
+        http = GraphQLClient(client, gql.sessionmaker)
+        world = await build_world(http)
+        reviewer = world.reviewers[0]
+        await feed_settled(gql.sessionmaker)
+        after = await head_cursor(http, reviewer)
+        variables = {"q": world.queue_id, "a": after}
+        async with Subscription(live.ws_url, reviewer, WATCH, variables) as watching:
+            await subscribed(app, 1)
+            with frame_reads(app) as reads:
+                await world.propose()
+                live_frames = list(await watching.wait_for(2))
+        if on_sqlite:  # the writer stamped its events and read their objects
+            assert reads == [], "live frames should read no task or proposal"
+        async with Subscription(live.ws_url, reviewer, WATCH, variables) as replaying:
+            replayed = await replaying.wait_for(2)
+    assert [frame["kind"] for frame in live_frames] == ["proposal.proposed", "task.created"]
+    assert live_frames[0]["proposal"]["state"] == "APPROVAL_REQUIRED"
+    assert live_frames[1]["task"]["id"] == live_frames[1]["entityId"]
+    assert live_frames[1]["proposal"]["id"] == live_frames[0]["proposal"]["id"]
+    assert live_frames == replayed
+
+
+def test_the_written_objects_stay_in_the_process() -> None:
+    change = Change(
+        cursor=7,
+        kind="task.created",
+        entity_type="task",
+        entity_id="t1",
+        queue_id="q1",
+        proposal_id=None,
+        actor_id=None,
+        occurred_at=datetime(2026, 12, 3, tzinfo=UTC),
+        written={"task": object()},
+    )
+    wire = change.to_wire()
+    assert "written" not in wire
+    assert Change.from_wire(wire).written == {}
+    assert Change.from_wire(wire) == change
