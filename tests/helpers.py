@@ -12,7 +12,7 @@ from httpx import AsyncClient
 from sqlalchemy import event
 from starlette.applications import Starlette
 
-from signoff.database import SessionMaker
+from signoff.database import READ_ONLY, SessionMaker
 from signoff.models import ChangeKind, Role
 from signoff.resolvers.actors import create_token
 from signoff.resolvers.transitions import Happening, record
@@ -277,12 +277,15 @@ def record_event(
 
 @contextmanager
 def statements_sent(
-    app: Starlette, keep: Callable[[str], bool] = lambda _: True
+    app: Starlette, keep: Callable[[str], bool] = lambda _: True, *, reads_only: bool = False
 ) -> Iterator[list[str]]:
-    """Every SQL statement the app's engine sends meanwhile that ``keep`` accepts."""
+    """Every SQL statement the app's engine sends meanwhile that ``keep`` accepts (with
+    ``reads_only``, only those of read-only sessions: queries, frames)."""
     sent: list[str] = []
 
-    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+    def note(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if reads_only and not conn.get_execution_options().get(READ_ONLY, False):
+            return
         if keep(statement):
             sent.append(statement)
 

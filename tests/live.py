@@ -251,6 +251,15 @@ async def stamp_now(sessionmaker: SessionMaker) -> None:
         await session.commit()
 
 
+async def subscriptions_live(app: Any, count: int, within: float = 15) -> None:
+    """Until the app's broadcaster counts ``count`` live subscriptions: they join their
+    groups asynchronously after ``subscribe`` is sent, and what a test does before that
+    would reach them as a replay."""
+    async with asyncio.timeout(within):
+        while app.state.broadcaster.subscriber_count < count:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+
+
 class InProcessServer(Listening):
     """An app served by uvicorn inside the test's event loop, over real sockets, so a test
     can look at the app's state (for example how often frames were computed)."""

@@ -20,7 +20,7 @@ from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster, reads_viewer
 from signoff.schema.context import Context, SharedViewerError
 from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world, create_tasks
-from tests.live import InProcessServer, Subscription, feed_settled, serve_in_process
+from tests.live import InProcessServer, Subscription, feed_settled
 
 ALL_QUEUES = """
 subscription {
@@ -33,12 +33,6 @@ subscription($q: ID) {
   queueEvents(queueId: $q) { kind entityId task { id state claimedByMe } }
 }
 """
-
-
-@pytest.fixture
-async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
-    async with serve_in_process(app) as server:
-        yield server
 
 
 @pytest.fixture

@@ -7,12 +7,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 from httpx import AsyncClient
-from starlette.applications import Starlette
 
 from signoff.models import Role
 from signoff.resolvers.subscriptions import decode_cursor
 from tests.helpers import GraphQLClient
-from tests.live import InProcessServer, Subscription, feed_settled, head_cursor, serve_in_process
+from tests.live import InProcessServer, Subscription, feed_settled, head_cursor
 from tests.schema.test_drafts import cast_of
 
 DRAFT_EVENTS = """
@@ -22,12 +21,6 @@ subscription($s: String!, $after: String) {
   }
 }
 """
-
-
-@pytest.fixture
-async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
-    async with serve_in_process(app) as server:
-        yield server
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ of uvicorn's websockets protocol, and clients receive exactly what ASGI would ha
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 
@@ -15,7 +14,7 @@ from websockets.streams import StreamReader
 
 from signoff.schema.prepared_frames import Payload, SocketWriter
 from tests.helpers import GraphQLClient, build_world, create_tasks
-from tests.live import Subscription, feed_settled, serve_in_process
+from tests.live import Subscription, feed_settled, serve_in_process, subscriptions_live
 
 WATCH = "subscription($q: ID) { queueEvents(queueId: $q) { kind entityId task { id state } } }"
 
@@ -53,15 +52,6 @@ def direct_writes(monkeypatch: pytest.MonkeyPatch) -> Counter[bool]:
     return outcomes
 
 
-async def _subscribed(app: Starlette, count: int, within: float = 10) -> None:
-    """Subscriptions join their groups asynchronously after `subscribe` is sent."""
-    deadline = asyncio.get_running_loop().time() + within
-    while app.state.broadcaster.subscriber_count < count:
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"expected {count} subscribers")
-        await asyncio.sleep(0.02)
-
-
 async def _watch_and_create(
     app: Starlette, gql: GraphQLClient, *, deflate: bool, subscribers: int, tasks: int
 ) -> tuple[list[str], list[list[dict[str, object]]]]:
@@ -79,7 +69,7 @@ async def _watch_and_create(
         for sub in subs:
             await sub.__aenter__()
         try:
-            await _subscribed(app, subscribers)
+            await subscriptions_live(app, subscribers)
             created = await create_tasks(http, world.admin, world.queue_id, tasks)
             received = [list(await sub.wait_for(tasks)) for sub in subs]
         finally:

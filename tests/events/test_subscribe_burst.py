@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
 
-import pytest
 from httpx import AsyncClient
 from starlette.applications import Starlette
 
-from signoff.schema.broadcast import Broadcaster
 from tests.helpers import GraphQLClient, build_world, statements_sent
 from tests.live import (
     InProcessServer,
     Subscription,
     feed_settled,
     head_cursor,
-    serve_in_process,
+    subscriptions_live,
 )
 
 DASHBOARDS = 20
@@ -28,19 +25,6 @@ subscription($q: ID, $a: String) {
   queueEvents(queueId: $q, after: $a) { cursor kind entityId }
 }
 """
-
-
-@pytest.fixture
-async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
-    async with serve_in_process(app) as server:
-        yield server
-
-
-async def all_live(broadcaster: Broadcaster, count: int) -> None:
-    """Until ``count`` subscriptions are live (the broadcaster counts them; nothing to await)."""
-    async with asyncio.timeout(15):
-        while broadcaster.subscriber_count < count:  # noqa: ASYNC110
-            await asyncio.sleep(0.02)
 
 
 def matching(pattern: str, sent: list[str]) -> list[str]:
@@ -62,7 +46,7 @@ async def test_dashboards_subscribing_at_once_read_their_token_once_and_replay_n
         ]
         with statements_sent(app) as sent:
             await asyncio.gather(*(s.__aenter__() for s in subscriptions))
-            await all_live(app.state.broadcaster, DASHBOARDS)
+            await subscriptions_live(app, DASHBOARDS)
         try:
             assert len(matching(r"\bapi_tokens\b", sent)) <= 1, "one token, read once"
             assert matching(r'\bFROM "?queues"?\b', sent) == [], "a member's queue: not read"

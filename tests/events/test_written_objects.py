@@ -3,23 +3,22 @@ live frame reads nothing: what it shows is what a read from the database shows."
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
-import pytest
 from graphql import GraphQLObjectType, get_named_type, is_leaf_type
 from httpx import AsyncClient
-from sqlalchemy import event
 from starlette.applications import Starlette
 
-from signoff.database import READ_ONLY
 from signoff.events import Change
 from signoff.schema import build_schema
-from tests.helpers import GraphQLClient, build_world
-from tests.live import InProcessServer, Subscription, feed_settled, head_cursor, serve_in_process
+from tests.helpers import GraphQLClient, build_world, statements_sent
+from tests.live import (
+    InProcessServer,
+    Subscription,
+    feed_settled,
+    head_cursor,
+    subscriptions_live,
+)
 
 
 def scalar_fields(type_name: str) -> str:
@@ -44,35 +43,8 @@ subscription($q: ID, $a: String) {{
 """
 
 
-@pytest.fixture
-async def live(app: Starlette) -> AsyncIterator[InProcessServer]:
-    async with serve_in_process(app) as server:
-        yield server
-
-
-async def subscribed(app: Starlette, count: int) -> None:
-    """Until ``count`` subscriptions are live, so that what follows is no replay."""
-    async with asyncio.timeout(15):
-        while app.state.broadcaster.subscriber_count < count:  # noqa: ASYNC110
-            await asyncio.sleep(0.02)
-
-
-@contextmanager
-def frame_reads(app: Starlette) -> Iterator[list[str]]:
-    """Statements of read-only sessions (queries, frames) naming tasks or proposals."""
-    sent: list[str] = []
-
-    def note(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        reads_only = conn.get_execution_options().get(READ_ONLY, False)
-        if reads_only and ("human_tasks" in statement or "proposals" in statement):
-            sent.append(statement)
-
-    engine = app.state.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        yield sent
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
+def names_tasks_or_proposals(statement: str) -> bool:
+    return "human_tasks" in statement or "proposals" in statement
 
 
 async def test_live_frames_show_what_a_replay_from_the_database_shows(
@@ -87,8 +59,8 @@ async def test_live_frames_show_what_a_replay_from_the_database_shows(
         after = await head_cursor(http, reviewer)
         variables = {"q": world.queue_id, "a": after}
         async with Subscription(live.ws_url, reviewer, WATCH, variables) as watching:
-            await subscribed(app, 1)
-            with frame_reads(app) as reads:
+            await subscriptions_live(app, 1)
+            with statements_sent(app, names_tasks_or_proposals, reads_only=True) as reads:
                 await world.propose()
                 live_frames = list(await watching.wait_for(2))
         if on_sqlite:  # the writer stamped its events and read their objects
