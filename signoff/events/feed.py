@@ -116,14 +116,21 @@ async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> l
     # Core statements on records, not ORM instances and a flush: on SQLite this runs in
     # every writer's transaction, where the ORM's bookkeeping was most of its cost.
     connection = await session.connection()
-    await connection.execute(
+    stamp = (
         update(EVENTS)
         .where(EVENTS.c.id.in_(cursors))
         .values(cursor=case(cursors, value=EVENTS.c.id))
     )
-    await connection.execute(
+    advance = (
         update(STATE).where(STATE.c.id == STATE_ID).values(last_cursor=last_cursor + len(pending))
     )
+    if connection.dialect.name == "postgresql":
+        # One round trip, on the way from a commit to its frames: PostgreSQL runs a
+        # data-modifying WITH whether or not the statement reads it.
+        await connection.execute(advance.add_cte(stamp.cte("stamped")))
+    else:
+        await connection.execute(stamp)
+        await connection.execute(advance)
     for event in pending:
         event.cursor = cursors[event.id]
     return pending
