@@ -198,7 +198,7 @@ class EventService:
         commit of this process kicked the round, so its events are most likely pending
         and the first round goes straight to stamping (if another process stamped them
         first, it stamps nothing), leaving what was published for the upkeep to record
-        once a tick: two statements fewer between a commit and its frames."""
+        once a tick: a statement fewer between a commit and its frames."""
         if not committed and not await self._has_pending():
             await self.mark_published()
             return 0
