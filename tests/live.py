@@ -27,7 +27,7 @@ from websockets.typing import Subprotocol
 
 from signoff.database import SessionMaker
 from signoff.events import feed
-from tests.helpers import GraphQLClient
+from tests.helpers import GraphQLClient, World, build_world
 from tests.redis_keys import unique_channel as unique_channel  # where tests import it from
 
 QUEUE_EVENTS = """
@@ -249,6 +249,15 @@ async def stamp_now(sessionmaker: SessionMaker) -> None:
     async with sessionmaker() as session:
         await feed.stamp_pending(session)
         await session.commit()
+
+
+async def world_at_head(http: GraphQLClient) -> tuple[World, str]:
+    """A new queue and target over ``http``, and its first reviewer's cursor at the head
+    of the feed once every event so far is stamped: a subscription from there sees only
+    what the test does next."""
+    world = await build_world(http)
+    await feed_settled(http.sessionmaker)
+    return world, await head_cursor(http, world.reviewers[0])
 
 
 async def subscriptions_live(app: Any, count: int, within: float = 15) -> None:

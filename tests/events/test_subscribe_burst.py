@@ -10,13 +10,12 @@ import re
 from httpx import AsyncClient
 from starlette.applications import Starlette
 
-from tests.helpers import GraphQLClient, build_world, statements_sent
+from tests.helpers import GraphQLClient, statements_sent
 from tests.live import (
     InProcessServer,
     Subscription,
-    feed_settled,
-    head_cursor,
     subscriptions_live,
+    world_at_head,
 )
 
 DASHBOARDS = 20
@@ -35,11 +34,8 @@ async def test_dashboards_subscribing_at_once_read_their_token_once_and_replay_n
     app: Starlette, live: InProcessServer, gql: GraphQLClient
 ) -> None:
     async with AsyncClient(base_url=live.url, timeout=30) as client:
-        http = GraphQLClient(client, gql.sessionmaker)
-        world = await build_world(http)
+        world, after = await world_at_head(GraphQLClient(client, gql.sessionmaker))
         reviewer = world.reviewers[0]
-        await feed_settled(gql.sessionmaker)
-        after = await head_cursor(http, reviewer)
         subscriptions = [
             Subscription(live.ws_url, reviewer, SUBSCRIBE, {"q": world.queue_id, "a": after})
             for _ in range(DASHBOARDS)

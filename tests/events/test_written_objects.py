@@ -11,13 +11,12 @@ from starlette.applications import Starlette
 
 from signoff.events import Change
 from signoff.schema import build_schema
-from tests.helpers import GraphQLClient, build_world, statements_sent
+from tests.helpers import GraphQLClient, statements_sent
 from tests.live import (
     InProcessServer,
     Subscription,
-    feed_settled,
-    head_cursor,
     subscriptions_live,
+    world_at_head,
 )
 
 
@@ -52,11 +51,8 @@ async def test_live_frames_show_what_a_replay_from_the_database_shows(
 ) -> None:
     on_sqlite = app.state.engine.dialect.name == "sqlite"
     async with AsyncClient(base_url=live.url, timeout=30) as client:
-        http = GraphQLClient(client, gql.sessionmaker)
-        world = await build_world(http)
+        world, after = await world_at_head(GraphQLClient(client, gql.sessionmaker))
         reviewer = world.reviewers[0]
-        await feed_settled(gql.sessionmaker)
-        after = await head_cursor(http, reviewer)
         variables = {"q": world.queue_id, "a": after}
         async with Subscription(live.ws_url, reviewer, WATCH, variables) as watching:
             await subscriptions_live(app, 1)
