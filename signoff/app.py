@@ -25,7 +25,7 @@ from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 
-from signoff import metrics
+from signoff import jsoncodec, metrics
 from signoff.approval_pages import ApprovalPages
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
@@ -156,6 +156,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
 
     def decode_json(self, data: str | bytes) -> object:
         return decode_body(data)
+
+    def encode_json(self, data: object) -> bytes:
+        return jsoncodec.dumps(data)
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket

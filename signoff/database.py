@@ -31,7 +31,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff import sqlite_driver
+from signoff import jsoncodec, sqlite_driver
 from signoff.outages import Outage
 
 logger = logging.getLogger("signoff.database")
@@ -64,6 +64,7 @@ def create_engine(
             url,
             module=sqlite_driver.dbapi(),
             hide_parameters=True,
+            json_deserializer=jsoncodec.loads,
             connect_args={"timeout": busy_timeout_ms / 1000},
         )
         _configure_sqlite(engine, busy_timeout_ms)
@@ -71,6 +72,7 @@ def create_engine(
         engine = create_async_engine(
             url,
             hide_parameters=True,
+            json_deserializer=jsoncodec.loads,
             pool_size=pool_size,
             max_overflow=pool_size * 2,
             isolation_level=POSTGRES_ISOLATION_LEVEL,
