@@ -15,7 +15,7 @@ from __future__ import annotations
 from asyncio import Future
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from sqlmodel import SQLModel
 from strawberry.dataloader import AbstractCache, DataLoader
@@ -35,7 +35,7 @@ from signoff.models import (
     RepairAction,
     Target,
 )
-from signoff.models.records import rows_where
+from signoff.models.records import RowsWhere, read_all, rows_where
 
 if TYPE_CHECKING:
     from signoff.schema.context import Context
@@ -62,48 +62,61 @@ class Loaders:
         self.dead_letters_by_incident = self._many_by(DeadLetter, "incident_id", "id")
         self.repairs_by_incident = self._many_by(RepairAction, "incident_id", "id")
 
-    async def _fetch(
-        self, model: type[M], column: str, keys: Sequence[str], order_by: str | None = None
-    ) -> list[M]:
-        async with self._context.read() as session:
-            return await rows_where(session, model, column, keys, order_by)
+    def _by_id(self, model: type[M]) -> RowLoader[M | None]:
+        return self._one_by(model, "id")
 
-    def _by_id(self, model: type[M]) -> DataLoader[str, M | None]:
-        async def load(keys: list[str]) -> list[M | None]:
-            rows = {row.id: row for row in await self._fetch(model, "id", keys)}  # type: ignore[attr-defined]
-            return [rows.get(key) for key in keys]
+    def _one_by(self, model: type[M], column: str) -> RowLoader[M | None]:
+        return RowLoader(self._context, RowsWhere(model, column, ()), many=False)
 
-        return DataLoader(load_fn=load)
+    def _many_by(self, model: type[M], column: str, order_by: str) -> RowLoader[list[M]]:
+        return RowLoader(self._context, RowsWhere(model, column, (), order_by), many=True)
 
-    def _one_by(self, model: type[M], column: str) -> DataLoader[str, M | None]:
-        async def load(keys: list[str]) -> list[M | None]:
-            rows = {getattr(row, column): row for row in await self._fetch(model, column, keys)}
-            return [rows.get(key) for key in keys]
 
-        return DataLoader(load_fn=load)
+class RowLoader(DataLoader[str, T], Generic[T]):
+    """Records by one column: a row (or None) per key, or with ``many`` the rows of each
+    key in ``kind.order_by`` order."""
 
-    def _many_by(self, model: type[M], column: str, order_by: str) -> DataLoader[str, list[M]]:
-        async def load(keys: list[str]) -> list[list[M]]:
-            groups: dict[Any, list[M]] = defaultdict(list)
-            for row in await self._fetch(model, column, keys, order_by):
+    def __init__(self, context: Context, kind: RowsWhere, *, many: bool) -> None:
+        super().__init__(load_fn=self._load)
+        self._context = context
+        self.kind = kind
+        self._many = many
+
+    def read(self, keys: Sequence[str]) -> RowsWhere:
+        kind = self.kind
+        return RowsWhere(kind.model, kind.column, keys, kind.order_by)
+
+    def values(self, keys: Sequence[str], rows: list[Any]) -> list[T]:
+        """Each key's value among ``rows`` (read by ``read(keys)``)."""
+        column = self.kind.column
+        if self._many:
+            groups: dict[Any, list[Any]] = defaultdict(list)
+            for row in rows:
                 groups[getattr(row, column)].append(row)
-            return [groups[key] for key in keys]
+            return [cast(T, groups[key]) for key in keys]
+        by_key = {getattr(row, column): row for row in rows}
+        return [cast(T, by_key.get(key)) for key in keys]
 
-        return DataLoader(load_fn=load)
+    async def _load(self, keys: list[str]) -> list[T]:
+        async with self._context.read() as session:
+            (rows,) = await read_all(session, [self.read(keys)])
+        return self.values(keys, rows)
 
 
-async def warm(loader: DataLoader[K, T], keys: Iterable[K]) -> None:
-    """Load ``keys`` not loaded yet in one batch, now, so that ``now_or_later`` finds them."""
-    missing = [key for key in dict.fromkeys(keys) if loader.cache_map.get(key) is None]
-    if missing:
-        values = await loader.load_fn(missing)
-        loader.prime_many(
-            {
-                key: value
-                for key, value in zip(missing, values, strict=True)
-                if not isinstance(value, BaseException)
-            }
-        )
+async def warm(context: Context, *wanted: tuple[RowLoader[Any], Iterable[str]]) -> None:
+    """Load each loader's keys not loaded yet, now and together (one round trip on
+    PostgreSQL), so that ``now_or_later`` finds them."""
+    batches: list[tuple[RowLoader[Any], list[str]]] = []
+    for loader, keys in wanted:
+        missing = [key for key in dict.fromkeys(keys) if loader.cache_map.get(key) is None]
+        if missing:
+            batches.append((loader, missing))
+    if not batches:
+        return
+    async with context.read() as session:
+        found = await read_all(session, [loader.read(keys) for loader, keys in batches])
+    for (loader, keys), rows in zip(batches, found, strict=True):
+        loader.prime_many(dict(zip(keys, loader.values(keys, rows), strict=True)))
 
 
 def loaded(loader: DataLoader[K, T], key: K) -> Future[T] | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
@@ -16,7 +16,7 @@ from signoff.schema.actor import Actor, load_actor
 from signoff.schema.context import context_of
 from signoff.schema.deadline import DeadlineOverrideInput, DeadlinePolicy
 from signoff.schema.delivery import DeliveryAttempt
-from signoff.schema.loaders import loaded, now_or_later, warm
+from signoff.schema.loaders import RowLoader, loaded, now_or_later, warm
 from signoff.schema.lookahead import Selected
 from signoff.schema.node import Node
 from signoff.schema.queue import Queue
@@ -256,26 +256,32 @@ def _task(row: models.HumanTask | None) -> HumanTask | None:
 async def warm_proposals(
     info: strawberry.Info, proposals: Sequence[models.Proposal], selected: Selected
 ) -> None:
-    """Load the relations ``selected`` asks of ``proposals`` now, one query per kind, so
-    that each proposal's fields answer without awaiting."""
-    loaders = context_of(info).loaders
+    """Load the relations ``selected`` asks of ``proposals`` now, one query per kind and
+    two round trips in all (approvers wait for their approvals), so that each
+    proposal's fields answer without awaiting."""
+    context = context_of(info)
+    loaders = context.loaders
     ids = [p.id for p in proposals]
+    wanted: list[tuple[RowLoader[Any], Iterable[str]]] = []
     if "target" in selected:
-        await warm(loaders.target, (p.target_id for p in proposals))
+        wanted.append((loaders.target, [p.target_id for p in proposals]))
     if "queue" in selected:
-        await warm(loaders.queue, (p.queue_id for p in proposals if p.queue_id is not None))
+        wanted.append((loaders.queue, [p.queue_id for p in proposals if p.queue_id is not None]))
     if "task" in selected:
-        await warm(loaders.task_by_proposal, ids)
-    actor_ids = [p.proposed_by_id for p in proposals] if "proposedBy" in selected else []
+        wanted.append((loaders.task_by_proposal, ids))
     if "approvals" in selected:
-        await warm(loaders.approvals_by_proposal, ids)
-        if "approver" in selected["approvals"]:
-            for proposal_id in ids:
-                approvals = loaded(loaders.approvals_by_proposal, proposal_id)
-                if approvals is not None:
-                    actor_ids.extend(a.approver_id for a in approvals.result())
-    if actor_ids:
-        await warm(loaders.actor, actor_ids)
+        wanted.append((loaders.approvals_by_proposal, ids))
+    actor_ids = [p.proposed_by_id for p in proposals] if "proposedBy" in selected else []
+    approvers = "approvals" in selected and "approver" in selected["approvals"]
+    if actor_ids and not approvers:
+        wanted.append((loaders.actor, actor_ids))
+    await warm(context, *wanted)
+    if approvers:
+        for proposal_id in ids:
+            approvals = loaded(loaders.approvals_by_proposal, proposal_id)
+            if approvals is not None:
+                actor_ids.extend(a.approver_id for a in approvals.result())
+        await warm(context, (loaders.actor, actor_ids))
 
 
 @strawberry.input
