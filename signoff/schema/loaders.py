@@ -81,6 +81,8 @@ class RowLoader(DataLoader[str, T], Generic[T]):
         self._context = context
         self.kind = kind
         self._many = many
+        # now_or_later's conversions of loaded values, by (key, conversion).
+        self.converted: dict[tuple[str, Callable[[Any], Any]], tuple[Future[Any], Any]] = {}
 
     def read(self, keys: Sequence[str]) -> RowsWhere:
         kind = self.kind
@@ -127,12 +129,20 @@ def loaded(loader: DataLoader[K, T], key: K) -> Future[T] | None:
     return future
 
 
-def now_or_later(loader: DataLoader[K, T], key: K, convert: Callable[[T], R]) -> R | Awaitable[R]:
-    """``convert`` of ``key``'s value: at once if it is loaded, else when it loads."""
+def now_or_later(loader: RowLoader[T], key: str, convert: Callable[[T], R]) -> R | Awaitable[R]:
+    """``convert`` of ``key``'s value: at once if it is loaded, else when it loads.
+
+    A value is converted once per request and kind of conversion: twenty proposals of
+    one target share one ``Target``, as its record is the same for all of them.
+    """
     future = loaded(loader, key)
-    if future is not None:
-        return convert(future.result())
-    return _converted(loader.load(key), convert)
+    if future is None:
+        return _converted(loader.load(key), convert)
+    # Kept with the future it converted: a key cleared or primed again converts anew.
+    memo = loader.converted.get((key, convert))
+    if memo is None or memo[0] is not future:
+        memo = loader.converted[(key, convert)] = (future, convert(future.result()))
+    return cast(R, memo[1])
 
 
 async def _converted(pending: Awaitable[T], convert: Callable[[T], R]) -> R:

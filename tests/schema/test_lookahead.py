@@ -4,13 +4,18 @@ answered from loaders warmed up front says what the nested loaders alone would s
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from graphql import FieldNode, FragmentDefinitionNode, OperationDefinitionNode, parse
 from starlette.applications import Starlette
 
+import signoff.schema.proposal as proposal_types
 from signoff.config import Settings
+from signoff.models import Target
+from signoff.models.records import RowsWhere
+from signoff.schema.loaders import RowLoader, now_or_later
 from signoff.schema.lookahead import selected
 from tests.helpers import GraphQLClient, build_world
 from tests.schema.test_pagination import counting_statements
@@ -123,3 +128,38 @@ async def test_only_what_is_selected_is_loaded(gql: GraphQLClient, app: Starlett
         await gql("{ proposals { edges { node { target { name } } } } }", {}, world.admin)
     assert len(with_target) == len(bare) + 1, (bare, with_target)
     assert not any("FROM targets" in s for s in bare), bare
+
+
+async def test_proposals_of_one_target_share_its_conversion(
+    gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page converts each loaded target once, and gives every proposal its own."""
+    first, second = await build_world(gql), await build_world(gql)
+    made = {(await first.propose())["proposal"]["id"]: first.target_id for _ in range(3)}
+    made |= {(await second.propose())["proposal"]["id"]: second.target_id for _ in range(2)}
+    converted: list[str] = []
+    convert = proposal_types._target
+
+    def counted(row: Any) -> Any:
+        converted.append(row.id)
+        return convert(row)
+
+    monkeypatch.setattr(proposal_types, "_target", counted)
+    page = (await gql(THROUGH_PAGE, {}, first.admin))["proposals"]["nodes"]
+    assert {p["id"]: p["target"]["id"] for p in page} == made
+    assert sorted(converted) == sorted({first.target_id, second.target_id})
+
+
+async def test_a_value_loaded_again_is_converted_again() -> None:
+    loader: RowLoader[Any] = RowLoader(cast(Any, None), RowsWhere(Target, "id", ()), many=False)
+    before, after = SimpleNamespace(id="t", name="before"), SimpleNamespace(id="t", name="after")
+    loader.prime("t", before)
+    assert now_or_later(loader, "t", _name) == "before"
+    assert now_or_later(loader, "t", _name) == "before"
+    loader.clear("t")
+    loader.prime("t", after)
+    assert now_or_later(loader, "t", _name) == "after"
+
+
+def _name(row: Any) -> str:
+    return str(row.name)
