@@ -18,28 +18,28 @@ Checks on what clients send stay in ``signoff.jsonvalues``; digests use canonica
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
 # Twenty digits in a row may be an integer beyond 64 bits (2**64 has 20): the standard
 # library reads it exactly. A long number inside a string only costs the slower path.
-_MAYBE_WIDE_INTEGER = re.compile(r"\d{20}")
-_MAYBE_WIDE_INTEGER_BYTES = re.compile(rb"\d{20}")
+# Found by mapping every digit to "0" and everything else to a space, then looking for
+# twenty zeros: ten times as fast as a regular expression, which cost more than the
+# decoding it guarded.
+_DIGITS_TO_ZEROS = bytes(48 if 48 <= byte <= 57 else 32 for byte in range(256))
+_TWENTY_DIGITS = b"0" * 20
 
 
 def loads(data: str | bytes | bytearray | memoryview) -> Any:
     """The value of the JSON text ``data``, exactly as ``json.loads`` reads it."""
-    if isinstance(data, memoryview):
-        data = bytes(data)
-    wide = _MAYBE_WIDE_INTEGER if isinstance(data, str) else _MAYBE_WIDE_INTEGER_BYTES
-    if wide.search(data) is None:  # type: ignore[arg-type]
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if _TWENTY_DIGITS not in raw.translate(_DIGITS_TO_ZEROS):
         try:
-            return orjson.loads(data)
+            return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass  # json.loads reads it, or raises its own error
-    return json.loads(data)
+    return json.loads(raw)
 
 
 def dumps(value: Any) -> bytes:
