@@ -59,13 +59,26 @@ def table_of(model: type[SQLModel]) -> Table:
 
 
 @dataclass(frozen=True)
+class Via:
+    """Keys reached through another table: its ``pick`` column in its rows whose
+    ``column`` is one of the keys (the approvers of proposals: ``Via(Approval,
+    "approver_id", "proposal_id")``), so that a read need not wait for another."""
+
+    model: type[SQLModel]
+    pick: str
+    column: str
+
+
+@dataclass(frozen=True)
 class RowsWhere:
-    """A read of the ``model`` rows whose ``column`` is one of ``keys``."""
+    """A read of the ``model`` rows whose ``column`` is one of ``keys`` (or, with
+    ``via``, one of the values ``via`` reaches from ``keys``)."""
 
     model: type[SQLModel]
     column: str
     keys: Sequence[str]
     order_by: str | None = None
+    via: Via | None = None
 
 
 async def rows_where(
@@ -91,7 +104,7 @@ async def read_all(session: AsyncSession, reads: Sequence[RowsWhere]) -> list[li
 
 
 async def _through_sqlalchemy(connection: AsyncConnection, read: RowsWhere) -> list[Any]:
-    stmt = _rows_with(read.model, read.column, read.order_by, connection.dialect.name)
+    stmt = _rows_with(read.model, read.column, read.order_by, read.via, connection.dialect.name)
     return records(read.model, await connection.execute(stmt, {"keys": list(read.keys)}))
 
 
@@ -146,7 +159,7 @@ class _Plan:
     processors SQLAlchemy would run on them (known from the first result's types)."""
 
     def __init__(self, read: RowsWhere, dialect: Dialect) -> None:
-        stmt = _rows_with(read.model, read.column, read.order_by, dialect.name)
+        stmt = _rows_with(read.model, read.column, read.order_by, read.via, dialect.name)
         self.sql = str(stmt.compile(dialect=dialect))
         self._columns = list(table_of(read.model).columns)
         self._names = [column.key for column in self._columns]
@@ -185,11 +198,11 @@ class _Plan:
 
 # Plans by (model, column, order, dialect class): the class decides the text and the
 # processors, and the cache keeps no engine alive.
-_PLANS: dict[tuple[type[SQLModel], str, str | None, type[Dialect]], _Plan] = {}
+_PLANS: dict[tuple[type[SQLModel], str, str | None, Via | None, type[Dialect]], _Plan] = {}
 
 
 def _plan_of(read: RowsWhere, dialect: Dialect) -> _Plan:
-    kind = (read.model, read.column, read.order_by, type(dialect))
+    kind = (read.model, read.column, read.order_by, read.via, type(dialect))
     plan = _PLANS.get(kind)
     if plan is None:
         plan = _PLANS[kind] = _Plan(read, dialect)
@@ -198,21 +211,30 @@ def _plan_of(read: RowsWhere, dialect: Dialect) -> _Plan:
 
 @functools.cache
 def _rows_with(
-    model: type[SQLModel], column: str, order_by: str | None, dialect: str
+    model: type[SQLModel], column: str, order_by: str | None, via: Via | None, dialect: str
 ) -> Select[Any]:
-    """``model`` rows whose ``column`` is one of the ``keys`` parameter: built once per
-    loader kind, as building and keying a statement cost a third of its execution.
+    """``model`` rows whose ``column`` is one of the ``keys`` parameter (or of what
+    ``via`` reaches from them): built once per loader kind, as building and keying a
+    statement cost a third of its execution.
 
     On PostgreSQL the keys travel as one array (``= ANY(:keys)``): one statement text
     whatever their number, which the server prepares once, where ``IN (:k1, :k2, …)``
     is rendered anew for each number of keys.
     """
     table = table_of(model)
+    keyed = table if via is None else table_of(via.model)
+    key_column = keyed.c[column if via is None else via.column]
     if dialect == "postgresql":
-        keys = bindparam("keys", type_=postgresql.ARRAY(table.c[column].type))
-        stmt = select_rows(table).where(table.c[column] == any_(keys))
+        keys = bindparam("keys", type_=postgresql.ARRAY(key_column.type))
+        match = key_column == any_(keys)
     else:
-        stmt = select_rows(table).where(table.c[column].in_(bindparam("keys", expanding=True)))
+        match = key_column.in_(bindparam("keys", expanding=True))
+    if via is None:
+        stmt = select_rows(table).where(match)
+    else:
+        stmt = select_rows(table).where(
+            table.c[column].in_(select_rows(keyed.c[via.pick]).where(match))
+        )
     if order_by is not None:
         stmt = stmt.order_by(table.c[order_by])
     return stmt

@@ -12,9 +12,11 @@ types read a model's columns and nothing else.
 
 from __future__ import annotations
 
+import functools
 from asyncio import Future
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from sqlmodel import SQLModel
@@ -35,7 +37,7 @@ from signoff.models import (
     RepairAction,
     Target,
 )
-from signoff.models.records import RowsWhere, read_all, rows_where
+from signoff.models.records import RowsWhere, Via, read_all, rows_where
 
 if TYPE_CHECKING:
     from signoff.schema.context import Context
@@ -105,20 +107,48 @@ class RowLoader(DataLoader[str, T], Generic[T]):
         return self.values(keys, rows)
 
 
-async def warm(context: Context, *wanted: tuple[RowLoader[Any], Iterable[str]]) -> None:
+@dataclass(frozen=True)
+class Reached:
+    """The rows of ``loader``'s kind that ``via`` reaches from ``keys`` (the approvers of
+    proposals), read together with the reads they would otherwise wait for."""
+
+    loader: RowLoader[Any]
+    keys: Iterable[str]
+    via: Via
+
+
+async def warm(context: Context, *wanted: tuple[RowLoader[Any], Iterable[str]] | Reached) -> None:
     """Load each loader's keys not loaded yet, now and together (one round trip on
     PostgreSQL), so that ``now_or_later`` finds them."""
-    batches: list[tuple[RowLoader[Any], list[str]]] = []
-    for loader, keys in wanted:
-        missing = [key for key in dict.fromkeys(keys) if loader.cache_map.get(key) is None]
+    reads: list[RowsWhere] = []
+    primes: list[Callable[[list[Any]], None]] = []
+    for each in wanted:
+        if isinstance(each, Reached):
+            keys = list(dict.fromkeys(each.keys))
+            if keys:
+                reads.append(replace(each.loader.read(keys), via=each.via))
+                primes.append(functools.partial(_prime_reached, each.loader))
+            continue
+        loader, wanted_keys = each
+        missing = [key for key in dict.fromkeys(wanted_keys) if loader.cache_map.get(key) is None]
         if missing:
-            batches.append((loader, missing))
-    if not batches:
+            reads.append(loader.read(missing))
+            primes.append(functools.partial(_prime, loader, missing))
+    if not reads:
         return
     async with context.read() as session:
-        found = await read_all(session, [loader.read(keys) for loader, keys in batches])
-    for (loader, keys), rows in zip(batches, found, strict=True):
-        loader.prime_many(dict(zip(keys, loader.values(keys, rows), strict=True)))
+        found = await read_all(session, reads)
+    for prime, rows in zip(primes, found, strict=True):
+        prime(rows)
+
+
+def _prime(loader: RowLoader[Any], keys: list[str], rows: list[Any]) -> None:
+    loader.prime_many(dict(zip(keys, loader.values(keys, rows), strict=True)))
+
+
+def _prime_reached(loader: RowLoader[Any], rows: list[Any]) -> None:
+    column = loader.kind.column
+    loader.prime_many({getattr(row, column): row for row in rows})
 
 
 def loaded(loader: DataLoader[K, T], key: K) -> Future[T] | None:

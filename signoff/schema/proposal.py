@@ -11,12 +11,13 @@ from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.models.records import Via
 from signoff.resolvers.nodes import revision_node_id
 from signoff.schema.actor import Actor, load_actor
 from signoff.schema.context import context_of
 from signoff.schema.deadline import DeadlineOverrideInput, DeadlinePolicy
 from signoff.schema.delivery import DeliveryAttempt
-from signoff.schema.loaders import RowLoader, loaded, now_or_later, warm
+from signoff.schema.loaders import Reached, RowLoader, now_or_later, warm
 from signoff.schema.lookahead import Selected
 from signoff.schema.node import Node
 from signoff.schema.queue import Queue
@@ -253,35 +254,32 @@ def _task(row: models.HumanTask | None) -> HumanTask | None:
     return None if row is None else HumanTask.from_model(row)
 
 
+# The approvers of proposals: read with the approvals, not after them.
+APPROVERS = Via(models.Approval, "approver_id", "proposal_id")
+
+
 async def warm_proposals(
     info: strawberry.Info, proposals: Sequence[models.Proposal], selected: Selected
 ) -> None:
     """Load the relations ``selected`` asks of ``proposals`` now, one query per kind and
-    two round trips in all (approvers wait for their approvals), so that each
-    proposal's fields answer without awaiting."""
+    one round trip in all, so that each proposal's fields answer without awaiting."""
     context = context_of(info)
     loaders = context.loaders
     ids = [p.id for p in proposals]
-    wanted: list[tuple[RowLoader[Any], Iterable[str]]] = []
+    wanted: list[tuple[RowLoader[Any], Iterable[str]] | Reached] = []
     if "target" in selected:
         wanted.append((loaders.target, [p.target_id for p in proposals]))
     if "queue" in selected:
         wanted.append((loaders.queue, [p.queue_id for p in proposals if p.queue_id is not None]))
     if "task" in selected:
         wanted.append((loaders.task_by_proposal, ids))
+    if "proposedBy" in selected:
+        wanted.append((loaders.actor, [p.proposed_by_id for p in proposals]))
     if "approvals" in selected:
         wanted.append((loaders.approvals_by_proposal, ids))
-    actor_ids = [p.proposed_by_id for p in proposals] if "proposedBy" in selected else []
-    approvers = "approvals" in selected and "approver" in selected["approvals"]
-    if actor_ids and not approvers:
-        wanted.append((loaders.actor, actor_ids))
+        if "approver" in selected["approvals"]:
+            wanted.append(Reached(loaders.actor, ids, APPROVERS))
     await warm(context, *wanted)
-    if approvers:
-        for proposal_id in ids:
-            approvals = loaded(loaders.approvals_by_proposal, proposal_id)
-            if approvals is not None:
-                actor_ids.extend(a.approver_id for a in approvals.result())
-        await warm(context, (loaders.actor, actor_ids))
 
 
 @strawberry.input

@@ -26,7 +26,7 @@ from signoff.models import (
     Queue,
     Target,
 )
-from signoff.models.records import RowsWhere, read_all, rows_where, table_of
+from signoff.models.records import RowsWhere, Via, read_all, rows_where, table_of
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, build_world
 
@@ -119,6 +119,32 @@ async def test_several_reads_answer_each_in_order_and_count_as_statements(
     assert sorted(t.proposal_id for t in tasks) == sorted(ids)
     assert len(approvals) == 1 and approvals[0].proposal_id in ids
     assert revisions == [] and actors == []
+
+
+async def test_a_read_via_another_table_gives_the_rows_it_reaches(
+    engine: AsyncEngine, gql: GraphQLClient
+) -> None:
+    await _world_with_every_kind(gql)
+    reads = create_sessionmaker(read_only(engine))
+    async with reads() as session:
+        connection = await session.connection()
+        pairs = (await connection.execute(select(Approval.proposal_id, Approval.approver_id))).all()
+        undecided = (
+            (await connection.execute(select(Proposal.id).where(Proposal.approval_count == 0)))
+            .scalars()
+            .all()
+        )
+        approvers = Via(Approval, "approver_id", "proposal_id")
+        reached, none = await read_all(
+            session,
+            [
+                RowsWhere(Actor, "id", [p for p, _ in pairs], via=approvers),
+                RowsWhere(Actor, "id", list(undecided), via=approvers),
+            ],
+        )
+    assert pairs and undecided
+    assert sorted(a.id for a in reached) == sorted({a for _, a in pairs})
+    assert none == []
 
 
 async def test_a_write_transaction_reads_its_own_writes(
