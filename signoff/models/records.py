@@ -196,7 +196,7 @@ class _Plan:
         return found
 
 
-# Plans by (model, column, order, dialect class): the class decides the text and the
+# Plans by (model, column, order, via, dialect class): the class decides the text and the
 # processors, and the cache keeps no engine alive.
 _PLANS: dict[tuple[type[SQLModel], str, str | None, Via | None, type[Dialect]], _Plan] = {}
 
