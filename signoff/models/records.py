@@ -7,26 +7,28 @@ columns and nothing else. An ORM instance costs three times as much to build and
 either; on a page of 20 proposals with their targets, approvals and tasks that was a
 fifth of the request. A record is read-only by convention: never add it to a session.
 
-Reads by key (``rows_where``, ``read_all``) on a PostgreSQL connection in autocommit
-(the read sessions) go to psycopg directly, several in one round trip (a pipeline):
-SQLAlchemy's execution around a statement cost about as much as psycopg's own, and a
-page's relations are independent reads that need not wait for each other. They keep
-what SQLAlchemy gives: the same statement text, the same values (its result
-processors run on every row), ``before_cursor_execute`` listeners (metrics, tests that
-count statements). A failure is not handled here: the reads run again through
-SQLAlchemy, whose error handling (wrapping, the outage log, replacing a broken
-connection) then applies as to any other statement.
+Reads by key (``rows_where``, ``read_all``) and selects of a fixed shape
+(``select_records``: a page of a list) are built and compiled once per kind. On a
+PostgreSQL connection in autocommit (the read sessions) they go to psycopg directly,
+several in one round trip (a pipeline): SQLAlchemy's execution around a statement,
+with building and keying it, cost more than psycopg's own, and a page's relations are
+independent reads that need not wait for each other. They keep what SQLAlchemy gives:
+the same statement text, the same parameters and values (its bind processors run on
+every parameter, its result processors on every row), ``before_cursor_execute``
+listeners (metrics, tests that count statements). A failure is not handled here: the
+reads run again through SQLAlchemy, whose error handling (wrapping, the outage log,
+replacing a broken connection) then applies as to any other statement.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
-from sqlalchemy import Dialect, Result, Select, Table, any_, bindparam
+from sqlalchemy import ColumnElement, Dialect, Result, Select, Table, any_, bindparam
 from sqlalchemy import select as select_rows
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -96,37 +98,70 @@ async def rows_where(
 async def read_all(session: AsyncSession, reads: Sequence[RowsWhere]) -> list[list[Any]]:
     """The records of each of ``reads``, in one round trip where the connection allows."""
     connection = await session.connection()
+    dialect = connection.dialect
+    plans = [_plan_of(_read_kind(read), read.model, _read_builder(read), dialect) for read in reads]
+    parameters = [{"keys": list(read.keys)} for read in reads]
+    return await _run(connection, plans, parameters)
+
+
+async def select_records(
+    session: AsyncSession,
+    model: type[M],
+    kind: Hashable,
+    build: Callable[[str], Select[Any]],
+    parameters: dict[str, Any],
+) -> list[M]:
+    """Records of what a select of ``model``'s columns finds with ``parameters``.
+
+    ``build(dialect_name)`` makes the statement, with a named ``bindparam`` for each
+    value; it runs once per ``kind`` (anything hashable that decides the statement's
+    text), so a caller building several shapes names each one.
+    """
+    connection = await session.connection()
+    plan = _plan_of(kind, model, build, connection.dialect)
+    (found,) = await _run(connection, [plan], [parameters])
+    return found
+
+
+def _read_kind(read: RowsWhere) -> Hashable:
+    return (read.model, read.column, read.order_by, read.via)
+
+
+def _read_builder(read: RowsWhere) -> Callable[[str], Select[Any]]:
+    return functools.partial(_rows_with, read.model, read.column, read.order_by, read.via)
+
+
+async def _run(
+    connection: AsyncConnection, plans: Sequence[_Plan], parameters: Sequence[dict[str, Any]]
+) -> list[list[Any]]:
     if connection.dialect.name == "postgresql":
-        found = await _pipelined(connection, reads)
+        found = await _pipelined(connection, plans, parameters)
         if found is not None:
             return found
-    return [await _through_sqlalchemy(connection, read) for read in reads]
-
-
-async def _through_sqlalchemy(connection: AsyncConnection, read: RowsWhere) -> list[Any]:
-    stmt = _rows_with(read.model, read.column, read.order_by, read.via, connection.dialect.name)
-    return records(read.model, await connection.execute(stmt, {"keys": list(read.keys)}))
+    return [
+        records(plan.model, await connection.execute(plan.stmt, params))
+        for plan, params in zip(plans, parameters, strict=True)
+    ]
 
 
 async def _pipelined(
-    connection: AsyncConnection, reads: Sequence[RowsWhere]
+    connection: AsyncConnection, plans: Sequence[_Plan], parameters: Sequence[dict[str, Any]]
 ) -> list[list[Any]] | None:
-    """``reads`` through psycopg in one pipeline, or None where that cannot be done
+    """``plans`` through psycopg in one pipeline, or None where that cannot be done
     safely (not in autocommit) or failed (then nothing was kept: the caller reads again)."""
     raw = await connection.get_raw_connection()
     driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
     idle = driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     if not (driver.autocommit and idle):
         return None
-    plans = [_plan_of(read, connection.dialect) for read in reads]
-    parameters = [{"keys": list(read.keys)} for read in reads]
+    bound = [plan.bound(params) for plan, params in zip(plans, parameters, strict=True)]
     cursors = [driver.cursor() for _ in plans]
     sync = connection.sync_connection
     assert sync is not None  # an AsyncConnection from a session is started
-    for cursor, plan, params in zip(cursors, plans, parameters, strict=True):
+    for cursor, plan, params in zip(cursors, plans, bound, strict=True):
         sync.dispatch.before_cursor_execute(sync, cursor, plan.sql, params, None, False)
     try:
-        rows = await _fetch_all(cursors, plans, parameters)
+        rows = await _fetch_all(cursors, plans, bound)
     except psycopg.Error:
         return None
     except BaseException:
@@ -155,16 +190,37 @@ async def _fetch_all(
 
 
 class _Plan:
-    """One kind of read by key, compiled once: its text, its columns, and the result
-    processors SQLAlchemy would run on them (known from the first result's types)."""
+    """One kind of read, compiled once: the statement, its text, its columns, the bind
+    processors SQLAlchemy would run on its parameters, and the result processors it
+    would run on its columns (known from the first result's types)."""
 
-    def __init__(self, read: RowsWhere, dialect: Dialect) -> None:
-        stmt = _rows_with(read.model, read.column, read.order_by, read.via, dialect.name)
-        self.sql = str(stmt.compile(dialect=dialect))
-        self._columns = list(table_of(read.model).columns)
+    def __init__(self, model: type[SQLModel], stmt: Select[Any], dialect: Dialect) -> None:
+        self.model = model
+        self.stmt = stmt
+        compiled = stmt.compile(dialect=dialect)
+        # Expanding parameters are rendered per execution: such a statement has no one
+        # text (on PostgreSQL, lists travel as arrays instead).
+        assert dialect.name != "postgresql" or not compiled.post_compile_params
+        self.sql = compiled.string
+        self._binds = [
+            (name, process)
+            for name, bind in compiled.binds.items()
+            if (process := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        ]
+        self._columns = list(table_of(model).columns)
         self._names = [column.key for column in self._columns]
         self._dialect = dialect
         self._processors: list[tuple[int, Callable[[Any], Any]]] | None = None
+
+    def bound(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        """``parameters`` as the driver takes them (what SQLAlchemy would send)."""
+        if not self._binds:
+            return parameters
+        bound = dict(parameters)
+        for name, process in self._binds:
+            if name in bound:
+                bound[name] = process(bound[name])
+        return bound
 
     def records(self, rows: list[Any], cursor: psycopg.AsyncCursor[Any]) -> list[Any]:
         processors = self._processors
@@ -196,39 +252,41 @@ class _Plan:
         return found
 
 
-# Plans by (model, column, order, via, dialect class): the class decides the text and the
-# processors, and the cache keeps no engine alive.
-_PLANS: dict[tuple[type[SQLModel], str, str | None, Via | None, type[Dialect]], _Plan] = {}
+# Plans by (kind, dialect class): the class decides the text and the processors, and the
+# cache keeps no engine alive.
+_PLANS: dict[tuple[Hashable, type[Dialect]], _Plan] = {}
 
 
-def _plan_of(read: RowsWhere, dialect: Dialect) -> _Plan:
-    kind = (read.model, read.column, read.order_by, read.via, type(dialect))
-    plan = _PLANS.get(kind)
+def _plan_of(
+    kind: Hashable, model: type[SQLModel], build: Callable[[str], Select[Any]], dialect: Dialect
+) -> _Plan:
+    key = (kind, type(dialect))
+    plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[kind] = _Plan(read, dialect)
+        plan = _PLANS[key] = _Plan(model, build(dialect.name), dialect)
     return plan
 
 
-@functools.cache
+def one_of(column: ColumnElement[Any], name: str, dialect: str) -> ColumnElement[bool]:
+    """``column`` is one of the list parameter ``name``.
+
+    On PostgreSQL the list travels as one array (``= ANY(:name)``): one statement text
+    whatever its length, which the server prepares once, where ``IN (:k1, :k2, …)`` is
+    rendered anew for each length.
+    """
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(column.type)))
+    return column.in_(bindparam(name, expanding=True))
+
+
 def _rows_with(
     model: type[SQLModel], column: str, order_by: str | None, via: Via | None, dialect: str
 ) -> Select[Any]:
     """``model`` rows whose ``column`` is one of the ``keys`` parameter (or of what
-    ``via`` reaches from them): built once per loader kind, as building and keying a
-    statement cost a third of its execution.
-
-    On PostgreSQL the keys travel as one array (``= ANY(:keys)``): one statement text
-    whatever their number, which the server prepares once, where ``IN (:k1, :k2, …)``
-    is rendered anew for each number of keys.
-    """
+    ``via`` reaches from them)."""
     table = table_of(model)
     keyed = table if via is None else table_of(via.model)
-    key_column = keyed.c[column if via is None else via.column]
-    if dialect == "postgresql":
-        keys = bindparam("keys", type_=postgresql.ARRAY(key_column.type))
-        match = key_column == any_(keys)
-    else:
-        match = key_column.in_(bindparam("keys", expanding=True))
+    match = one_of(keyed.c[column if via is None else via.column], "keys", dialect)
     if via is None:
         stmt = select_rows(table).where(match)
     else:

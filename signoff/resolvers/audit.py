@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from sqlmodel import col, select
+from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.models import AuditEvent, Role
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.resolvers.pagination import Equals, Order, Page, Where, paginate
 
 AUDIT_ORDER = (
     Order(col(AuditEvent.created_at), descending=True),
@@ -27,9 +27,9 @@ async def list_audit_events(
 ) -> Page[AuditEvent]:
     """Newest first. The audit log is for operators and admins."""
     require_role(viewer, Role.OPERATOR)
-    stmt = select(AuditEvent)
+    where: list[Where] = []
     if target_type is not None:
-        stmt = stmt.where(AuditEvent.target_type == target_type)
+        where.append(Equals(col(AuditEvent.target_type), target_type))
     if target_id is not None:
-        stmt = stmt.where(AuditEvent.target_id == target_id)
-    return await paginate(session, stmt, AUDIT_ORDER, first=first, after=after)
+        where.append(Equals(col(AuditEvent.target_id), target_id))
+    return await paginate(session, AuditEvent, where, AUDIT_ORDER, first=first, after=after)

@@ -34,7 +34,7 @@ from signoff.resolvers import idempotency, lifecycles
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.incidents import announce_occurrence, upsert_incident
 from signoff.resolvers.lifecycles import DEAD_LETTER, INCIDENT
-from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.resolvers.pagination import Equals, Order, Page, Where, paginate
 from signoff.resolvers.retries import requeue_terminal
 from signoff.resolvers.transitions import Edge
 from signoff.resolvers.work import UnitOfWork
@@ -85,14 +85,14 @@ async def list_incidents(
     after: str | None = None,
 ) -> Page[Incident]:
     require_role(viewer, Role.OPERATOR)
-    stmt = select(Incident)
+    where: list[Where] = []
     if state is not None:
-        stmt = stmt.where(Incident.state == state.value)
+        where.append(Equals(col(Incident.state), state.value))
     if severity is not None:
-        stmt = stmt.where(Incident.severity == severity.value)
+        where.append(Equals(col(Incident.severity), severity.value))
     if category is not None:
-        stmt = stmt.where(Incident.kind == category)
-    return await paginate(session, stmt, INCIDENT_ORDER, first=first, after=after)
+        where.append(Equals(col(Incident.kind), category))
+    return await paginate(session, Incident, where, INCIDENT_ORDER, first=first, after=after)
 
 
 async def get_incident(*, session: AsyncSession, viewer: Viewer, incident_id: str) -> Incident:

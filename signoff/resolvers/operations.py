@@ -33,7 +33,7 @@ from signoff.models import (
 from signoff.models.base import UTCDateTime
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.delivery_due import due
-from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.resolvers.pagination import Equals, Order, Page, paginate
 
 PROPOSAL_DELIVERY = "proposal_delivery"
 CHANGE_EVENT_RELAY = "change_event_relay"
@@ -218,7 +218,5 @@ async def list_dead_letters(
 ) -> Page[DeadLetter]:
     """Newest first. Dead letters are for operators and admins."""
     require_role(viewer, Role.OPERATOR)
-    stmt = select(DeadLetter)
-    if state is not None:
-        stmt = stmt.where(col(DeadLetter.state) == state.value)
-    return await paginate(session, stmt, DEAD_LETTER_ORDER, first=first, after=after)
+    where = [] if state is None else [Equals(col(DeadLetter.state), state.value)]
+    return await paginate(session, DeadLetter, where, DEAD_LETTER_ORDER, first=first, after=after)

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
-from sqlalchemy import and_, or_
+from sqlalchemy import BindParameter, ColumnElement, Integer, Select, and_, bindparam, or_, select
 from sqlalchemy.orm import InstrumentedAttribute, Mapped
+from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
-from sqlmodel.sql.expression import SelectOfScalar
 
 from signoff.constants import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from signoff.errors import ValidationFailed
 from signoff.models.base import UTCDateTime
-from signoff.models.records import records, table_of
+from signoff.models.records import one_of, select_records, table_of
 
 T = TypeVar("T")
+M = TypeVar("M", bound=SQLModel)
 
 
 @dataclass(frozen=True)
@@ -60,32 +62,116 @@ def page_size(first: int | None) -> int:
     return first
 
 
+class Where(Protocol):
+    """One condition of a list, of a fixed shape around one parameter: a list's
+    statement is built and compiled once per combination of shapes, and a request
+    gives only the values."""
+
+    @property
+    def shape(self) -> Hashable: ...
+
+    @property
+    def value(self) -> Any: ...
+
+    def clause(self, name: str, dialect: str) -> ColumnElement[bool]: ...
+
+
+@dataclass(frozen=True)
+class Equals:
+    column: Mapped[Any]
+    value: Any
+
+    @property
+    def shape(self) -> Hashable:
+        return ("=", cast(InstrumentedAttribute[Any], self.column).key)
+
+    def clause(self, name: str, dialect: str) -> ColumnElement[bool]:
+        return self.column == bindparam(name)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    column: Mapped[Any]
+    values: Collection[Any]
+
+    @property
+    def shape(self) -> Hashable:
+        return ("in", cast(InstrumentedAttribute[Any], self.column).key)
+
+    @property
+    def value(self) -> Any:
+        return list(self.values)
+
+    def clause(self, name: str, dialect: str) -> ColumnElement[bool]:
+        return one_of(cast(ColumnElement[Any], self.column), name, dialect)
+
+
+@dataclass(frozen=True)
+class Matches:
+    """A condition of its own: ``build`` makes it around the parameter it is given;
+    ``kind`` names what decides its text."""
+
+    kind: Hashable
+    build: Callable[[BindParameter[Any]], ColumnElement[bool]]
+    value: Any
+
+    @property
+    def shape(self) -> Hashable:
+        return self.kind
+
+    def clause(self, name: str, dialect: str) -> ColumnElement[bool]:
+        return self.build(bindparam(name))
+
+
 async def paginate(
     session: AsyncSession,
-    stmt: SelectOfScalar[T],
+    model: type[M],
+    where: Sequence[Where],
     order: Sequence[Order],
     *,
     first: int | None,
     after: str | None,
-) -> Page[T]:
-    """Run ``stmt`` (a select of one model) ordered by ``order`` from just after the
-    ``after`` cursor; the page's items are records of the model (``signoff.models.
-    records``), as a page is only read."""
+) -> Page[M]:
+    """The ``model`` rows matching every one of ``where``, ordered by ``order``, from
+    just after the ``after`` cursor; the page's items are records of the model
+    (``signoff.models.records``), as a page is only read."""
     size = page_size(first)
+    parameters = {f"where{i}": condition.value for i, condition in enumerate(where)}
+    parameters["limit"] = size + 1
     if after is not None:
-        stmt = stmt.where(_after(order, decode_cursor(after, order)))
-    stmt = stmt.order_by(*(o.column.desc() if o.descending else o.column.asc() for o in order))
-    model = stmt.column_descriptions[0]["entity"]
-    columns = stmt.with_only_columns(*table_of(model).columns).limit(size + 1)
-    connection = await session.connection()
-    rows: list[T] = records(model, await connection.execute(columns))
+        for i, value in enumerate(decode_cursor(after, order)):
+            parameters[f"after{i}"] = value
+    shape = (
+        model,
+        tuple(condition.shape for condition in where),
+        tuple((o.attribute.key, o.descending) for o in order),
+        after is not None,
+    )
+    build = functools.partial(_page_statement, model, where, order, after is not None)
+    rows = await select_records(session, model, shape, build, parameters)
     items = rows[:size]
     cursors = [encode_cursor([o.value_of(item) for o in order]) for item in items]
     return Page(items, cursors, has_next_page=len(rows) > size, has_previous_page=after is not None)
 
 
-def _after(order: Sequence[Order], values: list[Any]) -> Any:
-    """Rows strictly after ``values`` in the lexicographic order ``order`` defines."""
+def _page_statement(
+    model: type[Any], where: Sequence[Where], order: Sequence[Order], after: bool, dialect: str
+) -> Select[Any]:
+    clauses = [condition.clause(f"where{i}", dialect) for i, condition in enumerate(where)]
+    if after:
+        clauses.append(_after(order))
+    return (
+        select(*table_of(model).columns)
+        .where(*clauses)
+        .order_by(*(o.column.desc() if o.descending else o.column.asc() for o in order))
+        .limit(bindparam("limit", type_=Integer))
+    )
+
+
+def _after(order: Sequence[Order]) -> ColumnElement[bool]:
+    """Rows strictly after the ``after{i}`` parameters in the lexicographic order
+    ``order`` defines."""
+    values: list[BindParameter[Any]] = [bindparam(f"after{i}") for i in range(len(order))]
     clauses = []
     for i, current in enumerate(order):
         equal = [order[j].column == values[j] for j in range(i)]

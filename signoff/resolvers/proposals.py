@@ -42,7 +42,7 @@ from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.deadlines import DeadlineOverride, DeadlinePolicy, policy_of
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.notifications import notify
-from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.resolvers.pagination import Equals, OneOf, Order, Page, Where, paginate
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range, require_text
@@ -360,15 +360,15 @@ async def list_proposals(
 ) -> Page[Proposal]:
     """Newest first, limited to what the viewer may see."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
-    stmt = select(Proposal)
+    where: list[Where] = []
     if viewer.role is Role.AGENT:
-        stmt = stmt.where(Proposal.proposed_by_id == viewer.id)
+        where.append(Equals(col(Proposal.proposed_by_id), viewer.id))
     elif viewer.role is Role.REVIEWER:
         if queue_id is not None and queue_id not in viewer.queue_ids:
             raise Forbidden("You are not a reviewer of this queue.")
-        stmt = stmt.where(col(Proposal.queue_id).in_(viewer.queue_ids))
+        where.append(OneOf(col(Proposal.queue_id), viewer.queue_ids))
     if queue_id is not None:
-        stmt = stmt.where(Proposal.queue_id == queue_id)
+        where.append(Equals(col(Proposal.queue_id), queue_id))
     if state is not None:
-        stmt = stmt.where(Proposal.state == state)
-    return await paginate(session, stmt, PROPOSAL_ORDER, first=first, after=after)
+        where.append(Equals(col(Proposal.state), state))
+    return await paginate(session, Proposal, where, PROPOSAL_ORDER, first=first, after=after)

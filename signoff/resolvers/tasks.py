@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,7 +41,7 @@ from signoff.resolvers.access import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approvals import apply_decision
 from signoff.resolvers.lifecycles import TASK
 from signoff.resolvers.notifications import notify
-from signoff.resolvers.pagination import Order, Page, paginate
+from signoff.resolvers.pagination import Equals, Matches, OneOf, Order, Page, Where, paginate
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import optional_text, require_range, require_text
 
@@ -353,24 +354,25 @@ async def list_tasks(
     after: str | None = None,
 ) -> Page[HumanTask]:
     """The queue order: highest priority, then soonest due, then oldest."""
-    stmt = select(HumanTask)
+    where: list[Where] = []
     if viewer.role is Role.REVIEWER:
         if queue_id is not None and queue_id not in viewer.queue_ids:
             raise Forbidden("You are not a reviewer of this queue.")
-        stmt = stmt.where(col(HumanTask.queue_id).in_(viewer.queue_ids))
+        where.append(OneOf(col(HumanTask.queue_id), viewer.queue_ids))
     elif viewer.role is Role.AGENT:
-        stmt = stmt.where(HumanTask.created_by_id == viewer.id)
+        where.append(Equals(col(HumanTask.created_by_id), viewer.id))
     elif not viewer.sees_everything:
         raise Forbidden("Integrations do not read tasks.")
     if queue_id is not None:
-        stmt = stmt.where(HumanTask.queue_id == queue_id)
+        where.append(Equals(col(HumanTask.queue_id), queue_id))
     if state is not None:
-        stmt = stmt.where(_state_is(state, clock.now()))
-    return await paginate(session, stmt, TASK_ORDER, first=first, after=after)
+        where.append(Matches(("state", state), functools.partial(_state_is, state), clock.now()))
+    return await paginate(session, HumanTask, where, TASK_ORDER, first=first, after=after)
 
 
-def _state_is(state: TaskState, now: datetime) -> Any:
-    """Filter by the state a reader sees: a lapsed claim counts as open."""
+def _state_is(state: TaskState, now: Any) -> Any:
+    """Filter by the state a reader sees (``now`` a datetime or a parameter standing
+    for one): a lapsed claim counts as open."""
     lapsed = and_(
         col(HumanTask.state) == TaskState.CLAIMED.value, col(HumanTask.claim_expires_at) <= now
     )
