@@ -1,4 +1,10 @@
-"""Keyset pagination: stable pages however rows are inserted meanwhile."""
+"""Keyset pagination: stable pages however rows are inserted meanwhile.
+
+A list's conditions (``Where``) have fixed shapes around one parameter each, so a page's
+statement is built and compiled once per combination of shapes
+(``signoff.models.records.select_records``) and a request only binds values: building
+and keying the statement for every request cost more than running it.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Mapped
 from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff import jsoncodec
 from signoff.constants import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from signoff.errors import ValidationFailed
 from signoff.models.base import UTCDateTime
@@ -33,9 +40,6 @@ class Order:
     @property
     def attribute(self) -> InstrumentedAttribute[Any]:
         return cast(InstrumentedAttribute[Any], self.column)
-
-    def value_of(self, item: Any) -> Any:
-        return getattr(item, self.attribute.key)
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,8 @@ async def paginate(
     build = functools.partial(_page_statement, model, where, order, after is not None)
     rows = await select_records(session, model, shape, build, parameters)
     items = rows[:size]
-    cursors = [encode_cursor([o.value_of(item) for o in order]) for item in items]
+    keys = [o.attribute.key for o in order]
+    cursors = [encode_cursor([getattr(item, key) for key in keys]) for item in items]
     return Page(items, cursors, has_next_page=len(rows) > size, has_previous_page=after is not None)
 
 
@@ -182,7 +187,7 @@ def _after(order: Sequence[Order]) -> ColumnElement[bool]:
 
 def encode_cursor(values: list[Any]) -> str:
     plain = [v.isoformat() if isinstance(v, datetime) else v for v in values]
-    return base64.urlsafe_b64encode(json.dumps(plain).encode()).decode().rstrip("=")
+    return base64.urlsafe_b64encode(jsoncodec.dumps(plain)).decode().rstrip("=")
 
 
 def decode_cursor(cursor: str, order: Sequence[Order]) -> list[Any]:
