@@ -1,9 +1,10 @@
 """API speed: Signoff's GraphQL API against a plain floor and Strawberry's ceiling, in one run.
 
-One PostgreSQL database is seeded with ``--proposals`` proposals (default 10,000) in
+One PostgreSQL database is seeded with ``--proposals`` proposals (default 30,000: the
+decide runs use up about 27,000 with the other defaults) in
 ``--queues`` queues (default 20), each HUMAN with three approvals required, one already
-given and an open approval task. Three servers, each one process on 127.0.0.1, answer
-the same operations in turn:
+given and an open approval task. Three servers, each one process on 127.0.0.1, run side
+by side and answer the same operations:
 
 - **Signoff**: ``signoff serve`` on that database (in-process worker and hub, log level
   warning);
@@ -18,9 +19,12 @@ and task), ``one`` (``proposal(id:)``, the same selection), ``propose``
 (``proposeAction``, a new operation key per request) and ``decide`` (``decideProposal``
 APPROVED on a proposal nobody of this reviewer decided yet). Each is driven by ``wrk``
 (one thread, ``--duration`` seconds, a fresh connection pool per run) at 1, 10 and 50
-connections; a request answering anything but 200 without ``errors`` is counted as
-failed. SQL statements per request come from ``/metrics`` (Signoff: everything the
-process sent, its relay included) and ``/stats`` (floor), over 50 sequential requests.
+connections, ``--rounds`` times per side (default 3), the sides taking turns in a
+rotating order so that each meets the same drift of the machine's speed; a side's
+figures are those of its median round. A request answering anything but 200 without
+``errors`` is counted as failed. SQL statements per request come from ``/metrics``
+(Signoff: everything the process sent, its relay included) and ``/stats`` (floor), over
+50 sequential requests.
 
 Needs ``wrk`` (Debian: ``apt-get install wrk``).
 
@@ -40,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -471,44 +475,100 @@ def statements_per_request(
     return (after - before - scrape) / STATEMENT_SAMPLE
 
 
-def measure_side(
-    side: Side, world: World, args: argparse.Namespace, decisions: Decisions, folder: Path
-) -> dict[tuple[str, int], Figures | float | None]:
-    port = free_port()
-    base = f"http://{HOST}:{port}"
-    server = side.start(port)
-    results: dict[tuple[str, int], Figures | float | None] = {}
-    try:
-        wait_ready(base, server, side.paths["hello"])
-        for operation in side.operations:
-            token = world.agent if operation == "propose" else world.reviewer
-            results[(operation, 0)] = statements_per_request(
-                base, side, operation, world, token, decisions
-            )
-            for connections in args.connections:
-                lines = None
-                if operation == "decide":
-                    lines = folder / f"{side.name}-{connections}.jsonl"
-                    wanted = int(args.decide_budget * connections**0.5)
-                    lines.write_text(
-                        "\n".join(json.dumps(decide_body(*d)) for d in decisions.take(wanted))
-                    )
-                script = lua(folder, side, operation, world, token, lines)
-                figures = wrk(base, script, connections, args.duration)
-                results[(operation, connections)] = figures
-                print(
-                    f"  {side.name:8} {operation:8} c={connections:<3} {figures.rps:9,.1f} req/s"
-                    f"  p50 {figures.p50_ms:8.2f} ms  p99 {figures.p99_ms:8.2f} ms"
-                    f"  failed {figures.failed}",
-                    flush=True,
-                )
-    finally:
-        server.terminate()
+@dataclass
+class Running:
+    """A side's server, up for the whole measurement."""
+
+    side: Side
+    server: subprocess.Popen[bytes]
+    base: str
+    decisions: Decisions
+
+    def stop(self) -> None:
+        self.server.terminate()
         try:
-            server.wait(10)
+            self.server.wait(10)
         except subprocess.TimeoutExpired:
-            server.kill()
+            self.server.kill()
+
+
+def start_sides(url: str, world: World) -> list[Running]:
+    running = []
+    try:
+        for index, side in enumerate(sides(url)):
+            port = free_port()
+            base = f"http://{HOST}:{port}"
+            decisions = Decisions(world.undecided[min(index, 1)])
+            running.append(Running(side, side.start(port), base, decisions))
+        for each in running:
+            wait_ready(each.base, each.server, each.side.paths["hello"])
+    except BaseException:
+        for each in running:
+            each.stop()
+        raise
+    return running
+
+
+def measure(
+    running: list[Running], world: World, args: argparse.Namespace, folder: Path
+) -> dict[str, dict[tuple[str, int], Any]]:
+    """Every operation at every concurrency, ``--rounds`` times per side, the sides in
+    turn and in a rotating order: the machine's speed drifts by more than the
+    differences measured, so each side meets the same drift. A side's figures are
+    those of its median round (by req/s)."""
+    results: dict[str, dict[tuple[str, int], Any]] = {r.side.name: {} for r in running}
+    for operation in OPERATIONS:
+        taking = [r for r in running if operation in r.side.operations]
+        token = world.agent if operation == "propose" else world.reviewer
+        for each in taking:
+            results[each.side.name][(operation, 0)] = statements_per_request(
+                each.base, each.side, operation, world, token, each.decisions
+            )
+        for connections in args.connections:
+            rounds: dict[str, list[Figures]] = {r.side.name: [] for r in taking}
+            for round_index in range(args.rounds):
+                shift = round_index % len(taking)
+                for each in taking[shift:] + taking[:shift]:
+                    figures = run_once(each, operation, connections, world, token, args, folder)
+                    rounds[each.side.name].append(figures)
+            for name, figures_of_rounds in rounds.items():
+                results[name][(operation, connections)] = median_round(figures_of_rounds)
     return results
+
+
+def run_once(
+    each: Running,
+    operation: str,
+    connections: int,
+    world: World,
+    token: str,
+    args: argparse.Namespace,
+    folder: Path,
+) -> Figures:
+    lines = None
+    if operation == "decide":
+        lines = folder / f"{each.side.name}-{connections}-{time.monotonic_ns()}.jsonl"
+        wanted = int(args.decide_budget * connections**0.5)
+        lines.write_text(
+            "\n".join(json.dumps(decide_body(*d)) for d in each.decisions.take(wanted))
+        )
+    script = lua(folder, each.side, operation, world, token, lines)
+    figures = wrk(each.base, script, connections, args.duration)
+    print(
+        f"  {each.side.name:8} {operation:8} c={connections:<3} {figures.rps:9,.1f} req/s"
+        f"  p50 {figures.p50_ms:8.2f} ms  p99 {figures.p99_ms:8.2f} ms"
+        f"  failed {figures.failed}",
+        flush=True,
+    )
+    return figures
+
+
+def median_round(rounds: list[Figures]) -> Figures:
+    """The round of median req/s (the lower middle one of an even number), with the
+    failures of every round."""
+    ordered = sorted(rounds, key=lambda f: f.rps)
+    middle = ordered[(len(ordered) - 1) // 2]
+    return replace(middle, failed=sum(f.failed for f in rounds))
 
 
 def report(all_results: dict[str, dict[tuple[str, int], Any]], args: argparse.Namespace) -> None:
@@ -564,12 +624,22 @@ async def prepare(args: argparse.Namespace, url: str) -> World:
     return world
 
 
+def decisions_needed(args: argparse.Namespace) -> int:
+    """Undecided proposals the decide runs use up: the two sides that decide, each taking
+    its sample and every round's decisions."""
+    per_round = sum(int(args.decide_budget * c**0.5) for c in args.connections)
+    return 2 * (STATEMENT_SAMPLE + args.rounds * per_round)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--database-url", required=True, help="a PostgreSQL server")
-    parser.add_argument("--proposals", type=int, default=10_000)
+    parser.add_argument("--proposals", type=int, default=30_000)
     parser.add_argument("--queues", type=int, default=20)
     parser.add_argument("--duration", type=int, default=5, help="seconds per run")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="runs per side of each operation and concurrency"
+    )
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 10, 50])
     parser.add_argument(
         "--decide-budget",
@@ -578,6 +648,12 @@ def main() -> None:
         help="decisions prepared per decide run, times the square root of its connections",
     )
     args = parser.parse_args()
+    needed = decisions_needed(args)
+    if args.proposals - args.queues < needed:
+        sys.exit(
+            f"the decide runs need {needed:,} undecided proposals: pass --proposals "
+            f"{needed + args.queues:,} or more, or fewer --rounds or a smaller --decide-budget"
+        )
     if shutil.which("wrk") is None:
         sys.exit("bench/api.py needs wrk (Debian: apt-get install wrk)")
 
@@ -585,14 +661,16 @@ def main() -> None:
 
 
 async def run(args: argparse.Namespace) -> None:
-    """Seed, then measure each side in turn (blocking calls: nothing else runs meanwhile)."""
+    """Seed, then measure the sides in turn (blocking calls: nothing else runs meanwhile)."""
     async with fresh_database(args.database_url) as url:
         world = await prepare(args, url)
-        all_results = {}
-        with tempfile.TemporaryDirectory() as tmp:
-            for index, side in enumerate(sides(url)):
-                decisions = Decisions(world.undecided[min(index, 1)])
-                all_results[side.name] = measure_side(side, world, args, decisions, Path(tmp))
+        running = start_sides(url, world)
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                all_results = measure(running, world, args, Path(tmp))
+        finally:
+            for each in running:
+                each.stop()
         report(all_results, args)
 
 

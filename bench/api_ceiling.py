@@ -1,8 +1,9 @@
 """Strawberry's ceiling for ``bench/api.py``: types of the same shape as Signoff's
-(``Proposal`` with its target, approvals, approvers and task, ``Viewer``), async resolvers
-as Signoff's are, answering the bench's documents from memory: no database, no
-authentication, no extensions but the parser and validation caches. What Strawberry and
-uvicorn cost by themselves.
+(``Proposal`` with its target, approvals, approvers and task, ``Viewer``), with Signoff's
+own GraphQL enums for states, decisions and approval modes, async resolvers as Signoff's
+are, answering the bench's documents from memory: no database, no authentication, no
+extensions but the parser and validation caches. What Strawberry and uvicorn cost by
+themselves.
 
     python bench/api_ceiling.py --port 8002
 """
@@ -21,6 +22,9 @@ from strawberry.asgi import GraphQL
 from strawberry.extensions import ParserCache, ValidationCache
 from strawberry.scalars import JSON
 
+import signoff.schema.enums  # noqa: F401  (makes the model enums GraphQL enums)
+from signoff.models import ApprovalMode, Decision, ProposalState, TaskState
+
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 
@@ -34,13 +38,13 @@ class Actor:
 class Target:
     id: strawberry.ID
     name: str
-    approval_mode: str
+    approval_mode: ApprovalMode
 
 
 @strawberry.type
 class Approval:
     id: strawberry.ID
-    decision: str
+    decision: Decision
     payload_digest: str
     created_at: datetime
 
@@ -52,14 +56,14 @@ class Approval:
 @strawberry.type
 class Task:
     id: strawberry.ID
-    state: str
+    state: TaskState
     priority: int
 
 
 @strawberry.type
 class Proposal:
     id: strawberry.ID
-    state: str
+    state: ProposalState
     action_code: str
     subject: JSON
     payload: JSON
@@ -78,7 +82,7 @@ class Proposal:
         return [
             Approval(
                 id=strawberry.ID(f"a-{self.id}"),
-                decision="APPROVED",
+                decision=Decision.APPROVED,
                 payload_digest=self.payload_digest,
                 created_at=NOW,
             )
@@ -86,7 +90,7 @@ class Proposal:
 
     @strawberry.field
     async def task(self) -> Task | None:
-        return Task(id=strawberry.ID(f"t-{self.id}"), state="OPEN", priority=0)
+        return Task(id=strawberry.ID(f"t-{self.id}"), state=TaskState.OPEN, priority=0)
 
 
 @strawberry.type
@@ -117,7 +121,7 @@ def _proposal(i: int) -> Proposal:
     payload: Any = {"amount": 1200 + i, "currency": "EUR", "note": "bench"}
     return Proposal(
         id=strawberry.ID(f"0193a8f0-0000-7000-8000-{i:012d}"),
-        state="APPROVAL_REQUIRED",
+        state=ProposalState.APPROVAL_REQUIRED,
         action_code="bench.run",
         subject=subject,
         payload=payload,
@@ -130,7 +134,7 @@ def _proposal(i: int) -> Proposal:
 
 
 REVIEWER = Actor(id=strawberry.ID("r-1"), name="bench-reviewer-b")
-TARGET = Target(id=strawberry.ID("t-1"), name="bench-0", approval_mode="HUMAN")
+TARGET = Target(id=strawberry.ID("t-1"), name="bench-0", approval_mode=ApprovalMode.HUMAN)
 PROPOSALS = [_proposal(i) for i in range(21)]
 QUEUE_IDS = [strawberry.ID(f"q-{i}") for i in range(20)]
 
