@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
 
 from signoff.constants import JSON_LARGE_NUMBERS_KEYWORD
-from signoff.database import create_sessionmaker, is_unreachable, read_only
+from signoff.database import SessionMaker, create_sessionmaker, is_unreachable, read_only
 from signoff.models import (
     Actor,
     Approval,
@@ -43,6 +43,13 @@ async def _world_with_every_kind(gql: GraphQLClient) -> None:
     await world.propose({"amount": 5, "currency": "EUR", "note": "é \u2028"})
 
 
+@pytest.fixture
+async def reads(gql: GraphQLClient, engine: AsyncEngine) -> SessionMaker:
+    """Read sessions on a database holding every kind of row."""
+    await _world_with_every_kind(gql)
+    return create_sessionmaker(read_only(engine))
+
+
 def _typed(value: Any) -> tuple[type, Any]:
     if isinstance(value, datetime):
         return datetime, (value.astimezone(UTC), value.utcoffset())
@@ -50,10 +57,8 @@ def _typed(value: Any) -> tuple[type, Any]:
 
 
 async def test_reads_by_key_give_what_sqlalchemy_gives(
-    engine: AsyncEngine, gql: GraphQLClient
+    engine: AsyncEngine, reads: SessionMaker
 ) -> None:
-    await _world_with_every_kind(gql)
-    reads = create_sessionmaker(read_only(engine))
     on_postgres = engine.dialect.name == "postgresql"
     for model in MODELS:
         table = table_of(model)
@@ -81,10 +86,8 @@ async def test_reads_by_key_give_what_sqlalchemy_gives(
 
 
 async def test_several_reads_answer_each_in_order_and_count_as_statements(
-    engine: AsyncEngine, gql: GraphQLClient
+    engine: AsyncEngine, reads: SessionMaker
 ) -> None:
-    await _world_with_every_kind(gql)
-    reads = create_sessionmaker(read_only(engine))
     async with reads() as session:
         connection = await session.connection()
         proposals = (await connection.execute(select(Proposal.id, Proposal.target_id))).all()
@@ -121,11 +124,7 @@ async def test_several_reads_answer_each_in_order_and_count_as_statements(
     assert revisions == [] and actors == []
 
 
-async def test_a_read_via_another_table_gives_the_rows_it_reaches(
-    engine: AsyncEngine, gql: GraphQLClient
-) -> None:
-    await _world_with_every_kind(gql)
-    reads = create_sessionmaker(read_only(engine))
+async def test_a_read_via_another_table_gives_the_rows_it_reaches(reads: SessionMaker) -> None:
     async with reads() as session:
         connection = await session.connection()
         pairs = (await connection.execute(select(Approval.proposal_id, Approval.approver_id))).all()
@@ -161,10 +160,8 @@ async def test_a_write_transaction_reads_its_own_writes(
 
 @requires_postgres
 async def test_a_connection_the_server_closed_fails_as_any_statement_does(
-    engine: AsyncEngine, gql: GraphQLClient
+    engine: AsyncEngine, reads: SessionMaker
 ) -> None:
-    await _world_with_every_kind(gql)
-    reads = create_sessionmaker(read_only(engine))
     async with reads() as session:
         connection = await session.connection()
         pid = (await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one()
@@ -180,10 +177,8 @@ async def test_a_connection_the_server_closed_fails_as_any_statement_does(
 
 @requires_postgres
 async def test_a_read_cancelled_mid_pipeline_never_returns_its_connection_to_the_pool(
-    engine: AsyncEngine, gql: GraphQLClient
+    engine: AsyncEngine, reads: SessionMaker
 ) -> None:
-    await _world_with_every_kind(gql)
-    reads = create_sessionmaker(read_only(engine))
     slow = RowsWhere(Actor, "id", ["a"])
     async with reads() as session:
         connection = await session.connection()
