@@ -32,6 +32,11 @@ T = TypeVar("T")
 M = TypeVar("M", bound=SQLModel)
 
 
+def _attribute(column: Mapped[Any]) -> InstrumentedAttribute[Any]:
+    """A model's column as SQLModel's ``col()`` gives it (typed as its value)."""
+    return cast(InstrumentedAttribute[Any], column)
+
+
 @dataclass(frozen=True)
 class Order:
     column: Mapped[Any]
@@ -39,7 +44,7 @@ class Order:
 
     @property
     def attribute(self) -> InstrumentedAttribute[Any]:
-        return cast(InstrumentedAttribute[Any], self.column)
+        return _attribute(self.column)
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ class Equals:
 
     @property
     def shape(self) -> Hashable:
-        return ("=", cast(InstrumentedAttribute[Any], self.column).key)
+        return ("=", _attribute(self.column).key)
 
     def clause(self, name: str, dialect: str) -> ColumnElement[bool]:
         return self.column == bindparam(name)
@@ -100,7 +105,7 @@ class OneOf:
 
     @property
     def shape(self) -> Hashable:
-        return ("in", cast(InstrumentedAttribute[Any], self.column).key)
+        return ("in", _attribute(self.column).key)
 
     @property
     def value(self) -> Any:

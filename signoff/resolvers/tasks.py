@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_
+from sqlalchemy import BindParameter, and_, or_
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -370,9 +370,9 @@ async def list_tasks(
     return await paginate(session, HumanTask, where, TASK_ORDER, first=first, after=after)
 
 
-def _state_is(state: TaskState, now: Any) -> Any:
-    """Filter by the state a reader sees (``now`` a datetime or a parameter standing
-    for one): a lapsed claim counts as open."""
+def _state_is(state: TaskState, now: BindParameter[Any]) -> Any:
+    """Filter by the state a reader sees, ``now`` the parameter standing for the
+    reading's time: a lapsed claim counts as open."""
     lapsed = and_(
         col(HumanTask.state) == TaskState.CLAIMED.value, col(HumanTask.claim_expires_at) <= now
     )

@@ -5,7 +5,6 @@ connection's time zone."""
 
 from __future__ import annotations
 
-import functools
 from datetime import timedelta
 from typing import Any
 
@@ -126,7 +125,7 @@ async def test_a_condition_of_its_own_takes_a_new_value_each_time(
         )
 
     async def count(build: Any, now: Any) -> int:
-        where = [Matches(build.__name__, functools.partial(build), now)]
+        where = [Matches(build.__name__, build, now)]
         async with create_sessionmaker(read_only(engine))() as session:
             page = await paginate(session, HumanTask, where, TASK_ORDER, first=10, after=None)
         return len(page.items)
