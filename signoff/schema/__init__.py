@@ -13,6 +13,7 @@ from strawberry.types.execution import ExecutionContext
 
 from signoff.constants import QUERY_MAX_TOKENS
 from signoff.schema.errors import ErrorMapping
+from signoff.schema.execution import PlainFieldExecutor, plan_plain_fields
 from signoff.schema.mutation import Mutation
 from signoff.schema.operation import FinishOperation
 from signoff.schema.query import Query
@@ -52,7 +53,7 @@ class SignoffSchema(strawberry.Schema):
 def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Schema:
     """The schema with its extensions; ``introspection=False`` refuses ``__schema`` and
     ``__type`` (``INTROSPECTION_DISABLED``)."""
-    return SignoffSchema(
+    schema = SignoffSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
@@ -62,5 +63,8 @@ def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Sche
             lambda: CheckedValidation(introspection),
             ErrorMapping,
         ],
+        execution_context_class=PlainFieldExecutor,
         **extra,
     )
+    plan_plain_fields(schema)
+    return schema

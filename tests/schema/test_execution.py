@@ -1,0 +1,159 @@
+"""The executor's short path for plain leaf fields answers what graphql-core's own path
+answers: the same data, and for a value the type refuses or a null where none may be, the
+same error at the same place."""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import strawberry
+from graphql import ExecutionResult, GraphQLObjectType
+from strawberry.scalars import JSON
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+
+from signoff.models import ProposalState
+from signoff.schema import build_schema
+from signoff.schema.execution import PLAIN, PlainFieldExecutor, plan_plain_fields
+
+
+@strawberry.enum
+class Colour(enum.Enum):
+    RED = "red"
+    CRIMSON = "red"  # an alias: both name the member RED
+    BLUE = "blue"
+
+
+@strawberry.type
+class Leaf:
+    id: strawberry.ID
+    name: str
+    count: int
+    maybe: str | None
+    colour: Colour
+    state: ProposalState
+    at: datetime
+    data: JSON
+    hidden: strawberry.Private[str] = ""
+
+    @strawberry.field
+    def computed(self) -> str:
+        return self.name.upper()
+
+
+@strawberry.type
+class Query:
+    @strawberry.field
+    def leaves(self) -> list[Leaf]:
+        return LEAVES
+
+    @strawberry.field
+    def broken(self) -> Leaf:
+        return BROKEN["leaf"]
+
+
+def _leaf(**changes: Any) -> Leaf:
+    values: dict[str, Any] = {
+        "id": strawberry.ID("l-1"),
+        "name": "first",
+        "count": 3,
+        "maybe": None,
+        "colour": Colour.BLUE,
+        "state": ProposalState.APPROVAL_REQUIRED,
+        "at": datetime(2026, 12, 4, 7, 30, tzinfo=UTC),
+        "data": JSON({"a": [1, 2.5, None, "x"]}),
+    }
+    return Leaf(**(values | changes))
+
+
+LEAVES = [_leaf(), _leaf(id=strawberry.ID("l-2"), colour=Colour.RED, maybe="here", count=-7)]
+BROKEN = {"leaf": _leaf()}  # a test puts in a leaf holding a value its type refuses
+DOCUMENT = "{ leaves { id name count maybe colour state at data computed __typename } }"
+BROKEN_DOCUMENT = "{ broken { id name count colour } }"
+
+
+def _schemas() -> tuple[strawberry.Schema, strawberry.Schema]:
+    plain = strawberry.Schema(query=Query, execution_context_class=PlainFieldExecutor)
+    plan_plain_fields(plain)
+    graphql_core = strawberry.Schema(
+        query=Query, execution_context_class=StrawberryGraphQLCoreExecutionContext
+    )
+    return plain, graphql_core
+
+
+def _run(schema: strawberry.Schema, document: str) -> ExecutionResult:
+    return schema.execute_sync(document)
+
+
+def _shape(result: ExecutionResult) -> tuple[Any, list[tuple[str, Any]]]:
+    errors = [(e.message, e.path) for e in result.errors or []]
+    return result.data, errors
+
+
+def test_plain_fields_are_the_leaves_read_off_their_parent() -> None:
+    plain, _ = _schemas()
+    leaf = plain._schema.type_map["Leaf"]
+    assert isinstance(leaf, GraphQLObjectType)
+    planned = {name for name, field in leaf.fields.items() if PLAIN in field.extensions}
+    assert planned == {"id", "name", "count", "maybe", "colour", "state", "at", "data"}
+    query = plain._schema.type_map["Query"]
+    assert isinstance(query, GraphQLObjectType)
+    assert not any(PLAIN in field.extensions for field in query.fields.values())
+
+
+def test_a_page_of_leaves_answers_as_graphql_core_does() -> None:
+    plain, graphql_core = _schemas()
+    result = _run(plain, DOCUMENT)
+    assert result.errors is None
+    assert _shape(result) == _shape(_run(graphql_core, DOCUMENT))
+    assert result.data is not None
+    first, second = result.data["leaves"]
+    assert first["colour"] == "BLUE" and second["colour"] == "RED"
+    assert first["state"] == "APPROVAL_REQUIRED"
+    assert first["at"] == "2026-12-04T07:30:00+00:00"
+
+
+def test_the_short_path_never_calls_a_plain_field_resolver() -> None:
+    plain, graphql_core = _schemas()
+    expected = _run(graphql_core, DOCUMENT)
+    leaf = plain._schema.type_map["Leaf"]
+    assert isinstance(leaf, GraphQLObjectType)
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the plain field's resolver ran")
+
+    for field in leaf.fields.values():
+        if PLAIN in field.extensions:
+            field.resolve = refuse
+    assert _shape(_run(plain, DOCUMENT)) == _shape(expected)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message_part"),
+    [
+        ({"name": None}, "Cannot return null for non-nullable field Leaf.name."),
+        ({"count": "three"}, "Int cannot represent non-integer value"),
+        ({"count": 2**40}, "Int cannot represent non 32-bit signed integer value"),
+        ({"colour": "purple"}, "Enum 'Colour' cannot represent value"),
+    ],
+)
+def test_a_value_the_type_refuses_is_the_same_error_in_the_same_place(
+    changes: dict[str, Any], message_part: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(BROKEN, "leaf", _leaf(**changes))
+    plain, graphql_core = _schemas()
+    result = _run(plain, BROKEN_DOCUMENT)
+    assert result.errors, result
+    assert message_part in result.errors[0].message
+    assert _shape(result) == _shape(_run(graphql_core, BROKEN_DOCUMENT))
+
+
+def test_signoffs_schema_answers_its_columns_on_the_short_path() -> None:
+    schema = build_schema()._schema
+    proposal = schema.type_map["Proposal"]
+    assert isinstance(proposal, GraphQLObjectType)
+    planned = {name for name, field in proposal.fields.items() if PLAIN in field.extensions}
+    assert {"id", "state", "payload", "payloadDigest", "expiresAt", "policyRule"} <= planned
+    assert not planned & {"target", "approvals", "task", "revisions"}
