@@ -24,6 +24,7 @@ from signoff.models import (
     Proposal,
     ProposalRevision,
     Queue,
+    Role,
     Target,
 )
 from signoff.models.records import RowsWhere, Via, read_all, rows_where, table_of
@@ -144,6 +145,49 @@ async def test_a_read_via_another_table_gives_the_rows_it_reaches(reads: Session
     assert pairs and undecided
     assert sorted(a.id for a in reached) == sorted({a for _, a in pairs})
     assert none == []
+
+
+AWKWARD_NAMES = [
+    'a "quoted" name',
+    "back\\slash\\",
+    "comma, and {braces}",
+    "  spaces  ",
+    "NULL",
+    "",
+    "é \u2028 ünïcode",
+    "'single'",
+]
+
+
+async def test_keys_with_any_character_find_exactly_their_rows(
+    engine: AsyncEngine, gql: GraphQLClient
+) -> None:
+    """On PostgreSQL the keys travel as the text of an array (``records.text_array``):
+    quotes, backslashes, commas, braces and spaces in a key are its own characters."""
+    async with create_sessionmaker(engine)() as session:
+        session.add_all(Actor(name=name, role=Role.REVIEWER) for name in AWKWARD_NAMES)
+        session.add(Actor(name="a quoted name", role=Role.REVIEWER))  # near, not equal
+        await session.commit()
+    cursors: list[Any] = []
+
+    def note(_conn: Any, cursor: Any, *_: Any) -> None:
+        cursors.append(cursor)
+
+    wanted = [RowsWhere(Actor, "name", AWKWARD_NAMES)]
+    wanted += [RowsWhere(Actor, "name", [name]) for name in AWKWARD_NAMES]
+    event.listen(engine.sync_engine, "before_cursor_execute", note)
+    try:
+        async with create_sessionmaker(read_only(engine))() as session:
+            (every, *alone) = await read_all(session, wanted)
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", note)
+    if engine.dialect.name == "postgresql":
+        # Through psycopg alone: a text the server refused would have been read again
+        # through SQLAlchemy (more statements, and its cursors).
+        assert len(cursors) == len(wanted)
+        assert all(isinstance(c, psycopg.AsyncCursor) for c in cursors)
+    assert sorted(a.name for a in every) == sorted(AWKWARD_NAMES)
+    assert [[a.name for a in found] for found in alone] == [[name] for name in AWKWARD_NAMES]
 
 
 async def test_a_write_transaction_reads_its_own_writes(
