@@ -32,6 +32,7 @@ from typing import Any
 
 import strawberry
 from graphql import (
+    ExecutableDefinitionNode,
     GraphQLEnumType,
     GraphQLField,
     GraphQLLeafType,
@@ -39,9 +40,16 @@ from graphql import (
     GraphQLObjectType,
     GraphQLResolveInfo,
     GraphQLScalarType,
+    OperationDefinitionNode,
     get_nullable_type,
 )
-from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
+from graphql.execution.collect_fields import (
+    CollectedFields,
+    FieldDetailsList,
+    FragmentDetails,
+    GroupedFieldSet,
+    collect_subfields,
+)
 from graphql.pyutils import AwaitableOrValue, Path, Undefined, gather_with_cancel
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
@@ -152,6 +160,29 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
         # Each grouped field set's fields with their plans, by the set's identity (kept
         # alive with it, as graphql-core's own memo of sub-fields does).
         self._steps: dict[int, tuple[GroupedFieldSet, list[_Step]]] = {}
+        self._collected = shared_collections(self.operation, self.fragments)
+
+    def collect_subfields(
+        self, return_type: GraphQLObjectType, field_details_list: FieldDetailsList
+    ) -> CollectedFields:
+        """graphql-core's collection of sub-fields, shared by every execution of an
+        operation that has no directive (``shared_collections``)."""
+        shared = self._collected
+        if shared is None:
+            return super().collect_subfields(return_type, field_details_list)
+        key = (return_type, *[id(details.node) for details in field_details_list])
+        collected = shared.get(key)
+        if collected is None:
+            collected = shared[key] = collect_subfields(
+                self.schema,
+                self.fragments,
+                self.variable_values,
+                self.operation,
+                return_type,
+                field_details_list,
+                self.hide_suggestions,
+            )
+        return collected
 
     def execute_fields(
         self,
@@ -221,6 +252,50 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
 
 
 _Step = tuple[str, FieldDetailsList, PlainField | None]
+
+# Sub-field collections of operations without directives, by the operation's identity.
+# Each entry keeps its operation and fragments alive, so that the ids of their nodes in
+# its keys name those nodes and no others.
+_Collections = dict[tuple[Any, ...], CollectedFields]
+_SHARED: dict[int, tuple[OperationDefinitionNode, list[FragmentDetails], _Collections | None]] = {}
+SHARED_OPERATIONS = 512
+
+
+def shared_collections(
+    operation: OperationDefinitionNode, fragments: dict[str, FragmentDetails]
+) -> _Collections | None:
+    """Where an operation's sub-field collections are kept across executions, or None
+    where a collection may differ between them.
+
+    graphql-core collects an object's sub-fields (merging fragments and aliases) once per
+    execution; for a page of proposals that is a twentieth of the request. What it
+    collects depends on the variables only through directives (``@skip``, ``@include``,
+    ``@defer``): without any, every execution of the operation collects the same fields,
+    and parsing is cached (``CachedParse``), so the same nodes.
+    """
+    entry = _SHARED.get(id(operation))
+    if entry is None:
+        if len(_SHARED) >= SHARED_OPERATIONS:
+            _SHARED.pop(next(iter(_SHARED)))
+        kept = list(fragments.values())
+        definitions = [operation, *(details.definition for details in kept)]
+        static = not any(_has_directive(definition) for definition in definitions)
+        entry = _SHARED[id(operation)] = (operation, kept, {} if static else None)
+    return entry[2]
+
+
+def _has_directive(definition: ExecutableDefinitionNode) -> bool:
+    if definition.directives:
+        return True
+    pending = [definition.selection_set]
+    while pending:
+        for selection in pending.pop().selections:
+            if selection.directives:
+                return True
+            selection_set = getattr(selection, "selection_set", None)
+            if selection_set is not None:
+                pending.append(selection_set)
+    return False
 
 
 async def _gathered(results: dict[str, Any], awaitable_fields: list[str]) -> dict[str, Any]:

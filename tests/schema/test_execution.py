@@ -10,13 +10,18 @@ from typing import Any
 
 import pytest
 import strawberry
-from graphql import ExecutionResult, GraphQLObjectType
+from graphql import DocumentNode, ExecutionResult, GraphQLObjectType, parse
 from strawberry.scalars import JSON
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from signoff.models import ProposalState
 from signoff.schema import build_schema
-from signoff.schema.execution import PLAIN, PlainFieldExecutor, plan_plain_fields
+from signoff.schema.execution import (
+    PLAIN,
+    PlainFieldExecutor,
+    plan_plain_fields,
+    shared_collections,
+)
 
 
 @strawberry.enum
@@ -157,3 +162,47 @@ def test_signoffs_schema_answers_its_columns_on_the_short_path() -> None:
     planned = {name for name, field in proposal.fields.items() if PLAIN in field.extensions}
     assert {"id", "state", "payload", "payloadDigest", "expiresAt", "policyRule"} <= planned
     assert not planned & {"target", "approvals", "task", "revisions"}
+
+
+def _executions(schema: strawberry.Schema, document: DocumentNode, **variables: Any) -> Any:
+    executor = PlainFieldExecutor.build(schema._schema, document, raw_variable_values=variables)
+    assert isinstance(executor, PlainFieldExecutor)
+    return executor, executor.execute_operation()
+
+
+def test_an_operation_without_directives_collects_its_fields_once_for_every_execution() -> None:
+    plain, graphql_core = _schemas()
+    text = "query Twice { leaves { id ...Names first: name } }"
+    text += " fragment Names on Leaf { name ... on Leaf { colour } }"
+    document = parse(text)
+    first, first_result = _executions(plain, document)
+    second, second_result = _executions(plain, document)
+    assert first_result.errors is None
+    assert first_result.data == second_result.data == graphql_core.execute_sync(text).data
+    assert list(first_result.data["leaves"][0]) == ["id", "name", "colour", "first"]
+    shared = shared_collections(first.operation, first.fragments)
+    assert shared and shared is shared_collections(second.operation, second.fragments)
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        "name @skip(if: $hide)",
+        "name @include(if: $show)",
+        "...Named @skip(if: $hide)",
+        "... on Leaf @include(if: $show) { name }",
+    ],
+)
+def test_a_directive_decides_its_fields_in_every_execution(selection: str) -> None:
+    plain, _ = _schemas()
+    text = f"query Q($hide: Boolean!, $show: Boolean!) {{ leaves {{ id {selection} }} }}"
+    if "Named" in selection:
+        text += " fragment Named on Leaf { name }"
+    document = parse(text)
+    executor, shown = _executions(plain, document, hide=False, show=True)
+    _, hidden = _executions(plain, document, hide=True, show=False)
+    _, shown_again = _executions(plain, document, hide=False, show=True)
+    assert shared_collections(executor.operation, executor.fragments) is None
+    named = [{"id": "l-1", "name": "first"}, {"id": "l-2", "name": "first"}]
+    assert shown.data == shown_again.data == {"leaves": named}
+    assert hidden.data == {"leaves": [{"id": "l-1"}, {"id": "l-2"}]}
