@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
-import uuid
 from collections.abc import Awaitable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -56,7 +56,8 @@ def request_id() -> str:
 
 
 def new_request_id() -> str:
-    return uuid.uuid4().hex[:16]
+    """Sixteen random hex digits (a UUID's construction cost 2 % of a small request)."""
+    return os.urandom(8).hex()
 
 
 def note(

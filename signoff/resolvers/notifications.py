@@ -67,14 +67,16 @@ HEADLINES = {
 LINK_LABEL = "Review and decide"
 
 
+# Built once, as every new task reads its queue's channels.
+_CHANNELS = select(NotificationChannel).where(
+    NotificationChannel.queue_id == sa.bindparam("queue_id")
+)
+
+
 async def notify(work: UnitOfWork, task: HumanTask, event: str) -> int:
     """Write a notification of ``event`` about ``task`` for each channel of its queue, in
     ``work``'s transaction; returns how many."""
-    channels = (
-        await work.session.exec(
-            select(NotificationChannel).where(NotificationChannel.queue_id == task.queue_id)
-        )
-    ).all()
+    channels = (await work.session.exec(_CHANNELS, params={"queue_id": task.queue_id})).all()
     if not channels:
         return 0
     queue = await work.session.get(Queue, task.queue_id)
