@@ -157,23 +157,22 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
         # A field middleware (an extension's ``resolve`` hook) must see every field.
         manager = self.middleware_manager
         self.plain_fields_in_place = manager is None or not manager.middlewares
-        # Each grouped field set's fields with their plans, by the set's identity (kept
-        # alive with it, as graphql-core's own memo of sub-fields does).
-        self._steps: dict[int, tuple[GroupedFieldSet, list[_Step]]] = {}
-        self._collected = shared_collections(self.operation, self.fragments)
+        # Nothing here grows with executions: a subscription renders every event with a
+        # shallow copy of one executor (``build_per_event_executor``).
+        self._shared = shared_collections(self.operation, self.fragments)
 
     def collect_subfields(
         self, return_type: GraphQLObjectType, field_details_list: FieldDetailsList
     ) -> CollectedFields:
         """graphql-core's collection of sub-fields, shared by every execution of an
         operation that has no directive (``shared_collections``)."""
-        shared = self._collected
+        shared = self._shared
         if shared is None:
             return super().collect_subfields(return_type, field_details_list)
         key = (return_type, *[id(details.node) for details in field_details_list])
-        collected = shared.get(key)
+        collected = shared.collected.get(key)
         if collected is None:
-            collected = shared[key] = collect_subfields(
+            collected = shared.collected[key] = collect_subfields(
                 self.schema,
                 self.fragments,
                 self.variable_values,
@@ -182,6 +181,8 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
                 field_details_list,
                 self.hide_suggestions,
             )
+            fields = collected.grouped_field_set
+            shared.steps[id(fields)] = _steps_of(return_type, fields)
         return collected
 
     def execute_fields(
@@ -200,7 +201,8 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
         is_awaitable = self.is_awaitable
         awaitable_fields: list[str] = []
         try:
-            for response_name, field_details_list, plain in self._steps_of(
+            steps = None if self._shared is None else self._shared.steps.get(id(grouped_field_set))
+            for response_name, field_details_list, plain in steps or _steps_of(
                 parent_type, grouped_field_set
             ):
                 if plain is not None:
@@ -236,34 +238,43 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
             return results
         return _gathered(results, awaitable_fields)
 
-    def _steps_of(
-        self, parent_type: GraphQLObjectType, grouped_field_set: GroupedFieldSet
-    ) -> list[_Step]:
-        known = self._steps.get(id(grouped_field_set))
-        if known is not None:
-            return known[1]
-        steps: list[_Step] = []
-        for response_name, field_details_list in grouped_field_set.items():
-            field = parent_type.fields.get(field_details_list[0].node.name.value)
-            plain = None if field is None else field.extensions.get(PLAIN)
-            steps.append((response_name, field_details_list, plain))
-        self._steps[id(grouped_field_set)] = (grouped_field_set, steps)
-        return steps
-
 
 _Step = tuple[str, FieldDetailsList, PlainField | None]
+
+
+def _steps_of(parent_type: GraphQLObjectType, grouped_field_set: GroupedFieldSet) -> list[_Step]:
+    """The fields of ``grouped_field_set``, each with its ``PlainField`` if it is one."""
+    steps: list[_Step] = []
+    for response_name, field_details_list in grouped_field_set.items():
+        field = parent_type.fields.get(field_details_list[0].node.name.value)
+        plain = None if field is None else field.extensions.get(PLAIN)
+        steps.append((response_name, field_details_list, plain))
+    return steps
+
+
+class SharedCollections:
+    """An operation's sub-field collections, and each collected field set's steps by the
+    set's identity (each set lives as long as this, so its id names it alone)."""
+
+    __slots__ = ("collected", "steps")
+
+    def __init__(self) -> None:
+        self.collected: dict[tuple[Any, ...], CollectedFields] = {}
+        self.steps: dict[int, list[_Step]] = {}
+
 
 # Sub-field collections of operations without directives, by the operation's identity.
 # Each entry keeps its operation and fragments alive, so that the ids of their nodes in
 # its keys name those nodes and no others.
-_Collections = dict[tuple[Any, ...], CollectedFields]
-_SHARED: dict[int, tuple[OperationDefinitionNode, list[FragmentDetails], _Collections | None]] = {}
+_SHARED: dict[
+    int, tuple[OperationDefinitionNode, list[FragmentDetails], SharedCollections | None]
+] = {}
 SHARED_OPERATIONS = 512
 
 
 def shared_collections(
     operation: OperationDefinitionNode, fragments: dict[str, FragmentDetails]
-) -> _Collections | None:
+) -> SharedCollections | None:
     """Where an operation's sub-field collections are kept across executions, or None
     where a collection may differ between them.
 
@@ -280,7 +291,7 @@ def shared_collections(
         kept = list(fragments.values())
         definitions = [operation, *(details.definition for details in kept)]
         static = not any(_has_directive(definition) for definition in definitions)
-        entry = _SHARED[id(operation)] = (operation, kept, {} if static else None)
+        entry = _SHARED[id(operation)] = (operation, kept, SharedCollections() if static else None)
     return entry[2]
 
 

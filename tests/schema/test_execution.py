@@ -181,7 +181,24 @@ def test_an_operation_without_directives_collects_its_fields_once_for_every_exec
     assert first_result.data == second_result.data == graphql_core.execute_sync(text).data
     assert list(first_result.data["leaves"][0]) == ["id", "name", "colour", "first"]
     shared = shared_collections(first.operation, first.fragments)
-    assert shared and shared is shared_collections(second.operation, second.fragments)
+    assert shared is not None and shared is shared_collections(second.operation, second.fragments)
+    assert shared.collected and len(shared.steps) == len(shared.collected)
+
+
+def test_executions_of_one_executor_keep_nothing_more_each() -> None:
+    """A subscription renders every event with a copy of one executor: nothing may grow."""
+    plain, _ = _schemas()
+    executor, _ = _executions(plain, parse("query Many { leaves { id name } }"))
+    shared = shared_collections(executor.operation, executor.fragments)
+    assert shared is not None
+    sizes = (len(shared.collected), len(shared.steps))
+    for _ in range(50):
+        event = executor.build_per_event_executor(None)
+        assert event.execute_operation().data == {
+            "leaves": [{"id": "l-1", "name": "first"}, {"id": "l-2", "name": "first"}]
+        }
+    assert (len(shared.collected), len(shared.steps)) == sizes
+    assert not executor._relevant_sub_fields  # graphql-core's own memo is not used
 
 
 @pytest.mark.parametrize(
