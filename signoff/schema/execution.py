@@ -21,6 +21,9 @@ gets a direct call of its resolver instead, with the same parameters.
 Both are decided once, when the schema is built (``plan_plain_fields``): a plain field
 keeps its ``PlainField`` in its ``extensions``, where graphql-core keeps data of its
 users, and a relation's ``resolve`` becomes the direct call.
+
+Last, an operation without directives collects each object's sub-fields once for all its
+executions (``shared_collections``), where graphql-core collects them in every one.
 """
 
 from __future__ import annotations

@@ -47,6 +47,14 @@ class Leaf:
     def computed(self) -> str:
         return self.name.upper()
 
+    @strawberry.field
+    def asked_as(self, info: strawberry.Info) -> str:
+        return f"{info.field_name} as {info.python_name}"
+
+    @strawberry.field
+    def failing(self) -> str | None:
+        raise ValueError("a resolver failed")
+
 
 @strawberry.type
 class Query:
@@ -75,7 +83,9 @@ def _leaf(**changes: Any) -> Leaf:
 
 LEAVES = [_leaf(), _leaf(id=strawberry.ID("l-2"), colour=Colour.RED, maybe="here", count=-7)]
 BROKEN = {"leaf": _leaf()}  # a test puts in a leaf holding a value its type refuses
-DOCUMENT = "{ leaves { id name count maybe colour state at data computed __typename } }"
+DOCUMENT = (
+    "{ leaves { id name count maybe colour state at data computed askedAs failing __typename } }"
+)
 BROKEN_DOCUMENT = "{ broken { id name count colour } }"
 
 
@@ -111,10 +121,15 @@ def test_plain_fields_are_the_leaves_read_off_their_parent() -> None:
 def test_a_page_of_leaves_answers_as_graphql_core_does() -> None:
     plain, graphql_core = _schemas()
     result = _run(plain, DOCUMENT)
-    assert result.errors is None
     assert _shape(result) == _shape(_run(graphql_core, DOCUMENT))
+    # A resolver called directly fails where it failed, its field null, the rest answered.
+    assert [(e.message, e.path) for e in result.errors or []] == [
+        ("a resolver failed", ["leaves", 0, "failing"]),
+        ("a resolver failed", ["leaves", 1, "failing"]),
+    ]
     assert result.data is not None
     first, second = result.data["leaves"]
+    assert first["askedAs"] == "askedAs as asked_as" and first["failing"] is None
     assert first["colour"] == "BLUE" and second["colour"] == "RED"
     assert first["state"] == "APPROVAL_REQUIRED"
     assert first["at"] == "2026-12-04T07:30:00+00:00"
