@@ -26,11 +26,12 @@ from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.pages import STATIC_DIR
 from tests.browser import browser, console_errors, offline_context, screenshot_path
-from tests.helpers import CREATE_QUEUE, GraphQLClient, build_world
+from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world
 from tests.live import Server, http_gql, server_log_on_failure
 from tests.receivers import Receiver
 from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
+from tests.schema.test_amendments import amend
 from tests.test_readme import delivering, forget_jobs
 
 __all__ = ["browser"]
@@ -272,6 +273,54 @@ async def test_console_resumes_after_its_server_restarts(
     await context.close()
     # The dropped socket is the only thing the browser complained about.
     assert all("WebSocket" in e for e in errors), errors
+
+
+async def test_what_a_reviewer_types_survives_live_updates_of_the_task(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Every live event about the open task draws its page again. The amend form stays
+    open with what was typed in it, and the reason box keeps its text; only when the
+    payload itself changes is the edited payload set aside, and the reviewer is told."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=2)
+        made = await world.propose({"amount": 100, "currency": "EUR"})
+        context, page, errors = await signed_in(browser, server, world.reviewers[0])
+        try:
+            await page.goto(f"{server.url}/#/task/{made['task']['id']}")
+            await expect(page.locator(".facts")).to_contain_text("Claimed bynobody")
+            await page.get_by_text("Amend the payload instead of rejecting it").click()
+            edited = '{"amount": 90, "currency": "EUR"}'
+            await page.locator("#amend-payload").fill(edited)
+            await page.locator("#amend-reason").fill("The customer asked for 90.")
+            await page.locator("#reason").fill("Checked with the customer")
+
+            await gql(CLAIM, {"id": made["task"]["id"]}, world.reviewers[1])
+            await expect(page.locator(".facts")).to_contain_text(
+                "Claimed byreviewer-1", timeout=LIVE_WITHIN
+            )
+            await expect(page.locator("#amend-payload")).to_be_visible()
+            await expect(page.locator("#amend-payload")).to_have_value(edited)
+            await expect(page.locator("#amend-reason")).to_have_value("The customer asked for 90.")
+            await expect(page.locator("#reason")).to_have_value("Checked with the customer")
+
+            await amend(
+                world,
+                world.reviewers[1],
+                made["proposal"],
+                payload={"amount": 80, "currency": "EUR"},
+            )
+            await expect(page.locator("#notice")).to_contain_text(
+                "The payload changed while you were editing it", timeout=LIVE_WITHIN
+            )
+            await expect(page.locator("#amend-payload")).to_be_visible()
+            await expect(page.locator("#amend-payload")).to_have_value(
+                json.dumps({"amount": 80, "currency": "EUR"}, indent=2)
+            )
+            await expect(page.locator("#amend-reason")).to_have_value("The customer asked for 90.")
+            assert errors == []
+        finally:
+            await context.close()
 
 
 PROPOSAL_STATE = """query($id: ID!) {

@@ -435,13 +435,49 @@ async function refreshTask(id, focus = false) {
     return;
   }
   if (!state.openTask || state.openTask.id !== id) return; // moved on meanwhile
+  const shown = state.openTask.proposal;
   state.openTask = data.task;
-  const keep = main.querySelector("#reason");
-  const reason = keep ? keep.value : "";
+  const draft = keepDraft();
   const active = document.activeElement && document.activeElement.id;
-  renderTask(data.task, reason);
+  renderTask(data.task);
+  restoreDraft(draft, shown, data.task.proposal);
   if (focus) focusHeading();
   else if (active && document.getElementById(active)) document.getElementById(active).focus();
+}
+
+// What the reviewer has typed or opened on a task page survives the page being drawn
+// again, which every live event about the task does, often while they are typing.
+const DRAFT_FIELDS = ["reason", "response", "amend-payload", "amend-reason"];
+
+function keepDraft() {
+  const values = {};
+  for (const id of DRAFT_FIELDS) {
+    const field = document.getElementById(id);
+    if (field) values[id] = field.value;
+  }
+  const amend = main.querySelector("details.amend");
+  const payload = document.getElementById("amend-payload");
+  return {
+    values,
+    amendOpen: Boolean(amend && amend.open),
+    payloadEdited: Boolean(payload && payload.value !== payload.defaultValue),
+  };
+}
+
+function restoreDraft(draft, before, now) {
+  // An edited payload was written against the digest shown before; if the payload
+  // has changed since, keeping the edit would amend a revision the reviewer never saw.
+  const moved = Boolean(before && now && before.payloadDigest !== now.payloadDigest);
+  for (const [id, value] of Object.entries(draft.values)) {
+    if (id === "amend-payload" && (moved || !draft.payloadEdited)) continue;
+    const field = document.getElementById(id);
+    if (field) field.value = value;
+  }
+  const amend = main.querySelector("details.amend");
+  if (amend && draft.amendOpen) amend.open = true;
+  if (moved && draft.payloadEdited) {
+    say("The payload changed while you were editing it: your edit was set aside, the form shows the new revision.");
+  }
 }
 
 function approvalsSection(proposal) {
@@ -546,7 +582,7 @@ function actions(task) {
   return h("section", { class: "actions", "aria-label": "Actions" }, controls);
 }
 
-function renderTask(task, reason = "") {
+function renderTask(task) {
   const proposal = task.proposal;
   const facts = [
     ["Task", [badge(task.state), " ", task.kind]],
@@ -585,14 +621,13 @@ function renderTask(task, reason = "") {
     if (task.response) body.push(jsonBlock("Response", task.response));
   }
   main.replaceChildren(h("article", { class: "task-page" }, body));
-  const box = main.querySelector("#reason");
-  if (box) box.value = reason;
 }
 
-async function act(mutation, variables, done) {
+async function act(mutation, variables, done, settled = () => {}) {
   try {
     await ask(mutation, variables);
     say(done, "ok");
+    settled();
   } catch (failure) {
     refused(failure);
   }
@@ -675,7 +710,18 @@ async function amend() {
     reason,
     idempotencyKey: crypto.randomUUID(),
   };
-  await act(AMEND, { input }, "Amended: the proposal has a new revision and digest.");
+  await act(AMEND, { input }, "Amended: the proposal has a new revision and digest.", closeAmendForm);
+}
+
+// Once an amendment is made, what was typed for it is spent: nothing of it is kept
+// when the page is drawn again with the new revision.
+function closeAmendForm() {
+  const form = main.querySelector("details.amend");
+  if (form) form.open = false;
+  for (const id of ["amend-payload", "amend-reason"]) {
+    const field = document.getElementById(id);
+    if (field) field.value = field.defaultValue;
+  }
 }
 
 function toggle(proposalId, on) {
