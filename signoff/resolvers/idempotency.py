@@ -80,9 +80,10 @@ async def once(
         return await replay(stored), True
     try:
         result = await run()
-    except SignoffError:
-        # Refused by a state check: if it is because the same keyed call has just done the
-        # work (it won the compare-and-set, and committed its record with it), replay that.
+    except (SignoffError, IntegrityError):
+        # Refused by a state check, or stopped at a unique key of what it inserts (two
+        # retries of one proposal meet at its operation key): if it is because the same
+        # keyed call has just done the work and committed its record with it, replay that.
         if call.key is None:
             raise
         await work.rollback()

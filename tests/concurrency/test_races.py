@@ -14,10 +14,10 @@ import pytest
 from sqlmodel import func, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.models import Approval, AuditEvent, HumanTask, Role
+from signoff.models import Approval, AuditEvent, HumanTask, IdempotencyRecord, Proposal, Role
 from signoff.resolvers import approvals
 from tests.conftest import requires_postgres
-from tests.helpers import CLAIM, COMPLETE, DECIDE, GraphQLClient, build_world
+from tests.helpers import CLAIM, COMPLETE, DECIDE, PROPOSE, GraphQLClient, build_world
 
 
 async def codes_of(
@@ -196,3 +196,35 @@ async def test_a_decision_through_the_task_never_overwrites_a_claim_taken_meanwh
         .where(Approval.proposal_id == proposed["proposal"]["id"])
     )
     assert await count(gql, recorded) == 0
+
+
+async def test_twenty_retries_of_one_proposal_at_once_make_one(gql: GraphQLClient) -> None:
+    """An agent's retries racing its first call under one operation key: one proposal,
+    one task, one idempotency record; every other call answers as its replay."""
+    world = await build_world(gql, reviewers=0)
+    given = {
+        "targetId": world.target_id,
+        "actionCode": "refund.create",
+        "subject": {"order": "o-1"},
+        "payload": {"amount": 100, "currency": "EUR"},
+        "operationKey": "refund-retried",
+    }
+    bodies = await asyncio.gather(
+        *(gql.raw(PROPOSE, {"input": given}, world.agent) for _ in range(20))
+    )
+    assert [b.get("errors") for b in bodies] == [None] * 20
+    answers = [b["data"]["proposeAction"] for b in bodies]
+    assert Counter(a["replayed"] for a in answers) == Counter({False: 1, True: 19})
+    assert len({(a["proposal"]["id"], a["task"]["id"]) for a in answers}) == 1
+    made = (
+        select(func.count()).select_from(Proposal).where(Proposal.operation_key == "refund-retried")
+    )
+    assert await count(gql, made) == 1
+    tasks = select(func.count()).select_from(HumanTask).where(HumanTask.queue_id == world.queue_id)
+    assert await count(gql, tasks) == 1
+    keyed = (
+        select(func.count())
+        .select_from(IdempotencyRecord)
+        .where(IdempotencyRecord.key == "refund-retried")
+    )
+    assert await count(gql, keyed) == 1
