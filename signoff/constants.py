@@ -193,6 +193,9 @@ FEED_RELAY_GRACE_SECONDS = 2.0
 FEED_RETENTION_CHECK_SECONDS = 3600.0
 # On shutdown the event loop finishes its round; one still running after this is cancelled.
 FEED_STOP_GRACE_SECONDS = 5.0
+# How long events stamped by writers wait for an earlier cursor whose writer has
+# committed but not yet handed its events over, before going out anyway.
+FEED_REORDER_SECONDS = 0.1
 FEED_LOADER_CACHE_SIZE = 2048
 
 # Operations (the operationsSnapshot query and /metrics)

@@ -33,6 +33,7 @@ from signoff.config import Settings
 from signoff.constants import (
     FEED_PAGE_SIZE,
     FEED_RELAY_GRACE_SECONDS,
+    FEED_REORDER_SECONDS,
     FEED_RETENTION_CHECK_SECONDS,
     FEED_STOP_GRACE_SECONDS,
 )
@@ -73,6 +74,10 @@ class EventService:
         self.stamps_in_writers = stamps_in_writers
         self._stamp_wanted = False  # a kick: committed events wait for their cursors
         self._ready: list[tuple[str, Change]] = []  # stamped by their writers, to publish
+        # Writer-stamped events behind a cursor not yet handed over, and since when.
+        self._held: list[tuple[str, Change]] = []
+        self._held_since: float | None = None
+        self._sent_through = 0  # the last cursor published with none missing before it
 
     async def kick(self) -> None:
         """After-commit hook: stamp and publish soon, without making the writer wait."""
@@ -116,6 +121,7 @@ class EventService:
         async with self.sessionmaker() as session:
             state = await feed.feed_state(session)
             last = state.last_cursor
+            self._sent_through = last
             await session.commit()
         await self.hub.start(last)
         await self.tick()
@@ -142,7 +148,7 @@ class EventService:
             if stuck:
                 await asyncio.wait(stuck)
         try:
-            await self._publish_ready()
+            await self._publish_ready(everything=True)
             await self.mark_published()
         except Exception as exc:  # the relay of the next process re-sends them
             logger.warning("recording published events failed: %s", type(exc).__name__)
@@ -254,9 +260,28 @@ class EventService:
             logger.info("pruned %d change events", deleted)
         return deleted
 
-    async def _publish_ready(self) -> None:
-        """Publish what writers stamped; if that fails, the relay re-sends it later."""
-        ready, self._ready = self._ready, []
+    async def _publish_ready(self, *, everything: bool = False) -> None:
+        """Publish what writers stamped, in cursor order; if that fails, the relay re-sends
+        it later.
+
+        Writers stamp in commit order, but hand their events over after their commit
+        returns, which may be after the next writer's: events behind a missing cursor
+        wait for it, at most ``FEED_REORDER_SECONDS`` (a writer cancelled after its
+        commit never hands over; the relay re-sends its events).
+        """
+        pending = sorted([*self._held, *self._ready], key=lambda stamped: stamped[1].cursor)
+        self._ready = []
+        in_order = _without_gap(pending, self._sent_through)
+        now = time.monotonic()
+        waited = self._held_since is not None and now - self._held_since >= FEED_REORDER_SECONDS
+        if everything or waited:
+            in_order = len(pending)
+        ready, self._held = pending[:in_order], pending[in_order:]
+        if not self._held:
+            self._held_since = None
+        elif self._held_since is None or waited:
+            self._held_since = now
+            asyncio.get_running_loop().call_later(FEED_REORDER_SECONDS, self._kicked.set)
         if ready:
             await self._publish_changes(ready)
 
@@ -276,6 +301,7 @@ class EventService:
             )
             return False
         self._published.extend(event_id for event_id, _ in changes)
+        self._sent_through = max(self._sent_through, max(c.cursor for _, c in changes))
         return True
 
     async def mark_published(self) -> None:
@@ -328,3 +354,14 @@ def create_event_service(
         retention=timedelta(days=settings.events_retention_days),
         stamps_in_writers=settings.database_url.startswith("sqlite"),
     )
+
+
+def _without_gap(pending: Sequence[tuple[str, Change]], sent_through: int) -> int:
+    """How many of ``pending`` (in cursor order) follow ``sent_through`` with no cursor
+    missing."""
+    expected = sent_through + 1
+    for taken, (_, change) in enumerate(pending):
+        if change.cursor > expected:
+            return taken
+        expected = max(expected, change.cursor + 1)
+    return len(pending)

@@ -11,14 +11,16 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, func, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
+from signoff.constants import FEED_RELAY_GRACE_SECONDS, FEED_REORDER_SECONDS
 from signoff.database import SessionMaker, create_sessionmaker
 from signoff.events import feed
 from signoff.events.hub import Change, Deliver, EventHub, Resync, Subscriber
 from signoff.events.service import EventService
 from signoff.models import ChangeEvent, ChangeKind
-from signoff.resolvers.work import Services, WorkMaker
+from signoff.resolvers.work import AfterCommit, Services, WorkMaker
 from tests.helpers import record_event
 
 RELAY_SECONDS = 0.2
@@ -225,6 +227,83 @@ async def test_concurrent_writers_events_reach_subscribers_once_in_cursor_order(
     assert all([await _published_at(plain, event_id) for event_id in event_ids])
     if on_sqlite:
         assert all(stamped_at_commit), "each writer should have stamped its own events"
+
+
+class HeldHooks:
+    """The service as writers see it, except that their after-commit hooks are kept for
+    the test to run, in the order (or not at all) that it chooses."""
+
+    def __init__(self, service: EventService) -> None:
+        self.service = service
+        self.hooks: list[AfterCommit] = []
+
+    async def kick(self) -> None:
+        await self.service.kick()
+
+    async def stamp_in(self, session: AsyncSession) -> AfterCommit | None:
+        hook = await self.service.stamp_in(session)
+        assert hook is not None
+        self.hooks.append(hook)
+
+        async def nothing() -> None:
+            return None
+
+        return nothing
+
+    async def relay(self) -> int:
+        return await self.service.relay()
+
+
+@contextlib.asynccontextmanager
+async def _writer_stamped(
+    engine: AsyncEngine,
+) -> AsyncIterator[tuple[RecordingTransport, HeldHooks, list[int]]]:
+    """A service whose writers stamp their own events, and the cursors of two commits
+    whose hooks have not run."""
+    plain = create_sessionmaker(engine)
+    transport = RecordingTransport()
+    service = _service(plain, transport, stamps_in_writers=True)
+    await service.start()
+    held = HeldHooks(service)
+    work = WorkMaker(plain, Services(events=held))
+    try:
+        ids = [await _commit_event(work, f"writer {i}") for i in range(2)]
+        yield transport, held, [await _cursor_of(plain, i) or 0 for i in ids]
+    finally:
+        await service.stop()
+
+
+async def _published(transport: RecordingTransport, count: int, within: float = 1.5) -> list[int]:
+    for _ in range(int(within / 0.01)):
+        if len(transport.published) >= count:
+            break
+        await asyncio.sleep(0.01)
+    return transport.published
+
+
+async def test_events_handed_over_out_of_commit_order_are_published_in_cursor_order(
+    engine: AsyncEngine, clean_database: None
+) -> None:
+    """The second writer's hook runs first and the loop publishes in between: its event
+    waits for the first writer's, which comes a moment later."""
+    async with _writer_stamped(engine) as (transport, held, cursors):
+        first, second = held.hooks
+        await second()
+        await asyncio.sleep(FEED_REORDER_SECONDS / 4)  # the loop runs, and holds it
+        assert transport.published == []
+        await first()
+        assert await _published(transport, 2) == cursors
+
+
+async def test_an_event_behind_a_hook_that_never_runs_goes_out_a_moment_later(
+    engine: AsyncEngine, clean_database: None
+) -> None:
+    """A writer cancelled between its commit and its hook never hands its event over (the
+    relay re-sends it after its grace); the next writer's event waits only a moment."""
+    async with _writer_stamped(engine) as (transport, held, cursors):
+        await held.hooks[1]()
+        # Well before the relay's grace would re-send the first: the hold ran out.
+        assert await _published(transport, 1, within=FEED_RELAY_GRACE_SECONDS / 2) == cursors[1:]
 
 
 async def test_a_stuck_round_of_upkeep_never_holds_back_new_events(
