@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import sqlalchemy as sa
 from sqlalchemy import bindparam
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
@@ -23,6 +24,8 @@ from sqlmodel import select
 from signoff.digest import sha256_digest
 from signoff.errors import IdempotencyKeyReused, SignoffError, ValidationFailed
 from signoff.models import IdempotencyRecord
+from signoff.models.base import new_id
+from signoff.models.records import table_of
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.work import UnitOfWork
 
@@ -35,6 +38,8 @@ _STORED = select(IdempotencyRecord).where(
     IdempotencyRecord.operation == bindparam("operation"),
     IdempotencyRecord.key == bindparam("key"),
 )
+
+_INSERT = sa.insert(table_of(IdempotencyRecord))
 
 R = TypeVar("R")
 
@@ -91,19 +96,10 @@ async def once(
         if stored is None:
             raise
         return await replay(stored), True
-    if call.key is not None:
-        work.session.add(
-            IdempotencyRecord(
-                actor_id=viewer.id,
-                operation=call.operation,
-                key=call.key,
-                request_digest=call.digest,
-                result=result_of(result),
-                created_at=work.now(),
-            )
-        )
     try:
         await work.session.flush()
+        if call.key is not None:
+            await _store(work, viewer, call, result_of(result))
     except IntegrityError:
         # The same key at the same moment: the other call won; answer as its replay.
         await work.rollback()
@@ -113,6 +109,22 @@ async def once(
         return await replay(stored), True
     await work.commit()
     return result, False
+
+
+async def _store(work: UnitOfWork, viewer: Viewer, call: Keyed, result: dict[str, Any]) -> None:
+    """Insert the call's record: a statement, not an ORM object, as nothing reads it back
+    in the transaction that writes it."""
+    row = {
+        "id": new_id(),
+        "actor_id": viewer.id,
+        "operation": call.operation,
+        "key": call.key,
+        "request_digest": call.digest,
+        "result": result,
+        "created_at": work.now(),
+    }
+    connection = await work.session.connection()
+    await connection.execute(_INSERT, row)
 
 
 async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import sqlalchemy as sa
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -154,7 +155,7 @@ async def propose_action(
     )
 
     async def propose() -> ProposeResult:
-        target = await work.session.get(Target, target_id)
+        target, queue = await target_and_queue(work.session, target_id)
         if target is None:
             raise NotFound("No such target.", field="targetId")
         if not target.is_active:
@@ -165,10 +166,27 @@ async def propose_action(
             policy_of(target) if request.deadline is None else request.deadline.within(target)
         )
         proposal, task = new_proposal(viewer, target, request, approval=approval, deadline=deadline)
-        await add_proposal(work, viewer, proposal, task)
+        await add_proposal(work, viewer, proposal, task, queue=queue)
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
     return await proposed_once(work, viewer, call, propose)
+
+
+# Built once, as every proposal reads its target so.
+_TARGET_AND_QUEUE = (
+    select(Target, Queue)
+    .outerjoin(Queue, col(Queue.id) == col(Target.queue_id))
+    .where(col(Target.id) == sa.bindparam("target_id"))
+)
+
+
+async def target_and_queue(
+    session: AsyncSession, target_id: str
+) -> tuple[Target | None, Queue | None]:
+    """The target and its queue (where approval tasks go unless a policy says otherwise),
+    read in one statement."""
+    found = (await session.exec(_TARGET_AND_QUEUE, params={"target_id": target_id})).first()
+    return (None, None) if found is None else (found[0], found[1])
 
 
 async def proposed_once(
@@ -194,11 +212,22 @@ async def add_proposal(
     viewer: Viewer,
     proposal: Proposal,
     task: HumanTask | None,
+    *,
+    queue: Queue | None = None,
     **details: Any,
 ) -> None:
     """Insert a new proposal and its approval task, audited and in the feed; a proposal
-    that needs no approval is scheduled for delivery after commit."""
+    that needs no approval is scheduled for delivery after commit. ``queue``: a queue the
+    caller has read already, used when it is the task's."""
     policy_rule = {} if proposal.policy_rule is None else {"policy_rule": proposal.policy_rule}
+    if task is not None:
+        if queue is None or queue.id != task.queue_id:
+            queue = await work.session.get(Queue, task.queue_id)
+        assert queue is not None  # the target's queue, checked when it was registered
+        reminders.schedule(task, queue, task.created_at)
+        # Added before the proposal's flush, so that both rows go in that one flush (the
+        # unit of work inserts proposals before human tasks: their mappers sort by name).
+        work.session.add_all([proposal, task])
     await PROPOSAL.created(
         work,
         proposal,
@@ -226,9 +255,6 @@ async def add_proposal(
             ),
         )
     if task is not None:
-        queue = await work.session.get(Queue, task.queue_id)
-        assert queue is not None  # the target's queue, checked when it was registered
-        reminders.schedule(task, queue, task.created_at)
         await TASK.created(
             work,
             task,
