@@ -279,7 +279,7 @@ class EventService:
         ready, self._held = pending[:in_order], pending[in_order:]
         if not self._held:
             self._held_since = None
-        elif self._held_since is None or waited:
+        elif self._held_since is None:
             self._held_since = now
             asyncio.get_running_loop().call_later(FEED_REORDER_SECONDS, self._kicked.set)
         if ready:
