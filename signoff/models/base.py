@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from pydantic.fields import FieldInfo
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
-from sqlmodel import Field
+from sqlalchemy.orm.attributes import instance_dict
+from sqlalchemy.orm.base import manager_of_class
+from sqlmodel import Field, SQLModel
 
 from signoff import clock
 
@@ -71,6 +75,38 @@ def new_id() -> str:
     rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
     value = ((millis & ((1 << 48) - 1)) << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62)
     return str(uuid.UUID(int=value | rand_b))
+
+
+M = TypeVar("M", bound=SQLModel)
+
+
+def built(model: type[M], **values: Any) -> M:
+    """A new row of ``model``: ``values``, and its fields' defaults for the rest.
+
+    Made the way SQLAlchemy makes a row it loads, with the values put straight into the
+    instance's dictionary. SQLModel's constructor sets every field through the ORM's
+    attribute instrumentation instead: 100 µs for a proposal's 35 columns, a fiftieth of
+    a ``proposeAction``. The row is transient, as a constructed one is; nothing is
+    validated, as a table model's constructor validates nothing either.
+    """
+    fields = _fields_of(model)
+    unknown = values.keys() - fields.keys()
+    if unknown:
+        raise TypeError(f"{model.__name__} has no field {sorted(unknown)[0]!r}")
+    for name, field in fields.items():
+        if name not in values:
+            if field.is_required():
+                raise TypeError(f"{model.__name__} needs {name!r}")
+            values[name] = field.get_default(call_default_factory=True)
+    instance: M = manager_of_class(model).new_instance()
+    instance_dict(instance).update(values)
+    return instance
+
+
+@functools.cache
+def _fields_of(model: type[SQLModel]) -> dict[str, FieldInfo]:
+    fields: dict[str, FieldInfo] = model.model_fields
+    return fields
 
 
 def id_field() -> Any:

@@ -73,9 +73,14 @@ _CHANNELS = select(NotificationChannel).where(
 )
 
 
-async def notify(work: UnitOfWork, task: HumanTask, event: str) -> int:
+async def notify(
+    work: UnitOfWork, task: HumanTask, event: str, *, any_channels: bool | None = None
+) -> int:
     """Write a notification of ``event`` about ``task`` for each channel of its queue, in
-    ``work``'s transaction; returns how many."""
+    ``work``'s transaction; returns how many. ``any_channels``: whether the queue has any,
+    when the caller read that already in the transaction (``None``: not known)."""
+    if any_channels is False:
+        return 0
     channels = (await work.session.exec(_CHANNELS, params={"queue_id": task.queue_id})).all()
     if not channels:
         return 0

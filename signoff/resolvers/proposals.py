@@ -31,12 +31,14 @@ from signoff.models import (
     ApprovalMode,
     ChangeKind,
     HumanTask,
+    NotificationChannel,
     Proposal,
     ProposalState,
     Queue,
     Role,
     Target,
 )
+from signoff.models.base import built
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.resolvers import approval_policies, idempotency, reminders
 from signoff.resolvers.access import Viewer, require_role
@@ -155,7 +157,7 @@ async def propose_action(
     )
 
     async def propose() -> ProposeResult:
-        target, queue = await target_and_queue(work.session, target_id)
+        target, queue, queue_has_channels = await target_and_queue(work.session, target_id)
         if target is None:
             raise NotFound("No such target.", field="targetId")
         if not target.is_active:
@@ -166,7 +168,9 @@ async def propose_action(
             policy_of(target) if request.deadline is None else request.deadline.within(target)
         )
         proposal, task = new_proposal(viewer, target, request, approval=approval, deadline=deadline)
-        await add_proposal(work, viewer, proposal, task, queue=queue)
+        await add_proposal(
+            work, viewer, proposal, task, queue=queue, queue_has_channels=queue_has_channels
+        )
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
     return await proposed_once(work, viewer, call, propose)
@@ -174,7 +178,13 @@ async def propose_action(
 
 # Built once, as every proposal reads its target so.
 _TARGET_AND_QUEUE = (
-    select(Target, Queue)
+    select(
+        Target,
+        Queue,
+        sa.exists()
+        .where(col(NotificationChannel.queue_id) == col(Queue.id))
+        .label("queue_has_channels"),
+    )
     .outerjoin(Queue, col(Queue.id) == col(Target.queue_id))
     .where(col(Target.id) == sa.bindparam("target_id"))
 )
@@ -182,11 +192,12 @@ _TARGET_AND_QUEUE = (
 
 async def target_and_queue(
     session: AsyncSession, target_id: str
-) -> tuple[Target | None, Queue | None]:
-    """The target and its queue (where approval tasks go unless a policy says otherwise),
-    read in one statement."""
+) -> tuple[Target | None, Queue | None, bool]:
+    """The target, its queue (where approval tasks go unless a policy says otherwise) and
+    whether that queue has notification channels, read in one statement: most queues have
+    none, and then a new task needs no read of them."""
     found = (await session.exec(_TARGET_AND_QUEUE, params={"target_id": target_id})).first()
-    return (None, None) if found is None else (found[0], found[1])
+    return (None, None, False) if found is None else (found[0], found[1], bool(found[2]))
 
 
 async def proposed_once(
@@ -214,20 +225,19 @@ async def add_proposal(
     task: HumanTask | None,
     *,
     queue: Queue | None = None,
+    queue_has_channels: bool | None = None,
     **details: Any,
 ) -> None:
     """Insert a new proposal and its approval task, audited and in the feed; a proposal
     that needs no approval is scheduled for delivery after commit. ``queue``: a queue the
-    caller has read already, used when it is the task's."""
+    caller has read already, used when it is the task's, with whether it has notification
+    channels (``None``: not known)."""
     policy_rule = {} if proposal.policy_rule is None else {"policy_rule": proposal.policy_rule}
     if task is not None:
         if queue is None or queue.id != task.queue_id:
-            queue = await work.session.get(Queue, task.queue_id)
+            queue, queue_has_channels = await work.session.get(Queue, task.queue_id), None
         assert queue is not None  # the target's queue, checked when it was registered
         reminders.schedule(task, queue, task.created_at)
-        # Added before the proposal's flush, so that both rows go in that one flush (the
-        # unit of work inserts proposals before human tasks: their mappers sort by name).
-        work.session.add_all([proposal, task])
     await PROPOSAL.created(
         work,
         proposal,
@@ -263,7 +273,7 @@ async def add_proposal(
             actor_id=viewer.id,
             details={"queue_id": task.queue_id, "kind": task.kind},
         )
-        await notify(work, task, "task.created")
+        await notify(work, task, "task.created", any_channels=queue_has_channels)
 
 
 async def load_result(session: AsyncSession, proposal_id: str) -> ProposeResult:
@@ -298,7 +308,8 @@ def new_proposal(
         human, required, queue_id = approval.approvals > 0, approval.approvals, approval.queue_id
     elif human is None:
         human = target.approval_mode == ApprovalMode.HUMAN
-    proposal = Proposal(
+    proposal = built(
+        Proposal,
         target_id=target.id,
         queue_id=queue_id if human else None,
         proposed_by_id=viewer.id,
@@ -325,7 +336,8 @@ def new_proposal(
     if not human:
         return proposal, None
     assert queue_id is not None  # registerTarget requires a queue for human approvals
-    task = HumanTask(
+    task = built(
+        HumanTask,
         queue_id=queue_id,
         kind=APPROVAL_KIND,
         title=f"Approve {request.action_code} on {target.name}",

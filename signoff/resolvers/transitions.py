@@ -274,9 +274,12 @@ class Lifecycle(Generic[M, S]):
         actor_id: str | None,
         details: Mapping[str, Any] | None = None,
     ) -> M:
-        """Insert a new row (its first state), audited and in the feed like any transition."""
-        work.session.add(row)
-        await work.session.flush()  # the event carries the version the insert gave it
+        """Insert a new row (its first state), audited and in the feed like any transition.
+
+        The row goes in as one statement with every column given (its version is 1, as
+        the event says), and then joins the session as if it had been loaded: an ORM
+        flush of a single new row cost a proposal about a sixth of its time."""
+        await work.insert(row)
         await self._happened(work, row, Outcome(kind, action), actor_id, details)
         return row
 

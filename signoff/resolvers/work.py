@@ -13,6 +13,7 @@ the periodic sweeps and the event relay repair anything a hook failed to do.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy.orm import make_transient_to_detached
+from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
@@ -153,6 +156,19 @@ class UnitOfWork:
         transitions then costs one insert per table, not an ORM object per row."""
         self._rows.setdefault(table, []).append(row)
 
+    async def insert(self, row: SQLModel) -> None:
+        """Insert a new ORM row now, as a statement, and attach it to the session as
+        persistent and clean: later reads in the transaction find it in the identity map,
+        and nothing flushes it again. Rows the caller added before are flushed first, as
+        the new one may refer to them."""
+        if self.session.new:
+            await self.session.flush()
+        statement, columns = _insert_of(type(row))
+        connection = await self.session.connection()
+        await connection.execute(statement, {column: getattr(row, key) for key, column in columns})
+        make_transient_to_detached(row)
+        self.session.add(row)
+
     async def commit(self) -> None:
         """Commit, then run the after-commit hooks; a failing hook is logged, never raised."""
         rows, self._rows = self._rows, {}
@@ -176,6 +192,15 @@ class UnitOfWork:
         """Roll back, and forget what was to happen after a commit that will not come."""
         self._after_commit, self._changed, self._rows = [], False, {}
         await self.session.rollback()
+
+
+@functools.cache
+def _insert_of(model: type[SQLModel]) -> tuple[sa.Insert, tuple[tuple[str, str], ...]]:
+    """The insert of ``model``'s table, built once, and its columns' attribute names."""
+    mapper = sa.inspect(model)
+    table = mapper.local_table
+    columns = tuple((prop.key, prop.columns[0].key) for prop in mapper.column_attrs)
+    return sa.insert(table), columns
 
 
 class WorkMaker:
