@@ -6,7 +6,7 @@ import functools
 import os
 import threading
 import time
-import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -74,7 +74,9 @@ def new_id() -> str:
         _last_id_time = (millis, counter)
     rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
     value = ((millis & ((1 << 48) - 1)) << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62)
-    return str(uuid.UUID(int=value | rand_b))
+    # What str(uuid.UUID(int=...)) writes, in half the time (several ids per request).
+    digits = f"{value | rand_b:032x}"
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 M = TypeVar("M", bound=SQLModel)
@@ -93,19 +95,27 @@ def built(model: type[M], **values: Any) -> M:
     unknown = values.keys() - fields.keys()
     if unknown:
         raise TypeError(f"{model.__name__} has no field {sorted(unknown)[0]!r}")
-    for name, field in fields.items():
+    for name, (field, factory) in fields.items():
         if name not in values:
             if field.is_required():
                 raise TypeError(f"{model.__name__} needs {name!r}")
-            values[name] = field.get_default(call_default_factory=True)
+            values[name] = factory() if factory is not None else field.get_default()
     instance: M = manager_of_class(model).new_instance()
     instance_dict(instance).update(values)
     return instance
 
 
 @functools.cache
-def _fields_of(model: type[SQLModel]) -> dict[str, FieldInfo]:
-    fields: dict[str, FieldInfo] = model.model_fields
+def _fields_of(
+    model: type[SQLModel],
+) -> dict[str, tuple[FieldInfo, Callable[[], Any] | None]]:
+    """Each field and its default factory, called without arguments: pydantic's
+    ``get_default`` inspects the factory's signature on every call to find out."""
+    fields: dict[str, tuple[FieldInfo, Callable[[], Any] | None]] = {}
+    for name, field in model.model_fields.items():
+        if field.default_factory_takes_validated_data:
+            raise TypeError(f"{model.__name__}.{name}: a default factory taking data")
+        fields[name] = (field, field.default_factory)  # type: ignore[assignment]
     return fields
 
 
