@@ -70,6 +70,15 @@ STATE_ID = 1
 EVENTS = table_of(ChangeEvent)
 STATE = table_of(ChangeFeedState)
 
+# Built once, as every stamping round (one per commit, when commits are few) reads them:
+# building them cost a tenth of a round.
+_LAST_CURSOR = sa.select(STATE.c.last_cursor).where(STATE.c.id == STATE_ID).with_for_update()
+_PENDING = sa.select(EVENTS).where(EVENTS.c.cursor.is_(None))
+_ANY_PENDING = sa.select(EVENTS.c.id).where(EVENTS.c.cursor.is_(None)).limit(1)
+_PENDING_PAGE = _PENDING.order_by(EVENTS.c.occurred_at, EVENTS.c.id).limit(
+    sa.bindparam("limit", type_=sa.Integer)
+)
+
 
 async def feed_state(session: AsyncSession, *, lock: bool = False) -> ChangeFeedState:
     """The feed's counters, created on first use; ``lock`` serialises stampers."""
@@ -95,8 +104,8 @@ def _dialect(session: AsyncSession) -> str:
 
 async def has_pending(session: AsyncSession) -> bool:
     """Whether any committed event waits for its cursor (cheap, takes no lock)."""
-    stmt = select(ChangeEvent.id).where(col(ChangeEvent.cursor).is_(None)).limit(1)
-    return (await session.exec(stmt)).first() is not None
+    connection = await session.connection()
+    return (await connection.execute(_ANY_PENDING)).first() is not None
 
 
 async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> list[ChangeEvent]:
@@ -140,8 +149,7 @@ async def _locked_last_cursor(session: AsyncSession) -> int:
     """The last cursor handed out, with the state row locked until commit (``FOR UPDATE``
     on PostgreSQL; SQLite's write lock is held already): stampers run one at a time."""
     connection = await session.connection()
-    stmt = sa.select(STATE.c.last_cursor).where(STATE.c.id == STATE_ID).with_for_update()
-    last_cursor: int | None = (await connection.execute(stmt)).scalar_one_or_none()
+    last_cursor: int | None = (await connection.execute(_LAST_CURSOR)).scalar_one_or_none()
     if last_cursor is None:  # the feed's first use
         return (await feed_state(session, lock=True)).last_cursor
     return last_cursor
@@ -151,13 +159,10 @@ async def _pending(
     session: AsyncSession, *where: Any, limit: int | None = None
 ) -> list[ChangeEvent]:
     """Committed, unstamped events in the writers' clock order, as records."""
-    stmt = (
-        sa.select(EVENTS)
-        .where(EVENTS.c.cursor.is_(None), *where)
-        .order_by(EVENTS.c.occurred_at, EVENTS.c.id)
-        .limit(limit)
-    )
     connection = await session.connection()
+    if not where and limit is not None:
+        return records(ChangeEvent, await connection.execute(_PENDING_PAGE, {"limit": limit}))
+    stmt = _PENDING.where(*where).order_by(EVENTS.c.occurred_at, EVENTS.c.id).limit(limit)
     return records(ChangeEvent, await connection.execute(stmt))
 
 
