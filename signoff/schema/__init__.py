@@ -12,7 +12,6 @@ from strawberry.extensions import ParserCache
 from strawberry.types.execution import ExecutionContext
 
 from signoff.constants import QUERY_MAX_TOKENS
-from signoff.schema.errors import ErrorMapping
 from signoff.schema.execution import PlainFieldExecutor, plan_plain_fields
 from signoff.schema.mutation import Mutation
 from signoff.schema.operation import FinishOperation
@@ -25,9 +24,9 @@ class CachedParse(ParserCache):
     """Strawberry's ``ParserCache``, except for a document that does not parse.
 
     ``ParserCache`` parses before the parsing hook yields, so its syntax error escapes
-    the operation's extensions and reaches the client without ``ErrorMapping`` (no
-    code). A document that fails here is left to Strawberry's own parse, whose error
-    goes through ``ErrorMapping`` like any other.
+    the operation's extensions and reaches the client without ``ErrorMapping``
+    (``FinishOperation``; no code). A document that fails here is left to Strawberry's
+    own parse, whose error goes through ``ErrorMapping`` like any other.
 
     It also bounds the document's tokens (what Strawberry's ``MaxTokensLimiter`` does in
     a hook of its own), for this parse and Strawberry's.
@@ -47,7 +46,8 @@ class SignoffSchema(strawberry.Schema):
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
-        """Logging happens in ``ErrorMapping``, without messages or stack traces."""
+        """Logging happens in ``ErrorMapping`` (``FinishOperation``), without messages or
+        stack traces."""
 
 
 def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Schema:
@@ -61,7 +61,6 @@ def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Sche
             FinishOperation,
             lambda: CachedParse(maxsize=256),
             lambda: CheckedValidation(introspection),
-            ErrorMapping,
         ],
         execution_context_class=PlainFieldExecutor,
         **extra,
