@@ -12,7 +12,8 @@ one query), then:
   (one query each, as Signoff's DataLoaders make them);
 - ``/one``: one proposal, then the same four;
 - ``/propose``: in one transaction, the idempotency record lookup, the target, inserts of
-  the proposal, its task, the idempotency record, an audit event and a change event;
+  the proposal, its task, the idempotency record, an audit event and a change event
+  (change events go to ``floor_change_events``, a copy of the table: ``own_change_events``);
 - ``/decide``: in one transaction, the proposal (locked), its task, inserts of the
   approval, updates of the proposal and the task, inserts of an audit and a change event.
 
@@ -382,9 +383,9 @@ async def audit_and_event(
     )
     await fetch(
         conn,
-        "INSERT INTO change_events (id, kind, entity_type, entity_id, entity_version, queue_id,"
-        " proposal_id, actor_id, snapshot, occurred_at) VALUES (%s, %s, 'proposal', %s, 1, %s,"
-        " %s, %s, %s, %s) RETURNING id",
+        "INSERT INTO floor_change_events (id, kind, entity_type, entity_id, entity_version,"
+        " queue_id, proposal_id, actor_id, snapshot, occurred_at) VALUES (%s, %s, 'proposal',"
+        " %s, 1, %s, %s, %s, %s, %s) RETURNING id",
         str(uuid.uuid4()),
         action,
         proposal_id,
@@ -400,9 +401,22 @@ async def stats(request: Request) -> Response:
     return Response(json.dumps({"statements": STATEMENTS}), media_type="application/json")
 
 
+async def own_change_events(database_url: str) -> None:
+    """A table like ``change_events`` (its columns, defaults and indexes; it has no foreign
+    keys) for the floor's change events. In ``change_events`` they would wait for a
+    cursor, and Signoff's relay would stamp and publish them all at its next commit: work
+    done for the floor, and counted against Signoff (its proposeAction at one client
+    measured 117 req/s in the round before the floor's runs, 86 in those after)."""
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS floor_change_events (LIKE change_events INCLUDING ALL)"
+        )
+
+
 def app(database_url: str) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await own_change_events(database_url)
         app.state.pool = Pool(database_url, POOL_SIZE)
         await app.state.pool.open()
         yield
