@@ -61,6 +61,10 @@ class Receiver:
     most_open: int = 0
     _release: asyncio.Event = field(default_factory=asyncio.Event)
 
+    def release(self) -> None:
+        """Answer every hanging request now, and later ones at once."""
+        self._release.set()
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
@@ -137,6 +141,6 @@ async def serve(receiver: Receiver) -> AsyncIterator[Receiver]:
     try:
         yield receiver
     finally:
-        receiver._release.set()
+        receiver.release()
         server.should_exit = True
         await task

@@ -239,16 +239,25 @@ async def test_dispatchers_claiming_at_once_never_claim_a_delivery_twice(
     gql: GraphQLClient, worker: Worker
 ) -> None:
     """Four dispatchers start together over 200 due deliveries of one fast target, and are
-    woken over and over (as delivery jobs wake them), so their claims keep colliding."""
-    async with serve(Receiver([Answer(delay=0.02)])) as receiver:
+    woken over and over (as delivery jobs wake them), so their claims keep colliding.
+
+    The first 40 requests hang until all 40 slots are taken: a dispatcher whose slots are
+    full claims nothing more, so each of the four has claimed its 10 before any answer
+    comes, however the early races fall."""
+    slots = 4 * 10
+    script = [Answer(hang=True)] * slots + [Answer(delay=0.02)]
+    async with serve(Receiver(script)) as receiver:
         world = await auto_world(gql, receiver, maxConcurrency=100)
         ids = await queued(world, 200)
         async with dispatching(worker, 4, concurrency=10, woken_often=True):
+            await eventually(lambda: len(receiver.requests) >= slots, 15)
+            held = Counter(r.headers[WORKER_HEADER] for r in receiver.requests)
+            assert held == dict.fromkeys("0123", 10)
+            receiver.release()
             await eventually(lambda: len(receiver.requests) >= len(ids), 15)
 
     once_each(receiver, ids)
     assert await applied(worker, ids)
-    assert workers_seen(receiver) == {"0", "1", "2", "3"}
     async with worker.services.sessionmaker() as session:
         attempts = (await session.exec(select(DeliveryAttempt.attempt_number))).all()
     assert Counter(attempts) == {1: len(ids)}
