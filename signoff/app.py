@@ -38,6 +38,7 @@ from signoff.constants import (
     WS_CONNECTION_INIT_TIMEOUT_SECONDS,
 )
 from signoff.database import (
+    POOL_SIZE,
     READY,
     SessionMaker,
     create_engine,
@@ -63,7 +64,7 @@ from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, WorkMaker
 from signoff.schema import build_schema
 from signoff.schema.broadcast import Broadcaster
-from signoff.schema.context import Context, bearer_token
+from signoff.schema.context import Admission, Context, bearer_token
 from signoff.schema.http import from_http_exception, refusal_response, unexpected_response
 from signoff.schema.prepared_frames import KeepServerSend
 from signoff.schema.websocket import (
@@ -74,6 +75,8 @@ from signoff.schema.websocket import (
 )
 
 logger = logging.getLogger("signoff.app")
+# Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.
+ADMISSION = "signoff.admission"
 
 
 class SignoffGraphQL(GraphQL[Context, None]):
@@ -107,6 +110,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
         # Read by both websocket handlers: subscriptions meet the allow-list as HTTP does.
         self.persisted_queries = persisted_queries
         self.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+        # HTTP operations at the database at once: as many as the pool keeps connections.
+        self.database_turns = asyncio.Semaphore(POOL_SIZE)
         self.work = work
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
@@ -130,6 +135,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             await super().__call__(scope, receive, send)
             return
         request = Request(scope=scope, receive=receive)
+        admission = scope[ADMISSION] = Admission(self.database_turns)
         try:
             self.check_rate(request)
             response = await self.run(request)
@@ -139,6 +145,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
             response = refusal_response(from_http_exception(exc))
         except Exception as exc:
             response = unexpected_response(exc)
+        finally:
+            # The operation gave its turn back as it ended, unless it never began.
+            admission.give_back()
         await response(scope, receive, send)
 
     def check_rate(self, request: Request) -> None:
@@ -172,6 +181,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             response=response,
             broadcaster=self.broadcaster,
             viewers=self.viewers,
+            admission=request.scope.get(ADMISSION),
         )
 
     async def _connecting_viewer(self, token: str | None) -> Viewer:

@@ -39,6 +39,9 @@ logger = logging.getLogger("signoff.database")
 SessionMaker = async_sessionmaker[AsyncSession]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Connections a process keeps open to PostgreSQL; as many again and twice over may open
+# for a moment when more work asks at once, and close as they are given back.
+POOL_SIZE = 10
 # How long opening a PostgreSQL connection may take before the database counts as
 # unreachable (a host that drops packets would otherwise hold a request for minutes).
 CONNECT_TIMEOUT_SECONDS = 5
@@ -52,7 +55,7 @@ READ_ONLY = "signoff_read_only"
 
 
 def create_engine(
-    url: str, *, pool_size: int = 10, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS
+    url: str, *, pool_size: int = POOL_SIZE, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS
 ) -> AsyncEngine:
     """Create the engine for ``url``; parameters never appear in error messages.
 
