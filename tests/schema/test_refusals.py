@@ -58,6 +58,7 @@ async def post(client: AsyncClient, body: bytes, token: str | None = None) -> Re
     ("body", "code", "words"),
     [
         (b'{"query": ', "BAD_REQUEST_BODY", "not valid JSON"),
+        (b'\xef\xbb\xbf{"query": "{ viewer { queueIds } }"}', "BAD_REQUEST_BODY", "BOM"),
         (b'{"query": "{ viewer { queueIds } }", "x": "\xff\xfe"}', "BAD_REQUEST_BODY", "UTF-8"),
         (b'"x"', "BAD_REQUEST_BODY", "JSON string"),
         (b"[]", "BAD_REQUEST_BODY", "JSON array"),
