@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from sqlalchemy import event, text
-from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -39,7 +39,7 @@ logger = logging.getLogger("signoff.database")
 SessionMaker = async_sessionmaker[AsyncSession]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-# Connections a process keeps open to PostgreSQL; as many again and twice over may open
+# Connections a process keeps open to its database; twice as many more may open
 # for a moment when more work asks at once, and close as they are given back.
 POOL_SIZE = 10
 # How long opening a PostgreSQL connection may take before the database counts as
@@ -62,13 +62,17 @@ def create_engine(
     ``busy_timeout_ms``: how long a SQLite writer waits for the write lock before the
     request is refused with ``DATABASE_BUSY``.
     """
+    pool = {"pool_size": pool_size, "max_overflow": pool_size * 2}
     if url.startswith("sqlite"):
+        if make_url(url).database in (None, "", ":memory:"):
+            pool = {}  # one connection holds the database (SQLAlchemy's StaticPool)
         engine = create_async_engine(
             url,
             module=sqlite_driver.dbapi(),
             hide_parameters=True,
             json_deserializer=jsoncodec.loads,
             connect_args={"timeout": busy_timeout_ms / 1000},
+            **pool,
         )
         _configure_sqlite(engine, busy_timeout_ms)
     else:
@@ -78,8 +82,7 @@ def create_engine(
             json_deserializer=jsoncodec.loads,
             # psycopg takes the bytes as they are; SQLite's driver would store them as a blob.
             json_serializer=jsoncodec.dumps,
-            pool_size=pool_size,
-            max_overflow=pool_size * 2,
+            **pool,
             isolation_level=POSTGRES_ISOLATION_LEVEL,
             connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
         )

@@ -7,6 +7,11 @@ columns and nothing else. An ORM instance costs three times as much to build and
 either; on a page of 20 proposals with their targets, approvals and tasks that was a
 fifth of the request. A record is read-only by convention: never add it to a session.
 
+A JSON column is selected as its text and decoded when first read (``_JSONText``): a
+page selects every column of its rows and shows a few, and decoding all of a page's
+JSON (its proposals' payloads and preconditions, its tasks' contexts and schemas, its
+targets' schemas and policies: some 240 values) was a tenth of the request.
+
 Reads by key (``rows_where``, ``read_all``) and selects of a fixed shape
 (``select_records``: a page of a list) are built and compiled once per kind. On a
 PostgreSQL connection in autocommit (the read sessions) they go to psycopg directly,
@@ -28,12 +33,26 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
-from sqlalchemy import ARRAY, ColumnElement, Dialect, Result, Select, Table, any_, bindparam
+from sqlalchemy import (
+    ARRAY,
+    JSON,
+    ColumnElement,
+    Dialect,
+    Result,
+    Select,
+    Table,
+    Text,
+    any_,
+    bindparam,
+    cast,
+)
 from sqlalchemy import select as select_rows
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff import jsoncodec
 
 M = TypeVar("M", bound=SQLModel)
 
@@ -44,12 +63,62 @@ class Record:
     __slots__ = ("__dict__",)
 
 
+# Where a record keeps a JSON column's text until the column is first read.
+_JSON_TEXT = "_json_text_"
+
+
+class _JSONText:
+    """A record's JSON column, selected as text (``record_columns``) and decoded on first
+    read; the value then sits in the record's dictionary, which later reads find first
+    (this descriptor defines no ``__set__``)."""
+
+    __slots__ = ("name", "text")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.text = _JSON_TEXT + name
+
+    def __get__(self, record: Any, owner: type[Any] | None = None) -> Any:
+        if record is None:
+            return self
+        values = record.__dict__
+        text = values[self.text]
+        value = None if text is None else jsoncodec.loads(text)
+        values[self.name] = value
+        return value
+
+
+@functools.cache
+def record_class(model: type[SQLModel]) -> type[Record]:
+    """The class of ``model``'s records: a ``Record`` that decodes its JSON columns when
+    they are first read. Rows whose JSON came decoded (selected as columns, not through
+    ``record_columns``) carry the values in their dictionary, which takes precedence."""
+    lazy = {name: _JSONText(name) for name in _json_columns(model)}
+    return type(f"{model.__name__}Record", (Record,), {"__slots__": (), **lazy})
+
+
+def _json_columns(model: type[SQLModel]) -> list[str]:
+    return [column.key for column in table_of(model).columns if isinstance(column.type, JSON)]
+
+
+def record_columns(model: type[SQLModel]) -> list[ColumnElement[Any]]:
+    """What to select for records of ``model``: its columns, each JSON one as its text
+    (decoded when first read)."""
+    return [
+        cast(column, Text).label(_JSON_TEXT + column.key)
+        if isinstance(column.type, JSON)
+        else column
+        for column in table_of(model).columns
+    ]
+
+
 def records(model: type[M], result: Result[Any]) -> list[M]:
     """``result``'s rows (selected from ``model``'s table) as records of ``model``."""
     columns = list(result.keys())
+    kind = record_class(model)
     found: list[Any] = []
     for row in result:
-        record = Record.__new__(Record)
+        record = kind.__new__(kind)
         record.__dict__ = dict(zip(columns, row, strict=True))
         found.append(record)
     return found
@@ -210,8 +279,9 @@ class _Plan:
         self._arrays = [
             name for name, bind in compiled.binds.items() if isinstance(bind.type, ARRAY)
         ]
-        self._columns = list(table_of(model).columns)
-        self._names = [column.key for column in self._columns]
+        self._columns = list(stmt.selected_columns)
+        self._names = [_key_of(column) for column in self._columns]
+        self._record_class = record_class(model)
         self._dialect = dialect
         self._processors: list[tuple[int, Callable[[Any], Any]]] | None = None
 
@@ -233,13 +303,14 @@ class _Plan:
         if processors is None:
             processors = self._processors = self._processors_for(cursor)
         names = self._names
+        kind = self._record_class
         found: list[Any] = []
         for row in rows:
             values = dict(zip(names, row, strict=True))
             for index, process in processors:
                 name = names[index]
                 values[name] = process(values[name])
-            record = Record.__new__(Record)
+            record = kind.__new__(kind)
             record.__dict__ = values
             found.append(record)
         return found
@@ -256,6 +327,12 @@ class _Plan:
             if process is not None:
                 found.append((index, process))
         return found
+
+
+def _key_of(column: ColumnElement[Any]) -> str:
+    key = column.key
+    assert key is not None, "records select named columns"
+    return key
 
 
 def text_array(values: Sequence[str]) -> str:
@@ -304,10 +381,11 @@ def _rows_with(
     table = table_of(model)
     keyed = table if via is None else table_of(via.model)
     match = one_of(keyed.c[column if via is None else via.column], "keys", dialect)
+    columns = record_columns(model)
     if via is None:
-        stmt = select_rows(table).where(match)
+        stmt = select_rows(*columns).where(match)
     else:
-        stmt = select_rows(table).where(
+        stmt = select_rows(*columns).where(
             table.c[column].in_(select_rows(keyed.c[via.pick]).where(match))
         )
     if order_by is not None:

@@ -26,7 +26,7 @@ from signoff import jsoncodec
 from signoff.constants import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from signoff.errors import ValidationFailed
 from signoff.models.base import UTCDateTime
-from signoff.models.records import one_of, select_records, table_of
+from signoff.models.records import one_of, record_columns, select_records
 
 T = TypeVar("T")
 M = TypeVar("M", bound=SQLModel)
@@ -171,7 +171,7 @@ def _page_statement(
     if after:
         clauses.append(_after(order))
     return (
-        select(*table_of(model).columns)
+        select(*record_columns(model))
         .where(*clauses)
         .order_by(*(o.column.desc() if o.descending else o.column.asc() for o in order))
         .limit(bindparam("limit", type_=Integer))

@@ -91,6 +91,22 @@ class ProposalRevision(Node):
         )
 
 
+# Columns a page rarely shows are read from the row when a selection asks for them: a
+# record decodes its JSON on first read (``signoff.models.records``).
+def _preconditions(root: Proposal) -> JSON:
+    return JSON(root.model.preconditions)
+
+
+def _policy_rule(root: Proposal) -> JSON | None:
+    rule = root.model.policy_rule
+    return None if rule is None else JSON(rule)
+
+
+def _deadline_policy(root: Proposal) -> DeadlinePolicy:
+    p = root.model
+    return DeadlinePolicy.of(p.deadline_action, p.deadline_reason, p.escalation_chain)
+
+
 @strawberry.type(description="A proposed side-effecting action and where it stands.")
 class Proposal(Node):
     id: strawberry.ID
@@ -98,7 +114,7 @@ class Proposal(Node):
     action_code: str
     subject: JSON
     payload: JSON
-    preconditions: JSON
+    preconditions: JSON = strawberry.field(resolver=_preconditions)
     payload_digest: str = strawberry.field(
         description="What a reviewer approves: decideProposal must name this exact digest."
     )
@@ -112,8 +128,9 @@ class Proposal(Node):
         description="An amendment waits for the proposing agent's acceptAmendment."
     )
     policy_rule: JSON | None = strawberry.field(
+        resolver=_policy_rule,
         description="The target's approval-policy rule that set requiredApprovals "
-        "({rule, name, approvals, queueId}; rule null: the policy's default)."
+        "({rule, name, approvals, queueId}; rule null: the policy's default).",
     )
     expires_at: datetime
     decided_at: datetime | None
@@ -130,7 +147,8 @@ class Proposal(Node):
     applied_at: datetime | None
     compensates_proposal_id: strawberry.ID | None
     deadline_policy: DeadlinePolicy = strawberry.field(
-        description="What happens if approval is not reached by expiresAt."
+        resolver=_deadline_policy,
+        description="What happens if approval is not reached by expiresAt.",
     )
     escalation_level: int = strawberry.field(
         description="How many times the deadline escalated it to another queue."
@@ -138,6 +156,7 @@ class Proposal(Node):
     target_id: strawberry.Private[str]
     queue_id: strawberry.Private[str | None]
     proposed_by_id: strawberry.Private[str]
+    model: strawberry.Private[models.Proposal]
 
     # The relations below answer at once when the list that holds this proposal loaded
     # them up front (``warm_proposals``), and through their DataLoader otherwise.
@@ -198,14 +217,12 @@ class Proposal(Node):
             action_code=p.action_code,
             subject=JSON(p.subject),
             payload=JSON(p.payload),
-            preconditions=JSON(p.preconditions),
             payload_digest=p.payload_digest,
             operation_key=p.operation_key,
             required_approvals=p.required_approvals,
             approval_count=p.approval_count,
             revision=p.revision,
             awaiting_proposer=p.awaiting_proposer,
-            policy_rule=None if p.policy_rule is None else JSON(p.policy_rule),
             expires_at=p.expires_at,
             decided_at=p.decided_at,
             created_at=p.created_at,
@@ -220,13 +237,11 @@ class Proposal(Node):
                 if p.compensates_proposal_id is None
                 else strawberry.ID(p.compensates_proposal_id)
             ),
-            deadline_policy=DeadlinePolicy.of(
-                p.deadline_action, p.deadline_reason, p.escalation_chain
-            ),
             escalation_level=p.escalation_level,
             target_id=p.target_id,
             queue_id=p.queue_id,
             proposed_by_id=p.proposed_by_id,
+            model=p,
         )
 
 

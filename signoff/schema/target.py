@@ -20,14 +20,36 @@ from signoff.schema.node import Node
 from signoff.schema.queue import Queue, load_queue
 
 
+# A target's schemas and policies are read from the row when a selection asks for them:
+# a record decodes its JSON on first read (``signoff.models.records``), and a page of
+# proposals shows their targets' names.
+def _input_schema(root: Target) -> JSON:
+    return JSON(root.model.input_schema)
+
+
+def _output_schema(root: Target) -> JSON | None:
+    schema = root.model.output_schema
+    return None if schema is None else JSON(schema)
+
+
+def _approval_policy(root: Target) -> JSON | None:
+    policy = root.model.approval_policy
+    return None if policy is None else JSON(policy)
+
+
+def _deadline_policy(root: Target) -> DeadlinePolicy:
+    t = root.model
+    return DeadlinePolicy.of(t.deadline_action, t.deadline_reason, t.escalation_chain)
+
+
 @strawberry.type(description="An external endpoint approved actions are delivered to.")
 class Target(Node):
     id: strawberry.ID
     name: str
     url: str
     method: str
-    input_schema: JSON
-    output_schema: JSON | None
+    input_schema: JSON = strawberry.field(resolver=_input_schema)
+    output_schema: JSON | None = strawberry.field(resolver=_output_schema)
     approval_mode: models.ApprovalMode
     required_approvals: int
     max_attempts: int
@@ -69,14 +91,17 @@ class Target(Node):
         description="A numeric payload field bulkDecisionPreview adds up."
     )
     approval_policy: JSON | None = strawberry.field(
+        resolver=_approval_policy,
         description="Rules (JSON Schema over the payload) deciding the approvals a proposal "
-        "needs; the first match wins. Queues are shown resolved (queueId)."
+        "needs; the first match wins. Queues are shown resolved (queueId).",
     )
     created_at: datetime
     deadline_policy: DeadlinePolicy = strawberry.field(
-        description="What its proposals become when nobody approves them in time."
+        resolver=_deadline_policy,
+        description="What its proposals become when nobody approves them in time.",
     )
     queue_id: strawberry.Private[str | None]
+    model: strawberry.Private[models.Target]
 
     @strawberry.field
     def active(self) -> bool:
@@ -93,8 +118,6 @@ class Target(Node):
             name=target.name,
             url=target.url,
             method=target.method,
-            input_schema=JSON(target.input_schema),
-            output_schema=JSON(target.output_schema),
             approval_mode=models.ApprovalMode(target.approval_mode),
             required_approvals=target.required_approvals,
             max_attempts=target.max_attempts,
@@ -112,14 +135,9 @@ class Target(Node):
             amendable=target.amendable,
             amendments_need_proposer=target.amendments_need_proposer,
             summary_field=target.summary_field,
-            approval_policy=None
-            if target.approval_policy is None
-            else JSON(target.approval_policy),
             created_at=target.created_at,
-            deadline_policy=DeadlinePolicy.of(
-                target.deadline_action, target.deadline_reason, target.escalation_chain
-            ),
             queue_id=target.queue_id,
+            model=target,
         )
 
 

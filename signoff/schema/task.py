@@ -20,14 +20,28 @@ if TYPE_CHECKING:
     from signoff.schema.proposal import Proposal
 
 
+# A task's JSON is decoded when a selection asks for it (``signoff.models.records``):
+# a page of proposals with their tasks shows the tasks' state, rarely their context.
+def _context(root: HumanTask) -> JSON:
+    return JSON(root.model.context)
+
+
+def _response_schema(root: HumanTask) -> JSON:
+    return JSON(root.model.response_schema)
+
+
+def _response(root: HumanTask) -> JSON | None:
+    return None if root.model.response is None else JSON(root.model.response)
+
+
 @strawberry.type(description="A unit of human work in a queue.")
 class HumanTask(Node):
     id: strawberry.ID
     kind: str
     title: str
-    context: JSON
-    response_schema: JSON
-    response: JSON | None
+    context: JSON = strawberry.field(resolver=_context)
+    response_schema: JSON = strawberry.field(resolver=_response_schema)
+    response: JSON | None = strawberry.field(resolver=_response)
     priority: int
     due_at: datetime
     created_at: datetime
@@ -83,9 +97,6 @@ class HumanTask(Node):
             id=strawberry.ID(t.id),
             kind=t.kind,
             title=t.title,
-            context=JSON(t.context),
-            response_schema=JSON(t.response_schema),
-            response=JSON(t.response),
             priority=t.priority,
             due_at=t.due_at,
             created_at=t.created_at,

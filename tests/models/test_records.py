@@ -86,6 +86,20 @@ async def test_reads_by_key_give_what_sqlalchemy_gives(
                     assert value.utcoffset() == timedelta(0), f"{table.name}.{column.key}"
 
 
+async def test_json_columns_are_decoded_when_first_read_and_once(reads: SessionMaker) -> None:
+    async with reads() as session:
+        connection = await session.connection()
+        ids = list((await connection.execute(select(Proposal.id))).scalars())
+        (found,) = await read_all(session, [RowsWhere(Proposal, "id", ids)])
+    record = next(r for r in found if r.payload.get("note") is None)
+    other = next(r for r in found if r is not record)
+    assert "payload" not in vars(other) and "subject" not in vars(other)
+    payload = other.payload
+    assert payload["note"] == "é \u2028"
+    assert vars(other)["payload"] is payload and other.payload is payload
+    assert "subject" not in vars(other)
+
+
 async def test_several_reads_answer_each_in_order_and_count_as_statements(
     engine: AsyncEngine, reads: SessionMaker
 ) -> None:
