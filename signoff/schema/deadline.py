@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import strawberry
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
@@ -34,16 +32,17 @@ class DeadlinePolicy:
     )
 
     @classmethod
-    def of(cls, action: str, reason: str | None, chain: list[dict[str, Any]]) -> DeadlinePolicy:
+    def of(cls, row: models.Target | models.Proposal) -> DeadlinePolicy:
+        """The policy of a target, or the copy a proposal carries (row or record)."""
         return cls(
-            action=models.DeadlineAction(action),
-            reason=reason,
+            action=models.DeadlineAction(row.deadline_action),
+            reason=row.deadline_reason,
             escalation=[
                 EscalationStep(
                     queue_id=strawberry.ID(step["queueId"]),
                     deadline_seconds=int(step["deadlineSeconds"]),
                 )
-                for step in chain
+                for step in row.escalation_chain
             ],
         )
 

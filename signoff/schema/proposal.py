@@ -98,13 +98,11 @@ def _preconditions(root: Proposal) -> JSON:
 
 
 def _policy_rule(root: Proposal) -> JSON | None:
-    rule = root.model.policy_rule
-    return None if rule is None else JSON(rule)
+    return JSON(root.model.policy_rule)  # JSON(None) is None
 
 
 def _deadline_policy(root: Proposal) -> DeadlinePolicy:
-    p = root.model
-    return DeadlinePolicy.of(p.deadline_action, p.deadline_reason, p.escalation_chain)
+    return DeadlinePolicy.of(root.model)
 
 
 @strawberry.type(description="A proposed side-effecting action and where it stands.")

@@ -28,18 +28,15 @@ def _input_schema(root: Target) -> JSON:
 
 
 def _output_schema(root: Target) -> JSON | None:
-    schema = root.model.output_schema
-    return None if schema is None else JSON(schema)
+    return JSON(root.model.output_schema)  # JSON(None) is None
 
 
 def _approval_policy(root: Target) -> JSON | None:
-    policy = root.model.approval_policy
-    return None if policy is None else JSON(policy)
+    return JSON(root.model.approval_policy)
 
 
 def _deadline_policy(root: Target) -> DeadlinePolicy:
-    t = root.model
-    return DeadlinePolicy.of(t.deadline_action, t.deadline_reason, t.escalation_chain)
+    return DeadlinePolicy.of(root.model)
 
 
 @strawberry.type(description="An external endpoint approved actions are delivered to.")

@@ -31,7 +31,7 @@ def _response_schema(root: HumanTask) -> JSON:
 
 
 def _response(root: HumanTask) -> JSON | None:
-    return None if root.model.response is None else JSON(root.model.response)
+    return JSON(root.model.response)  # JSON(None) is None
 
 
 @strawberry.type(description="A unit of human work in a queue.")
