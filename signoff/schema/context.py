@@ -61,9 +61,9 @@ class Admission:
     A process takes in many more requests at once than its pool holds connections. Past
     the pool, each request that asks opens a connection of its own and closes it when
     done: a PostgreSQL backend started and stopped for one request, which at 50 clients
-    was one request in ten and cost a quarter of the page's throughput. Waiting for a turn costs
-    nothing while the process is busy with others, keeps the connections that exist in
-    use, and serves requests in the order they came. An operation that never reads the
+    was one request in ten and cost a quarter of the page's throughput. Waiting for a
+    turn costs nothing while the process is busy with others, keeps the connections
+    that exist in use, and serves requests in the order they came. An operation that never reads the
     database (its viewer found in the cache) never waits, and one turn covers all of an
     operation's sessions, so no operation holds a connection while it waits.
     """

@@ -151,9 +151,6 @@ class Proposal(Node):
     escalation_level: int = strawberry.field(
         description="How many times the deadline escalated it to another queue."
     )
-    target_id: strawberry.Private[str]
-    queue_id: strawberry.Private[str | None]
-    proposed_by_id: strawberry.Private[str]
     model: strawberry.Private[models.Proposal]
 
     # The relations below answer at once when the list that holds this proposal loaded
@@ -161,17 +158,18 @@ class Proposal(Node):
 
     @strawberry.field(graphql_type=Target)
     def target(self, info: strawberry.Info) -> Target | Awaitable[Target]:
-        return now_or_later(context_of(info).loaders.target, self.target_id, _target)
+        return now_or_later(context_of(info).loaders.target, self.model.target_id, _target)
 
     @strawberry.field(graphql_type=Queue | None)
     def queue(self, info: strawberry.Info) -> Queue | Awaitable[Queue | None] | None:
-        if self.queue_id is None:
+        queue_id = self.model.queue_id
+        if queue_id is None:
             return None
-        return now_or_later(context_of(info).loaders.queue, self.queue_id, _queue)
+        return now_or_later(context_of(info).loaders.queue, queue_id, _queue)
 
     @strawberry.field(graphql_type=Actor)
     def proposed_by(self, info: strawberry.Info) -> Actor | Awaitable[Actor]:
-        return now_or_later(context_of(info).loaders.actor, self.proposed_by_id, _actor)
+        return now_or_later(context_of(info).loaders.actor, self.model.proposed_by_id, _actor)
 
     @strawberry.field(graphql_type=list[Approval])
     def approvals(self, info: strawberry.Info) -> list[Approval] | Awaitable[list[Approval]]:
@@ -236,9 +234,6 @@ class Proposal(Node):
                 else strawberry.ID(p.compensates_proposal_id)
             ),
             escalation_level=p.escalation_level,
-            target_id=p.target_id,
-            queue_id=p.queue_id,
-            proposed_by_id=p.proposed_by_id,
             model=p,
         )
 

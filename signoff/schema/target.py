@@ -97,7 +97,6 @@ class Target(Node):
         resolver=_deadline_policy,
         description="What its proposals become when nobody approves them in time.",
     )
-    queue_id: strawberry.Private[str | None]
     model: strawberry.Private[models.Target]
 
     @strawberry.field
@@ -106,7 +105,7 @@ class Target(Node):
 
     @strawberry.field
     async def queue(self, info: strawberry.Info) -> Queue | None:
-        return await load_queue(info, self.queue_id)
+        return await load_queue(info, self.model.queue_id)
 
     @classmethod
     def from_model(cls, target: models.Target) -> Target:
@@ -133,7 +132,6 @@ class Target(Node):
             amendments_need_proposer=target.amendments_need_proposer,
             summary_field=target.summary_field,
             created_at=target.created_at,
-            queue_id=target.queue_id,
             model=target,
         )
 
