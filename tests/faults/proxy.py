@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 from collections.abc import Coroutine
 from typing import Any
@@ -35,7 +36,7 @@ class TcpProxy:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.cut()
+        self._run(self._close())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
@@ -52,25 +53,43 @@ class TcpProxy:
         asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=10)
 
     async def _listen(self) -> None:
+        # Each listener knows the cuts before it: asyncio starts a connection's handler a few
+        # loop turns after accepting it, so a cut can fall in between, and the handler has
+        # to learn from its listener, not from the moment it starts, that a cut came.
+        handler = functools.partial(self._pipe_pair, cuts=self._cuts)
         self._server = await asyncio.start_server(
-            self._pipe_pair, "127.0.0.1", self.port, reuse_address=True
+            handler, "127.0.0.1", self.port, reuse_address=True
         )
+
+    async def _close(self) -> None:
+        """Cut, then let every connection's handling finish, so that no socket is left for
+        the garbage collector to find (and warn about) in some later test."""
+        await self._cut()
+        this = asyncio.current_task()
+        while others := [task for task in asyncio.all_tasks() if task is not this]:
+            await asyncio.wait(others)
+        for _ in range(3):  # aborted transports close their sockets on a later loop turn
+            await asyncio.sleep(0)
 
     async def _cut(self) -> None:
         self._cuts += 1
         if self._server is not None:
-            self._server.close()
+            await _close_listener(self._server)
             self._server = None
         for writer in list(self._writers):
             writer.transport.abort()
         self._writers.clear()
 
-    async def _pipe_pair(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        # Known to a cut from the moment it is accepted: a connection still reaching the
-        # upstream when the cut came survived it, so the database answered in the middle
-        # of the outage (the likely cause of a worker once reporting one outage twice).
+    async def _pipe_pair(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, cuts: int
+    ) -> None:
+        # A connection accepted before a cut, or still reaching the upstream when it came,
+        # must not survive it: the database would answer in the middle of the outage, and
+        # the client would report one outage as two.
+        if self._cuts != cuts:
+            writer.transport.abort()
+            return
         self._writers.add(writer)
-        cuts = self._cuts
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.upstream)
         except OSError:
@@ -93,3 +112,19 @@ class TcpProxy:
                 writer.write(data)
                 await writer.drain()
         writer.transport.abort()
+
+
+async def _close_listener(server: asyncio.Server) -> None:
+    """Stop accepting, then close the listening socket.
+
+    asyncio sets up a connection it accepted a loop turn later, and on Python 3.11 one set
+    up after its server closed fails on an assertion and leaves its socket open, neither
+    answering nor closed, until the garbage collector finds it (a ResourceWarning in some
+    later test). So accepting stops first, and the accepted ones are set up, to be dropped
+    by their handler, before the socket closes; what waits in the backlog is refused.
+    """
+    loop = asyncio.get_running_loop()
+    for sock in server.sockets:
+        loop.remove_reader(sock.fileno())
+    await asyncio.sleep(0)
+    server.close()

@@ -127,12 +127,18 @@ async def test_a_database_outage_is_refused_retried_and_loses_nothing(tmp_path: 
                 assert len(stored) == len(created), "a retry created a duplicate"
                 assert all(counts == (1, 1) for counts in stored.values()), stored
                 lines = log_lines(server.log)
-                assert len(messages(lines, "database unreachable")) == 1
-                assert len(messages(lines, "database reachable again")) == 1
+                assert len(messages(lines, "database unreachable")) == 1, _outages(lines)
+                assert len(messages(lines, "database reachable again")) == 1, _outages(lines)
                 assert not problems(lines)
         finally:
             with contextlib.suppress(Exception):
                 server.stop()
+
+
+def _outages(lines: list[dict[str, Any]]) -> list[str]:
+    """What the process said about outages, with when: the story behind a miscount."""
+    outages = [line for line in lines if line["logger"] == "signoff.outages"]
+    return [f"{line['time']} {line['message']}" for line in outages]
 
 
 def _pg_proxy() -> TcpProxy:
@@ -166,6 +172,6 @@ async def test_the_worker_rides_out_a_database_outage(
                 await eventually(lambda: applied_count(sessionmaker), 30, until=2 * batch)
                 assert len(receiver.applied) == 2 * batch
             lines = log_lines(log)
-    assert len(messages(lines, "database unreachable")) == 1
-    assert len(messages(lines, "database reachable again")) == 1
+    assert len(messages(lines, "database unreachable")) == 1, _outages(lines)
+    assert len(messages(lines, "database reachable again")) == 1, _outages(lines)
     assert not problems(lines)
