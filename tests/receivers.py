@@ -129,6 +129,17 @@ async def _first(*waits: Coroutine[Any, Any, Any]) -> None:
 async def serve(receiver: Receiver) -> AsyncIterator[Receiver]:
     """Run ``receiver`` with uvicorn on 127.0.0.1, on a free port."""
     app = Starlette(routes=[Route("/hook", receiver.handle, methods=["POST"])])
+    async with serve_app(app) as port:
+        receiver.port = port
+        try:
+            yield receiver
+        finally:
+            receiver.release()  # before the server stops: it waits for hanging requests
+
+
+@contextlib.asynccontextmanager
+async def serve_app(app: Any) -> AsyncIterator[int]:
+    """Run an ASGI ``app`` with uvicorn on 127.0.0.1; yields its port."""
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="off")
     )
@@ -137,10 +148,8 @@ async def serve(receiver: Receiver) -> AsyncIterator[Receiver]:
         if server.started:
             break
         await asyncio.sleep(0.01)
-    receiver.port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield receiver
+        yield server.servers[0].sockets[0].getsockname()[1]
     finally:
-        receiver.release()
         server.should_exit = True
         await task
