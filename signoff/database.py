@@ -48,6 +48,8 @@ CONNECT_TIMEOUT_SECONDS = 5
 # A pooled connection unused for longer than this is pinged before its next use.
 PING_AFTER_IDLE_SECONDS = 1.0
 _IDLE_SINCE = "signoff_idle_since"
+# A connection's record: how many database outages had ended when it was opened.
+_OUTAGES_ENDED = "signoff_outages_ended"
 # What the compare-and-set transitions assume (see the module docstring).
 POSTGRES_ISOLATION_LEVEL = "READ COMMITTED"
 # An execution option: connections of ``read_only(engine)`` carry it.
@@ -124,21 +126,33 @@ def _ping_idle_connections(engine: AsyncEngine) -> None:
 def _watch_outages(engine: AsyncEngine) -> None:
     """Log a lost database once (``signoff.outages``), and its return once.
 
-    A stale pooled connection that the idle ping replaces is not an outage: nothing failed.
+    Not outages: a stale pooled connection that the idle ping replaces (nothing failed),
+    and a connection opened before an outage that has ended since, failing when next used
+    (one held through it): that is the old outage showing, and the database answers.
     """
     outage = Outage("database")
 
     @event.listens_for(engine.sync_engine, "handle_error")
     def on_error(context: ExceptionContext) -> None:
-        if context.is_pre_ping:
+        if context.is_pre_ping or _opened_before_the_last_outage_ended(context, outage):
             return
         failure = context.sqlalchemy_exception or context.original_exception
         if is_unreachable(failure):
             outage.failed(database_condition(failure) or type(context.original_exception).__name__)
 
     @event.listens_for(engine.sync_engine, "connect")
-    def on_connect(_dbapi_connection: Any, _record: Any) -> None:
+    def on_connect(_dbapi_connection: Any, record: Any) -> None:
         outage.answered()
+        record.info[_OUTAGES_ENDED] = outage.ended
+
+
+def _opened_before_the_last_outage_ended(context: ExceptionContext, outage: Outage) -> bool:
+    connection = context.connection
+    # Without a DBAPI connection (a failed connect), reading ``info`` would reconnect.
+    if connection is None or connection.closed or connection.invalidated:
+        return False
+    ended_then: int = connection.info.get(_OUTAGES_ENDED, outage.ended)
+    return ended_then < outage.ended
 
 
 def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:

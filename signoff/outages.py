@@ -21,6 +21,7 @@ class Outage:
         self.what = what
         self.since: float | None = None
         self.failures = 0
+        self.ended = 0  # how many outages have ended: lets a caller date what it holds
 
     @property
     def down(self) -> bool:
@@ -48,3 +49,4 @@ class Outage:
             self.failures,
         )
         self.since, self.failures = None, 0
+        self.ended += 1

@@ -8,16 +8,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
+import pytest
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from signoff.config import normalise_database_url
-from signoff.database import SessionMaker
+from signoff.database import SessionMaker, create_engine
 from tests.conftest import PG_URL, fresh_database, requires_postgres
 from tests.faults.proxy import TcpProxy
 from tests.faults.redis_server import RedisServer, requires_redis_server, worker_process
@@ -175,3 +179,33 @@ async def test_the_worker_rides_out_a_database_outage(
     assert len(messages(lines, "database unreachable")) == 1, _outages(lines)
     assert len(messages(lines, "database reachable again")) == 1, _outages(lines)
     assert not problems(lines)
+
+
+async def test_a_connection_lost_in_an_outage_does_not_start_another_after_it(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A connection held through the outage fails when next used, after the database has
+    answered again: that is the old outage showing, not a new one."""
+    caplog.set_level(logging.INFO, logger="signoff.outages")
+    with _pg_proxy() as proxy:
+        engine = create_engine(_via(database_url, proxy.port))
+        try:
+            async with engine.connect() as held:
+                await held.execute(text("SELECT 1"))
+                proxy.cut()
+                with pytest.raises(OperationalError):
+                    async with engine.connect() as refused:
+                        await refused.execute(text("SELECT 1"))
+                proxy.restore()
+                async with engine.connect() as fresh:
+                    await fresh.execute(text("SELECT 1"))
+                with pytest.raises(DBAPIError):
+                    await held.execute(text("SELECT 1"))
+            async with engine.connect() as after:
+                await after.execute(text("SELECT 1"))
+        finally:
+            await engine.dispose()
+    said = [record.getMessage() for record in caplog.records]
+    assert len(said) == 2, said
+    assert said[0].startswith("database unreachable"), said
+    assert said[1].startswith("database reachable again"), said
