@@ -65,11 +65,7 @@ class TcpProxy:
         """Cut, then let every connection's handling finish, so that no socket is left for
         the garbage collector to find (and warn about) in some later test."""
         await self._cut()
-        this = asyncio.current_task()
-        while others := [task for task in asyncio.all_tasks() if task is not this]:
-            await asyncio.wait(others)
-        for _ in range(3):  # aborted transports close their sockets on a later loop turn
-            await asyncio.sleep(0)
+        await settle()
 
     async def _cut(self) -> None:
         self._cuts += 1
@@ -128,3 +124,13 @@ async def _close_listener(server: asyncio.Server) -> None:
         loop.remove_reader(sock.fileno())
     await asyncio.sleep(0)
     server.close()
+
+
+async def settle() -> None:
+    """Wait until every other task of the running loop has ended, then let the transports
+    they closed close their sockets (which happens on a later loop turn)."""
+    this = asyncio.current_task()
+    while others := [task for task in asyncio.all_tasks() if task is not this]:
+        await asyncio.wait(others)
+    for _ in range(3):
+        await asyncio.sleep(0)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.faults.proxy import TcpProxy
+from tests.faults.proxy import TcpProxy, settle
 
 ROUNDS = 40
 CONNECTIONS_PER_ROUND = 8
@@ -36,17 +36,8 @@ def echo_port() -> Iterator[int]:
     loop.call_soon_threadsafe(server.close)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(timeout=5)
-    loop.run_until_complete(_finish(loop))
+    loop.run_until_complete(settle())  # the echo handlers see the proxy's closes and end
     loop.close()
-
-
-async def _finish(loop: asyncio.AbstractEventLoop) -> None:
-    """Let the echo handlers see their connections closed by the proxy and end."""
-    this = asyncio.current_task()
-    while others := [task for task in asyncio.all_tasks(loop) if task is not this]:
-        await asyncio.wait(others)
-    for _ in range(3):
-        await asyncio.sleep(0)
 
 
 def _connect_many(port: int, into: list[socket.socket]) -> None:
