@@ -53,6 +53,14 @@ from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.jsonvalues import decode_body
+from signoff.live.broadcast import Broadcaster
+from signoff.live.prepared_frames import KeepServerSend
+from signoff.live.websocket import (
+    Connection,
+    LegacyWSHandler,
+    TransportWSHandler,
+    close_all,
+)
 from signoff.logs import RequestLogging
 from signoff.pages import graphiql_page, page_routes
 from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
@@ -63,16 +71,8 @@ from signoff.resolvers.operations import Operations, read_operations
 from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, WorkMaker
 from signoff.schema import build_schema
-from signoff.schema.broadcast import Broadcaster
 from signoff.schema.context import Admission, Context, bearer_token
 from signoff.schema.http import from_http_exception, refusal_response, unexpected_response
-from signoff.schema.prepared_frames import KeepServerSend
-from signoff.schema.websocket import (
-    Connection,
-    LegacyWSHandler,
-    TransportWSHandler,
-    close_all,
-)
 
 logger = logging.getLogger("signoff.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.
@@ -179,7 +179,6 @@ class SignoffGraphQL(GraphQL[Context, None]):
             token=bearer_token(request.headers.get("authorization")),
             request=request,
             response=response,
-            broadcaster=self.broadcaster,
             viewers=self.viewers,
             admission=request.scope.get(ADMISSION),
         )
@@ -217,8 +216,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
                     "websocket authentication failed: %s",
                     database_condition(exc) or type(exc).__name__,
                 )
-            if context.connection is not None:
-                await context.connection.close(WS_CLOSE_TRY_AGAIN, WS_CLOSE_TRY_AGAIN_REASON)
+            if context.live is not None:
+                await context.live.close(WS_CLOSE_TRY_AGAIN, WS_CLOSE_TRY_AGAIN_REASON)
             raise ConnectionRejectionError({"code": "UNAVAILABLE"}) from None
         context.token = token
         context._viewer = viewer

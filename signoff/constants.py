@@ -178,6 +178,9 @@ WS_CLOSE_TOO_SLOW_REASON = "subscriber too slow; resume with after"
 WS_CLOSE_NO_PONG = 4410
 WS_CLOSE_NO_PONG_REASON = "no pong to the last ping; reconnect"
 # RFC 6455 "Try Again Later": the server could not check the token (database saturated).
+# The token a socket authenticated with is gone (unknown, or revoked while it was open).
+WS_CLOSE_FORBIDDEN = 4403
+WS_CLOSE_FORBIDDEN_REASON = "Forbidden"
 WS_CLOSE_TRY_AGAIN = 1013
 WS_CLOSE_TRY_AGAIN_REASON = "server busy; reconnect shortly"
 # RFC 6455 "Going Away": the server is shutting down (uvicorn alone would say 1012).
@@ -197,6 +200,15 @@ FEED_STOP_GRACE_SECONDS = 5.0
 # committed but not yet handed its events over, before going out anyway.
 FEED_REORDER_SECONDS = 0.1
 FEED_LOADER_CACHE_SIZE = 2048
+# Live subscriptions: distinct documents whose stripped form (without ``after``) and
+# whether they read the viewer are remembered; older ones are worked out again.
+LIVE_SELECTION_CACHE_SIZE = 256
+# Frames a broadcast group keeps of its newest events, so that subscribers resuming
+# within them catch up without a read or an execution of their own.
+LIVE_FRAME_LOG_SIZE = 512
+# A resume is checked against the feed's bounds read at most this long ago (every
+# resume of a reconnect storm shares one read); the replay re-checks pruning itself.
+FEED_BOUNDS_SECONDS = 1.0
 
 # Operations (the operationsSnapshot query and /metrics)
 RECONCILIATION_RUNS_SHOWN = 5

@@ -7,7 +7,7 @@ client sends the hash again with the text, which is kept (per process, the most 
 ``PERSISTED_QUERY_CACHE_SIZE``). With an allow-list (``SIGNOFF_PERSISTED_QUERIES_FILE``, a
 JSON object of hash to document) those documents are always known; with
 ``SIGNOFF_PERSISTED_QUERIES_ONLY=1`` nothing else runs (``PERSISTED_QUERY_NOT_ALLOWED``).
-The middleware below covers HTTP; the websocket handlers (``signoff.schema.websocket``) ask
+The middleware below covers HTTP; the websocket handlers (``signoff.live.websocket``) ask
 the same ``PersistedQueries`` about each subscribe message.
 """
 

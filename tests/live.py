@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import httpx
 from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from signoff.database import SessionMaker
@@ -300,3 +301,73 @@ async def serve_in_process(app: Any, *, deflate: bool = False) -> AsyncIterator[
     finally:
         server.should_exit = True
         await task
+
+
+@dataclass
+class Stream:
+    """One subscription on a raw graphql-transport-ws socket: its ``next`` payloads, the
+    error or ``complete`` that ended it, and the socket's close code."""
+
+    ws: ClientConnection
+    frames: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    completed: bool = False
+    close_code: int | None = None
+    _task: asyncio.Task[None] | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def ended(self) -> bool:
+        return self.completed or bool(self.errors) or self.close_code is not None
+
+    async def read(self) -> None:
+        try:
+            async for raw in self.ws:
+                message = json.loads(raw)
+                if message["type"] == "next":
+                    self.frames.append(message["payload"])
+                elif message["type"] == "error":
+                    self.errors.extend(message["payload"])
+                elif message["type"] == "complete":
+                    self.completed = True
+                elif message["type"] == "ping":
+                    await self.ws.send(json.dumps({"type": "pong"}))
+                self._changed.set()
+        except ConnectionClosed:
+            pass
+        self.close_code = self.ws.close_code
+        self._changed.set()
+
+    async def until(self, done: Callable[[Stream], bool], within: float = 10) -> None:
+        """Wait until ``done(self)`` holds (or fail with what arrived)."""
+        try:
+            async with asyncio.timeout(within):
+                while not done(self):
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(
+                f"after {within} s: {len(self.frames)} frames, errors {self.errors}, "
+                f"completed {self.completed}, closed {self.close_code}"
+            ) from None
+
+    async def close(self) -> None:
+        await self.ws.close()
+        if self._task is not None:
+            await self._task
+
+
+@contextlib.asynccontextmanager
+async def open_stream(
+    server: Listening, token: str, query: str, variables: dict[str, Any]
+) -> AsyncIterator[Stream]:
+    """A subscription on a socket of its own, read in the background."""
+    ws = await open_transport_ws(server.ws_url, {"authorization": f"Bearer {token}"})
+    stream = Stream(ws)
+    payload = {"query": query, "variables": variables}
+    await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
+    stream._task = asyncio.create_task(stream.read())
+    try:
+        yield stream
+    finally:
+        await stream.close()

@@ -1,15 +1,17 @@
 """Watching the change feed: the rules behind every subscription.
 
 Who may watch what (``authorize_scope``), what each viewer may see of it
-(``Visibility``), resuming after a cursor (``check_resume``, ``replay``), and
+(``Visibility``), resuming after a cursor (``resume_point``, ``replay``), and
 what a re-read viewer may still watch (``ensure_still_allowed``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
-from collections.abc import AsyncIterator, Container
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,7 @@ from signoff.errors import CursorExpired, CursorInvalid, Forbidden, NotFound
 from signoff.events import feed
 from signoff.events.hub import Change
 from signoff.models import ChangeEvent, Queue, Role
-from signoff.models.change_event import MEMBERSHIP_KINDS
+from signoff.models.change_event import ACCESS_KINDS
 from signoff.resolvers.access import STAFF, Viewer, require_role
 from signoff.resolvers.draft_reads import check_session_id
 from signoff.resolvers.lifecycles import draft_session_key
@@ -159,70 +161,150 @@ def draft_scope(viewer: Viewer, session_id: str) -> FeedScope:
 
 
 async def authorize_scope(session: AsyncSession, viewer: Viewer, scope: FeedScope) -> None:
-    """Refuse a subscription the viewer may not open, before it starts."""
-    if scope.queue_id is not None or scope.all_queues:
-        require_role(viewer, Role.REVIEWER, Role.OPERATOR)
+    """Refuse a subscription the viewer may not open, before it starts; reads only for a
+    queue the viewer is not a member of and for a proposal."""
+    require_scope_role(viewer, scope)
+    if scope.queue_id is not None and scope.queue_id not in viewer.queue_ids:
         # A queue the viewer is a member of exists: no need to read it.
-        if scope.queue_id is not None and scope.queue_id not in viewer.queue_ids:
-            if await session.get(Queue, scope.queue_id) is None:
-                raise NotFound("No such queue.", field="queueId")
-            if not viewer.can_see_queue(scope.queue_id):
-                raise Forbidden("You are not a reviewer of this queue.")
+        if await session.get(Queue, scope.queue_id) is None:
+            raise NotFound("No such queue.", field="queueId")
+        if not viewer.can_see_queue(scope.queue_id):
+            raise Forbidden("You are not a reviewer of this queue.")
     elif scope.proposal_id is not None:
         await get_proposal(session=session, viewer=viewer, proposal_id=scope.proposal_id)
+
+
+def require_scope_role(viewer: Viewer, scope: FeedScope) -> None:
+    """The role a scope needs, and for drafts that they are the viewer's own."""
+    if scope.queue_id is not None or scope.all_queues:
+        require_role(viewer, Role.REVIEWER, Role.OPERATOR)
     elif scope.session_key is not None:
         # Built from the viewer's own id (``draft_scope``): never another account's drafts.
         if not scope.session_key.startswith(f"{viewer.id}:"):
             raise Forbidden("You may follow only your own drafts.")
-    else:
+    elif scope.proposal_id is None:
         require_role(viewer, Role.OPERATOR)
 
 
-async def check_resume(session: AsyncSession, after: str) -> int:
-    """The cursor to replay from; expired or unknown cursors are refused."""
+@dataclass(frozen=True)
+class FeedBounds:
+    """The newest cursor handed out, and the newest one retention deleted."""
+
+    last_cursor: int
+    pruned_through: int
+
+
+async def read_feed_bounds(sessionmaker: SessionMaker) -> FeedBounds:
+    async with sessionmaker() as session:
+        state = await feed.feed_state(session)
+        bounds = FeedBounds(state.last_cursor, state.pruned_through)
+        await session.commit()
+    return bounds
+
+
+class SharedFeedBounds:
+    """The feed's bounds, read once for every resume that asks within ``seconds`` of a
+    read (or while it is under way): a thousand consoles resuming after a restart read
+    them once, not once each.
+
+    Bounds a moment old are safe. A cursor above them is read again (it may be newer
+    than the read); and a cursor retention deletes after the read is caught by the
+    replay, which checks pruning after every page it reads (``replay``).
+    """
+
+    def __init__(
+        self,
+        read: Callable[[], Awaitable[FeedBounds]],
+        seconds: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read = read
+        self._seconds = seconds
+        self._clock = clock
+        self._kept: tuple[float, FeedBounds] | None = None
+        self._reading: asyncio.Future[FeedBounds] | None = None
+
+    async def covering(self, cursor: int) -> FeedBounds:
+        """Bounds read at most ``seconds`` ago whose last cursor is ``cursor`` or newer,
+        if there are such; otherwise the bounds as they are now."""
+        kept = self._kept
+        fresh = kept is not None and self._clock() - kept[0] < self._seconds
+        if kept is not None and fresh and cursor <= kept[1].last_cursor:
+            return kept[1]
+        bounds = await self._shared_read()
+        if cursor > bounds.last_cursor:
+            # That read may have begun before ``cursor`` was handed out: the next one began
+            # after this caller asked.
+            bounds = await self._shared_read()
+        return bounds
+
+    async def _shared_read(self) -> FeedBounds:
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(self._read_now())
+        # One caller going away (its socket closed) must not cancel the others' read.
+        return await asyncio.shield(self._reading)
+
+    async def _read_now(self) -> FeedBounds:
+        started = self._clock()
+        try:
+            bounds = await self._read()
+        finally:
+            self._reading = None
+        self._kept = (started, bounds)
+        return bounds
+
+
+async def resume_point(after: str, bounds: SharedFeedBounds) -> int:
+    """The cursor to replay from; unknown cursors and cursors retention deleted are
+    refused."""
     cursor = decode_cursor(after)
-    state = await feed.feed_state(session)
-    if cursor > state.last_cursor:
+    known = await bounds.covering(cursor)
+    if cursor > known.last_cursor:
         raise CursorInvalid("This cursor was not handed out by this change feed.")
-    if cursor < state.pruned_through:
+    if cursor < known.pruned_through:
         raise CursorExpired()
     return cursor
 
 
-async def open_feed(
-    *, session: AsyncSession, viewer: Viewer, scope: FeedScope, after: str | None
-) -> int | None:
-    """Refuse a subscription the viewer may not open; the cursor to replay from, if any."""
-    await authorize_scope(session, viewer, scope)
-    start = None if after is None else await check_resume(session, after)
-    await session.commit()
-    return start
-
-
 def ensure_still_allowed(viewer: Viewer, scope: FeedScope) -> None:
-    """After a viewer is re-read: a queue subscription ends when its viewer is no longer a
+    """After a viewer is re-read: a subscription ends when its viewer no longer has the
+    role its scope needs, and a queue subscription when its viewer is no longer a
     reviewer of the queue (other scopes just see less, through ``Visibility``)."""
+    require_scope_role(viewer, scope)
     if scope.queue_id is not None and not viewer.can_see_queue(scope.queue_id):
         raise Forbidden("You are no longer a reviewer of this queue.")
 
 
-def concerns_membership_of(change: Change, actor_ids: Container[str]) -> bool:
-    """Whether ``change`` adds or removes a queue membership of one of ``actor_ids``."""
-    return change.kind in MEMBERSHIP_KINDS and change.entity_id in actor_ids
+def concerns_access_of(change: Change, actor_ids: Container[str]) -> bool:
+    """Whether ``change`` changes what one of ``actor_ids`` may see: a queue membership,
+    its role, its disabling or one of its tokens."""
+    return change.kind in ACCESS_KINDS and change.entity_id in actor_ids
 
 
 async def replay(
-    sessionmaker: SessionMaker, scope: FeedScope, visibility: Visibility, after: int
+    sessionmaker: SessionMaker,
+    scope: FeedScope,
+    visibility: Visibility,
+    after: int,
+    *,
+    through: int | None = None,
 ) -> AsyncIterator[Change]:
-    """The events after ``after`` that the subscription would have received, in order.
+    """The events after ``after`` (through ``through``) that the subscription would have
+    received, in order; ``CursorExpired`` if retention deletes what it still has to read.
 
-    Each page is read in a session of its own, closed before the page is handed on.
+    Each page is read in a session of its own, closed before the page is handed on. The
+    feed's pruning mark is read after the page: a prune that commits in between can only
+    make the check stricter, never let a page with a hole through.
     """
     where = scope.where(visibility)
     while True:
         async with sessionmaker() as session:
-            rows = await feed.events_after(session, after, where=where)
+            rows = await feed.events_after(session, after, through=through, where=where)
+            pruned_through = (await feed.feed_state(session)).pruned_through
             await session.commit()
+        if after < pruned_through:
+            raise CursorExpired()
         for row in rows:
             change = Change.from_row(row)
             if visibility.allows(change):

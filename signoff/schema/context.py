@@ -30,9 +30,8 @@ from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, UnitOfWork
 
 if TYPE_CHECKING:
-    from signoff.schema.broadcast import Broadcaster
+    from signoff.schema.live import LiveSocket
     from signoff.schema.loaders import FeedLoaders, Loaders
-    from signoff.schema.websocket import Connection
 
 
 VIEWER_DEPENDENT = "signoff.viewer_dependent"
@@ -122,9 +121,8 @@ class Context:
     request: Any = None
     response: Any = None
     request_id: str = field(default_factory=logs.request_id)
-    # Live events (websockets only): the process's broadcaster and this socket's writer.
-    broadcaster: Broadcaster | None = None
-    connection: Connection | None = None
+    # Live events (websockets only): this socket, as the live runtime serves it.
+    live: LiveSocket | None = None
     feed_loaders: FeedLoaders | None = None
     # Executing a frame for a broadcast group: what its members may see.
     feed_visibility: Visibility | None = None

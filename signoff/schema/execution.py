@@ -46,17 +46,20 @@ from graphql import (
     OperationDefinitionNode,
     get_nullable_type,
 )
-from graphql.execution.collect_fields import (
+from graphql.pyutils import AwaitableOrValue, Path, Undefined, gather_with_cancel
+
+from signoff.internals import (
     CollectedFields,
     FieldDetailsList,
     FragmentDetails,
     GroupedFieldSet,
+    StrawberryExecutionContext,
     collect_subfields,
+    core_schema,
+    field_definition,
+    has_default_resolver,
+    make_info,
 )
-from graphql.pyutils import AwaitableOrValue, Path, Undefined, gather_with_cancel
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
-from strawberry.schema.schema_converter import GraphQLCoreConverter
-from strawberry.types.field import StrawberryField
 
 PLAIN = "signoff.plain-field"
 
@@ -73,7 +76,7 @@ class PlainField:
 def plan_plain_fields(schema: strawberry.Schema) -> None:
     """Mark every plain leaf field of ``schema``'s object types with its ``PlainField``, and
     give every field whose resolver takes no argument a direct call of that resolver."""
-    graphql_schema = schema._schema
+    graphql_schema = core_schema(schema)
     for named in graphql_schema.type_map.values():
         if not isinstance(named, GraphQLObjectType) or named.name.startswith("__"):
             continue
@@ -90,8 +93,8 @@ def _direct_call(
 ) -> Callable[[Any, GraphQLResolveInfo[Any]], Any] | None:
     """A resolver with no GraphQL argument, called as Strawberry calls it, without the
     wrapper that converts arguments and chains field extensions (there are none)."""
-    definition = field.extensions.get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(definition, StrawberryField) or definition.extensions or field.args:
+    definition = field_definition(field)
+    if definition is None or definition.extensions or field.args:
         return None
     resolver = definition.base_resolver
     if resolver is None or resolver.arguments or not callable(resolver.wrapped_func):
@@ -104,20 +107,19 @@ def _direct_call(
     def resolve(source: Any, info: GraphQLResolveInfo[Any]) -> Any:
         kwargs = dict.fromkeys(source_names, source)
         if info_name is not None:
-            kwargs[info_name] = info_class(_raw_info=info, _field=definition)
+            kwargs[info_name] = make_info(info_class, info, definition)
         return function(source, **kwargs) if passes_self else function(**kwargs)
 
     return resolve
 
 
 def _plain_field(field: GraphQLField) -> PlainField | None:
-    definition = field.extensions.get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(definition, StrawberryField):
+    definition = field_definition(field)
+    if definition is None:
         return None
     # Strawberry's resolver for a field without resolver, permission or extension (and no
     # exception handler): it returns ``default_resolver(source, python_name)``.
-    basic = getattr(field.resolve, "_is_default", False)
-    if not basic or definition.default_resolver is not getattr:
+    if not has_default_resolver(field) or definition.default_resolver is not getattr:
         return None
     nullable = not isinstance(field.type, GraphQLNonNull)
     leaf = get_nullable_type(field.type)
@@ -148,7 +150,7 @@ def _coercion(leaf: GraphQLLeafType) -> Callable[[Any], Any]:
     return coerce_member
 
 
-class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
+class PlainFieldExecutor(StrawberryExecutionContext):
     """Strawberry's executor, answering plain leaf fields in place (module docstring).
 
     ``execute_fields`` is graphql-core's, with the plain fields answered in its loop: such

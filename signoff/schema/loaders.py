@@ -16,10 +16,12 @@ import functools
 from asyncio import Future
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from sqlmodel import SQLModel
+from sqlmodel.ext.asyncio.session import AsyncSession
 from strawberry.dataloader import AbstractCache, DataLoader
 
 from signoff.constants import FEED_LOADER_CACHE_SIZE
@@ -39,8 +41,12 @@ from signoff.models import (
 )
 from signoff.models.records import RowsWhere, Via, read_all, rows_where
 
-if TYPE_CHECKING:
-    from signoff.schema.context import Context
+
+class Reads(Protocol):
+    """Where loaders read: a request's read session (``Context.read``)."""
+
+    def read(self) -> AbstractAsyncContextManager[AsyncSession]: ...
+
 
 M = TypeVar("M", bound=SQLModel)
 K = TypeVar("K")
@@ -49,7 +55,7 @@ R = TypeVar("R")
 
 
 class Loaders:
-    def __init__(self, context: Context) -> None:
+    def __init__(self, context: Reads) -> None:
         self._context = context
         self.actor = self._by_id(Actor)
         self.queue = self._by_id(Queue)
@@ -78,7 +84,7 @@ class RowLoader(DataLoader[str, T], Generic[T]):
     """Records by one column: a row (or None) per key, or with ``many`` the rows of each
     key in ``kind.order_by`` order."""
 
-    def __init__(self, context: Context, kind: RowsWhere, *, many: bool) -> None:
+    def __init__(self, context: Reads, kind: RowsWhere, *, many: bool) -> None:
         super().__init__(load_fn=self._load)
         self._context = context
         self.kind = kind
@@ -117,7 +123,7 @@ class Reached:
     via: Via
 
 
-async def warm(context: Context, *wanted: tuple[RowLoader[Any], Iterable[str]] | Reached) -> None:
+async def warm(context: Reads, *wanted: tuple[RowLoader[Any], Iterable[str]] | Reached) -> None:
     """Load each loader's keys not loaded yet, now and together (one round trip on
     PostgreSQL), so that ``now_or_later`` finds them."""
     reads: list[RowsWhere] = []

@@ -25,6 +25,8 @@ from graphql import (
     SelectionNode,
 )
 
+from signoff.internals import raw_info
+
 
 class Selected:
     """The fields selected below a field, by name, each with what is selected below it."""
@@ -66,7 +68,7 @@ NOTHING = Selected()
 def selected(info: strawberry.Info[Any, Any], depth: int) -> Selected:
     """The fields selected below the field being resolved, ``depth`` levels deep."""
     # Strawberry's Info wraps graphql-core's; the field nodes and fragments are on it.
-    raw = info._raw_info
+    raw = raw_info(info)
     walk = _Walk(raw.fragments, depth)
     return walk.fields(
         (node.selection_set.selections for node in raw.field_nodes if node.selection_set),

@@ -1,25 +1,24 @@
 """The subscription root: live change feeds over graphql-transport-ws and graphql-ws.
 
-Each field authorises its scope (``resolvers.subscriptions.open_feed``) and hands the
-subscription to the process's ``Broadcaster``, which executes each event's frame once
-per broadcast group. A connection that falls behind is closed with 4429
+Each field hands its scope to the socket's live runtime (``schema.live.LiveSocket``),
+which authorises it and executes each event's frame once for every subscriber who sees
+the same. A connection that falls behind is closed with 4429
 ("subscriber too slow; resume with after") and resumes with ``after``.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 
 import strawberry
 
 from signoff.errors import SignoffError
 from signoff.resolvers.access import Viewer
-from signoff.resolvers.subscriptions import FeedScope, draft_scope, open_feed
-from signoff.schema.broadcast import Watch
+from signoff.resolvers.subscriptions import FeedScope, draft_scope
 from signoff.schema.change_event import ChangeEvent
 from signoff.schema.context import context_of
-from signoff.schema.websocket import OPERATION_ID
+from signoff.schema.live import ScopeOf
 
 
 class LiveEventsUnavailable(SignoffError):
@@ -80,39 +79,15 @@ def _draft_scope(session_id: str, viewer: Viewer) -> FeedScope:
 
 
 async def _watch(
-    info: strawberry.Info,
-    scope: FeedScope | Callable[[Viewer], FeedScope],
-    after: str | None,
+    info: strawberry.Info, scope: ScopeOf, after: str | None
 ) -> AsyncGenerator[ChangeEvent, None]:
-    """The subscription's source stream. It yields nothing itself: the broadcaster
-    computes each frame once for its group and sends it through the connection's writer.
-    Returning completes the subscription; raising sends the error first."""
-    ctx = context_of(info)
-    connection, broadcaster, operation_id = ctx.connection, ctx.broadcaster, OPERATION_ID.get()
-    if connection is None or broadcaster is None or operation_id is None:
+    """The subscription's source stream. It yields nothing itself: the live runtime
+    computes each frame once for everyone who sees the same and sends it through the
+    socket's writer. Returning completes the subscription; raising sends the error first."""
+    live = context_of(info).live
+    if live is None:
         raise LiveEventsUnavailable()
-    viewer = await ctx.viewer()  # connection_init authenticated it
-    assert ctx.token is not None
-    if not isinstance(scope, FeedScope):  # a scope that depends on who is asking
-        scope = scope(viewer)
-    async with ctx.read_session() as session:
-        start = await open_feed(session=session, viewer=viewer, scope=scope, after=after)
-    connection.activate(operation_id)
-    try:
-        await broadcaster.serve(
-            info,
-            Watch(
-                viewer=viewer,
-                token=ctx.token,
-                scope=scope,
-                start=start,
-                send=functools.partial(connection.send_frame, operation_id),
-                wait_for_room=connection.wait_for_room,
-                is_closed=lambda: connection.closed,
-            ),
-        )
-    finally:
-        connection.deactivate(operation_id)
+    await live.follow(info, scope, after)
     nothing: tuple[ChangeEvent, ...] = ()
     for event in nothing:
         yield event

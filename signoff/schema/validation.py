@@ -18,6 +18,7 @@ from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionContext
 from strawberry.types.graphql import OperationType
 
+from signoff.internals import core_schema
 from signoff.schema.introspection import IntrospectionOffRule
 from signoff.schema.limits import limits_refusal
 from signoff.schema.literals import LiteralsRule
@@ -40,7 +41,7 @@ def _subscription_over_http(context: ExecutionContext) -> bool:
         is_subscription = context.operation_type is OperationType.SUBSCRIPTION
     except Exception:  # no such operation: execution refuses it with its own error
         return False
-    return is_subscription and getattr(context.context, "connection", None) is None
+    return is_subscription and getattr(context.context, "live", None) is None
 
 
 class CheckedValidation(SchemaExtension):
@@ -58,7 +59,7 @@ class CheckedValidation(SchemaExtension):
         rules = tuple(context.validation_rules)
         if not self.introspection:
             rules = (*rules, IntrospectionOffRule)
-        errors = _validate(context.schema._schema, context.graphql_document, rules)
+        errors = _validate(core_schema(context.schema), context.graphql_document, rules)
         if not errors and _subscription_over_http(context):
             refusal = LiveEventsUnavailable()
             errors = [GraphQLError(refusal.message, extensions=refusal.extensions)]

@@ -13,11 +13,12 @@ from httpx import AsyncClient
 from starlette.applications import Starlette
 
 from signoff.clock import FrozenClock
+from signoff.live.broadcast import Broadcaster
+from signoff.live.selection import reads_viewer
 from signoff.models import Role
 from signoff.resolvers.deadlines import apply_deadlines
 from signoff.resolvers.work import Services, UnitOfWork
 from signoff.schema import build_schema
-from signoff.schema.broadcast import Broadcaster, reads_viewer
 from signoff.schema.context import Context, SharedViewerError
 from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world, create_tasks
 from tests.live import InProcessServer, Subscription, feed_settled

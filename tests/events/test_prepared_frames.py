@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from websockets.frames import Frame, Opcode
 from websockets.streams import StreamReader
 
-from signoff.schema.prepared_frames import Payload, SocketWriter
+from signoff.live.prepared_frames import Payload, SocketWriter
 from tests.helpers import GraphQLClient, build_world, create_tasks
 from tests.live import Subscription, feed_settled, serve_in_process, subscriptions_live
 

@@ -1,7 +1,8 @@
 """The layout is the architecture: no package imports a layer above it.
 
 ``models`` (tables) ← ``resolvers`` (business rules) ← ``schema`` and ``jobs`` (the
-ways in) ← ``app`` and ``cli`` (the process). ``events`` (feed and hub) sits beside
+ways in) ← ``live`` (the live runtime: websockets and broadcast groups, which execute
+the schema) ← ``app`` and ``cli`` (the process). ``events`` (feed and hub) sits beside
 ``models``: resolvers and the ways in may use it; it uses neither. ``metrics`` (the
 module of Prometheus metrics) sits between ``resolvers`` and the ways in: it reads the
 operations figures, and schema, jobs and the process count events into it.
@@ -20,12 +21,13 @@ PACKAGE = Path(signoff.__file__).parent
 
 # For each package, the signoff packages and modules it must never import.
 FORBIDDEN: dict[str, set[str]] = {
-    "models": {"resolvers", "schema", "jobs", "events", "metrics", "app", "cli"},
-    "events": {"resolvers", "schema", "jobs", "metrics", "app", "cli"},
-    "resolvers": {"schema", "jobs", "metrics", "app", "cli"},
-    "metrics": {"schema", "jobs", "app", "cli"},
-    "jobs": {"schema", "app", "cli"},
-    "schema": {"jobs", "app", "cli"},
+    "models": {"resolvers", "schema", "jobs", "events", "metrics", "live", "app", "cli"},
+    "events": {"resolvers", "schema", "jobs", "metrics", "live", "app", "cli"},
+    "resolvers": {"schema", "jobs", "metrics", "live", "app", "cli"},
+    "metrics": {"schema", "jobs", "live", "app", "cli"},
+    "jobs": {"schema", "live", "app", "cli"},
+    "schema": {"jobs", "live", "app", "cli"},
+    "live": {"jobs", "app", "cli"},
 }
 
 
@@ -59,3 +61,72 @@ def test_no_package_imports_a_layer_above_it(package: str) -> None:
         for name in _imports(path) & FORBIDDEN[package]
     }
     assert not upward, sorted(upward)
+
+
+def _module_name(path: Path) -> str:
+    parts = ("signoff", *path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each module of the package and the modules of it that it imports anywhere (type
+    checking and function bodies too: a circle there is a circle in the design)."""
+    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # ``from package import module`` imports the module, not the package's names.
+                named = [f"{node.module}.{alias.name}" for alias in node.names]
+                found = [m for m in named if m in modules]
+                imported = found or [node.module]
+            elif isinstance(node, ast.Import):
+                imported = [alias.name for alias in node.names]
+            else:
+                continue
+            graph[name] |= {m for m in imported if m in modules and m != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+# GraphQL types that refer to each other (a proposal's task and attempts, a task's or an
+# attempt's proposal) meet through ``strawberry.lazy``: the schema's own shape, not a
+# dependency between concepts.
+MUTUALLY_RECURSIVE_TYPES = [
+    ["signoff.schema.delivery", "signoff.schema.proposal", "signoff.schema.task"],
+]
+
+
+def test_no_import_circle() -> None:
+    assert _circles(_import_graph()) == MUTUALLY_RECURSIVE_TYPES

@@ -17,12 +17,11 @@ per-message deflate, a paused socket) takes the ordinary ASGI send.
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame, Opcode
-from websockets.protocol import State
+
+from signoff.internals import uvicorn_protocol, uvicorn_takes_frame_now
 
 # The scope key under which the server's own ``send`` is kept for a websocket.
 SERVER_SEND = "signoff.server_send"
@@ -63,32 +62,16 @@ class SocketWriter:
     def of(cls, scope: Scope) -> SocketWriter | None:
         """A writer for the connection of ``scope``, or ``None`` where frames must go
         through ASGI (another server or protocol implementation)."""
-        send: Any = scope.get(SERVER_SEND)
-        protocol = getattr(send, "__self__", None)
-        if (
-            type(protocol) is not WebSocketsSansIOProtocol
-            or send.__func__ is not WebSocketsSansIOProtocol.send
-        ):
-            return None
-        return cls(protocol)
+        protocol = uvicorn_protocol(scope.get(SERVER_SEND))
+        return None if protocol is None else cls(protocol)
 
     def write(self, frame: Payload, opening: str) -> bool:
         """Write the frame if the connection takes it now; ``False``, with nothing written,
         where the caller must use the ordinary send (not open yet or any more, an
         extension in use, or the transport paused until the client reads)."""
-        protocol = self._protocol
-        if (
-            protocol.disconnected
-            or protocol.close_sent
-            or not protocol.handshake_complete
-            or protocol.initial_response is not None
-            or protocol.conn.state is not State.OPEN
-            or protocol.conn.extensions
-            or not protocol.writable.is_set()
-            or protocol.transport.is_closing()
-        ):
+        if not uvicorn_takes_frame_now(self._protocol):
             return False
-        protocol.transport.write(frame.framed(opening))
+        self._protocol.transport.write(frame.framed(opening))
         return True
 
 

@@ -1,22 +1,23 @@
 """Broadcast groups: a subscription's selection is executed once per event for every
 subscriber who would see the same thing, and the encoded payload is shared.
 
-A group is keyed by the subscription's document, operation name, variables, scope and
-the subscriber's ``Visibility`` (role, reachable queues, identity where it matters).
-For each change event the group checks visibility once, executes the selection once
-in a short-lived read session that is closed before anything is sent, encodes the
-payload once, and hands the same text to every member's connection, which sends it
-with only the operation id differing.
+A group is keyed by the subscription's document and variables without ``after``
+(``live.selection``), its scope and the subscriber's ``Visibility`` (role, reachable
+queues, identity where it matters). For each change event the group checks visibility
+once, executes the selection once in a short-lived read session that is closed before
+anything is sent, encodes the payload once, keeps it in its log of newest frames
+(``live.history``) and hands the same text to every member's connection.
 
-A member replays what it missed (``after``) on its own before it goes live, with
-live frames held back meanwhile and deduplicated by cursor at the seam. When a
-member's queue memberships change (an event the group sees in feed order), the
-member stops receiving at once, re-reads its viewer, and rejoins the group that
-matches its new visibility by replaying from the last cursor it was sent.
+A member that resumes (``after``) joins its group at once, with live frames held back,
+and catches up from the group's log; only what lies before the log is read from the
+feed, once for every member that needs it (or by the member alone, when more than the
+log holds). Then the held frames follow, deduplicated by cursor at the seam.
 
-Fields that read the viewer are marked ``viewer_dependent()``: a selection with such
-a field is grouped per viewer. Any other field that tried to read the viewer in a
-shared group would raise ``SharedViewerError`` instead of leaking.
+When a member's access changes (a membership, its role, its disabling or a token:
+events the group sees in feed order), the member stops receiving at once, re-reads
+its viewer, and either ends (``FORBIDDEN``; a token that is gone closes the socket
+with 4403) or rejoins the group that matches its new visibility, replaying from the
+last cursor it was sent.
 """
 
 from __future__ import annotations
@@ -24,69 +25,44 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 import strawberry
-from graphql import (
-    BREAK,
-    DocumentNode,
-    ExecutionResult,
-    FieldNode,
-    GraphQLSchema,
-    TypeInfo,
-    TypeInfoVisitor,
-    Visitor,
-    execute_subscription_event,
-    print_ast,
-    visit,
-)
-from graphql.execution import Executor
-from strawberry.schema.schema_converter import GraphQLCoreConverter
+from graphql import DocumentNode
 
+from signoff.constants import FEED_BOUNDS_SECONDS, LIVE_FRAME_LOG_SIZE
 from signoff.database import SessionMaker
 from signoff.errors import SubscriberTooSlow
 from signoff.events.hub import Change, EventHub
+from signoff.internals import core_schema
+from signoff.live.history import FrameLog
+from signoff.live.prepared_frames import Payload
+from signoff.live.rendering import FrameMaker, Frames
+from signoff.live.selection import Selection, Selections
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.actors import authenticate_in
 from signoff.resolvers.subscriptions import (
     FeedScope,
+    SharedFeedBounds,
     Visibility,
-    concerns_membership_of,
+    authorize_scope,
+    concerns_access_of,
     ensure_still_allowed,
+    read_feed_bounds,
     replay,
+    resume_point,
 )
 from signoff.resolvers.viewer_cache import ViewerCache
-from signoff.schema.change_event import ChangeEvent
-from signoff.schema.context import VIEWER_DEPENDENT, Context
-from signoff.schema.errors import mask_error
-from signoff.schema.loaders import FeedLoaders
-from signoff.schema.prepared_frames import Payload
+from signoff.schema.context import context_of
+from signoff.schema.live import ScopeOf
 
 logger = logging.getLogger("signoff.broadcast")
 
-
-@dataclass(frozen=True)
-class Selection:
-    """One subscription operation: what every frame of a group is computed from."""
-
-    query: str
-    operation_name: str | None
-    variables: str  # canonical JSON of the coerced variables
-
-    @classmethod
-    def of(cls, info: strawberry.Info) -> tuple[Selection, DocumentNode]:
-        raw = info._raw_info
-        document = DocumentNode(definitions=(raw.operation, *raw.fragments.values()))
-        loc = raw.operation.loc
-        query = loc.source.body if loc is not None else print_ast(document)
-        name = raw.operation.name.value if raw.operation.name is not None else None
-        variables = json.dumps(info.variable_values, sort_keys=True, default=str)
-        return cls(query=query, operation_name=name, variables=variables), document
+# Frames a member takes from the group's log at a time while it catches up.
+CATCH_UP_SLICE = 64
 
 
 @dataclass(frozen=True)
@@ -94,56 +70,6 @@ class GroupKey:
     selection: Selection
     scope: FeedScope
     visibility: Visibility
-
-
-def reads_viewer(schema: GraphQLSchema, document: DocumentNode) -> bool:
-    """Whether the document selects any field marked ``viewer_dependent()``."""
-    type_info = TypeInfo(schema)
-    found = False
-
-    class FindViewerFields(Visitor):
-        def enter_field(self, node: FieldNode, *_: Any) -> Any:
-            nonlocal found
-            field_def = type_info.get_field_def()
-            definition = (
-                None
-                if field_def is None
-                else field_def.extensions.get(GraphQLCoreConverter.DEFINITION_BACKREF)
-            )
-            if definition is not None and definition.metadata.get(VIEWER_DEPENDENT):
-                found = True
-                return BREAK
-            return None
-
-    visit(document, TypeInfoVisitor(type_info, FindViewerFields()))
-    return found
-
-
-class Frames:
-    """Executes one group's selection for an event and encodes the payload."""
-
-    def __init__(
-        self,
-        executor: Executor[Any],
-        make_context: Callable[[], Context],
-    ) -> None:
-        self._executor = executor
-        self._make_context = make_context
-
-    async def render(self, change: Change) -> Payload:
-        """The encoded ``payload`` of the frame for ``change``; the session is closed first."""
-        context = self._make_context()
-        executor = self._executor.build_per_event_executor(ChangeEvent.from_change(change))
-        executor.context_value = context
-        try:
-            outcome: Any = execute_subscription_event(executor)
-            result: ExecutionResult = await outcome if executor.is_awaitable(outcome) else outcome
-        finally:
-            await context.close()
-        payload: dict[str, Any] = {"data": result.data}
-        if result.errors:
-            payload["errors"] = [mask_error(e, context.request_id).formatted for e in result.errors]
-        return Payload(json.dumps(payload, separators=(",", ":")))
 
 
 class Member:
@@ -179,7 +105,7 @@ class Member:
         self._deliver(cursor, payload)
 
     def deliver_replayed(self, cursor: int, payload: Payload) -> None:
-        if cursor > self.last:
+        if not self.suspended and cursor > self.last:
             self._deliver(cursor, payload)
 
     def go_live(self) -> None:
@@ -199,7 +125,7 @@ class Member:
         self.suspended = False
 
     def suspend(self) -> None:
-        """Stop receiving until the viewer is re-read (its memberships changed)."""
+        """Stop receiving until the viewer is re-read (its access changed)."""
         self.suspended = True
         self._wake()
 
@@ -230,7 +156,8 @@ class Member:
 
 
 class Group:
-    """The members that share one ``GroupKey``, fed by one hub subscriber."""
+    """The members that share one ``GroupKey``, fed by one hub subscriber, with the log
+    of their newest frames."""
 
     def __init__(self, key: GroupKey, frames: Frames, broadcaster: Broadcaster) -> None:
         self.key = key
@@ -240,6 +167,9 @@ class Group:
         self._actors: Counter[str] = Counter()
         self._broadcaster = broadcaster
         self._subscriber = broadcaster.hub.subscribe(self._wants)
+        # Everything after the fanout's last cursor reaches this group's subscriber.
+        self.log = FrameLog(broadcaster.hub.fanout.last, broadcaster.log_size)
+        self._reading_back = asyncio.Lock()
         self._task = asyncio.create_task(self._run(), name="signoff-broadcast-group")
 
     def add(self, member: Member) -> None:
@@ -267,8 +197,30 @@ class Group:
     def visible(self, change: Change) -> bool:
         return self.key.scope.matches(change) and self.key.visibility.allows(change)
 
+    async def read_back(self, after: int) -> bool:
+        """Extend the log back to ``after`` (every event the group sees after it), read
+        and rendered once for all the members that need it; ``False`` where that is more
+        than the log holds (the member replays on its own)."""
+        async with self._reading_back:
+            since = self.log.since
+            if after >= since:
+                return True  # another member read it back meanwhile
+            frames: list[tuple[int, Payload]] = []
+            key = self.key
+            changes = replay(
+                self._broadcaster.read_sessionmaker, key.scope, key.visibility, after, through=since
+            )
+            async for change in changes:
+                if not self.log.fits(len(frames) + 1):
+                    return False
+                frames.append((change.cursor, await self.frames.render(change)))
+            if self.log.since != since:
+                return False  # the log moved on meanwhile: what was read no longer joins it
+            self.log.prepend(after, frames)
+            return True
+
     def _wants(self, change: Change) -> bool:
-        return self.visible(change) or concerns_membership_of(change, self._actors)
+        return self.visible(change) or concerns_access_of(change, self._actors)
 
     async def _run(self) -> None:
         try:
@@ -281,12 +233,13 @@ class Group:
             self._fail(exc)
 
     async def _handle(self, change: Change) -> None:
-        if concerns_membership_of(change, self._actors):
+        if concerns_access_of(change, self._actors):
             for member in list(self.members):
                 if member.viewer.id == change.entity_id:
                     member.suspend()
         if self.visible(change):
-            payload = await self._render(change)
+            payload = await self.frames.render(change)
+            self.log.append(change.cursor, payload)
             for member in list(self.members):
                 member.push(change.cursor, payload)
 
@@ -295,18 +248,18 @@ class Group:
         for member in list(self.members):
             member.fail(error)
 
-    async def _render(self, change: Change) -> Payload:
-        self._broadcaster.executions += 1
-        try:
-            return await self.frames.render(change)
-        except Exception as exc:  # a frame must never end the group
-            logger.error("rendering a frame failed: %s", type(exc).__name__)
-            return Payload(_FAILED_FRAME)
 
+@dataclass
+class Watch:
+    """One subscription, as the websocket side hands it to the broadcaster."""
 
-_FAILED_FRAME = json.dumps(
-    {"data": None, "errors": [{"message": "Unexpected error.", "extensions": {"code": "INTERNAL"}}]}
-)
+    viewer: Viewer
+    token: str
+    scope: FeedScope
+    start: int | None
+    send: Callable[[Payload], bool]
+    wait_for_room: Callable[[], Awaitable[None]]
+    is_closed: Callable[[], bool]
 
 
 class Broadcaster:
@@ -320,17 +273,21 @@ class Broadcaster:
         *,
         buffer: int,
         refresh_seconds: float,
+        log_size: int = LIVE_FRAME_LOG_SIZE,
     ) -> None:
         self.hub = hub
-        self._schema = schema
-        self.executions = 0  # frames computed, over all groups (for tests and metrics)
-        self._read_sessionmaker = read_sessionmaker
-        self._feed_loaders = FeedLoaders(read_sessionmaker)
+        self.read_sessionmaker = read_sessionmaker
+        self.log_size = log_size
         self._buffer = buffer
         self._refresh_seconds = refresh_seconds
         self._groups: dict[GroupKey, Group] = {}
-        self._reads_viewer: dict[Selection, bool] = {}
+        self._executions_of_closed_groups = 0
+        self.selections = Selections(core_schema(schema))
+        self._frame_maker = FrameMaker(schema, read_sessionmaker)
         self._viewers = ViewerCache(refresh_seconds / 2)
+        self._bounds = SharedFeedBounds(
+            functools.partial(read_feed_bounds, read_sessionmaker), FEED_BOUNDS_SECONDS
+        )
 
     @property
     def group_count(self) -> int:
@@ -341,35 +298,54 @@ class Broadcaster:
         """Live subscriptions in this process, over all groups."""
         return sum(len(group.members) for group in self._groups.values())
 
+    @property
+    def executions(self) -> int:
+        """Frames computed, over all groups ever (for tests and metrics)."""
+        live = sum(group.frames.executions for group in self._groups.values())
+        return self._executions_of_closed_groups + live
+
     def forget(self, group: Group) -> None:
         if self._groups.get(group.key) is group:
             del self._groups[group.key]
+            self._executions_of_closed_groups += group.frames.executions
+
+    async def follow(
+        self,
+        info: strawberry.Info,
+        scope_of: ScopeOf,
+        after: str | None,
+        watch: Callable[[Viewer, str, FeedScope, int | None], Watch],
+    ) -> None:
+        """Authorise a subscription and serve it (``serve``); ``watch`` binds it to its
+        socket. Only a queue the viewer is not a member of, or a proposal, is read; a
+        resume checks its cursor against bounds shared by every resume of the moment."""
+        ctx = context_of(info)
+        viewer = await ctx.viewer()  # connection_init authenticated it
+        assert ctx.token is not None
+        scope = scope_of if isinstance(scope_of, FeedScope) else scope_of(viewer)
+        async with ctx.read_session() as session:
+            await authorize_scope(session, viewer, scope)
+            await session.commit()
+        start = None if after is None else await resume_point(after, self._bounds)
+        await self.serve(info, watch(viewer, ctx.token, scope, start))
 
     async def serve(self, info: strawberry.Info, subscription: Watch) -> None:
-        """Run one subscription until it ends: replay, live frames, viewer re-reads.
+        """Run one subscription until it ends: catch up, live frames, viewer re-reads.
 
         Returns when the connection closes; raises the error that ended it otherwise
-        (too slow, a revoked token, a lost queue).
+        (too slow, a token that is gone, a lost right to watch).
         """
-        selection, document = Selection.of(info)
-        identity = self._selection_reads_viewer(selection, document)
+        selection, document = self.selections.of(info)
+        identity = self.selections.reads_viewer(selection, document)
         member = Member(subscription.send, subscription.viewer, self._buffer, subscription.token)
         group = self._join(member, selection, document, subscription.scope, identity)
         try:
-            if subscription.start is None:
-                # Live from the head of the feed: a rejoin after a membership change replays
-                # from here, never from the feed's beginning.
-                member.last = self.hub.fanout.last
-            else:
-                # Nothing at or below ``after``, even what this process's fanout delivers late.
-                member.last = subscription.start
-                if subscription.start < self.hub.fanout.last:
-                    # Otherwise nothing after ``after`` has reached this process yet: all of
-                    # it is still to come through the fanout, whose group this member joined.
-                    await self._catch_up(
-                        member, group, subscription.start, subscription.wait_for_room
-                    )
-            member.go_live()
+            # Live from the head of the feed: a rejoin after an access change replays from
+            # here, never from the feed's beginning. ``after``: nothing at or below it,
+            # even what this process's fanout delivers late.
+            start = subscription.start
+            member.last = self.hub.fanout.last if start is None else start
+            await self._catch_up(member, group, subscription.wait_for_room)
             while await self._wait(member, subscription):
                 viewer = await self._viewer(subscription.token, fresh=member.suspended)
                 ensure_still_allowed(viewer, subscription.scope)
@@ -379,17 +355,14 @@ class Broadcaster:
                 group.discard(member)
                 member.viewer = viewer
                 group = self._join(member, selection, document, subscription.scope, identity)
-                await self._catch_up(member, group, member.last, subscription.wait_for_room)
-                member.go_live()
+                await self._catch_up(member, group, subscription.wait_for_room)
         finally:
             group.discard(member)
 
     async def _viewer(self, token: str, *, fresh: bool) -> Viewer:
         """The viewer behind ``token``, re-read at most once per half refresh period for all
-        the subscriptions that present it (a revoked token still ends them all within one
-        period); ``fresh`` reads it now (its memberships changed)."""
-
-        read = functools.partial(authenticate_in, self._read_sessionmaker, token)
+        the subscriptions that present it; ``fresh`` reads it now (its access changed)."""
+        read = functools.partial(authenticate_in, self.read_sessionmaker, token)
         return await self._viewers.viewer(token, read, fresh=fresh)
 
     async def _wait(self, member: Member, subscription: Watch) -> bool:
@@ -411,70 +384,53 @@ class Broadcaster:
         group = self._groups.get(key)
         if group is None or group.closed:
             viewer = member.viewer if identity else None
-            frames = self._frames(selection, document, viewer, key.visibility)
+            frames = self._frame_maker.frames(selection, document, viewer, key.visibility)
             group = self._groups[key] = Group(key, frames, self)
         member.hold()
         group.add(member)
         return group
 
     async def _catch_up(
+        self, member: Member, group: Group, wait_for_room: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Send ``member`` what it missed after ``member.last``, paced by its connection,
+        then what was held meanwhile. A member whose access changed on the way stops
+        where it is: it rejoins and catches up from there once its viewer is re-read."""
+        position = member.last
+        while not member.suspended:
+            if position < group.log.since and not await group.read_back(position):
+                position = await self._replay_alone(member, group, position, wait_for_room)
+                continue
+            frames = group.log.after(position, CATCH_UP_SLICE)
+            if not frames:
+                member.go_live()
+                return
+            for cursor, payload in frames:
+                await wait_for_room()
+                self._deliver_replayed(member, cursor, payload)
+                position = cursor
+
+    async def _replay_alone(
         self,
         member: Member,
         group: Group,
         after: int,
         wait_for_room: Callable[[], Awaitable[None]],
-    ) -> None:
-        """Replay what ``member`` missed after ``after``, one frame at a time, paced by its
-        connection; live frames are held meanwhile."""
+    ) -> int:
+        """Replay what lies before the group's log on the member's own (more than the log
+        holds); returns where the log takes over."""
+        through = group.log.since
         key = group.key
-        async for change in replay(self._read_sessionmaker, key.scope, key.visibility, after):
+        changes = replay(self.read_sessionmaker, key.scope, key.visibility, after, through=through)
+        async for change in changes:
             await wait_for_room()
-            member.deliver_replayed(change.cursor, await group.frames.render(change))
-            if member.failed is not None:
-                raise member.failed
+            self._deliver_replayed(member, change.cursor, await group.frames.render(change))
+            if member.suspended:
+                return member.last
+        return through
 
-    def _selection_reads_viewer(self, selection: Selection, document: DocumentNode) -> bool:
-        if selection not in self._reads_viewer:
-            self._reads_viewer[selection] = reads_viewer(self._schema._schema, document)
-        return self._reads_viewer[selection]
-
-    def _frames(
-        self,
-        selection: Selection,
-        document: DocumentNode,
-        viewer: Viewer | None,
-        visibility: Visibility,
-    ) -> Frames:
-        executor = self._schema.execution_context_class.build(
-            self._schema._schema,
-            document,
-            raw_variable_values=json.loads(selection.variables),
-            operation_name=selection.operation_name,
-        )
-        assert not isinstance(executor, list)  # Strawberry validated the document already
-
-        def make_context() -> Context:
-            return Context(
-                sessionmaker=self._read_sessionmaker,
-                read_sessionmaker=self._read_sessionmaker,
-                token=None,
-                feed_loaders=self._feed_loaders,
-                feed_visibility=visibility,
-                shared_viewer=viewer is None,
-                _viewer=viewer,
-            )
-
-        return Frames(executor, make_context)
-
-
-@dataclass
-class Watch:
-    """One subscription, as the websocket side hands it to the broadcaster."""
-
-    viewer: Viewer
-    token: str
-    scope: FeedScope
-    start: int | None
-    send: Callable[[Payload], bool]
-    wait_for_room: Callable[[], Awaitable[None]]
-    is_closed: Callable[[], bool]
+    @staticmethod
+    def _deliver_replayed(member: Member, cursor: int, payload: Payload) -> None:
+        member.deliver_replayed(cursor, payload)
+        if member.failed is not None:
+            raise member.failed

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import weakref
@@ -22,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
+import strawberry
 from graphql import GraphQLFormattedError
 from starlette.websockets import WebSocket, WebSocketState
 from strawberry.asgi import ASGIWebSocketAdapter
@@ -44,15 +46,22 @@ from strawberry.subscriptions.protocols.graphql_ws.types import (
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage as LegacyErrorMessage
 
 from signoff.constants import (
+    WS_CLOSE_FORBIDDEN,
+    WS_CLOSE_FORBIDDEN_REASON,
     WS_CLOSE_NO_PONG,
     WS_CLOSE_NO_PONG_REASON,
     WS_CLOSE_TOO_SLOW,
     WS_CLOSE_TOO_SLOW_REASON,
 )
-from signoff.errors import TooManySubscriptions
+from signoff.errors import TooManySubscriptions, Unauthenticated
+from signoff.live.broadcast import Broadcaster, Watch
+from signoff.live.prepared_frames import Payload, SocketWriter
 from signoff.persisted import PersistedQueries, Refused
+from signoff.resolvers.access import Viewer
+from signoff.resolvers.subscriptions import FeedScope
 from signoff.schema.context import Context
-from signoff.schema.prepared_frames import Payload, SocketWriter
+from signoff.schema.live import ScopeOf
+from signoff.schema.subscription import LiveEventsUnavailable
 
 logger = logging.getLogger("signoff.websocket")
 
@@ -93,6 +102,38 @@ class Connection(ASGIWebSocketAdapter):
         self._closing: asyncio.Task[None] | None = None
         self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
         self._socket = SocketWriter.of(request.scope)  # None: every frame goes through ASGI
+        broadcaster = getattr(view, "broadcaster", None)
+        self._broadcaster = broadcaster if isinstance(broadcaster, Broadcaster) else None
+
+    # The subscription fields' interface (``schema.live.LiveSocket``).
+    async def follow(self, info: strawberry.Info, scope: ScopeOf, after: str | None) -> None:
+        """Serve one subscription on this socket. When the token the socket authenticated
+        with is gone, every operation on it ends: the socket closes with 4403."""
+        operation_id = OPERATION_ID.get()
+        if self._broadcaster is None or operation_id is None:
+            raise LiveEventsUnavailable()
+        self.activate(operation_id)
+        try:
+            await self._broadcaster.follow(
+                info, scope, after, functools.partial(self._watch, operation_id)
+            )
+        except Unauthenticated:
+            await self.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
+        finally:
+            self.deactivate(operation_id)
+
+    def _watch(
+        self, operation_id: str, viewer: Viewer, token: str, scope: FeedScope, start: int | None
+    ) -> Watch:
+        return Watch(
+            viewer=viewer,
+            token=token,
+            scope=scope,
+            start=start,
+            send=functools.partial(self.send_frame, operation_id),
+            wait_for_room=self.wait_for_room,
+            is_closed=lambda: self.closed,
+        )
 
     # Strawberry's protocol messages.
     async def send_json(self, message: Any) -> None:
@@ -271,7 +312,7 @@ async def _handle_then_stop(handle: Callable[[], Awaitable[None]], websocket: An
 def _bind(context: Any, websocket: Any, frame_type: str) -> None:
     if isinstance(context, Context) and isinstance(websocket, Connection):
         websocket.frame_type = frame_type
-        context.connection = websocket
+        context.live = websocket
 
 
 def too_many_operations(limit: int) -> GraphQLFormattedError:
@@ -422,6 +463,6 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 await self.view.on_ws_connect(self.context)
             except ConnectionRejectionError as exc:
                 await self.send_message({"type": "connection_error", "payload": exc.payload})
-                await self.websocket.close(code=4403, reason="Forbidden")
+                await self.websocket.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
                 return
         await super().handle_connection_init(message)

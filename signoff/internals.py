@@ -1,0 +1,125 @@
+"""Every private part of a dependency that Signoff relies on, in one place.
+
+Strawberry, graphql-core and uvicorn offer no public way to do a few things the executor
+and the live runtime need: reach graphql-core's schema and resolve info behind
+Strawberry's, execute a subscription's selection for one event, collect sub-fields
+once for many executions, and write a prepared frame straight to uvicorn's websocket
+transport. Each such use goes through a name here, and ``tests/unit/test_internals.py``
+checks every one against the installed versions, so that an upgrade that changes one
+fails there, with a message naming it, rather than somewhere in a live stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from graphql import (
+    ExecutionResult,
+    GraphQLField,
+    GraphQLResolveInfo,
+    GraphQLSchema,
+    execute_subscription_event,
+)
+from graphql.execution import Executor
+from graphql.execution.collect_fields import (
+    CollectedFields,
+    FieldDetailsList,
+    FragmentDetails,
+    GroupedFieldSet,
+    collect_subfields,
+)
+from graphql.pyutils import AwaitableOrValue
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.types.field import StrawberryField
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
+
+__all__ = [
+    "CollectedFields",
+    "FieldDetailsList",
+    "FragmentDetails",
+    "GroupedFieldSet",
+    "StrawberryExecutionContext",
+    "collect_subfields",
+    "core_schema",
+    "execute_for_event",
+    "field_definition",
+    "has_default_resolver",
+    "make_info",
+    "raw_info",
+    "uvicorn_protocol",
+    "uvicorn_takes_frame_now",
+]
+
+# graphql-core's executor as Strawberry subclasses it (``execute_fields`` and
+# ``collect_subfields`` are overridden by ``schema.execution``).
+StrawberryExecutionContext = StrawberryGraphQLCoreExecutionContext
+
+
+def core_schema(schema: strawberry.Schema) -> GraphQLSchema:
+    """graphql-core's schema behind Strawberry's."""
+    return schema._schema
+
+
+def raw_info(info: strawberry.Info[Any, Any]) -> GraphQLResolveInfo[Any]:
+    """graphql-core's resolve info behind Strawberry's ``Info``."""
+    return info._raw_info
+
+
+def make_info(
+    info_class: type[strawberry.Info[Any, Any]],
+    raw: GraphQLResolveInfo[Any],
+    field: StrawberryField,
+) -> strawberry.Info[Any, Any]:
+    """Strawberry's ``Info`` for ``raw``, as Strawberry builds it for a resolver."""
+    return info_class(_raw_info=raw, _field=field)
+
+
+def field_definition(field: GraphQLField) -> StrawberryField | None:
+    """The Strawberry field a graphql-core field was converted from."""
+    definition = field.extensions.get(GraphQLCoreConverter.DEFINITION_BACKREF)
+    return definition if isinstance(definition, StrawberryField) else None
+
+
+def has_default_resolver(field: GraphQLField) -> bool:
+    """Whether Strawberry resolves ``field`` with its basic resolver (no resolver,
+    permission or extension): it returns ``getattr(source, python_name)``."""
+    return bool(getattr(field.resolve, "_is_default", False))
+
+
+def execute_for_event(
+    executor: Executor[Any], event: Any, context: Any
+) -> AwaitableOrValue[ExecutionResult]:
+    """Execute a subscription's selection for one event, with a shallow copy of
+    ``executor`` (built once for the subscription) whose root value is ``event``."""
+    per_event = executor.build_per_event_executor(event)
+    per_event.context_value = context
+    return execute_subscription_event(per_event)
+
+
+def uvicorn_protocol(send: Any) -> WebSocketsSansIOProtocol | None:
+    """The uvicorn connection behind a websocket's server ``send``, where it is uvicorn's
+    sans-I/O websockets protocol (``None`` for any other server or implementation)."""
+    protocol = getattr(send, "__self__", None)
+    if type(protocol) is not WebSocketsSansIOProtocol:
+        return None
+    if getattr(send, "__func__", None) is not WebSocketsSansIOProtocol.send:
+        return None
+    return protocol
+
+
+def uvicorn_takes_frame_now(protocol: WebSocketsSansIOProtocol) -> bool:
+    """Whether a frame may be written to the transport now: the connection is open, its
+    handshake done, no close sent, no extension negotiated, the transport not paused."""
+    return not (
+        protocol.disconnected
+        or protocol.close_sent
+        or not protocol.handshake_complete
+        or protocol.initial_response is not None
+        or protocol.conn.state is not State.OPEN
+        or protocol.conn.extensions
+        or not protocol.writable.is_set()
+        or protocol.transport.is_closing()
+    )

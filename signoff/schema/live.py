@@ -1,0 +1,34 @@
+"""What the subscription root asks of the live runtime (``signoff.live``).
+
+The runtime (websocket protocol, broadcast groups, per-event execution) is transport
+machinery, not GraphQL types: the subscription fields reach it only through
+``LiveSocket``, which a websocket's context carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import strawberry
+
+from signoff.resolvers.access import Viewer
+from signoff.resolvers.subscriptions import FeedScope
+
+# A subscription's scope, or how to make it from the viewer (drafts: the viewer's own).
+ScopeOf = FeedScope | Callable[[Viewer], FeedScope]
+
+
+class LiveSocket(Protocol):
+    """One websocket, as the subscription fields and the app see it."""
+
+    async def follow(
+        self, info: strawberry.Info[Any, Any], scope: ScopeOf, after: str | None
+    ) -> None:
+        """Serve one subscription of this socket until it ends: authorise it, replay what
+        was missed after ``after``, then send live frames. Returns when the subscription
+        or the socket ends; raises the error that ended it (a refusal, too slow, a lost
+        right to watch)."""
+
+    async def close(self, code: int, reason: str) -> None:
+        """Close the socket after what was queued before."""
