@@ -64,9 +64,20 @@ class ChangeKind(StrEnum):
     DRAFT_DISPATCHED = "draft.dispatched"
     DRAFT_OBSERVED = "draft.observed"
     DRAFT_CANCELLED = "draft.cancelled"
+    ACTOR_ROLE_CHANGED = "actor.role_changed"
+    ACTOR_DISABLED = "actor.disabled"
+    ACTOR_ENABLED = "actor.enabled"
+    ACTOR_TOKEN_REVOKED = "actor.token_revoked"
 
 
 MEMBERSHIP_KINDS = frozenset({ChangeKind.QUEUE_MEMBER_ADDED, ChangeKind.QUEUE_MEMBER_REMOVED})
+# Every kind after which a viewer of the actor (``entity_id``) must be read again.
+ACCESS_KINDS = MEMBERSHIP_KINDS | {
+    ChangeKind.ACTOR_ROLE_CHANGED,
+    ChangeKind.ACTOR_DISABLED,
+    ChangeKind.ACTOR_ENABLED,
+    ChangeKind.ACTOR_TOKEN_REVOKED,
+}
 
 
 class ChangeEvent(SQLModel, table=True):
