@@ -1,4 +1,9 @@
-"""Actors and API tokens: creating, revoking and re-roling them (CLI); authenticating requests."""
+"""Actors and API tokens: creating, revoking and re-roling them (CLI); authenticating requests.
+
+A change to what an actor may do (a role, a revocation) is audited and written to the
+change feed in its transaction (``ACCESS_KINDS``): live subscriptions read the actor's
+viewer again there, in feed order, before any later event reaches them.
+"""
 
 from __future__ import annotations
 
@@ -119,6 +124,21 @@ def _about(actor: Actor, action: str, **details: object) -> Happening:
     )
 
 
+def _access_changed(actor: Actor, kind: ChangeKind, **details: object) -> Happening:
+    """A change to what the actor may do, made from the command line: audited, and in the
+    feed, where its live subscriptions read it again. The snapshot holds the actor's
+    access as it now is, never a token or its hash."""
+    return Happening(
+        entity_type="actor",
+        entity_id=actor.id,
+        actor_id=None,
+        action=kind.value,
+        kind=kind,
+        details=details,
+        snapshot={"role": Role(actor.role).value, "disabled": actor.disabled_at is not None},
+    )
+
+
 @dataclass(frozen=True)
 class RevokedTokens:
     """The actor whose tokens were revoked, and the ids of the tokens this call revoked."""
@@ -148,7 +168,8 @@ async def revoke_actor_tokens(*, work: UnitOfWork, name: str) -> RevokedTokens:
 
 async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) -> RevokedTokens:
     """One conditional UPDATE: of two revocations at once, each token is revoked and
-    audited by one of them."""
+    audited by one of them. The feed gets one event for the call, with the first token's
+    audit row: what a subscription needs is that the actor's tokens changed."""
     revoked = (
         await work.session.exec(
             update(ApiToken)
@@ -158,8 +179,11 @@ async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) ->
         )
     ).scalars()
     token_ids = sorted(revoked.all())
-    for token_id in token_ids:
-        record(work, _about(actor, "actor.token_revoked", token_id=token_id))
+    if token_ids:
+        first, *others = token_ids
+        record(work, _access_changed(actor, ChangeKind.ACTOR_TOKEN_REVOKED, token_id=first))
+        for token_id in others:
+            record(work, _about(actor, ChangeKind.ACTOR_TOKEN_REVOKED.value, token_id=token_id))
     await work.commit()
     return RevokedTokens(actor=actor, token_ids=token_ids)
 
@@ -176,7 +200,12 @@ async def set_actor_role(*, work: UnitOfWork, name: str, role: Role) -> RoleChan
     before = Role(actor.role)
     if before != role:
         actor.role = role
-        record(work, _about(actor, "actor.role_changed", before=before.value, after=role.value))
+        record(
+            work,
+            _access_changed(
+                actor, ChangeKind.ACTOR_ROLE_CHANGED, before=before.value, after=role.value
+            ),
+        )
         await work.commit()
     return RoleChange(actor=actor, before=before)
 
