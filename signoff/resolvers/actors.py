@@ -1,8 +1,10 @@
-"""Actors and API tokens: creating, revoking and re-roling them (CLI); authenticating requests.
+"""Actors and API tokens: creating, revoking, re-roling, disabling and enabling them (CLI);
+authenticating requests.
 
-A change to what an actor may do (a role, a revocation) is audited and written to the
-change feed in its transaction (``ACCESS_KINDS``): live subscriptions read the actor's
-viewer again there, in feed order, before any later event reaches them.
+A change to what an actor may do (its role, a revocation, disabling or enabling it) is
+audited and written to the change feed in its transaction (``ACCESS_KINDS``): live
+subscriptions read the actor's viewer again there, in feed order, before any later event
+reaches them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import TOKEN_PREFIX
 from signoff.database import SessionMaker
-from signoff.errors import NotFound, RoleConflict, Unauthenticated, ValidationFailed
+from signoff.errors import (
+    ActorDisabled,
+    NotFound,
+    RoleConflict,
+    Unauthenticated,
+    ValidationFailed,
+)
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.queues import membership_changed
@@ -210,6 +218,51 @@ async def set_actor_role(*, work: UnitOfWork, name: str, role: Role) -> RoleChan
     return RoleChange(actor=actor, before=before)
 
 
+@dataclass(frozen=True)
+class Switched:
+    """The actor named, and whether this call disabled (or enabled) it: ``False`` when it
+    was so already and nothing was written."""
+
+    actor: Actor
+    changed: bool
+
+
+async def disable_actor(*, work: UnitOfWork, name: str) -> Switched:
+    """Refuse every token of the actor named until it is enabled again (the tokens are
+    kept); the event this writes tells its live subscriptions to read it again."""
+    return await _switch(work, name, disable=True)
+
+
+async def enable_actor(*, work: UnitOfWork, name: str) -> Switched:
+    """Let the tokens of the actor named authenticate again (a revoked one stays revoked)."""
+    return await _switch(work, name, disable=False)
+
+
+async def _switch(work: UnitOfWork, name: str, *, disable: bool) -> Switched:
+    """One conditional UPDATE: of two callers at once, one changes the actor and writes its
+    audit row and event; the other finds it done (PostgreSQL re-checks the condition on the
+    locked row) and writes nothing."""
+    actor = await _actor_named(work.session, name)
+    disabled_at = col(Actor.disabled_at)
+    statement = (
+        update(Actor)
+        .where(
+            col(Actor.id) == actor.id,
+            disabled_at.is_(None) if disable else disabled_at.is_not(None),
+        )
+        .values(disabled_at=work.now() if disable else None)
+        .returning(Actor)
+        .execution_options(populate_existing=True)
+    )
+    switched = (await work.session.exec(statement)).scalars().first()
+    if switched is None:
+        return Switched(actor=actor, changed=False)
+    kind = ChangeKind.ACTOR_DISABLED if disable else ChangeKind.ACTOR_ENABLED
+    record(work, _access_changed(switched, kind))
+    await work.commit()
+    return Switched(actor=switched, changed=True)
+
+
 async def _actor_named(session: AsyncSession, name: str) -> Actor:
     actor = (await session.exec(select(Actor).where(Actor.name == name.strip()))).first()
     if actor is None:
@@ -232,6 +285,11 @@ async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:
     if not rows:
         raise Unauthenticated("The API token is not valid.")
     actor = rows[0][0]
+    if actor.disabled_at is not None:
+        raise ActorDisabled(
+            f"{actor.name} is disabled; an operator can enable it with "
+            f"`signoff actor enable --name {shlex.quote(actor.name)}`."
+        )
     # Detached, so that a rollback later in the request cannot expire who is asking.
     session.expunge(actor)
     return Viewer(actor=actor, queue_ids=frozenset(q for _, q in rows if q is not None))
