@@ -48,7 +48,7 @@ from signoff.database import (
     read_only,
     readiness,
 )
-from signoff.errors import RateLimited, SignoffError, Unauthenticated
+from signoff.errors import Forbidden, RateLimited, SignoffError, Unauthenticated
 from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
@@ -205,7 +205,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             return  # already authenticated this connection_init (legacy graphql-ws)
         try:
             viewer = await self._connecting_viewer(token)
-        except Unauthenticated:
+        except (Unauthenticated, Forbidden):  # Forbidden: the token's actor is disabled
             raise ConnectionRejectionError() from None
         except Exception as exc:
             # The database is unreachable or saturated: not the client's fault, so not 4403

@@ -189,6 +189,19 @@ def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     set_role.add_argument("--role", required=True, choices=[r.value for r in Role])
     set_role.set_defaults(run=_actor_set_role)
 
+    disable = actor_commands.add_parser(
+        "disable",
+        help="refuse every token of an actor (FORBIDDEN) until it is enabled; its tokens are "
+        "kept, and running servers refuse them within SIGNOFF_AUTH_CACHE_SECONDS (2 s)",
+    )
+    disable.add_argument("--name", required=True)
+    disable.set_defaults(run=_actor_disable)
+    enable = actor_commands.add_parser(
+        "enable", help="let a disabled actor's tokens work again (revoked ones stay revoked)"
+    )
+    enable.add_argument("--name", required=True)
+    enable.set_defaults(run=_actor_enable)
+
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
     from signoff.app import create_app
@@ -349,6 +362,26 @@ def _actor_set_role(args: argparse.Namespace, settings: Settings) -> None:
         print(f"{name} is {role_phrase(role)} already; nothing was changed.")
     else:
         print(f"{name} is now {role_phrase(role)} (was {role_phrase(change.before)}).")
+
+
+def _actor_disable(args: argparse.Namespace, settings: Settings) -> None:
+    from signoff.resolvers.actors import disable_actor
+
+    switched = _in_work(settings, lambda work: disable_actor(work=work, name=args.name))
+    if switched.changed:
+        print(f"{switched.actor.name} is now disabled; its tokens are refused until it is enabled.")
+    else:
+        print(f"{switched.actor.name} is disabled already; nothing was changed.")
+
+
+def _actor_enable(args: argparse.Namespace, settings: Settings) -> None:
+    from signoff.resolvers.actors import enable_actor
+
+    switched = _in_work(settings, lambda work: enable_actor(work=work, name=args.name))
+    if switched.changed:
+        print(f"{switched.actor.name} is now enabled; its tokens work again.")
+    else:
+        print(f"{switched.actor.name} is enabled already; nothing was changed.")
 
 
 # Commands that never open the database.

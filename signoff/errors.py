@@ -45,6 +45,15 @@ class Forbidden(SignoffError):
     default_message = "You are not allowed to do this."
 
 
+class ActorDisabled(Forbidden):
+    """The token's actor is disabled: its tokens are refused until an operator enables it."""
+
+    default_message = (
+        "This actor is disabled; an operator can enable it with `signoff actor enable --name "
+        "<name>`."
+    )
+
+
 class NotFound(SignoffError):
     """The object does not exist, or the actor may not see it."""
 

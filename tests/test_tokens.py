@@ -47,17 +47,21 @@ async def viewer(gql: GraphQLClient, token: str) -> dict[str, Any]:
     return actor
 
 
-async def refused_within_the_cache_period(gql: GraphQLClient, token: str) -> None:
-    """A revoked token is refused once the server's viewer cache lets it go: within
-    ``SIGNOFF_AUTH_CACHE_SECONDS`` (2 s by default) of the revocation."""
+async def refused_within_the_cache_period(
+    gql: GraphQLClient, token: str, code: str = "UNAUTHENTICATED"
+) -> dict[str, Any]:
+    """A revoked token (or a disabled actor's) is refused once the server's viewer cache
+    lets it go: within ``SIGNOFF_AUTH_CACHE_SECONDS`` (2 s by default) of the change.
+    Returns the error."""
     deadline = time.monotonic() + Settings.auth_cache_seconds + 0.5
     while time.monotonic() < deadline:
         answer = await gql.raw(VIEWER, token=token)
         if answer.get("errors"):
-            assert answer["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
-            return
+            error: dict[str, Any] = answer["errors"][0]
+            assert error["extensions"]["code"] == code
+            return error
         await asyncio.sleep(0.1)
-    raise AssertionError("the revoked token still authenticated after the cache period")
+    raise AssertionError("the token still authenticated after the cache period")
 
 
 async def viewer_within_the_cache_period(
@@ -174,3 +178,53 @@ async def test_actor_set_role_changes_the_role_on_purpose(
     ]
     nobody = await cli(database_url, "actor", "set-role", "--name", "bob", "--role", "agent")
     assert_refused(nobody, "No actor is named bob.")
+
+
+async def test_actor_disable_refuses_its_tokens_until_it_is_enabled(
+    gql: GraphQLClient, database_url: str
+) -> None:
+    alice = await token(database_url, "--name", "alice", "--role", "reviewer")
+    actor = await viewer(gql, alice)  # now kept by the server's viewer cache
+
+    disabled = await cli(database_url, "actor", "disable", "--name", "alice")
+    assert disabled.returncode == 0, disabled.stderr
+    assert disabled.stdout.strip() == (
+        "alice is now disabled; its tokens are refused until it is enabled."
+    )
+    error = await refused_within_the_cache_period(gql, alice, "FORBIDDEN")
+    assert error["message"] == (
+        "alice is disabled; an operator can enable it with `signoff actor enable --name alice`."
+    )
+    # A token made while the actor is disabled is refused as well.
+    later = await token(database_url, "--name", "alice")
+    assert (await gql.error(VIEWER, token=later)).code == "FORBIDDEN"
+
+    again = await cli(database_url, "actor", "disable", "--name", "alice")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "alice is disabled already; nothing was changed."
+
+    enabled = await cli(database_url, "actor", "enable", "--name", "alice")
+    assert enabled.returncode == 0, enabled.stderr
+    assert enabled.stdout.strip() == "alice is now enabled; its tokens work again."
+    # A refusal is never kept: the tokens work at once.
+    assert await viewer(gql, alice) == actor
+    assert await viewer(gql, later) == actor
+    same = await cli(database_url, "actor", "enable", "--name", "alice")
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.strip() == "alice is enabled already; nothing was changed."
+
+    switches = [
+        e
+        for e in await audit_of(gql, actor["id"])
+        if e["action"] in {"actor.disabled", "actor.enabled"}
+    ]
+    assert switches == [
+        {"action": "actor.disabled", "details": {}, "actor": None},
+        {"action": "actor.enabled", "details": {}, "actor": None},
+    ]
+
+
+async def test_actor_disable_and_enable_refuse_an_unknown_name(database_url: str) -> None:
+    for action in ("disable", "enable"):
+        nobody = await cli(database_url, "actor", action, "--name", "bob")
+        assert_refused(nobody, "No actor is named bob.")

@@ -26,6 +26,8 @@ class Actor(SQLModel, table=True):
     name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False, unique=True))
     role: Role = enum_field()
     created_at: datetime = time_field(default_now=True)
+    # Set while the actor is disabled: its tokens are refused, and kept for when it is enabled.
+    disabled_at: datetime | None = time_field(nullable=True)
 
 
 class ApiToken(SQLModel, table=True):

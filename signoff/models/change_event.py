@@ -71,7 +71,7 @@ class ChangeKind(StrEnum):
 
 
 MEMBERSHIP_KINDS = frozenset({ChangeKind.QUEUE_MEMBER_ADDED, ChangeKind.QUEUE_MEMBER_REMOVED})
-# Every kind after which a viewer of that actor must be read again.
+# Every kind after which a viewer of the actor (``entity_id``) must be read again.
 ACCESS_KINDS = MEMBERSHIP_KINDS | {
     ChangeKind.ACTOR_ROLE_CHANGED,
     ChangeKind.ACTOR_DISABLED,

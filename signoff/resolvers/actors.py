@@ -1,4 +1,11 @@
-"""Actors and API tokens: creating, revoking and re-roling them (CLI); authenticating requests."""
+"""Actors and API tokens: creating, revoking, re-roling, disabling and enabling them (CLI);
+authenticating requests.
+
+A change to what an actor may do (its role, a revocation, disabling or enabling it) is
+audited and written to the change feed in its transaction (``ACCESS_KINDS``): live
+subscriptions read the actor's viewer again there, in feed order, before any later event
+reaches them.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +21,13 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import TOKEN_PREFIX
 from signoff.database import SessionMaker
-from signoff.errors import NotFound, RoleConflict, Unauthenticated, ValidationFailed
+from signoff.errors import (
+    ActorDisabled,
+    NotFound,
+    RoleConflict,
+    Unauthenticated,
+    ValidationFailed,
+)
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.queues import membership_changed
@@ -119,6 +132,21 @@ def _about(actor: Actor, action: str, **details: object) -> Happening:
     )
 
 
+def _access_changed(actor: Actor, kind: ChangeKind, **details: object) -> Happening:
+    """A change to what the actor may do, made from the command line: audited, and in the
+    feed, where its live subscriptions read it again. The snapshot holds the actor's
+    access as it now is, never a token or its hash."""
+    return Happening(
+        entity_type="actor",
+        entity_id=actor.id,
+        actor_id=None,
+        action=kind.value,
+        kind=kind,
+        details=details,
+        snapshot={"role": Role(actor.role).value, "disabled": actor.disabled_at is not None},
+    )
+
+
 @dataclass(frozen=True)
 class RevokedTokens:
     """The actor whose tokens were revoked, and the ids of the tokens this call revoked."""
@@ -148,7 +176,8 @@ async def revoke_actor_tokens(*, work: UnitOfWork, name: str) -> RevokedTokens:
 
 async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) -> RevokedTokens:
     """One conditional UPDATE: of two revocations at once, each token is revoked and
-    audited by one of them."""
+    audited by one of them. The feed gets one event for the call, with the first token's
+    audit row: what a subscription needs is that the actor's tokens changed."""
     revoked = (
         await work.session.exec(
             update(ApiToken)
@@ -158,8 +187,11 @@ async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) ->
         )
     ).scalars()
     token_ids = sorted(revoked.all())
-    for token_id in token_ids:
-        record(work, _about(actor, "actor.token_revoked", token_id=token_id))
+    if token_ids:
+        first, *others = token_ids
+        record(work, _access_changed(actor, ChangeKind.ACTOR_TOKEN_REVOKED, token_id=first))
+        for token_id in others:
+            record(work, _about(actor, ChangeKind.ACTOR_TOKEN_REVOKED.value, token_id=token_id))
     await work.commit()
     return RevokedTokens(actor=actor, token_ids=token_ids)
 
@@ -176,9 +208,59 @@ async def set_actor_role(*, work: UnitOfWork, name: str, role: Role) -> RoleChan
     before = Role(actor.role)
     if before != role:
         actor.role = role
-        record(work, _about(actor, "actor.role_changed", before=before.value, after=role.value))
+        record(
+            work,
+            _access_changed(
+                actor, ChangeKind.ACTOR_ROLE_CHANGED, before=before.value, after=role.value
+            ),
+        )
         await work.commit()
     return RoleChange(actor=actor, before=before)
+
+
+@dataclass(frozen=True)
+class Switched:
+    """The actor named, and whether this call disabled (or enabled) it: ``False`` when it
+    was so already and nothing was written."""
+
+    actor: Actor
+    changed: bool
+
+
+async def disable_actor(*, work: UnitOfWork, name: str) -> Switched:
+    """Refuse every token of the actor named until it is enabled again (the tokens are
+    kept); the event this writes tells its live subscriptions to read it again."""
+    return await _switch(work, name, disable=True)
+
+
+async def enable_actor(*, work: UnitOfWork, name: str) -> Switched:
+    """Let the tokens of the actor named authenticate again (a revoked one stays revoked)."""
+    return await _switch(work, name, disable=False)
+
+
+async def _switch(work: UnitOfWork, name: str, *, disable: bool) -> Switched:
+    """One conditional UPDATE: of two callers at once, one changes the actor and writes its
+    audit row and event; the other finds it done (PostgreSQL re-checks the condition on the
+    locked row) and writes nothing."""
+    actor = await _actor_named(work.session, name)
+    disabled_at = col(Actor.disabled_at)
+    statement = (
+        update(Actor)
+        .where(
+            col(Actor.id) == actor.id,
+            disabled_at.is_(None) if disable else disabled_at.is_not(None),
+        )
+        .values(disabled_at=work.now() if disable else None)
+        .returning(Actor)
+        .execution_options(populate_existing=True)
+    )
+    switched = (await work.session.exec(statement)).scalars().first()
+    if switched is None:
+        return Switched(actor=actor, changed=False)
+    kind = ChangeKind.ACTOR_DISABLED if disable else ChangeKind.ACTOR_ENABLED
+    record(work, _access_changed(switched, kind))
+    await work.commit()
+    return Switched(actor=switched, changed=True)
 
 
 async def _actor_named(session: AsyncSession, name: str) -> Actor:
@@ -203,6 +285,11 @@ async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:
     if not rows:
         raise Unauthenticated("The API token is not valid.")
     actor = rows[0][0]
+    if actor.disabled_at is not None:
+        raise ActorDisabled(
+            f"{actor.name} is disabled; an operator can enable it with "
+            f"`signoff actor enable --name {shlex.quote(actor.name)}`."
+        )
     # Detached, so that a rollback later in the request cannot expire who is asking.
     session.expunge(actor)
     return Viewer(actor=actor, queue_ids=frozenset(q for _, q in rows if q is not None))
