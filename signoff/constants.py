@@ -197,6 +197,11 @@ FEED_STOP_GRACE_SECONDS = 5.0
 # committed but not yet handed its events over, before going out anyway.
 FEED_REORDER_SECONDS = 0.1
 FEED_LOADER_CACHE_SIZE = 2048
+# Objects a writer read for its events (PostgreSQL), kept for the sequencer of this
+# process: dropped after this many relay periods (another process stamped the events)
+# or past this many events, the oldest first.
+FEED_WRITTEN_KEEP_RELAY_PERIODS = 3
+FEED_WRITTEN_LIMIT = 10_000
 
 # Operations (the operationsSnapshot query and /metrics)
 RECONCILIATION_RUNS_SHOWN = 5
