@@ -106,22 +106,18 @@ class EventService:
         Where this process has subscribers, the events carry the objects they point at,
         read in the writer's transaction (``feed.written_objects``), so that rendering
         their frames reads nothing. On SQLite the writer also stamps them
-        (``_stamp_in``); on PostgreSQL the hook hands the objects over, by event id, and
-        wakes the sequencer, which attaches them when it stamps the events here.
+        (``_stamp_in``). On PostgreSQL the objects are handed over by event id, and the
+        sequencer attaches them when it stamps the events here; the hook wakes it.
+
+        Handed over now, not in the hook: once the commit is visible, a round of the
+        sequencer already under way may stamp the events before the writer's hooks run.
+        An entry whose commit then fails is never taken, and ages out.
         """
         if self.stamps_in_writers:
             return await self._stamp_in(session)
-        if not (events and self.hub.fanout.subscriber_count):
-            return self.kick
-        written = await self._read_written(session, feed.as_unstamped(events))
-        if not written:
-            return self.kick
-
-        async def hand_over() -> None:
-            self.written.hand_over(written)
-            await self.kick()
-
-        return hand_over
+        if events and self.hub.fanout.subscriber_count:
+            self.written.hand_over(await self._read_written(session, feed.as_unstamped(events)))
+        return self.kick
 
     async def _read_written(
         self, session: AsyncSession, events: Sequence[ChangeEvent]
