@@ -209,6 +209,11 @@ LIVE_FRAME_LOG_SIZE = 512
 # A resume is checked against the feed's bounds read at most this long ago (every
 # resume of a reconnect storm shares one read); the replay re-checks pruning itself.
 FEED_BOUNDS_SECONDS = 1.0
+# Objects a writer read for its events (PostgreSQL), kept for the sequencer of this
+# process: dropped after this many relay periods (another process stamped the events)
+# or past this many events, the oldest first.
+FEED_WRITTEN_KEEP_RELAY_PERIODS = 3
+FEED_WRITTEN_LIMIT = 10_000
 
 # Operations (the operationsSnapshot query and /metrics)
 RECONCILIATION_RUNS_SHOWN = 5

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -275,6 +275,12 @@ def record_event(
     return event_id
 
 
+def _read_only(options: Mapping[str, Any]) -> bool:
+    """Whether a connection is ``database.read_only``'s: marked on SQLite, in autocommit
+    on PostgreSQL."""
+    return bool(options.get(READ_ONLY, False)) or options.get("isolation_level") == "AUTOCOMMIT"
+
+
 @contextmanager
 def statements_sent(
     app: Starlette, keep: Callable[[str], bool] = lambda _: True, *, reads_only: bool = False
@@ -284,7 +290,7 @@ def statements_sent(
     sent: list[str] = []
 
     def note(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if reads_only and not conn.get_execution_options().get(READ_ONLY, False):
+        if reads_only and not _read_only(conn.get_execution_options()):
             return
         if keep(statement):
             sent.append(statement)

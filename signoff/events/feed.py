@@ -50,7 +50,7 @@ earlier one, below every cursor this run hands out. Never by a later one.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -64,7 +64,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff import clock
 from signoff.constants import FEED_PAGE_SIZE
 from signoff.models import ChangeEvent, ChangeFeedState, Draft, HumanTask, Proposal
-from signoff.models.records import records, rows_where, table_of
+from signoff.models.records import as_records, records, rows_where, table_of
 
 STATE_ID = 1
 EVENTS = table_of(ChangeEvent)
@@ -210,17 +210,34 @@ def _points_at(event: ChangeEvent) -> dict[str, str]:
     return ids
 
 
+def as_unstamped(rows: Sequence[Mapping[str, Any]]) -> list[ChangeEvent]:
+    """A writer's change events, from the rows it inserts at commit, as records."""
+    return as_records(ChangeEvent, rows)
+
+
 async def written_objects(
-    session: AsyncSession, events: Sequence[ChangeEvent]
+    session: AsyncSession, events: Sequence[ChangeEvent], *, only_written: bool = False
 ) -> list[dict[str, Any]]:
     """Per event, records of the proposal, task or draft it points at, read in the
     writer's transaction: the state the event's commit leaves, the same records a read
     just after the commit gives. One select per kind of object.
 
     The session is flushed first: what the ORM still holds (a task added, a state set)
-    is what the commit will write, and a read before the flush would miss it."""
+    is what the commit will write, and a read before the flush would miss it.
+
+    ``only_written``: only objects that are the entity of one of ``events``, which
+    their transaction wrote (a transition's update, an insert) and so holds until it
+    commits. Where writers run concurrently (PostgreSQL), a row the transaction only
+    points at (the proposal of a ``task.claimed``) could be changed by another one
+    between this read and the commit; its frame reads it, as other events' frames do."""
     await session.flush()
     pointed = [_points_at(event) for event in events]
+    if only_written:
+        entities = {_entity(event) for event in events}
+        pointed = [
+            {kind: object_id for kind, object_id in ids.items() if (kind, object_id) in entities}
+            for ids in pointed
+        ]
     wanted: dict[str, set[str]] = defaultdict(set)
     for ids in pointed:
         for kind, object_id in ids.items():

@@ -3,7 +3,11 @@
 Every committed change event is stamped (``feed.stamp_pending``) and published
 after commit. A local commit kicks the publisher, which stamps at once; on SQLite,
 where writers are serialised, a writer stamps its own events in its transaction
-(``stamp_in``) and the publisher only publishes them. The upkeep task ticks every
+(``_stamp_in``) and the publisher only publishes them. Where the process has
+subscribers, a writer also reads the objects its events point at, so that their frames
+read nothing: on SQLite they travel with the events it stamps; on PostgreSQL it hands
+them over by event id (``WrittenObjects``), and the sequencer attaches them when it
+stamps those events. The upkeep task ticks every
 ``relay_seconds``, however often commits kick (a busy process is exactly the one
 that must not stop relaying and pruning): it stamps what no one stamped,
 republishes stamped events whose publish failed (a crash between commit and
@@ -23,8 +27,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -36,10 +41,13 @@ from signoff.constants import (
     FEED_REORDER_SECONDS,
     FEED_RETENTION_CHECK_SECONDS,
     FEED_STOP_GRACE_SECONDS,
+    FEED_WRITTEN_KEEP_RELAY_PERIODS,
+    FEED_WRITTEN_LIMIT,
 )
 from signoff.database import SessionMaker, is_unreachable
 from signoff.events import feed
 from signoff.events.hub import Change, EventHub, MemoryTransport, Transport, Unpublished
+from signoff.events.written import WrittenObjects
 from signoff.models import ChangeEvent
 
 logger = logging.getLogger("signoff.events")
@@ -78,13 +86,48 @@ class EventService:
         self._held: list[tuple[str, Change]] = []
         self._held_since: float | None = None
         self._sent_through = 0  # the last cursor published with none missing before it
+        # PostgreSQL: what writers read for their events, until they are stamped here.
+        self.written = WrittenObjects(
+            keep_seconds=FEED_WRITTEN_KEEP_RELAY_PERIODS * relay_seconds,
+            limit=FEED_WRITTEN_LIMIT,
+        )
 
     async def kick(self) -> None:
         """After-commit hook: stamp and publish soon, without making the writer wait."""
         self._stamp_wanted = True
         self._kicked.set()
 
-    async def stamp_in(self, session: AsyncSession) -> Callable[[], Awaitable[None]] | None:
+    async def before_commit(
+        self, session: AsyncSession, events: Sequence[Mapping[str, Any]]
+    ) -> Callable[[], Awaitable[None]]:
+        """Just before a writer commits ``events`` (its change events' rows): the
+        after-commit hook that gets them published.
+
+        Where this process has subscribers, the events carry the objects they point at,
+        read in the writer's transaction (``feed.written_objects``), so that rendering
+        their frames reads nothing. On SQLite the writer also stamps them
+        (``_stamp_in``). On PostgreSQL the objects are handed over by event id, and the
+        sequencer attaches them when it stamps the events here; the hook wakes it.
+
+        Handed over now, not in the hook: once the commit is visible, a round of the
+        sequencer already under way may stamp the events before the writer's hooks run.
+        An entry whose commit then fails is never taken, and ages out.
+        """
+        if self.stamps_in_writers:
+            return await self._stamp_in(session)
+        if events and self.hub.fanout.subscriber_count:
+            self.written.hand_over(await self._read_written(session, feed.as_unstamped(events)))
+        return self.kick
+
+    async def _read_written(
+        self, session: AsyncSession, events: Sequence[ChangeEvent]
+    ) -> dict[str, Mapping[str, Any]]:
+        """The objects of a writer's ``events`` that only it could have changed, by event
+        id: only those stay what its commit leaves while other writers run."""
+        found = await feed.written_objects(session, events, only_written=True)
+        return {event.id: objects for event, objects in zip(events, found, strict=True) if objects}
+
+    async def _stamp_in(self, session: AsyncSession) -> Callable[[], Awaitable[None]]:
         """Stamp a writer's events in its own transaction, where writers are serialised.
 
         On SQLite every write transaction holds the database's one write lock from its
@@ -92,14 +135,9 @@ class EventService:
         order, and numbering inside one is the same as numbering just after it: the
         invariants of ``feed.stamp_pending`` hold. It saves the stamping transaction
         after every commit (seven statements, each a hop to SQLite's thread), which was
-        most of the time from a commit to its subscribers' frames. Where this process
-        has subscribers, the events also carry the objects they point at, read in the
-        same transaction, so that rendering their frames reads nothing. The returned
-        hook hands the stamped events to the loop to publish, without making the
-        writer wait.
+        most of the time from a commit to its subscribers' frames. The returned hook
+        hands the stamped events to the loop to publish, without making the writer wait.
         """
-        if not self.stamps_in_writers:
-            return None
         rows = await feed.stamp_pending(session)
         # Only worth a read where a local subscriber will render the events.
         if rows and self.hub.fanout.subscriber_count:
@@ -191,6 +229,7 @@ class EventService:
         await self.sequence()
         await self.relay()
         await self.hub.fanout.catch_up()
+        self.written.drop_old()
         if time.monotonic() - self._last_prune >= self.prune_seconds:
             self._last_prune = time.monotonic()
             await self.prune()
@@ -228,7 +267,7 @@ class EventService:
                 raise
             if not stamped:
                 return total
-            await self._publish(stamped)
+            await self._publish(stamped, self.written)
             total += len(stamped)
             if len(stamped) < FEED_PAGE_SIZE:
                 return total
@@ -285,8 +324,15 @@ class EventService:
         if ready:
             await self._publish_changes(ready)
 
-    async def _publish(self, rows: Sequence[ChangeEvent]) -> bool:
-        return await self._publish_changes([(row.id, Change.from_row(row)) for row in rows])
+    async def _publish(
+        self, rows: Sequence[ChangeEvent], written: WrittenObjects | None = None
+    ) -> bool:
+        """Publish stamped ``rows``, with the objects their writers handed over, if any."""
+        if not written:
+            changes = [(row.id, Change.from_row(row)) for row in rows]
+        else:
+            changes = [(row.id, Change.from_row(row, written.take(row.id))) for row in rows]
+        return await self._publish_changes(changes)
 
     async def _publish_changes(self, changes: Sequence[tuple[str, Change]]) -> bool:
         try:

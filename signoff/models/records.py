@@ -28,7 +28,7 @@ replacing a broken connection) then applies as to any other statement.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -120,6 +120,18 @@ def records(model: type[M], result: Result[Any]) -> list[M]:
     for row in result:
         record = kind.__new__(kind)
         record.__dict__ = dict(zip(columns, row, strict=True))
+        found.append(record)
+    return found
+
+
+def as_records(model: type[M], rows: Sequence[Mapping[str, Any]]) -> list[M]:
+    """``rows`` (every column of ``model``'s table, by name: rows about to be inserted)
+    as records of ``model``."""
+    kind = record_class(model)
+    found: list[Any] = []
+    for row in rows:
+        record = kind.__new__(kind)
+        record.__dict__ = dict(row)
         found.append(record)
     return found
 

@@ -82,25 +82,23 @@ def record(work: UnitOfWork, happening: Happening) -> str | None:
     if happening.kind is None:
         return None
     event_id = new_id()
-    work.insert_at_commit(
-        CHANGE_EVENTS,
-        {
-            "id": event_id,
-            "cursor": None,
-            "kind": happening.kind.value,
-            "entity_type": happening.entity_type,
-            "entity_id": happening.entity_id,
-            "entity_version": happening.version,
-            "queue_id": happening.queue_id,
-            "proposal_id": happening.proposal_id,
-            "session_key": happening.session_key,
-            "actor_id": happening.actor_id,
-            "snapshot": dict(happening.snapshot),
-            "occurred_at": clock.now(),
-            "published_at": None,
-        },
-    )
-    work.changed()
+    event = {
+        "id": event_id,
+        "cursor": None,
+        "kind": happening.kind.value,
+        "entity_type": happening.entity_type,
+        "entity_id": happening.entity_id,
+        "entity_version": happening.version,
+        "queue_id": happening.queue_id,
+        "proposal_id": happening.proposal_id,
+        "session_key": happening.session_key,
+        "actor_id": happening.actor_id,
+        "snapshot": dict(happening.snapshot),
+        "occurred_at": clock.now(),
+        "published_at": None,
+    }
+    work.insert_at_commit(CHANGE_EVENTS, event)
+    work.changed(event)
     return event_id
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -51,16 +51,16 @@ class JobQueue(Protocol):
 
 
 class Publisher(Protocol):
-    """The change feed's relay: stamps a writer's events in its transaction where commit
-    order allows, or is told after commit that new events wait to be stamped."""
+    """The change feed's relay: told just before a writer commits which change events it
+    wrote, it returns what gets them stamped and published after the commit."""
 
-    async def kick(self) -> None:
-        """Stamp and publish soon, without making the writer wait."""
-
-    async def stamp_in(self, session: AsyncSession) -> AfterCommit | None:
-        """Stamp the events written on ``session`` before it commits, where transaction
-        order is commit order (SQLite), and return the after-commit hook that publishes
-        them; ``None`` where events are stamped after commit (``kick``)."""
+    async def before_commit(
+        self, session: AsyncSession, events: Sequence[Mapping[str, Any]]
+    ) -> AfterCommit:
+        """Called once ``session`` has written everything, ``events`` (the rows of its
+        change events) included: stamps them in the transaction where transaction order
+        is commit order (SQLite), reads what their frames show where that saves a read,
+        and returns the after-commit hook that publishes them or wakes the stamper."""
 
     async def relay(self) -> int:
         """Republish stamped events whose publish never happened; returns how many."""
@@ -103,7 +103,7 @@ class UnitOfWork:
         self.session = session
         self.services = services or Services()
         self._after_commit: list[AfterCommit] = []
-        self._changed = False
+        self._events: list[Mapping[str, Any]] = []  # this transaction's change events
         self._rows: dict[sa.Table, list[dict[str, Any]]] = {}
 
     def now(self) -> datetime:
@@ -144,10 +144,11 @@ class UnitOfWork:
 
         self.after_commit(enqueue)
 
-    def changed(self) -> None:
-        """Change events were written: at commit they are stamped in this transaction where
-        that is safe, and published after it; otherwise the relay is woken after commit."""
-        self._changed = self.services.events is not None
+    def changed(self, event: Mapping[str, Any]) -> None:
+        """A change event was written (``event``: its row, inserted at commit): at commit
+        the event publisher sees this transaction's events, and publishes them after it."""
+        if self.services.events is not None:
+            self._events.append(event)
 
     def insert_at_commit(self, table: sa.Table, row: dict[str, Any]) -> None:
         """Insert ``row`` (every column given) just before commit, with the transaction's
@@ -176,11 +177,13 @@ class UnitOfWork:
             connection = await self.session.connection()
             for table, batch in rows.items():
                 await connection.execute(sa.insert(table), batch)
-        events = self.services.events
-        if self._changed and events is not None:
-            # First of the hooks: subscribers' frames should not wait for a job's enqueue.
-            self._after_commit.insert(0, await events.stamp_in(self.session) or events.kick)
-        hooks, self._after_commit, self._changed = self._after_commit, [], False
+        publisher, events = self.services.events, self._events
+        if events and publisher is not None:
+            # After every write of the transaction, so that what it reads for the events'
+            # frames is what the commit leaves. First of the hooks: subscribers' frames
+            # should not wait for a job's enqueue.
+            self._after_commit.insert(0, await publisher.before_commit(self.session, events))
+        hooks, self._after_commit, self._events = self._after_commit, [], []
         await self.session.commit()
         for hook in hooks:
             try:
@@ -190,7 +193,7 @@ class UnitOfWork:
 
     async def rollback(self) -> None:
         """Roll back, and forget what was to happen after a commit that will not come."""
-        self._after_commit, self._changed, self._rows = [], False, {}
+        self._after_commit, self._events, self._rows = [], [], {}
         await self.session.rollback()
 
 

@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, func, select
@@ -237,13 +238,10 @@ class HeldHooks:
         self.service = service
         self.hooks: list[AfterCommit] = []
 
-    async def kick(self) -> None:
-        await self.service.kick()
-
-    async def stamp_in(self, session: AsyncSession) -> AfterCommit | None:
-        hook = await self.service.stamp_in(session)
-        assert hook is not None
-        self.hooks.append(hook)
+    async def before_commit(
+        self, session: AsyncSession, events: Sequence[Mapping[str, Any]]
+    ) -> AfterCommit:
+        self.hooks.append(await self.service.before_commit(session, events))
 
         async def nothing() -> None:
             return None

@@ -3,15 +3,17 @@ live frame reads nothing: what it shows is what a read from the database shows."
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from graphql import GraphQLObjectType, get_named_type, is_leaf_type
 from httpx import AsyncClient
 from starlette.applications import Starlette
 
-from signoff.events import Change
+from signoff.events import Change, EventService
 from signoff.schema import build_schema
-from tests.helpers import GraphQLClient, statements_sent
+from tests.conftest import requires_postgres
+from tests.helpers import CREATE_TASK, GraphQLClient, statements_sent
 from tests.live import (
     InProcessServer,
     Subscription,
@@ -49,7 +51,6 @@ def names_tasks_or_proposals(statement: str) -> bool:
 async def test_live_frames_show_what_a_replay_from_the_database_shows(
     app: Starlette, live: InProcessServer, gql: GraphQLClient
 ) -> None:
-    on_sqlite = app.state.engine.dialect.name == "sqlite"
     async with AsyncClient(base_url=live.url, timeout=30) as client:
         world, after = await world_at_head(GraphQLClient(client, gql.sessionmaker))
         reviewer = world.reviewers[0]
@@ -59,8 +60,8 @@ async def test_live_frames_show_what_a_replay_from_the_database_shows(
             with statements_sent(app, names_tasks_or_proposals, reads_only=True) as reads:
                 await world.propose()
                 live_frames = list(await watching.wait_for(2))
-        if on_sqlite:  # the writer stamped its events and read their objects
-            assert reads == [], "live frames should read no task or proposal"
+        # The writer read their objects; on SQLite it also stamped the events.
+        assert reads == [], "live frames should read no task or proposal"
         async with Subscription(live.ws_url, reviewer, WATCH, variables) as replaying:
             replayed = await replaying.wait_for(2)
     assert [frame["kind"] for frame in live_frames] == ["proposal.proposed", "task.created"]
@@ -68,6 +69,77 @@ async def test_live_frames_show_what_a_replay_from_the_database_shows(
     assert live_frames[1]["task"]["id"] == live_frames[1]["entityId"]
     assert live_frames[1]["proposal"]["id"] == live_frames[0]["proposal"]["id"]
     assert live_frames == replayed
+
+
+@requires_postgres
+async def test_on_postgresql_the_sequencer_publishes_the_writers_objects(
+    app: Starlette, live: InProcessServer, gql: GraphQLClient
+) -> None:
+    """Stamped after commit, the events still carry what their writer read before it,
+    and the sequencer keeps nothing once it has stamped them."""
+    events: EventService = app.state.events
+    async with AsyncClient(base_url=live.url, timeout=30) as client:
+        world, _ = await world_at_head(GraphQLClient(client, gql.sessionmaker))
+        local = events.hub.subscribe(lambda change: change.queue_id == world.queue_id)
+        try:
+            proposed = await world.propose()
+            proposal, task = [await asyncio.wait_for(local.get(), 10) for _ in range(2)]
+        finally:
+            events.hub.unsubscribe(local)
+    assert (proposal.kind, task.kind) == ("proposal.proposed", "task.created")
+    assert proposal.written["proposal"].id == proposed["proposal"]["id"]
+    assert proposal.written["proposal"].state == "APPROVAL_REQUIRED"
+    assert proposal.written["proposal"].version == proposal.entity_version
+    assert task.written["task"].id == task.entity_id == proposed["task"]["id"]
+    assert task.written["proposal"].id == proposed["proposal"]["id"]
+    assert len(events.written) == 0
+
+
+CONCURRENT = f"""
+subscription($q: ID, $a: String) {{
+  queueEvents(queueId: $q, after: $a) {{
+    cursor kind entityId proposalId
+    proposal {{ id state approvalCount }}
+    task {{ {scalar_fields("HumanTask")} }}
+  }}
+}}
+"""
+
+
+async def test_concurrent_writers_frames_show_each_its_own_objects(
+    app: Starlette, live: InProcessServer, gql: GraphQLClient
+) -> None:
+    """Proposals and tasks written at once: every frame shows the objects of its own
+    event, read by its writer, and the same as a replay from the database."""
+    async with AsyncClient(base_url=live.url, timeout=30) as client:
+        http = GraphQLClient(client, gql.sessionmaker)
+        world, after = await world_at_head(http)
+        reviewer = world.reviewers[0]
+        variables = {"q": world.queue_id, "a": after}
+        async with Subscription(live.ws_url, reviewer, CONCURRENT, variables) as watching:
+            await subscriptions_live(app, 1)
+            with statements_sent(app, names_tasks_or_proposals, reads_only=True) as reads:
+                tasks = [
+                    http(
+                        CREATE_TASK,
+                        {"i": {"queueId": world.queue_id, "kind": "REVIEW", "title": f"t-{i}"}},
+                        world.admin,
+                    )
+                    for i in range(6)
+                ]
+                await asyncio.gather(*tasks, *(world.propose() for _ in range(6)))
+                live_frames = list(await watching.wait_for(18))
+        assert reads == [], "live frames should read no task or proposal"
+        async with Subscription(live.ws_url, reviewer, CONCURRENT, variables) as replaying:
+            replayed = await replaying.wait_for(18)
+    assert live_frames == replayed
+    for frame in live_frames:
+        if frame["kind"] == "task.created":
+            assert frame["task"]["id"] == frame["entityId"]
+        if frame["proposalId"] is not None:
+            assert frame["proposal"]["id"] == frame["proposalId"]
+    titles = sorted(f["task"]["title"] for f in live_frames if f["proposalId"] is None)
+    assert titles == [f"t-{i}" for i in range(6)]
 
 
 def test_the_written_objects_stay_in_the_process() -> None:
