@@ -59,6 +59,7 @@ import gc
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -300,7 +301,9 @@ class SignoffTarget:
     name = "Signoff"
 
     def __init__(self, database_url: str | None, redis_url: str | None) -> None:
-        self.database_url = database_url or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/bench.db"
+        # A fresh SQLite file in a directory of its own, removed by ``close``.
+        self.scratch = None if database_url else tempfile.mkdtemp(prefix="signoff-fanout-")
+        self.database_url = database_url or f"sqlite+aiosqlite:///{self.scratch}/bench.db"
         self.redis_url = redis_url
         self.admin = ""
         self.queue_id = ""
@@ -320,6 +323,11 @@ class SignoffTarget:
         command = [sys.executable, "-m", "signoff", "serve", "--host", HOST, "--port", str(port)]
         return subprocess.Popen(command, env=env)
 
+    def close(self) -> None:
+        """Remove the SQLite file (and its journal) this run made, if it made one."""
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
     async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
         from signoff.database import create_engine, create_sessionmaker
         from signoff.models import Role
@@ -328,7 +336,10 @@ class SignoffTarget:
 
         engine = create_engine(self.database_url)
         sessionmaker = create_sessionmaker(engine)
-        slug = f"bench-{os.getpid()}"
+        # Unique per run, and so is the reviewer: a run on a database that keeps earlier
+        # runs' rows (PostgreSQL) never meets their queue, and a membership added for
+        # another run's reviewer never makes this run's subscribers re-read theirs.
+        slug = f"bench-{os.getpid()}-{time.time_ns() // 1_000_000}"
         try:
             async with sessionmaker() as session:
                 token = await create_token(
@@ -348,7 +359,7 @@ class SignoffTarget:
                     reviewer = (
                         await create_token(
                             work=UnitOfWork(session),
-                            name="bench-reviewer",
+                            name=f"{slug}-reviewer",
                             role=Role.REVIEWER,
                             queue_slugs=[slug],
                         )
@@ -800,6 +811,7 @@ def main() -> None:
             sides.append(run_side(target, pipes, per_worker, args))
     finally:
         _stop_clients(processes, pipes)
+        signoff.close()
 
     database = "postgresql" if "postgres" in signoff.database_url else "sqlite"
     report(sides, args, database)
