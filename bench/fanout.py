@@ -67,7 +67,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -96,7 +96,8 @@ T = TypeVar("T")
 class SubscriberSpec:
     """What one client process runs against one server."""
 
-    url: str
+    urls: list[str]  # subscriber i connects to urls[i % len(urls)]
+    first: int  # the index of this process's first subscriber over all processes
     token: str
     variables: dict[str, str]
     count: int
@@ -152,14 +153,14 @@ class _Tally:
 PONG = json.dumps({"type": "pong"})
 
 
-async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
+async def _subscriber(spec: SubscriberSpec, index: int, tally: _Tally) -> None:
     from websockets.asyncio.client import connect
     from websockets.typing import Subprotocol
 
     subscribed = False
     try:
         async with connect(
-            spec.url,
+            spec.urls[index % len(spec.urls)],
             subprotocols=[Subprotocol("graphql-transport-ws")],
             compression=None,
             max_size=None,
@@ -224,8 +225,8 @@ async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
 async def _run_subscribers(spec: SubscriberSpec, pipe: Connection) -> None:
     tally = _Tally(total=spec.count)
     tasks: list[asyncio.Task[None]] = []
-    for _ in range(spec.count):
-        tasks.append(asyncio.create_task(_subscriber(spec, tally)))
+    for index in range(spec.first, spec.first + spec.count):
+        tasks.append(asyncio.create_task(_subscriber(spec, index, tally)))
         await asyncio.sleep(spec.connect_interval)  # do not storm the accept queue
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(tally.settled.wait(), spec.connect_timeout)
@@ -285,11 +286,13 @@ def client_process(pipe: Connection) -> None:
 
 class Target(Protocol):
     name: str
+    processes: int  # server processes, all serving the same data
 
     def start(self, port: int) -> subprocess.Popen[bytes]: ...
 
-    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
-        """The subscribers' token and subscription variables."""
+    async def prepare(self, bases: list[str]) -> tuple[str, dict[str, str]]:
+        """The subscribers' token and subscription variables, set up through the first
+        server; every server is ready for the subscribers once it returns."""
         ...
 
     async def mutate(self, http: httpx.AsyncClient, i: int) -> str:
@@ -300,7 +303,8 @@ class Target(Protocol):
 class SignoffTarget:
     name = "Signoff"
 
-    def __init__(self, database_url: str | None, redis_url: str | None) -> None:
+    def __init__(self, database_url: str | None, redis_url: str | None, servers: int) -> None:
+        self.processes = servers
         # A fresh SQLite file in a directory of its own, removed by ``close``.
         self.scratch = None if database_url else tempfile.mkdtemp(prefix="signoff-fanout-")
         self.database_url = database_url or f"sqlite+aiosqlite:///{self.scratch}/bench.db"
@@ -328,7 +332,7 @@ class SignoffTarget:
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
-    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
+    async def prepare(self, bases: list[str]) -> tuple[str, dict[str, str]]:
         from signoff.database import create_engine, create_sessionmaker
         from signoff.models import Role
         from signoff.resolvers.actors import create_token
@@ -346,7 +350,7 @@ class SignoffTarget:
                     work=UnitOfWork(session), name="bench-admin", role=Role.ADMIN
                 )
                 self.admin = token.token
-            async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+            async with httpx.AsyncClient(base_url=bases[0], timeout=60) as http:
                 created = await _graphql(
                     http,
                     self.admin,
@@ -366,7 +370,7 @@ class SignoffTarget:
                     ).token
                 await asyncio.sleep(1.5)  # the relay stamps the setup's own events
                 cursor = await _graphql(http, reviewer, "{ changeFeedCursor }", {})
-                await warm_pool(http, reviewer)
+            await asyncio.gather(*(warm_pool(base, reviewer) for base in bases))
         finally:
             await engine.dispose()
         return reviewer, {"q": self.queue_id, "a": cursor["changeFeedCursor"]}
@@ -380,12 +384,13 @@ class SignoffTarget:
 
 class FloorTarget:
     name = "floor"
+    processes = 1
 
     def start(self, port: int) -> subprocess.Popen[bytes]:
         command = [sys.executable, str(FLOOR_SCRIPT), "--host", HOST, "--port", str(port)]
         return subprocess.Popen(command)
 
-    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
+    async def prepare(self, bases: list[str]) -> tuple[str, dict[str, str]]:
         return "floor-token", {"q": "floor-queue", "a": "floor-cursor"}
 
     async def mutate(self, http: httpx.AsyncClient, i: int) -> str:
@@ -409,7 +414,7 @@ async def _graphql(
     return body["data"]
 
 
-async def warm_pool(http: httpx.AsyncClient, token: str) -> None:
+async def warm_pool(base: str, token: str) -> None:
     """Serve a burst of concurrent reads before the RSS baseline is taken.
 
     The database pool opens connections (on SQLite, each with its own thread and page
@@ -417,9 +422,10 @@ async def warm_pool(http: httpx.AsyncClient, token: str) -> None:
     and their memory is charged to the subscribers, although a server that has served
     any concurrent traffic already holds them.
     """
-    await asyncio.gather(
-        *(_graphql(http, token, "{ queues { id name } }", {}) for _ in range(WARM_READS))
-    )
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        await asyncio.gather(
+            *(_graphql(http, token, "{ queues { id name } }", {}) for _ in range(WARM_READS))
+        )
 
 
 def free_port() -> int:
@@ -452,6 +458,47 @@ def wait_healthy(base: str, server: subprocess.Popen[bytes], timeout: float = 60
                 return
         time.sleep(0.1)
     raise RuntimeError(f"server at {base} not healthy after {timeout} s")
+
+
+@dataclass(frozen=True)
+class Server:
+    base: str
+    process: subprocess.Popen[bytes]
+
+    @property
+    def ws_url(self) -> str:
+        return self.base.replace("http://", "ws://", 1) + "/graphql"
+
+
+@contextlib.contextmanager
+def serving(target: Target) -> Iterator[list[Server]]:
+    """Start the target's processes (the first alone: it migrates the database) and stop
+    every one of them on the way out."""
+    servers: list[Server] = []
+    try:
+        _launch(target, 1, servers)
+        _launch(target, target.processes - 1, servers)
+        yield servers
+    finally:
+        for server in servers:
+            stop_server(server.process)
+
+
+def _launch(target: Target, count: int, servers: list[Server]) -> None:
+    """Start ``count`` more processes, added to ``servers`` at once, and wait for them."""
+    for _ in range(count):
+        port = free_port()
+        servers.append(Server(f"http://{HOST}:{port}", target.start(port)))
+    for server in servers[len(servers) - count :]:
+        wait_healthy(server.base, server.process)
+
+
+def total_rss_kib(servers: list[Server]) -> int:
+    return sum(rss_kib(server.process.pid) for server in servers)
+
+
+def total_cpu_seconds(servers: list[Server]) -> float:
+    return sum(cpu_seconds(server.process.pid) for server in servers)
 
 
 def stop_server(server: subprocess.Popen[bytes]) -> None:
@@ -570,16 +617,13 @@ class Side:
 
 def run_side(target: Target, pipes: list[Connection], per_worker: list[int], args: Any) -> Side:
     started = time.monotonic()
-    port = free_port()
-    base = f"http://{HOST}:{port}"
-    server = target.start(port)
-    try:
-        wait_healthy(base, server)
-        token, variables = asyncio.run(target.prepare(base))
-        rss_before = rss_kib(server.pid)
-        for pipe, count in zip(pipes, per_worker, strict=True):
+    with serving(target) as servers:
+        token, variables = asyncio.run(target.prepare([server.base for server in servers]))
+        rss_before = total_rss_kib(servers)
+        for worker, (pipe, count) in enumerate(zip(pipes, per_worker, strict=True)):
             spec = SubscriberSpec(
-                url=f"ws://{HOST}:{port}/graphql",
+                urls=[server.ws_url for server in servers],
+                first=sum(per_worker[:worker]),
                 token=token,
                 variables=variables,
                 count=count,
@@ -597,18 +641,18 @@ def run_side(target: Target, pipes: list[Connection], per_worker: list[int], arg
             file=sys.stderr,
         )
         time.sleep(args.settle)  # let the server register every subscription
-        rss_subscribed = rss_kib(server.pid)
+        rss_subscribed = total_rss_kib(servers)
         load_before = os.getloadavg()[0]
-        cpu_before = cpu_seconds(server.pid)
-        mutations = asyncio.run(send_mutations(target.mutate, base, args.mutations, args.rate))
+        cpu_before = total_cpu_seconds(servers)
+        mutations = asyncio.run(
+            send_mutations(target.mutate, servers[0].base, args.mutations, args.rate)
+        )
         for pipe in pipes:
             pipe.send("drain")
         received = [receive(pipe, Received, args.drain_timeout + 60) for pipe in pipes]
-        cpu = cpu_seconds(server.pid) - cpu_before
+        cpu = total_cpu_seconds(servers) - cpu_before
         load_after = os.getloadavg()[0]
-        rss_end = rss_kib(server.pid)
-    finally:
-        stop_server(server)
+        rss_end = total_rss_kib(servers)
 
     subscribers = sum(per_worker)
     latencies: list[float] = []
@@ -714,6 +758,11 @@ def report(sides: list[Side], args: Any, database: str) -> None:
         f"\nsubscribers={args.subscribers} mutations={args.mutations} rate={args.rate}/s "
         f"workers={args.workers} database={database} hub={hub} cpus={os.cpu_count()}"
     )
+    if args.servers > 1:
+        print(
+            f"Signoff: {args.servers} server processes, subscribers round robin, mutations "
+            "to the first; its RSS and CPU are their sums (the floor is one process)"
+        )
     both = len(sides) == 2
     print(_row("", [side.name for side in sides], "Signoff/floor" if both else ""))
     for label, text in COUNTS:
@@ -783,11 +832,21 @@ def main() -> None:
     parser.add_argument("--only", choices=["signoff", "floor"], help="measure one side only")
     parser.add_argument("--database-url", help="default: a fresh SQLite file")
     parser.add_argument("--redis-url", help="default: the embedded in-memory hub")
+    parser.add_argument(
+        "--servers",
+        type=int,
+        default=1,
+        help="signoff serve processes on one database and Redis (more than 1 needs both URLs)",
+    )
     args = parser.parse_args()
+    if args.servers < 1:
+        parser.error("--servers must be at least 1")
+    if args.servers > 1 and not (args.database_url and args.redis_url):
+        parser.error("--servers above 1 needs --database-url (PostgreSQL) and --redis-url")
     # A plain SIGTERM must still run the finally blocks that stop the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    signoff = SignoffTarget(args.database_url, args.redis_url)
+    signoff = SignoffTarget(args.database_url, args.redis_url, args.servers)
     targets: list[Target] = [signoff, FloorTarget()]
     if args.only:
         targets = [t for t in targets if t.name.lower() == args.only]
