@@ -4,14 +4,15 @@ Two servers are measured one after the other, each in its own process on
 127.0.0.1, by the SAME ``--workers`` client processes running the same code:
 
 - **Signoff**: one ``signoff serve`` (fresh SQLite file unless ``--database-url``;
-  embedded hub unless ``--redis-url``; ``SIGNOFF_SUBSCRIBER_BUFFER=1024``). K
+  embedded hub unless ``--redis-url``; ``SIGNOFF_SUBSCRIBER_BUFFER=1024``), or
+  ``--servers`` N of them on the same PostgreSQL database and Redis. K
   subscribers on one queue run ``queueEvents(queueId: $q, after: $a) { cursor kind
   entityId proposal { id state } task { id state } }``; a mutation is
   ``createTask`` (one ``task.created`` event).
 - **floor**: ``bench/fanout_floor.py``, a plain Starlette websocket endpoint on
   uvicorn (same websockets implementation, per-message deflate off) that answers
   ``connection_init`` and ``subscribe`` and, per ``POST /mutate``, sends ONE
-  pre-encoded frame of the same shape to every subscriber.
+  pre-encoded frame of the same shape to every subscriber. Always one process.
 
 Each subscriber connects (``compression=None``, so it offers no per-message
 deflate), sends ``connection_init`` with ``{"authorization": "Bearer <token>"}``,
@@ -19,35 +20,82 @@ waits for ``connection_ack``, subscribes and records the arrival time of every
 ``task.created`` frame. M mutations are then sent one at a time at up to
 ``--rate`` per second.
 
+Each run makes its own queue and reviewer token, so runs can repeat on one
+PostgreSQL database (which keeps their rows); a fresh SQLite file is removed on exit.
+The servers use the key of the current directory's ``signoff.key`` (or whatever
+``SIGNOFF_SECRET_KEY*`` the environment names): a PostgreSQL database sealed with
+another key is refused, so give the bench one of its own (``createdb signoff_bench``).
+
+**Resume storm** (``--resume-cursors`` C, default 0: everyone subscribes after the
+feed's newest cursor). Before anyone connects, 2C tasks are created in the queue one
+at a time and the feed's cursor (``changeFeedCursor``) is read after each: a history
+of 2C events. C resume points are spread evenly over it: the k-th is the cursor read
+before history event 2k, so it misses events 2k .. 2C-1 (all 2C for k = 0, the last
+two for k = C-1). Subscriber i (0 <= i < K) subscribes with ``after`` = resume point
+(i // N) % C, N being ``--servers`` (with one server: i % C), so consoles away for
+different spans, and each server gets all C of them. Every client process opens all
+its connections at once (``--connect-interval`` is not used), as in a reconnect
+storm. A subscriber first receives the frames it missed, then the M live frames.
+The floor's subscribers connect in the same storm and resume nothing (a plain
+broadcast, the reference).
+
+**Several servers** (``--servers`` N > 1, needs ``--database-url`` and
+``--redis-url``): N ``signoff serve`` processes on the same database and Redis
+channel; subscriber i connects to server i % N, every mutation goes to the first
+server. Server RSS and CPU figures are sums over the N processes; the floor stays
+one process serving the same K clients.
+
 Definitions (identical for both servers):
 
-- **latency**: a frame's arrival time minus the time the response to its
+- **latency**: a live frame's arrival time minus the time the response to its
   mutation was received (wall clock, same host); p50/p95/p99 are nearest-rank. A
   frame can arrive a little before the mutating client has read the response,
-  so small negative values are possible.
-- **frames/s**: frames received by all subscribers / (arrival of the last frame
-  - sending of the first mutation). It cannot exceed K x ``--rate``, so the ratio
-  only says something where at least one side falls behind the offered load.
+  so small negative values are possible. Replayed frames are not in it.
+- **frames/s**: live frames received by all subscribers / (arrival of the last
+  frame - sending of the first mutation). It cannot exceed K x ``--rate``, so the
+  ratio only says something where at least one side falls behind the offered load.
 - **RSS per idle subscriber**: (server VmRSS with every subscriber connected and
-  subscribed, ``--settle`` seconds after the last subscribe and before any
-  mutation) - (VmRSS before the first subscriber connected), divided by K. Before
-  that baseline Signoff serves ``WARM_READS`` concurrent reads, so its database pool
-  is open in both readings (see ``warm_pool``).
-- **every frame delivered**: K x M frames, each subscriber got each mutation's
-  frame exactly once, no ``next`` frame carried errors, and no subscriber failed
-  or timed out.
+  subscribed, and in resume mode caught up, ``--settle`` seconds after the last
+  subscribe or the last replayed frame and before any mutation) - (VmRSS before the
+  first subscriber connected, after the history was made), divided by K. Before
+  that baseline Signoff serves ``WARM_READS`` concurrent reads on each process, so
+  its database pool is open in both readings (see ``warm_pool``).
+- **every frame delivered**: K x M live frames, each subscriber got each
+  mutation's frame exactly once (whichever server it is on), no ``next`` frame
+  carried errors, and no subscriber failed or timed out.
+- **caught up**: a subscriber has received as many history frames (or error
+  frames) as events it missed. The mutations start once all have, or once
+  ``--catch-up-timeout`` has passed.
+- **replayed frames** (resume mode): history frames received by all subscribers,
+  against the events each missed. **every replay exact**: every subscriber caught
+  up and received exactly the events after its cursor, each once (else a
+  duplicate), none missing (a gap), none at or before its cursor (extra), in
+  cursor order (else counted once per subscriber as out of order).
+- **storm: connect to caught up**: from the first connection attempt to the last
+  subscriber caught up (the floor: subscribed), over all client processes.
+- **broadcast executions per live event**: only printed where the server exports
+  a ``signoff_*executions*`` counter at ``/metrics``: its increase over the
+  mutations and the drain, summed over the servers, divided by M.
 - **mutations/s achieved**: mutations are sent one at a time (the next one
   after the previous response, at most ``--rate`` per second), so a server
   whose mutations slow down under fan-out load is offered fewer of them.
 
-Bounded: connecting gets ``--connect-timeout`` seconds, and after the last
-mutation is answered the subscribers get ``--drain-timeout`` seconds to receive
-what is left;
-then they are cancelled and counted. Every child process is stopped on exit.
+Bounded: connecting gets ``--connect-timeout`` seconds (plus ``--catch-up-timeout``
+for the replays in resume mode), and after the last mutation is answered the
+subscribers get ``--drain-timeout`` seconds to receive what is left; then they are
+cancelled and counted. Every child process is stopped on exit.
 
     .venv/bin/python bench/fanout.py --subscribers 1000 --rate 20 --mutations 200
     .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 200
     .venv/bin/python bench/fanout.py --subscribers 5000 --mutations 50
+    .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 20 \\
+        --resume-cursors 50
+    .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 20 \\
+        --resume-cursors 50 --database-url postgresql://postgres@127.0.0.1:5432/signoff_bench \\
+        --redis-url redis://127.0.0.1:6379/0
+    .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 200 --servers 2 \\
+        --database-url postgresql://postgres@127.0.0.1:5432/signoff_bench \\
+        --redis-url redis://127.0.0.1:6379/0
 """
 
 from __future__ import annotations
