@@ -4,14 +4,15 @@ Two servers are measured one after the other, each in its own process on
 127.0.0.1, by the SAME ``--workers`` client processes running the same code:
 
 - **Signoff**: one ``signoff serve`` (fresh SQLite file unless ``--database-url``;
-  embedded hub unless ``--redis-url``; ``SIGNOFF_SUBSCRIBER_BUFFER=1024``). K
+  embedded hub unless ``--redis-url``; ``SIGNOFF_SUBSCRIBER_BUFFER=1024``), or
+  ``--servers`` N of them on the same PostgreSQL database and Redis. K
   subscribers on one queue run ``queueEvents(queueId: $q, after: $a) { cursor kind
   entityId proposal { id state } task { id state } }``; a mutation is
   ``createTask`` (one ``task.created`` event).
 - **floor**: ``bench/fanout_floor.py``, a plain Starlette websocket endpoint on
   uvicorn (same websockets implementation, per-message deflate off) that answers
   ``connection_init`` and ``subscribe`` and, per ``POST /mutate``, sends ONE
-  pre-encoded frame of the same shape to every subscriber.
+  pre-encoded frame of the same shape to every subscriber. Always one process.
 
 Each subscriber connects (``compression=None``, so it offers no per-message
 deflate), sends ``connection_init`` with ``{"authorization": "Bearer <token>"}``,
@@ -19,35 +20,82 @@ waits for ``connection_ack``, subscribes and records the arrival time of every
 ``task.created`` frame. M mutations are then sent one at a time at up to
 ``--rate`` per second.
 
+Each run makes its own queue and reviewer token, so runs can repeat on one
+PostgreSQL database (which keeps their rows); a fresh SQLite file is removed on exit.
+The servers use the key of the current directory's ``signoff.key`` (or whatever
+``SIGNOFF_SECRET_KEY*`` the environment names): a PostgreSQL database sealed with
+another key is refused, so give the bench one of its own (``createdb signoff_bench``).
+
+**Resume storm** (``--resume-cursors`` C, default 0: everyone subscribes after the
+feed's newest cursor). Before anyone connects, 2C tasks are created in the queue one
+at a time and the feed's cursor (``changeFeedCursor``) is read after each: a history
+of 2C events. C resume points are spread evenly over it: the k-th is the cursor read
+before history event 2k, so it misses events 2k .. 2C-1 (all 2C for k = 0, the last
+two for k = C-1). Subscriber i (0 <= i < K) subscribes with ``after`` = resume point
+(i // N) % C, N being ``--servers`` (with one server: i % C), so consoles away for
+different spans, and each server gets all C of them. Every client process opens all
+its connections at once (``--connect-interval`` is not used), as in a reconnect
+storm. A subscriber first receives the frames it missed, then the M live frames.
+The floor's subscribers connect in the same storm and resume nothing (a plain
+broadcast, the reference).
+
+**Several servers** (``--servers`` N > 1, needs ``--database-url`` and
+``--redis-url``): N ``signoff serve`` processes on the same database and Redis
+channel; subscriber i connects to server i % N, every mutation goes to the first
+server. Server RSS and CPU figures are sums over the N processes; the floor stays
+one process serving the same K clients.
+
 Definitions (identical for both servers):
 
-- **latency**: a frame's arrival time minus the time the response to its
+- **latency**: a live frame's arrival time minus the time the response to its
   mutation was received (wall clock, same host); p50/p95/p99 are nearest-rank. A
   frame can arrive a little before the mutating client has read the response,
-  so small negative values are possible.
-- **frames/s**: frames received by all subscribers / (arrival of the last frame
-  - sending of the first mutation). It cannot exceed K x ``--rate``, so the ratio
-  only says something where at least one side falls behind the offered load.
+  so small negative values are possible. Replayed frames are not in it.
+- **frames/s**: live frames received by all subscribers / (arrival of the last
+  frame - sending of the first mutation). It cannot exceed K x ``--rate``, so the
+  ratio only says something where at least one side falls behind the offered load.
 - **RSS per idle subscriber**: (server VmRSS with every subscriber connected and
-  subscribed, ``--settle`` seconds after the last subscribe and before any
-  mutation) - (VmRSS before the first subscriber connected), divided by K. Before
-  that baseline Signoff serves ``WARM_READS`` concurrent reads, so its database pool
-  is open in both readings (see ``warm_pool``).
-- **every frame delivered**: K x M frames, each subscriber got each mutation's
-  frame exactly once, no ``next`` frame carried errors, and no subscriber failed
-  or timed out.
+  subscribed, and in resume mode caught up, ``--settle`` seconds after the last
+  subscribe or the last replayed frame and before any mutation) - (VmRSS before the
+  first subscriber connected, after the history was made), divided by K. Before
+  that baseline Signoff serves ``WARM_READS`` concurrent reads on each process, so
+  its database pool is open in both readings (see ``warm_pool``).
+- **every frame delivered**: K x M live frames, each subscriber got each
+  mutation's frame exactly once (whichever server it is on), no ``next`` frame
+  carried errors, and no subscriber failed or timed out.
+- **caught up**: a subscriber has received as many history frames (or error
+  frames) as events it missed. The mutations start once all have, or once
+  ``--catch-up-timeout`` has passed.
+- **replayed frames** (resume mode): history frames received by all subscribers,
+  against the events each missed. **every replay exact**: every subscriber caught
+  up and received exactly the events after its cursor, each once (else a
+  duplicate), none missing (a gap), none at or before its cursor (extra), in
+  cursor order (else counted once per subscriber as out of order).
+- **storm: connect to caught up**: from the first connection attempt to the last
+  subscriber caught up (the floor: subscribed), over all client processes.
+- **broadcast executions per live event**: only printed where the server exports
+  a ``signoff_*executions*`` counter at ``/metrics``: its increase over the
+  mutations and the drain, summed over the servers, divided by M.
 - **mutations/s achieved**: mutations are sent one at a time (the next one
   after the previous response, at most ``--rate`` per second), so a server
   whose mutations slow down under fan-out load is offered fewer of them.
 
-Bounded: connecting gets ``--connect-timeout`` seconds, and after the last
-mutation is answered the subscribers get ``--drain-timeout`` seconds to receive
-what is left;
-then they are cancelled and counted. Every child process is stopped on exit.
+Bounded: connecting gets ``--connect-timeout`` seconds (plus ``--catch-up-timeout``
+for the replays in resume mode), and after the last mutation is answered the
+subscribers get ``--drain-timeout`` seconds to receive what is left; then they are
+cancelled and counted. Every child process is stopped on exit.
 
     .venv/bin/python bench/fanout.py --subscribers 1000 --rate 20 --mutations 200
     .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 200
     .venv/bin/python bench/fanout.py --subscribers 5000 --mutations 50
+    .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 20 \\
+        --resume-cursors 50
+    .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 20 \\
+        --resume-cursors 50 --database-url postgresql://postgres@127.0.0.1:5432/signoff_bench \\
+        --redis-url redis://127.0.0.1:6379/0
+    .venv/bin/python bench/fanout.py --subscribers 1000 --rate 5 --mutations 200 --servers 2 \\
+        --database-url postgresql://postgres@127.0.0.1:5432/signoff_bench \\
+        --redis-url redis://127.0.0.1:6379/0
 """
 
 from __future__ import annotations
@@ -59,6 +107,8 @@ import gc
 import json
 import multiprocessing
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -66,7 +116,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -83,6 +133,11 @@ SUBSCRIBE = (
 )
 CREATE_TASK = "mutation($i: CreateTaskInput!) { createTask(input: $i) { id } }"
 EVENT_KIND = "task.created"
+HISTORY_PER_CURSOR = 2  # resume mode: history events per distinct cursor
+CURSOR_TIMEOUT = 30.0  # seconds for a history event to get its cursor
+# A counter of frames computed by broadcast groups, if the server exports one; its
+# ``_created`` sample (a timestamp) does not match.
+EXECUTIONS = re.compile(r"signoff_\w*executions(_total)?")
 FLOOR_SCRIPT = Path(__file__).with_name("fanout_floor.py")
 
 T = TypeVar("T")
@@ -92,27 +147,92 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class Resume:
+    """One cursor subscribers resume after, and the first history event it misses."""
+
+    cursor: str
+    missed_from: int  # index into ``Plan.history``: it replays history[missed_from:]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a server's subscribers are given by ``Target.prepare``."""
+
+    token: str
+    variables: dict[str, str]
+    # Resume mode: the entity ids of the history events, in cursor order, and the cursors
+    # subscribers resume after (subscriber i: resumes[(i // servers) % len(resumes)]).
+    history: list[str] = field(default_factory=list)
+    resumes: list[Resume] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class SubscriberSpec:
     """What one client process runs against one server."""
 
-    url: str
-    token: str
-    variables: dict[str, str]
+    urls: list[str]  # subscriber i connects to urls[i % len(urls)]
+    first: int  # the index of this process's first subscriber over all processes
+    plan: Plan
     count: int
     mutations: int
     connect_interval: float
     connect_timeout: float
+    catch_up_timeout: float
     drain_timeout: float
+
+    def assign(self, index: int) -> tuple[str, dict[str, str], list[str]]:
+        """Subscriber ``index``'s server, subscription variables and the events it missed."""
+        servers = len(self.urls)
+        url = self.urls[index % servers]
+        if not self.plan.resumes:
+            return url, self.plan.variables, []
+        resume = self.plan.resumes[(index // servers) % len(self.plan.resumes)]
+        missed = self.plan.history[resume.missed_from :]
+        return url, {**self.plan.variables, "a": resume.cursor}, missed
 
 
 @dataclass
 class Ready:
-    """A client process's subscribers have all subscribed or failed."""
+    """A client process's subscribers have all subscribed and caught up, or failed."""
 
     subscribed: int
+    caught_up: int
     failed: int
     deflate: int
     extensions: Counter[str]
+    started: float  # when the first subscriber began to connect (wall clock)
+    last_caught_up: float | None  # when the last one received the end of its replay
+
+
+@dataclass
+class Replayed:
+    """The history events subscribers received, against the ones each had missed."""
+
+    expected: int = 0
+    frames: int = 0
+    duplicates: int = 0  # a missed event received again
+    gaps: int = 0  # a missed event never received
+    extra: int = 0  # a history event at or before the subscriber's cursor
+    disordered: int = 0  # subscribers whose replay was not in cursor order
+
+    def add(self, missed: list[str], received: list[str]) -> None:
+        wanted = set(missed)
+        once = list(dict.fromkeys(received))
+        got = set(once)
+        self.expected += len(missed)
+        self.frames += len(received)
+        self.duplicates += len(received) - len(once)
+        self.gaps += len(wanted - got)
+        self.extra += len(got - wanted)
+        self.disordered += [e for e in once if e in wanted] != [e for e in missed if e in got]
+
+    def merge(self, other: Replayed) -> None:
+        for name in ("expected", "frames", "duplicates", "gaps", "extra", "disordered"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def exact(self) -> bool:
+        return self.frames == self.expected and self.gaps == self.extra == self.disordered == 0
 
 
 @dataclass
@@ -126,39 +246,74 @@ class Received:
     error_frames: int
     errors: Counter[str]
     sample: str | None
+    replayed: Replayed
+
+
+@dataclass
+class _Stream:
+    """What one subscriber has received so far."""
+
+    missed: list[str]  # the history events it must replay, in cursor order
+    replayed: list[str] = field(default_factory=list)
+    replay_errors: int = 0  # error frames in place of a replayed event
+    live: set[str] = field(default_factory=set)
+    live_errors: int = 0  # each stands for one event this subscriber will not get
+    settled: bool = False  # counted as caught up or failed by the tally
+
+    @property
+    def caught_up(self) -> bool:
+        return len(self.replayed) + self.replay_errors >= len(self.missed)
 
 
 @dataclass
 class _Tally:
     total: int
+    history: frozenset[str]
     subscribed: int = 0
+    caught_up: int = 0
     failed_early: int = 0
     failed_late: int = 0
     deflate: int = 0
     duplicates: int = 0
     error_frames: int = 0
     sample: str | None = None
+    started: float = field(default_factory=time.time)
+    last_caught_up: float | None = None
     extensions: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     arrivals: dict[str, list[float]] = field(default_factory=dict)
+    replayed: Replayed = field(default_factory=Replayed)
     settled: asyncio.Event = field(default_factory=asyncio.Event)
+    _settled_count: int = 0
 
-    def check_settled(self) -> None:
-        if self.subscribed + self.failed_early >= self.total:
-            self.settled.set()
+    def check_caught_up(self, stream: _Stream) -> None:
+        if not stream.settled and stream.caught_up:
+            self.caught_up += 1
+            self.last_caught_up = time.time()
+            self.settle(stream)
+
+    def settle(self, stream: _Stream) -> None:
+        """``stream`` has caught up or failed: the process is ready once all have."""
+        if not stream.settled:
+            stream.settled = True
+            self._settled_count += 1
+            if self._settled_count >= self.total:
+                self.settled.set()
 
 
 PONG = json.dumps({"type": "pong"})
 
 
-async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
+async def _subscriber(spec: SubscriberSpec, index: int, tally: _Tally) -> None:
     from websockets.asyncio.client import connect
     from websockets.typing import Subprotocol
 
+    url, variables, missed = spec.assign(index)
+    stream = _Stream(missed)
     subscribed = False
     try:
         async with connect(
-            spec.url,
+            url,
             subprotocols=[Subprotocol("graphql-transport-ws")],
             compression=None,
             max_size=None,
@@ -172,19 +327,18 @@ async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
             if extensions:
                 tally.deflate += "permessage-deflate" in extensions
                 tally.extensions[extensions] += 1
-            init = {"type": "connection_init", "payload": {"authorization": f"Bearer {spec.token}"}}
+            token = spec.plan.token
+            init = {"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}
             await ws.send(json.dumps(init))
             ack = json.loads(await ws.recv())
             if ack.get("type") != "connection_ack":
                 raise RuntimeError(f"expected connection_ack, got {ack.get('type')}")
-            payload = {"query": SUBSCRIBE, "variables": spec.variables}
+            payload = {"query": SUBSCRIBE, "variables": variables}
             await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
             subscribed = True
             tally.subscribed += 1
-            tally.check_settled()
-            seen: set[str] = set()
-            error_frames = 0  # each stands for one event this subscriber will not get
-            while len(seen) + error_frames < spec.mutations:
+            tally.check_caught_up(stream)
+            while len(stream.live) + stream.live_errors < spec.mutations:
                 raw = await ws.recv()
                 now = time.time()
                 message = json.loads(raw)
@@ -193,48 +347,69 @@ async def _subscriber(spec: SubscriberSpec, tally: _Tally) -> None:
                 if message["type"] == "ping":  # the protocol's keep-alive: answer at once
                     await ws.send(PONG)
                     continue
-                if message["type"] != "next":
-                    continue
-                if message["payload"].get("errors") or not message["payload"].get("data"):
-                    error_frames += 1
-                    tally.error_frames += 1
-                    errors = message["payload"].get("errors") or [{}]
-                    tally.errors[f"next with errors: {errors[0].get('message')}"[:160]] += 1
-                    continue
-                event = message["payload"]["data"]["queueEvents"]
-                if event["kind"] != EVENT_KIND:
-                    continue
-                if event["entityId"] in seen:
-                    tally.duplicates += 1
-                    continue
-                seen.add(event["entityId"])
-                tally.arrivals.setdefault(event["entityId"], []).append(now)
-                if tally.sample is None:
-                    tally.sample = raw if isinstance(raw, str) else raw.decode()
+                if message["type"] == "next":
+                    _take(stream, tally, message["payload"], raw, now)
     except Exception as exc:
         tally.errors[f"{type(exc).__name__}: {exc}"[:160]] += 1
         if subscribed:
             tally.failed_late += 1
         else:
             tally.failed_early += 1
-            tally.check_settled()
+        tally.settle(stream)
+    finally:
+        tally.replayed.add(stream.missed, stream.replayed)
+
+
+def _take(
+    stream: _Stream, tally: _Tally, payload: dict[str, Any], raw: str | bytes, now: float
+) -> None:
+    """Count one ``next`` frame: a replayed history event, a live one or an error."""
+    if payload.get("errors") or not payload.get("data"):
+        tally.error_frames += 1
+        errors = payload.get("errors") or [{}]
+        tally.errors[f"next with errors: {errors[0].get('message')}"[:160]] += 1
+        if stream.caught_up:
+            stream.live_errors += 1
+        else:
+            stream.replay_errors += 1
+            tally.check_caught_up(stream)
+        return
+    event = payload["data"]["queueEvents"]
+    if event["kind"] != EVENT_KIND:
+        return
+    entity_id = event["entityId"]
+    if entity_id in tally.history:
+        stream.replayed.append(entity_id)
+        tally.check_caught_up(stream)
+        return
+    if entity_id in stream.live:
+        tally.duplicates += 1
+        return
+    stream.live.add(entity_id)
+    tally.arrivals.setdefault(entity_id, []).append(now)
+    if tally.sample is None:
+        tally.sample = raw if isinstance(raw, str) else raw.decode()
 
 
 async def _run_subscribers(spec: SubscriberSpec, pipe: Connection) -> None:
-    tally = _Tally(total=spec.count)
+    tally = _Tally(total=spec.count, history=frozenset(spec.plan.history))
     tasks: list[asyncio.Task[None]] = []
-    for _ in range(spec.count):
-        tasks.append(asyncio.create_task(_subscriber(spec, tally)))
-        await asyncio.sleep(spec.connect_interval)  # do not storm the accept queue
+    for index in range(spec.first, spec.first + spec.count):
+        tasks.append(asyncio.create_task(_subscriber(spec, index, tally)))
+        await asyncio.sleep(spec.connect_interval)  # do not storm the accept queue, unless asked
+    budget = spec.connect_timeout + (spec.catch_up_timeout if spec.plan.history else 0)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(tally.settled.wait(), spec.connect_timeout)
+        await asyncio.wait_for(tally.settled.wait(), budget)
     _quiet_collector()
     pipe.send(
         Ready(
             subscribed=tally.subscribed,
+            caught_up=tally.caught_up,
             failed=tally.failed_early,
             deflate=tally.deflate,
             extensions=tally.extensions,
+            started=tally.started,
+            last_caught_up=tally.last_caught_up,
         )
     )
     # The parent says when the last mutation has been answered.
@@ -252,6 +427,7 @@ async def _run_subscribers(spec: SubscriberSpec, pipe: Connection) -> None:
             error_frames=tally.error_frames,
             errors=tally.errors,
             sample=tally.sample,
+            replayed=tally.replayed,
         )
     )
 
@@ -284,11 +460,14 @@ def client_process(pipe: Connection) -> None:
 
 class Target(Protocol):
     name: str
+    processes: int  # server processes, all serving the same data
 
     def start(self, port: int) -> subprocess.Popen[bytes]: ...
 
-    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
-        """The subscribers' token and subscription variables."""
+    async def prepare(self, bases: list[str], resume_cursors: int) -> Plan:
+        """The subscribers' token and subscription variables (and, with ``resume_cursors``,
+        the history they resume in), set up through the first server; every server is
+        ready for the subscribers once it returns."""
         ...
 
     async def mutate(self, http: httpx.AsyncClient, i: int) -> str:
@@ -299,8 +478,11 @@ class Target(Protocol):
 class SignoffTarget:
     name = "Signoff"
 
-    def __init__(self, database_url: str | None, redis_url: str | None) -> None:
-        self.database_url = database_url or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/bench.db"
+    def __init__(self, database_url: str | None, redis_url: str | None, servers: int) -> None:
+        self.processes = servers
+        # A fresh SQLite file in a directory of its own, removed by ``close``.
+        self.scratch = None if database_url else tempfile.mkdtemp(prefix="signoff-fanout-")
+        self.database_url = database_url or f"sqlite+aiosqlite:///{self.scratch}/bench.db"
         self.redis_url = redis_url
         self.admin = ""
         self.queue_id = ""
@@ -320,7 +502,24 @@ class SignoffTarget:
         command = [sys.executable, "-m", "signoff", "serve", "--host", HOST, "--port", str(port)]
         return subprocess.Popen(command, env=env)
 
-    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
+    def close(self) -> None:
+        """Remove the SQLite file (and its journal) this run made, if it made one."""
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    async def prepare(self, bases: list[str], resume_cursors: int) -> Plan:
+        async with httpx.AsyncClient(base_url=bases[0], timeout=60) as http:
+            reviewer = await self._queue_and_tokens(http)
+            await asyncio.sleep(1.5)  # the relay stamps the setup's own events
+            cursor = await _graphql(http, reviewer, "{ changeFeedCursor }", {})
+            plan = Plan(reviewer, {"q": self.queue_id, "a": cursor["changeFeedCursor"]})
+            if resume_cursors:
+                plan = await self._history(http, plan, resume_cursors)
+        await asyncio.gather(*(warm_pool(base, reviewer) for base in bases))
+        return plan
+
+    async def _queue_and_tokens(self, http: httpx.AsyncClient) -> str:
+        """Make the admin token, the run's queue and its reviewer; return the reviewer's token."""
         from signoff.database import create_engine, create_sessionmaker
         from signoff.models import Role
         from signoff.resolvers.actors import create_token
@@ -328,40 +527,55 @@ class SignoffTarget:
 
         engine = create_engine(self.database_url)
         sessionmaker = create_sessionmaker(engine)
-        slug = f"bench-{os.getpid()}"
+        # Unique per run, and so is the reviewer: a run on a database that keeps earlier
+        # runs' rows (PostgreSQL) never meets their queue, and a membership added for
+        # another run's reviewer never makes this run's subscribers re-read theirs.
+        slug = f"bench-{os.getpid()}-{time.time_ns() // 1_000_000}"
         try:
             async with sessionmaker() as session:
                 token = await create_token(
                     work=UnitOfWork(session), name="bench-admin", role=Role.ADMIN
                 )
                 self.admin = token.token
-            async with httpx.AsyncClient(base_url=base, timeout=60) as http:
-                created = await _graphql(
-                    http,
-                    self.admin,
-                    'mutation($s: String!) { createQueue(input: {slug: $s, name: "Bench"}) '
-                    "{ id } }",
-                    {"s": slug},
+            created = await _graphql(
+                http,
+                self.admin,
+                'mutation($s: String!) { createQueue(input: {slug: $s, name: "Bench"}) { id } }',
+                {"s": slug},
+            )
+            self.queue_id = created["createQueue"]["id"]
+            async with sessionmaker() as session:
+                reviewer = await create_token(
+                    work=UnitOfWork(session),
+                    name=f"{slug}-reviewer",
+                    role=Role.REVIEWER,
+                    queue_slugs=[slug],
                 )
-                self.queue_id = created["createQueue"]["id"]
-                async with sessionmaker() as session:
-                    reviewer = (
-                        await create_token(
-                            work=UnitOfWork(session),
-                            name="bench-reviewer",
-                            role=Role.REVIEWER,
-                            queue_slugs=[slug],
-                        )
-                    ).token
-                await asyncio.sleep(1.5)  # the relay stamps the setup's own events
-                cursor = await _graphql(http, reviewer, "{ changeFeedCursor }", {})
-                await warm_pool(http, reviewer)
         finally:
             await engine.dispose()
-        return reviewer, {"q": self.queue_id, "a": cursor["changeFeedCursor"]}
+        return reviewer.token
+
+    async def _history(self, http: httpx.AsyncClient, plan: Plan, cursors: int) -> Plan:
+        """Create ``HISTORY_PER_CURSOR`` x ``cursors`` tasks one at a time, reading the feed's
+        cursor after each, and spread ``cursors`` resume points evenly over that history:
+        the k-th resumes after the cursor read before task k x HISTORY_PER_CURSOR, so it
+        misses everything from that task on (all of it for k = 0, the last two for the
+        last k)."""
+        length = HISTORY_PER_CURSOR * cursors
+        history: list[str] = []
+        after = [plan.variables["a"]]  # after[j]: the cursor after the first j tasks
+        for i in range(length):
+            history.append(await self._create_task(http, f"history {i}"))
+            after.append(await _next_cursor(http, plan.token, after[-1]))
+        starts = [k * length // cursors for k in range(cursors)]
+        resumes = [Resume(after[j], j) for j in starts]
+        return Plan(plan.token, plan.variables, history, resumes)
 
     async def mutate(self, http: httpx.AsyncClient, i: int) -> str:
-        task = {"queueId": self.queue_id, "kind": "REVIEW", "title": f"bench {i}"}
+        return await self._create_task(http, f"bench {i}")
+
+    async def _create_task(self, http: httpx.AsyncClient, title: str) -> str:
+        task = {"queueId": self.queue_id, "kind": "REVIEW", "title": title}
         data = await _graphql(http, self.admin, CREATE_TASK, {"i": task})
         entity_id: str = data["createTask"]["id"]
         return entity_id
@@ -369,13 +583,15 @@ class SignoffTarget:
 
 class FloorTarget:
     name = "floor"
+    processes = 1
 
     def start(self, port: int) -> subprocess.Popen[bytes]:
         command = [sys.executable, str(FLOOR_SCRIPT), "--host", HOST, "--port", str(port)]
         return subprocess.Popen(command)
 
-    async def prepare(self, base: str) -> tuple[str, dict[str, str]]:
-        return "floor-token", {"q": "floor-queue", "a": "floor-cursor"}
+    async def prepare(self, bases: list[str], resume_cursors: int) -> Plan:
+        # No history: the floor's subscribers are the reference broadcast, resumed or not.
+        return Plan("floor-token", {"q": "floor-queue", "a": "floor-cursor"})
 
     async def mutate(self, http: httpx.AsyncClient, i: int) -> str:
         response = await http.post("/mutate")
@@ -398,7 +614,19 @@ async def _graphql(
     return body["data"]
 
 
-async def warm_pool(http: httpx.AsyncClient, token: str) -> None:
+async def _next_cursor(http: httpx.AsyncClient, token: str, previous: str) -> str:
+    """The feed's cursor once it has moved past ``previous``: the event of a mutation
+    just answered is stamped in its transaction on SQLite, shortly after on PostgreSQL."""
+    async with asyncio.timeout(CURSOR_TIMEOUT):
+        while True:
+            data = await _graphql(http, token, "{ changeFeedCursor }", {})
+            cursor: str = data["changeFeedCursor"]
+            if cursor != previous:
+                return cursor
+            await asyncio.sleep(0.005)
+
+
+async def warm_pool(base: str, token: str) -> None:
     """Serve a burst of concurrent reads before the RSS baseline is taken.
 
     The database pool opens connections (on SQLite, each with its own thread and page
@@ -406,9 +634,44 @@ async def warm_pool(http: httpx.AsyncClient, token: str) -> None:
     and their memory is charged to the subscribers, although a server that has served
     any concurrent traffic already holds them.
     """
-    await asyncio.gather(
-        *(_graphql(http, token, "{ queues { id name } }", {}) for _ in range(WARM_READS))
-    )
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        await asyncio.gather(
+            *(_graphql(http, token, "{ queues { id name } }", {}) for _ in range(WARM_READS))
+        )
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """What a side's servers export at ``/metrics`` (the floor exports nothing)."""
+
+    live_subscribers: list[int] | None  # ``signoff_live_subscribers`` of each server
+    executions: float | None  # a broadcast executions counter, summed over the servers
+
+
+async def scrape(bases: list[str]) -> Scrape:
+    """Read every server's ``/metrics``: its live subscribers, and the frames computed by
+    its broadcast groups where it exports a ``signoff_*executions*`` counter."""
+    live: list[int] = []
+    executions: float | None = None
+    async with httpx.AsyncClient(timeout=30) as http:
+        for base in bases:
+            response = await http.get(f"{base}/metrics")
+            if response.status_code != 200:
+                return Scrape(None, None)
+            for name, value in _samples(response.text):
+                if name == "signoff_live_subscribers":
+                    live.append(int(value))
+                elif EXECUTIONS.fullmatch(name):
+                    executions = (executions or 0.0) + value
+    return Scrape(live if len(live) == len(bases) else None, executions)
+
+
+def _samples(exposition: str) -> Iterator[tuple[str, float]]:
+    """(name, value) of each sample in a Prometheus text exposition."""
+    for line in exposition.splitlines():
+        if line and not line.startswith("#"):
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            yield name, float(line.rsplit(" ", 1)[1])
 
 
 def free_port() -> int:
@@ -441,6 +704,47 @@ def wait_healthy(base: str, server: subprocess.Popen[bytes], timeout: float = 60
                 return
         time.sleep(0.1)
     raise RuntimeError(f"server at {base} not healthy after {timeout} s")
+
+
+@dataclass(frozen=True)
+class Server:
+    base: str
+    process: subprocess.Popen[bytes]
+
+    @property
+    def ws_url(self) -> str:
+        return self.base.replace("http://", "ws://", 1) + "/graphql"
+
+
+@contextlib.contextmanager
+def serving(target: Target) -> Iterator[list[Server]]:
+    """Start the target's processes (the first alone: it migrates the database) and stop
+    every one of them on the way out."""
+    servers: list[Server] = []
+    try:
+        _launch(target, 1, servers)
+        _launch(target, target.processes - 1, servers)
+        yield servers
+    finally:
+        for server in servers:
+            stop_server(server.process)
+
+
+def _launch(target: Target, count: int, servers: list[Server]) -> None:
+    """Start ``count`` more processes, added to ``servers`` at once, and wait for them."""
+    for _ in range(count):
+        port = free_port()
+        servers.append(Server(f"http://{HOST}:{port}", target.start(port)))
+    for server in servers[len(servers) - count :]:
+        wait_healthy(server.base, server.process)
+
+
+def total_rss_kib(servers: list[Server]) -> int:
+    return sum(rss_kib(server.process.pid) for server in servers)
+
+
+def total_cpu_seconds(servers: list[Server]) -> float:
+    return sum(cpu_seconds(server.process.pid) for server in servers)
 
 
 def stop_server(server: subprocess.Popen[bytes]) -> None:
@@ -511,6 +815,8 @@ class Side:
     wall_s: float
     unknown: int
     every_id_complete: bool
+    servers: int
+    scraped: tuple[Scrape, Scrape]  # before the first mutation, after the drain
 
     @property
     def delivered(self) -> int:
@@ -548,6 +854,36 @@ class Side:
         )
 
     @property
+    def caught_up(self) -> int:
+        return sum(r.caught_up for r in self.ready)
+
+    @property
+    def replayed(self) -> Replayed:
+        total = Replayed()
+        for result in self.received:
+            total.merge(result.replayed)
+        return total
+
+    @property
+    def every_replay(self) -> bool:
+        return self.replayed.exact and self.caught_up == self.subscribers
+
+    @property
+    def storm_s(self) -> float:
+        """From the first connection to the last subscriber caught up (or subscribed)."""
+        ends = [r.last_caught_up for r in self.ready]
+        if any(end is None for end in ends):
+            return float("nan")
+        return max(end for end in ends if end is not None) - min(r.started for r in self.ready)
+
+    @property
+    def executions_per_event(self) -> float | None:
+        before, after = (scrape.executions for scrape in self.scraped)
+        if before is None or after is None or not self.mutations.sent:
+            return None
+        return (after - before) / len(self.mutations.sent)
+
+    @property
     def rss_per_idle_subscriber_kib(self) -> float:
         return (self.rss_subscribed_kib - self.rss_before_kib) / self.subscribers
 
@@ -559,58 +895,27 @@ class Side:
 
 def run_side(target: Target, pipes: list[Connection], per_worker: list[int], args: Any) -> Side:
     started = time.monotonic()
-    port = free_port()
-    base = f"http://{HOST}:{port}"
-    server = target.start(port)
-    try:
-        wait_healthy(base, server)
-        token, variables = asyncio.run(target.prepare(base))
-        rss_before = rss_kib(server.pid)
-        for pipe, count in zip(pipes, per_worker, strict=True):
-            spec = SubscriberSpec(
-                url=f"ws://{HOST}:{port}/graphql",
-                token=token,
-                variables=variables,
-                count=count,
-                mutations=args.mutations,
-                connect_interval=args.connect_interval,
-                connect_timeout=args.connect_timeout,
-                drain_timeout=args.drain_timeout,
-            )
-            pipe.send(spec)
-        connect_budget = args.connect_timeout + max(per_worker) * args.connect_interval + 30
-        ready = [receive(pipe, Ready, connect_budget) for pipe in pipes]
-        print(
-            f"{target.name}: {sum(r.subscribed for r in ready)} subscribed, "
-            f"{sum(r.failed for r in ready)} failed; settling {args.settle} s",
-            file=sys.stderr,
-        )
+    with serving(target) as servers:
+        bases = [server.base for server in servers]
+        plan = asyncio.run(target.prepare(bases, args.resume_cursors))
+        rss_before = total_rss_kib(servers)
+        ready = connect_subscribers(target.name, pipes, per_worker, servers, plan, args)
         time.sleep(args.settle)  # let the server register every subscription
-        rss_subscribed = rss_kib(server.pid)
+        rss_subscribed = total_rss_kib(servers)
+        scraped_before = asyncio.run(scrape(bases))
         load_before = os.getloadavg()[0]
-        cpu_before = cpu_seconds(server.pid)
-        mutations = asyncio.run(send_mutations(target.mutate, base, args.mutations, args.rate))
+        cpu_before = total_cpu_seconds(servers)
+        mutations = asyncio.run(send_mutations(target.mutate, bases[0], args.mutations, args.rate))
         for pipe in pipes:
             pipe.send("drain")
         received = [receive(pipe, Received, args.drain_timeout + 60) for pipe in pipes]
-        cpu = cpu_seconds(server.pid) - cpu_before
+        cpu = total_cpu_seconds(servers) - cpu_before
         load_after = os.getloadavg()[0]
-        rss_end = rss_kib(server.pid)
-    finally:
-        stop_server(server)
+        rss_end = total_rss_kib(servers)
+        scraped_after = asyncio.run(scrape(bases))
 
     subscribers = sum(per_worker)
-    latencies: list[float] = []
-    last_arrival = mutations.first_sent
-    unknown = 0
-    for result in received:
-        for entity_id, times in result.arrivals.items():
-            if entity_id not in mutations.sent:
-                unknown += len(times)
-                continue
-            sent_at = mutations.sent[entity_id]
-            latencies.extend((t - sent_at) * 1000 for t in times)
-            last_arrival = max(last_arrival, *times)
+    latencies, last_arrival, unknown = live_latencies(received, mutations)
     every_id_complete = all(
         sum(len(result.arrivals.get(entity_id, [])) for result in received) == subscribers
         for entity_id in mutations.sent
@@ -634,7 +939,63 @@ def run_side(target: Target, pipes: list[Connection], per_worker: list[int], arg
         wall_s=time.monotonic() - started,
         unknown=unknown,
         every_id_complete=every_id_complete,
+        servers=len(servers),
+        scraped=(scraped_before, scraped_after),
     )
+
+
+def connect_subscribers(
+    name: str,
+    pipes: list[Connection],
+    per_worker: list[int],
+    servers: list[Server],
+    plan: Plan,
+    args: Any,
+) -> list[Ready]:
+    """Have the client processes connect, subscribe and (resume mode) catch up."""
+    # Resume mode is a reconnect storm: every client process connects all at once.
+    interval = 0.0 if args.resume_cursors else args.connect_interval
+    catch_up = args.catch_up_timeout if plan.history else 0.0
+    for worker, (pipe, count) in enumerate(zip(pipes, per_worker, strict=True)):
+        spec = SubscriberSpec(
+            urls=[server.ws_url for server in servers],
+            first=sum(per_worker[:worker]),
+            plan=plan,
+            count=count,
+            mutations=args.mutations,
+            connect_interval=interval,
+            connect_timeout=args.connect_timeout,
+            catch_up_timeout=catch_up,
+            drain_timeout=args.drain_timeout,
+        )
+        pipe.send(spec)
+    budget = args.connect_timeout + catch_up + max(per_worker) * interval + 30
+    ready = [receive(pipe, Ready, budget) for pipe in pipes]
+    caught_up = f"{sum(r.caught_up for r in ready)} caught up, " if plan.history else ""
+    print(
+        f"{name}: {sum(r.subscribed for r in ready)} subscribed, {caught_up}"
+        f"{sum(r.failed for r in ready)} failed; settling {args.settle} s",
+        file=sys.stderr,
+    )
+    return ready
+
+
+def live_latencies(
+    received: list[Received], mutations: Mutations
+) -> tuple[list[float], float, int]:
+    """Every live frame's latency in ms, the last arrival, and frames of no mutation sent."""
+    latencies: list[float] = []
+    last_arrival = mutations.first_sent
+    unknown = 0
+    for result in received:
+        for entity_id, times in result.arrivals.items():
+            if entity_id not in mutations.sent:
+                unknown += len(times)
+                continue
+            sent_at = mutations.sent[entity_id]
+            latencies.extend((t - sent_at) * 1000 for t in times)
+            last_arrival = max(last_arrival, *times)
+    return latencies, last_arrival, unknown
 
 
 # --- report ---------------------------------------------------------------------
@@ -696,6 +1057,21 @@ COUNTS: list[tuple[str, Callable[[Side], str]]] = [
     ),
 ]
 
+# Resume mode only; the floor's subscribers resume nothing.
+RESUME_COUNTS: list[tuple[str, Callable[[Side], str]]] = [
+    ("caught up before mutating", lambda s: f"{s.caught_up:,} of {s.subscribers:,}"),
+    ("replayed frames", lambda s: f"{s.replayed.frames:,} of {s.replayed.expected:,}"),
+    ("every replay exact", lambda s: "yes" if s.every_replay else "NO"),
+    ("replay duplicates / gaps", lambda s: f"{s.replayed.duplicates} / {s.replayed.gaps}"),
+    (
+        "replay extra / out of order",
+        lambda s: f"{s.replayed.extra} / {s.replayed.disordered}",
+    ),
+]
+RESUME_NUMBERS: list[tuple[str, Callable[[Side], float], str, bool]] = [
+    ("storm: connect to caught up s", lambda s: s.storm_s, ",.1f", True),
+]
+
 
 def report(sides: list[Side], args: Any, database: str) -> None:
     hub = "redis" if args.redis_url else "memory"
@@ -703,14 +1079,35 @@ def report(sides: list[Side], args: Any, database: str) -> None:
         f"\nsubscribers={args.subscribers} mutations={args.mutations} rate={args.rate}/s "
         f"workers={args.workers} database={database} hub={hub} cpus={os.cpu_count()}"
     )
+    if args.servers > 1:
+        print(
+            f"Signoff: {args.servers} server processes, subscribers round robin, mutations "
+            "to the first; its RSS and CPU are their sums (the floor is one process)"
+        )
+    resume = args.resume_cursors > 0
+    if resume:
+        history = HISTORY_PER_CURSOR * args.resume_cursors
+        print(
+            f"resume: {args.resume_cursors} cursors over {history} history events, all "
+            "connecting at once (the floor: the same storm, nothing to resume); latency is "
+            "of live frames only; RSS subscribed is read once caught up"
+        )
     both = len(sides) == 2
     print(_row("", [side.name for side in sides], "Signoff/floor" if both else ""))
-    for label, text in COUNTS:
+    for label, text in COUNTS + (RESUME_COUNTS if resume else []):
         print(_row(label, [text(side) for side in sides]))
-    for label, value, fmt, with_ratio in NUMBERS:
+    for label, value, fmt, with_ratio in NUMBERS + (RESUME_NUMBERS if resume else []):
         values = [value(side) for side in sides]
         ratio = _ratio(values[0], values[1]) if both and with_ratio else ""
         print(_row(label, [format(v, fmt) for v in values], ratio))
+    executions = [side.executions_per_event for side in sides]
+    if any(value is not None for value in executions):
+        cells = ["-" if value is None else f"{value:,.1f}" for value in executions]
+        print(_row("broadcast executions per live event", cells))
+    for side in sides:
+        live = side.scraped[0].live_subscribers
+        if side.servers > 1 and live is not None:
+            print(f"{side.name}: live subscribers per server: {' / '.join(map(str, live))}")
     if both:
         signoff, floor = sides
         p99 = _ratio(percentile(signoff.latencies_ms, 0.99), percentile(floor.latencies_ms, 0.99))
@@ -772,11 +1169,36 @@ def main() -> None:
     parser.add_argument("--only", choices=["signoff", "floor"], help="measure one side only")
     parser.add_argument("--database-url", help="default: a fresh SQLite file")
     parser.add_argument("--redis-url", help="default: the embedded in-memory hub")
+    parser.add_argument(
+        "--resume-cursors",
+        type=int,
+        default=0,
+        help="resume storm: Signoff's subscribers resume after this many distinct cursors "
+        "spread over a history of twice as many events (0: all subscribe from the head)",
+    )
+    parser.add_argument(
+        "--catch-up-timeout",
+        type=float,
+        default=300.0,
+        help="resume mode: seconds the subscribers get to receive their replays",
+    )
+    parser.add_argument(
+        "--servers",
+        type=int,
+        default=1,
+        help="signoff serve processes on one database and Redis (more than 1 needs both URLs)",
+    )
     args = parser.parse_args()
+    if args.servers < 1:
+        parser.error("--servers must be at least 1")
+    if args.resume_cursors < 0:
+        parser.error("--resume-cursors must be 0 or more")
+    if args.servers > 1 and not (args.database_url and args.redis_url):
+        parser.error("--servers above 1 needs --database-url (PostgreSQL) and --redis-url")
     # A plain SIGTERM must still run the finally blocks that stop the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    signoff = SignoffTarget(args.database_url, args.redis_url)
+    signoff = SignoffTarget(args.database_url, args.redis_url, args.servers)
     targets: list[Target] = [signoff, FloorTarget()]
     if args.only:
         targets = [t for t in targets if t.name.lower() == args.only]
@@ -800,6 +1222,7 @@ def main() -> None:
             sides.append(run_side(target, pipes, per_worker, args))
     finally:
         _stop_clients(processes, pipes)
+        signoff.close()
 
     database = "postgresql" if "postgres" in signoff.database_url else "sqlite"
     report(sides, args, database)
