@@ -68,6 +68,7 @@ from signoff.ratelimit import RateLimiter
 from signoff.resolvers.access import Viewer
 from signoff.resolvers.actors import authenticate_in
 from signoff.resolvers.operations import Operations, read_operations
+from signoff.resolvers.subscriptions import forget_changed_viewers
 from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.resolvers.work import Services, WorkMaker
 from signoff.schema import build_schema
@@ -116,6 +117,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
         self.viewers = ViewerCache(settings.auth_cache_seconds)
+        if hub is not None:
+            # A revoked token or a changed role takes effect on the next request at once.
+            hub.fanout.listen(functools.partial(forget_changed_viewers, self.viewers))
         self.open_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.broadcaster = (
             None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from signoff.models import Role
 from signoff.sealing import SealingError
 
 if TYPE_CHECKING:
+    from signoff.events.service import EventService
     from signoff.resolvers.work import UnitOfWork
 
 T = TypeVar("T")
@@ -303,17 +305,40 @@ def _in_work(settings: Settings, command: Callable[[UnitOfWork], Awaitable[T]]) 
     a command changed)."""
 
     async def run() -> T:
+        from signoff.events import create_event_service
         from signoff.resolvers.work import WorkMaker
 
         engine = create_engine(settings.database_url)
+        events = None
         try:
             await migrate(engine)
-            async with WorkMaker(create_sessionmaker(engine))() as work:
-                return await command(work)
+            sessionmaker = create_sessionmaker(engine)
+            async with WorkMaker(sessionmaker)() as work:
+                result = await command(work)
+            # Live streams learn of what the command changed (a revoked token, a new
+            # role) at once where events travel through Redis.
+            if settings.redis_url is not None:
+                events = create_event_service(settings, sessionmaker)
+                await _announce(events)
+            return result
         finally:
+            if events is not None:
+                await events.hub.transport.stop()
             await engine.dispose()
 
     return asyncio.run(run())
+
+
+async def _announce(events: EventService) -> None:
+    """Publish the command's change events; a failure leaves them to the serving
+    processes' relay, never fails the command that already committed."""
+    try:
+        await events.announce()
+    except Exception as exc:
+        logging.getLogger("signoff.cli").warning(
+            "publishing change events failed (%s); the serving processes' relay sends them",
+            type(exc).__name__,
+        )
 
 
 def _token_create(args: argparse.Namespace, settings: Settings) -> None:

@@ -324,7 +324,9 @@ class Stream:
         try:
             async for raw in self.ws:
                 message = json.loads(raw)
-                if message["type"] == "next":
+                if message["type"] == "next" and message["payload"].get("errors"):
+                    self.errors.extend(message["payload"]["errors"])  # the source stream failed
+                elif message["type"] == "next":
                     self.frames.append(message["payload"])
                 elif message["type"] == "error":
                     self.errors.extend(message["payload"])

@@ -122,6 +122,7 @@ class Fanout:
         self.last = 0
         self._load_after = load_after
         self._subscribers: set[Subscriber] = set()
+        self._listeners: list[Callable[[Change], None]] = []
         self._lock = asyncio.Lock()
 
     @property
@@ -130,6 +131,11 @@ class Fanout:
 
     def add(self, subscriber: Subscriber) -> None:
         self._subscribers.add(subscriber)
+
+    def listen(self, listener: Callable[[Change], None]) -> None:
+        """Call ``listener`` with every change as it is delivered, before any subscriber
+        sees it (for caches that a change makes stale)."""
+        self._listeners.append(listener)
 
     def discard(self, subscriber: Subscriber) -> None:
         self._subscribers.discard(subscriber)
@@ -161,6 +167,8 @@ class Fanout:
 
     async def _deliver(self, change: Change) -> None:
         self.last = change.cursor
+        for listener in self._listeners:
+            listener(change)
         for subscriber in list(self._subscribers):
             if subscriber.match(change) and not subscriber.offer(change):
                 self._subscribers.discard(subscriber)

@@ -272,6 +272,25 @@ class EventService:
             if len(stamped) < FEED_PAGE_SIZE:
                 return total
 
+    async def announce(self) -> int:
+        """For a process that serves nobody (a CLI command): stamp what is pending and hand
+        it to the transport, so that the serving processes' subscribers learn of it now
+        rather than at their relay's next tick. No local fanout; what the transport does
+        not take (Redis away, or the embedded hub) the serving processes' relay sends."""
+        async with self.sessionmaker() as session:
+            stamped = await feed.stamp_pending(session)
+            await session.commit()
+        if not stamped:
+            return 0
+        try:
+            await self.hub.transport.publish([Change.from_row(row) for row in stamped])
+        except Unpublished:
+            return 0
+        async with self.sessionmaker() as session:
+            await feed.mark_published(session, [row.id for row in stamped])
+            await session.commit()
+        return len(stamped)
+
     async def _has_pending(self) -> bool:
         """A look that takes no lock, so that a write session is opened only for work."""
         async with self.reads() as session:

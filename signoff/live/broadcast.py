@@ -51,6 +51,7 @@ from signoff.resolvers.subscriptions import (
     authorize_scope,
     concerns_access_of,
     ensure_still_allowed,
+    forget_changed_viewers,
     read_feed_bounds,
     replay,
     resume_point,
@@ -288,6 +289,7 @@ class Broadcaster:
         self._bounds = SharedFeedBounds(
             functools.partial(read_feed_bounds, read_sessionmaker), FEED_BOUNDS_SECONDS
         )
+        hub.fanout.listen(functools.partial(forget_changed_viewers, self._viewers))
 
     @property
     def group_count(self) -> int:

@@ -28,6 +28,7 @@ from signoff.resolvers.access import STAFF, Viewer, require_role
 from signoff.resolvers.draft_reads import check_session_id
 from signoff.resolvers.lifecycles import draft_session_key
 from signoff.resolvers.proposals import get_proposal
+from signoff.resolvers.viewer_cache import ViewerCache
 
 CURSOR_PREFIX = "feed:"
 
@@ -280,6 +281,12 @@ def concerns_access_of(change: Change, actor_ids: Container[str]) -> bool:
     """Whether ``change`` changes what one of ``actor_ids`` may see: a queue membership,
     its role, its disabling or one of its tokens."""
     return change.kind in ACCESS_KINDS and change.entity_id in actor_ids
+
+
+def forget_changed_viewers(viewers: ViewerCache, change: Change) -> None:
+    """A fanout listener: the viewers of an actor whose access changed are read again."""
+    if change.kind in ACCESS_KINDS:
+        viewers.forget_actor(change.entity_id)
 
 
 async def replay(

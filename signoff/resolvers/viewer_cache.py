@@ -64,6 +64,13 @@ class ViewerCache:
         # One caller going away (its client disconnected) must not cancel the others' read.
         return await asyncio.shield(reading)
 
+    def forget_actor(self, actor_id: str) -> None:
+        """Forget the viewers of one actor (its access changed); reads of its tokens under
+        way are not kept when they end."""
+        for token in [t for t, (_, viewer) in self._viewers.items() if viewer.id == actor_id]:
+            del self._viewers[token]
+        self._reading.clear()
+
     def clear(self) -> None:
         """Forget every viewer; reads under way are not kept when they end."""
         self._viewers.clear()
