@@ -304,6 +304,16 @@ async def _read_operations(read_sessionmaker: SessionMaker) -> Operations | None
         return None
 
 
+def _live_figures(broadcaster: Broadcaster | None) -> metrics.LiveFigures | None:
+    if broadcaster is None:
+        return None
+    return metrics.LiveFigures(
+        subscribers=broadcaster.subscriber_count,
+        groups=broadcaster.group_count,
+        executions=broadcaster.executions,
+    )
+
+
 def _persisted_queries(settings: Settings) -> PersistedQueries:
     if settings.persisted_queries_only and settings.persisted_queries_file is None:
         raise ValueError("SIGNOFF_PERSISTED_QUERIES_ONLY needs SIGNOFF_PERSISTED_QUERIES_FILE")
@@ -357,9 +367,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     async def metrics_endpoint(_: Request) -> Response:
         operations = await _read_operations(read_sessionmaker)
-        broadcaster = view.broadcaster
-        subscribers = None if broadcaster is None else broadcaster.subscriber_count
-        body = metrics.exposition(operations, subscribers)
+        body = metrics.exposition(operations, _live_figures(view.broadcaster))
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     @asynccontextmanager

@@ -21,9 +21,10 @@ repair is committed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
@@ -105,6 +106,15 @@ def observe_graphql(operation: str, error_codes: Iterable[str]) -> None:
         GRAPHQL_ERRORS.labels(code=code).inc()
 
 
+@dataclass(frozen=True)
+class LiveFigures:
+    """An API process's live subscriptions, as its broadcaster counts them."""
+
+    subscribers: int
+    groups: int
+    executions: int
+
+
 class OperationsCollector(Collector):
     """The gauges of one scrape, from figures already read (no I/O here).
 
@@ -112,17 +122,13 @@ class OperationsCollector(Collector):
     then says so (``signoff_operations_read_ok 0``) instead of failing.
     """
 
-    def __init__(self, operations: Operations | None, live_subscribers: int | None) -> None:
+    def __init__(self, operations: Operations | None, live: LiveFigures | None) -> None:
         self.operations = operations
-        self.live_subscribers = live_subscribers
+        self.live = live
 
     def collect(self) -> Iterator[Metric]:
-        if self.live_subscribers is not None:
-            yield GaugeMetricFamily(
-                "signoff_live_subscribers",
-                "Live GraphQL subscriptions served by this API process.",
-                value=self.live_subscribers,
-            )
+        if self.live is not None:
+            yield from _live_metrics(self.live)
         yield GaugeMetricFamily(
             "signoff_operations_read_ok",
             "1 if this scrape read the database gauges, 0 if the database did not answer in time.",
@@ -130,6 +136,24 @@ class OperationsCollector(Collector):
         )
         if self.operations is not None:
             yield from _database_gauges(self.operations)
+
+
+def _live_metrics(live: LiveFigures) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "signoff_live_subscribers",
+        "Live GraphQL subscriptions served by this API process.",
+        value=live.subscribers,
+    )
+    yield GaugeMetricFamily(
+        "signoff_live_groups",
+        "Broadcast groups: subscribers who see the same frames share one.",
+        value=live.groups,
+    )
+    yield CounterMetricFamily(
+        "signoff_live_frame_executions",
+        "Frames executed for live subscriptions (one per event per group, and replays).",
+        value=live.executions,
+    )
 
 
 def _database_gauges(ops: Operations) -> Iterator[Metric]:
@@ -166,8 +190,8 @@ def _database_gauges(ops: Operations) -> Iterator[Metric]:
     yield oldest
 
 
-def exposition(operations: Operations | None, live_subscribers: int | None) -> bytes:
+def exposition(operations: Operations | None, live: LiveFigures | None) -> bytes:
     """The text exposition for an API process: its own counters, then the scrape's gauges."""
     scrape = CollectorRegistry()
-    scrape.register(OperationsCollector(operations, live_subscribers))
+    scrape.register(OperationsCollector(operations, live))
     return generate_latest(REGISTRY) + generate_latest(scrape)

@@ -37,7 +37,7 @@ def exported_names() -> set[str]:
         proposals_by_state=dict.fromkeys(ProposalState, 0),
         reconciliation_runs=[],
     )
-    text = metrics.exposition(operations, 0).decode()
+    text = metrics.exposition(operations, metrics.LiveFigures(0, 0, 0)).decode()
     families = set(re.findall(r"^# TYPE (\S+) ", text, re.MULTILINE))
     return families | {
         f"{name}_{suffix}" for name in families for suffix in ("bucket", "count", "sum", "total")

@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from signoff.config import Settings
 from signoff.jobs.worker import shutdown, startup
 from signoff.models import Role
-from tests.helpers import GraphQLClient
+from tests.helpers import CREATE_QUEUE, GraphQLClient
 from tests.live import InProcessServer, Subscription, serve_in_process
 from tests.metrics_reading import parse, value
 
@@ -38,6 +38,16 @@ async def test_live_subscribers_are_counted(app: Starlette, gql: GraphQLClient) 
                     break
                 await asyncio.sleep(0.05)
             assert value(samples, "signoff_live_subscribers") == 2
+            # The two see the same frames: one group, one execution per event.
+            assert value(samples, "signoff_live_groups") == 1
+            before = value(samples, "signoff_live_frame_executions_total")
+            await gql(CREATE_QUEUE, {"input": {"slug": "metered", "name": "Metered"}}, operator)
+            for _ in range(100):
+                samples = parse((await client.get("/metrics")).text)
+                if value(samples, "signoff_live_frame_executions_total") > before:
+                    break
+                await asyncio.sleep(0.05)
+            assert value(samples, "signoff_live_frame_executions_total") == before + 1
         for _ in range(100):
             samples = parse((await client.get("/metrics")).text)
             if value(samples, "signoff_live_subscribers") == 0:
