@@ -206,6 +206,8 @@ LIVE_SELECTION_CACHE_SIZE = 256
 # Frames a broadcast group keeps of its newest events, so that subscribers resuming
 # within them catch up without a read or an execution of their own.
 LIVE_FRAME_LOG_SIZE = 512
+# What every group's log may hold together, in bytes of frames.
+LIVE_FRAME_LOG_BYTES = 32 * 1024 * 1024
 # A resume is checked against the feed's bounds read at most this long ago (every
 # resume of a reconnect storm shares one read); the replay re-checks pruning itself.
 FEED_BOUNDS_SECONDS = 1.0

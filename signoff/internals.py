@@ -30,13 +30,21 @@ from graphql.execution.collect_fields import (
     collect_subfields,
 )
 from graphql.pyutils import AwaitableOrValue
+from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+)
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.types.field import StrawberryField
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.protocol import State
 
 __all__ = [
+    "ASGIWebSocketAdapter",
+    "BaseGraphQLTransportWSHandler",
+    "BaseGraphQLWSHandler",
     "CollectedFields",
     "FieldDetailsList",
     "FragmentDetails",
@@ -56,6 +64,13 @@ __all__ = [
 # graphql-core's executor as Strawberry subclasses it (``execute_fields`` and
 # ``collect_subfields`` are overridden by ``schema.execution``).
 StrawberryExecutionContext = StrawberryGraphQLCoreExecutionContext
+
+# Strawberry's websocket adapter and protocol handlers are subclassed by
+# ``live.websocket``: it reads ``ws`` of the adapter and ``operations``, ``tasks`` and
+# ``connection_acknowledged`` of the handlers, and overrides the methods the contract
+# tests name. It also steps the adapter's ``ws.send_text`` once by hand, relying on
+# uvicorn's send completing in one step unless it waits for the socket to drain
+# (``tests/events/test_stalled_subscriber.py`` holds it to that).
 
 
 def core_schema(schema: strawberry.Schema) -> GraphQLSchema:

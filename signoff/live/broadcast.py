@@ -33,12 +33,12 @@ from dataclasses import dataclass
 import strawberry
 from graphql import DocumentNode
 
-from signoff.constants import FEED_BOUNDS_SECONDS, LIVE_FRAME_LOG_SIZE
+from signoff.constants import FEED_BOUNDS_SECONDS, LIVE_FRAME_LOG_BYTES, LIVE_FRAME_LOG_SIZE
 from signoff.database import SessionMaker
 from signoff.errors import SubscriberTooSlow
 from signoff.events.hub import Change, EventHub
 from signoff.internals import core_schema
-from signoff.live.history import FrameLog
+from signoff.live.history import Budget, FrameLog
 from signoff.live.prepared_frames import Payload
 from signoff.live.rendering import FrameMaker, Frames
 from signoff.live.selection import Selection, Selections
@@ -169,7 +169,7 @@ class Group:
         self._broadcaster = broadcaster
         self._subscriber = broadcaster.hub.subscribe(self._wants)
         # Everything after the fanout's last cursor reaches this group's subscriber.
-        self.log = FrameLog(broadcaster.hub.fanout.last, broadcaster.log_size)
+        self.log = FrameLog(broadcaster.hub.fanout.last, broadcaster.log_size, broadcaster.budget)
         self._reading_back = asyncio.Lock()
         self._task = asyncio.create_task(self._run(), name="signoff-broadcast-group")
 
@@ -192,6 +192,7 @@ class Group:
         self.closed = True
         self._broadcaster.hub.unsubscribe(self._subscriber)
         self._broadcaster.forget(self)
+        self.log.clear()
         if self._task is not asyncio.current_task():
             self._task.cancel()
 
@@ -211,10 +212,13 @@ class Group:
             changes = replay(
                 self._broadcaster.read_sessionmaker, key.scope, key.visibility, after, through=since
             )
+            size = 0
             async for change in changes:
-                if not self.log.fits(len(frames) + 1):
+                payload = await self.frames.render(change)
+                frames.append((change.cursor, payload))
+                size += payload.size
+                if not self.log.fits(len(frames), size):
                     return False
-                frames.append((change.cursor, await self.frames.render(change)))
             if self.log.since != since:
                 return False  # the log moved on meanwhile: what was read no longer joins it
             self.log.prepend(after, frames)
@@ -275,10 +279,12 @@ class Broadcaster:
         buffer: int,
         refresh_seconds: float,
         log_size: int = LIVE_FRAME_LOG_SIZE,
+        log_bytes: int = LIVE_FRAME_LOG_BYTES,
     ) -> None:
         self.hub = hub
         self.read_sessionmaker = read_sessionmaker
         self.log_size = log_size
+        self.budget = Budget(log_bytes)
         self._buffer = buffer
         self._refresh_seconds = refresh_seconds
         self._groups: dict[GroupKey, Group] = {}

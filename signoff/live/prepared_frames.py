@@ -25,17 +25,26 @@ from signoff.internals import uvicorn_protocol, uvicorn_takes_frame_now
 
 # The scope key under which the server's own ``send`` is kept for a websocket.
 SERVER_SEND = "signoff.server_send"
+# Framed copies a payload keeps (a group's log keeps payloads for resumes); frames for
+# further openings are framed for each send.
+FRAMED_OPENINGS = 2
 
 
 class Payload:
     """One frame's encoded ``payload``, shared by every member of a broadcast group, with
-    the websocket frames built from it (one per distinct opening, usually one)."""
+    the websocket frames built from it: one per distinct opening, usually one (clients
+    mostly number their first operation alike), at most ``FRAMED_OPENINGS``."""
 
     __slots__ = ("_framed", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._framed: dict[str, bytes] = {}
+
+    @property
+    def size(self) -> int:
+        """The bytes it may hold: its text and its framed copies."""
+        return len(self.text) * (1 + FRAMED_OPENINGS)
 
     def message(self, opening: str) -> str:
         """The whole message: ``opening`` (``{"id":…,"type":…,"payload":``), the payload, ``}``."""
@@ -46,7 +55,9 @@ class Payload:
         frame = self._framed.get(opening)
         if frame is None:
             data = self.message(opening).encode()
-            frame = self._framed[opening] = Frame(Opcode.TEXT, data).serialize(mask=False)
+            frame = Frame(Opcode.TEXT, data).serialize(mask=False)
+            if len(self._framed) < FRAMED_OPENINGS:
+                self._framed[opening] = frame
         return frame
 
 

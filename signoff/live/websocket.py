@@ -26,19 +26,14 @@ from typing import Any
 import strawberry
 from graphql import GraphQLFormattedError
 from starlette.websockets import WebSocket, WebSocketState
-from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http.async_base_view import AsyncBaseHTTPView
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
-    BaseGraphQLTransportWSHandler,
-    Operation,
-)
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ErrorMessage,
     PongMessage,
     SubscribeMessage,
 )
-from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import (
     ConnectionInitMessage,
     StartMessage,
@@ -54,6 +49,11 @@ from signoff.constants import (
     WS_CLOSE_TOO_SLOW_REASON,
 )
 from signoff.errors import TooManySubscriptions, Unauthenticated
+from signoff.internals import (
+    ASGIWebSocketAdapter,
+    BaseGraphQLTransportWSHandler,
+    BaseGraphQLWSHandler,
+)
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload, SocketWriter
 from signoff.persisted import PersistedQueries, Refused

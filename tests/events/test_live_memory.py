@@ -1,0 +1,95 @@
+"""A client that subscribes with ever-new variables (a new cursor, a new session every
+time) costs the server a bounded amount of memory: what it remembers per selection is
+bounded, and a group is gone with its last member."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import json
+from collections.abc import Callable
+
+from starlette.applications import Starlette
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from signoff.constants import LIVE_SELECTION_CACHE_SIZE
+from signoff.live.broadcast import Broadcaster
+from signoff.models import Role
+from tests.helpers import GraphQLClient
+from tests.live import InProcessServer, open_transport_ws
+
+AT_ONCE = 50
+WARM_UP = 1_000
+DISTINCT = 10_000
+
+BY_VARIABLE = "subscription($s: String!) { draftEvents(sessionId: $s) { cursor kind } }"
+WRITTEN_IN = 'subscription {{ draftEvents(sessionId: "{}") {{ cursor kind }} }}'
+
+
+async def test_ten_thousand_distinct_variable_sets_leave_memory_where_it_was(
+    app: Starlette, live: InProcessServer, gql: GraphQLClient
+) -> None:
+    agent = await gql.token(Role.AGENT)
+    broadcaster = app.state.broadcaster
+    ws = await open_transport_ws(live.ws_url, {"authorization": f"Bearer {agent}"})
+    answering = asyncio.create_task(_answer_pings(ws))
+    try:
+        await _subscribe_in_turn(ws, broadcaster, range(WARM_UP))
+        before = _tracked_objects()
+        await _subscribe_in_turn(ws, broadcaster, range(WARM_UP, WARM_UP + DISTINCT))
+        after = _tracked_objects()
+    finally:
+        await ws.close()
+        await answering
+    assert broadcaster.group_count == 0
+    assert broadcaster.selections.cached <= 2 * LIVE_SELECTION_CACHE_SIZE
+    # Each set of variables used to leave an entry behind (about 10,000 objects here).
+    assert after - before < 1_000, after - before
+
+
+async def _answer_pings(ws: ClientConnection) -> None:
+    with contextlib.suppress(ConnectionClosed):
+        async for raw in ws:
+            message = json.loads(raw)
+            assert message["type"] in ("ping", "complete"), message
+            if message["type"] == "ping":
+                await ws.send(json.dumps({"type": "pong"}))
+
+
+async def _subscribe_in_turn(
+    ws: ClientConnection, broadcaster: Broadcaster, numbers: range
+) -> None:
+    """Subscribe with each number's own session id, ``AT_ONCE`` live at a time (half as a
+    variable, half written into the document), then complete them."""
+    for start in range(numbers.start, numbers.stop, AT_ONCE):
+        batch = range(start, min(start + AT_ONCE, numbers.stop))
+        for n in batch:
+            session = f"session-{n}"
+            payload = (
+                {"query": BY_VARIABLE, "variables": {"s": session}}
+                if n % 2
+                else {"query": WRITTEN_IN.format(session)}
+            )
+            await ws.send(json.dumps({"id": str(n), "type": "subscribe", "payload": payload}))
+        await _until(functools.partial(_live, broadcaster, len(batch)))
+        for n in batch:
+            await ws.send(json.dumps({"id": str(n), "type": "complete"}))
+        await _until(lambda: broadcaster.group_count == 0)
+
+
+def _live(broadcaster: Broadcaster, count: int) -> bool:
+    return broadcaster.subscriber_count == count
+
+
+async def _until(done: Callable[[], bool], within: float = 10) -> None:
+    async with asyncio.timeout(within):
+        while not done():  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+
+
+def _tracked_objects() -> int:
+    gc.collect()
+    return len(gc.get_objects())

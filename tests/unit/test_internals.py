@@ -1,0 +1,169 @@
+"""Contract tests of the private parts of Strawberry, graphql-core and uvicorn that
+``signoff.internals`` gathers: each fails with a message naming what an upgrade changed."""
+
+from __future__ import annotations
+
+import inspect
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import strawberry
+import uvicorn
+from graphql import GraphQLSchema, parse
+from graphql.execution import Executor
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from uvicorn.server import ServerState
+
+from signoff import internals
+from signoff.events.hub import Change
+from signoff.schema import build_schema
+from signoff.schema.change_event import ChangeEvent
+from signoff.schema.execution import PlainFieldExecutor
+
+
+@pytest.fixture(scope="module")
+def schema() -> strawberry.Schema:
+    return build_schema()
+
+
+def _parameters(function: Any) -> list[str]:
+    return list(inspect.signature(function).parameters)
+
+
+def test_strawberry_keeps_graphql_cores_schema_behind_its_own(schema: strawberry.Schema) -> None:
+    assert isinstance(internals.core_schema(schema), GraphQLSchema), (
+        "strawberry.Schema._schema is no longer graphql-core's schema"
+    )
+
+
+def test_a_converted_field_points_back_at_its_strawberry_field(schema: strawberry.Schema) -> None:
+    change_event = internals.core_schema(schema).type_map["ChangeEvent"]
+    kind = change_event.fields["kind"]  # type: ignore[attr-defined]
+    definition = internals.field_definition(kind)
+    assert definition is not None, (
+        "GraphQLCoreConverter.DEFINITION_BACKREF no longer leads from a graphql-core field "
+        "to its StrawberryField"
+    )
+    assert definition.python_name == "kind"
+    assert internals.has_default_resolver(kind), (
+        "Strawberry's basic resolver is no longer marked `_is_default`: plain fields would "
+        "lose their short path"
+    )
+    task = change_event.fields["task"]  # type: ignore[attr-defined]
+    assert not internals.has_default_resolver(task)
+
+
+def test_info_wraps_graphql_cores_resolve_info(schema: strawberry.Schema) -> None:
+    fields = {field.name for field in strawberry.Info.__dataclass_fields__.values()}
+    assert {"_raw_info", "_field"} <= fields, (
+        f"strawberry.Info no longer has the fields _raw_info and _field (has {sorted(fields)})"
+    )
+    raw: Any = object()
+    definition = internals.field_definition(
+        internals.core_schema(schema).type_map["ChangeEvent"].fields["kind"]  # type: ignore[attr-defined]
+    )
+    assert definition is not None
+    info = internals.make_info(strawberry.Info, raw, definition)
+    assert internals.raw_info(info) is raw
+
+
+def test_a_subscription_executes_for_one_event_with_a_per_event_executor(
+    schema: strawberry.Schema,
+) -> None:
+    assert hasattr(Executor, "build_per_event_executor"), (
+        "graphql-core's Executor.build_per_event_executor is gone: frames cannot be "
+        "executed once per event"
+    )
+    document = parse("subscription { queueEvents { kind entityId } }")
+    executor = schema.execution_context_class.build(internals.core_schema(schema), document)
+    assert isinstance(executor, PlainFieldExecutor)
+    change = Change(
+        cursor=1,
+        kind="task.created",
+        entity_type="task",
+        entity_id="t-1",
+        queue_id="q-1",
+        proposal_id=None,
+        actor_id=None,
+        occurred_at=datetime.now(UTC),
+    )
+    result: Any = internals.execute_for_event(executor, ChangeEvent.from_change(change), None)
+    assert not inspect.isawaitable(result)
+    assert result.errors is None
+    assert result.data == {"queueEvents": {"kind": "task.created", "entityId": "t-1"}}
+
+
+def test_the_executor_methods_signoff_overrides_keep_their_parameters() -> None:
+    expected = {
+        "execute_fields": [
+            "self",
+            "parent_type",
+            "source_value",
+            "path",
+            "grouped_field_set",
+            "position_context",
+        ],
+        "collect_subfields": ["self", "return_type", "field_details_list"],
+        "execute_field": [
+            "self",
+            "parent_type",
+            "source",
+            "field_details_list",
+            "path",
+            "position_context",
+        ],
+    }
+    for name, parameters in expected.items():
+        found = _parameters(getattr(internals.StrawberryExecutionContext, name))
+        assert found == parameters, f"{name} now takes {found}, not {parameters}"
+    collect = _parameters(internals.collect_subfields)
+    assert collect[:3] == ["schema", "fragments", "variable_values"], collect
+
+
+def test_the_websocket_handlers_keep_what_signoff_overrides_and_reads() -> None:
+    transport = internals.BaseGraphQLTransportWSHandler
+    for method in ("handle", "handle_subscribe", "run_operation", "handle_pong", "send_message"):
+        assert callable(getattr(transport, method, None)), f"graphql-transport-ws: {method}"
+    legacy = internals.BaseGraphQLWSHandler
+    for method in ("handle", "handle_start", "handle_async_results", "handle_connection_init"):
+        assert callable(getattr(legacy, method, None)), f"graphql-ws: {method}"
+    assert _parameters(legacy.handle_async_results) == [
+        "self",
+        "operation_id",
+        "query",
+        "operation_name",
+        "variables",
+    ]
+    for handler, names in (
+        (transport, ("connection_acknowledged", "operations")),
+        (legacy, ("connection_acknowledged", "tasks")),
+    ):
+        source = inspect.getsource(handler.__init__)
+        for name in names:
+            assert f"self.{name}" in source, f"{handler.__name__} no longer sets {name}"
+    adapter = inspect.getsource(internals.ASGIWebSocketAdapter.__init__)
+    assert "self.ws" in adapter, "Strawberry's ASGI websocket adapter no longer keeps `ws`"
+
+
+def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None:
+    config = uvicorn.Config(app=_app, ws="websockets-sansio")
+    config.load()
+    protocol = WebSocketsSansIOProtocol(config=config, server_state=ServerState(), app_state={})
+    for name in (
+        "disconnected",
+        "close_sent",
+        "handshake_complete",
+        "initial_response",
+        "conn",
+        "writable",
+    ):
+        assert hasattr(protocol, name), f"uvicorn's sans-I/O protocol has no {name} any more"
+    assert hasattr(protocol.conn, "state") and hasattr(protocol.conn, "extensions")
+    assert "self.transport" in inspect.getsource(WebSocketsSansIOProtocol.connection_made)
+    assert internals.uvicorn_protocol(protocol.send) is protocol
+    assert internals.uvicorn_protocol(_app) is None
+
+
+async def _app(scope: Any, receive: Any, send: Any) -> None:
+    return None
