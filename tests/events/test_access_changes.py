@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
-from httpx import AsyncClient
 from sqlmodel import col, select
 from starlette.applications import Starlette
 
@@ -51,12 +50,6 @@ async def _demote(work: UnitOfWork, _: str) -> object:
 
 async def _disable(work: UnitOfWork, _: str) -> object:
     return await disable_actor(work=work, name=REVIEWER)
-
-
-@pytest.fixture
-async def http(live: InProcessServer, gql: GraphQLClient) -> AsyncIterator[GraphQLClient]:
-    async with AsyncClient(base_url=live.url, timeout=30) as client:
-        yield GraphQLClient(client, gql.sessionmaker)
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from graphql import parse
-from httpx import AsyncClient
 from starlette.applications import Starlette
 
 from signoff.clock import FrozenClock
@@ -34,12 +32,6 @@ subscription($q: ID) {
   queueEvents(queueId: $q) { kind entityId task { id state claimedByMe } }
 }
 """
-
-
-@pytest.fixture
-async def http(live: InProcessServer, gql: GraphQLClient) -> AsyncIterator[GraphQLClient]:
-    async with AsyncClient(base_url=live.url, timeout=30) as client:
-        yield GraphQLClient(client, gql.sessionmaker)
 
 
 async def test_one_frame_per_group_and_each_viewer_sees_only_what_it_may(

@@ -3,10 +3,7 @@ without a gap."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-from httpx import AsyncClient
 
 from signoff.models import Role
 from signoff.resolvers.subscriptions import decode_cursor
@@ -21,12 +18,6 @@ subscription($s: String!, $after: String) {
   }
 }
 """
-
-
-@pytest.fixture
-async def http(live: InProcessServer, gql: GraphQLClient) -> AsyncIterator[GraphQLClient]:
-    async with AsyncClient(base_url=live.url, timeout=30) as client:
-        yield GraphQLClient(client, gql.sessionmaker)
 
 
 async def test_a_viewer_sees_only_its_own_drafts_of_the_session(

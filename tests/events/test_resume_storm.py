@@ -8,8 +8,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-import pytest
-from httpx import AsyncClient
 from sqlmodel import col, select
 from starlette.applications import Starlette
 
@@ -27,12 +25,6 @@ subscription($q: ID, $after: String) {
   queueEvents(queueId: $q, after: $after) { cursor kind entityId task { id state } }
 }
 """
-
-
-@pytest.fixture
-async def http(live: InProcessServer, gql: GraphQLClient) -> AsyncIterator[GraphQLClient]:
-    async with AsyncClient(base_url=live.url, timeout=60) as client:
-        yield GraphQLClient(client, gql.sessionmaker)
 
 
 async def test_a_thousand_resuming_after_fifty_cursors_share_each_execution(

@@ -146,7 +146,7 @@ def test_the_websocket_handlers_keep_what_signoff_overrides_and_reads() -> None:
     assert "self.ws" in adapter, "Strawberry's ASGI websocket adapter no longer keeps `ws`"
 
 
-def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None:
+async def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None:
     config = uvicorn.Config(app=_app, ws="websockets-sansio")
     config.load()
     protocol = WebSocketsSansIOProtocol(config=config, server_state=ServerState(), app_state={})
