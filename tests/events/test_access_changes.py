@@ -133,12 +133,30 @@ async def test_a_change_that_keeps_access_keeps_the_stream_without_loss(
 
 @requires_postgres
 @requires_redis
-async def test_revoking_through_the_cli_closes_a_stream_on_another_process(
-    serve: Callable[..., Awaitable[Server]], sessionmaker: SessionMaker, database_url: str
+@pytest.mark.parametrize(
+    ("command", "kind", "ends"),
+    [
+        (("token", "revoke", "--token", "-"), ChangeKind.ACTOR_TOKEN_REVOKED, "4403"),
+        (
+            ("actor", "set-role", "--name", REVIEWER, "--role", "agent"),
+            ChangeKind.ACTOR_ROLE_CHANGED,
+            "FORBIDDEN",
+        ),
+        (("actor", "disable", "--name", REVIEWER), ChangeKind.ACTOR_DISABLED, "FORBIDDEN"),
+    ],
+    ids=["revoked token", "role changed", "actor disabled"],
+)
+async def test_a_change_from_the_cli_ends_a_stream_on_another_process(
+    serve: Callable[..., Awaitable[Server]],
+    sessionmaker: SessionMaker,
+    database_url: str,
+    command: tuple[str, ...],
+    kind: ChangeKind,
+    ends: str,
 ) -> None:
-    """Two ``signoff serve`` on PostgreSQL + Redis; the token is revoked from the command
+    """Two ``signoff serve`` on PostgreSQL + Redis; the change is made from the command
     line: its change event travels through Redis, and the stream on the other process
-    ends within a second, with nothing after the revocation."""
+    ends within a second, with nothing after the change."""
     channel = unique_channel()
     env = {"SIGNOFF_EVENTS_CHANNEL": channel, "SIGNOFF_EVENTS_RELAY_SECONDS": "60"}
     a, b = await serve(**env), await serve(**env)
@@ -154,17 +172,15 @@ async def test_revoking_through_the_cli_closes_a_stream_on_another_process(
             cli_env = signoff_env(
                 database_url, SIGNOFF_REDIS_URL=_redis_url(), SIGNOFF_EVENTS_CHANNEL=channel
             )
-            revoked = await asyncio.to_thread(
-                run_cli, "token", "revoke", "--token", "-", env=cli_env, stdin=reviewer
-            )
-            assert revoked.returncode == 0, revoked.stderr
-            revoked_at = time.monotonic()
+            done = await asyncio.to_thread(run_cli, *command, env=cli_env, stdin=reviewer)
+            assert done.returncode == 0, done.stderr
+            changed_at = time.monotonic()
             await create_tasks(through_a, world.admin, world.queue_id, 2, "later")
             await stream.until(lambda s: s.ended, within=5)
-            ended_after = time.monotonic() - revoked_at
-    assert stream.close_code == 4403
+            ended_after = time.monotonic() - changed_at
+    _assert_ended(stream, ends)
     assert ended_after < 1.0, ended_after
-    change_cursor = await _cursor_of(sessionmaker, ChangeKind.ACTOR_TOKEN_REVOKED)
+    change_cursor = await _cursor_of(sessionmaker, kind)
     assert all(_frame_cursor(frame) < change_cursor for frame in stream.frames)
 
 
