@@ -32,6 +32,9 @@ NOTIFICATION_LEASE_SECONDS = 60
 NOTIFICATION_TIMEOUT_SECONDS = 10
 NOTIFICATION_BATCH_SIZE = 50
 NOTIFICATION_INCIDENT_FINGERPRINT = "notification:{notification_id}"
+# The last_error_code of a notification cancelled, unsent, as its channel was switched off.
+CHANNEL_DISABLED_CODE = "CHANNEL_DISABLED"
+CHANNEL_REMOVED_CODE = "CHANNEL_REMOVED"
 # Approval links (docs/design.md section 5.7): lifetime bounds, and how many link requests
 # one client may make per window.
 APPROVAL_LINK_TTL_DEFAULT_SECONDS = 24 * 3600

@@ -205,6 +205,12 @@ class ApprovalLinkUnusable(SignoffError):
     code = "APPROVAL_LINK_UNUSABLE"
 
 
+class NotificationChannelRemoved(SignoffError):
+    """The notification channel was removed; it cannot be disabled, enabled or removed again."""
+
+    code = "NOTIFICATION_CHANNEL_REMOVED"
+
+
 class AlreadyExists(SignoffError):
     """An object with this unique name already exists."""
 

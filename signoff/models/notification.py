@@ -30,6 +30,7 @@ class NotificationState(StrEnum):
     SENDING = "SENDING"  # an attempt is in flight (until ``lease_expires_at``)
     SENT = "SENT"
     FAILED = "FAILED"  # gave up: an incident tells the operators
+    CANCELLED = "CANCELLED"  # never sent: its channel was disabled or removed first
 
 
 class NotificationChannel(SQLModel, table=True):
@@ -53,6 +54,15 @@ class NotificationChannel(SQLModel, table=True):
     link_ttl_seconds: int | None = None
     created_by_id: str = fk_field("actors.id", index=False)
     created_at: datetime = time_field(default_now=True)
+    # Set: the channel gets no notifications until it is enabled again.
+    disabled_at: datetime | None = time_field(nullable=True)
+    # Set: removed for good. The row stays, as its notifications and links name it.
+    removed_at: datetime | None = time_field(nullable=True)
+
+    @property
+    def receives(self) -> bool:
+        """Whether the channel gets notifications: neither disabled nor removed."""
+        return self.disabled_at is None and self.removed_at is None
 
 
 class Notification(SQLModel, table=True):

@@ -400,6 +400,11 @@ START_SENDING = Edge.of("start_sending", [N.PENDING, N.SENDING], N.SENDING, None
 MARK_SENT = Edge.of("mark_sent", [N.SENDING], N.SENT, None, "notification.sent")
 SEND_LATER = Edge.of("send_later", [N.SENDING], N.PENDING, None, "notification.retry_scheduled")
 GIVE_UP_SENDING = Edge.of("give_up", [N.SENDING], N.FAILED, None, "notification.failed")
+# Its channel was disabled or removed: never sent. SENDING only when the claim that finds
+# the channel off holds it, or its sender died (the guards).
+CANCEL_SENDING = Edge.of(
+    "cancel_sending", [N.PENDING, N.SENDING], N.CANCELLED, None, "notification.cancelled"
+)
 
 
 async def describe_notification(_: UnitOfWork, notification: Notification) -> Subject:
@@ -409,7 +414,7 @@ async def describe_notification(_: UnitOfWork, notification: Notification) -> Su
 NOTIFICATION: Lifecycle[Notification, NotificationState] = Lifecycle(
     "notification",
     Notification,
-    [START_SENDING, MARK_SENT, SEND_LATER, GIVE_UP_SENDING],
+    [START_SENDING, MARK_SENT, SEND_LATER, GIVE_UP_SENDING, CANCEL_SENDING],
     describe=describe_notification,
 )
 
