@@ -1,14 +1,38 @@
-"""Adding a queue's notification channels (docs/design.md section 5.6)."""
+"""A queue's notification channels (docs/design.md section 5.6): adding one, disabling,
+enabling and removing it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from signoff.constants import APPROVAL_LINK_TTL_MAX_SECONDS, APPROVAL_LINK_TTL_MIN_SECONDS
-from signoff.errors import NotFound, ValidationFailed
-from signoff.models import Actor, ChannelKind, NotificationChannel, Queue, QueueMembership, Role
+import sqlalchemy as sa
+from sqlalchemy import update
+from sqlmodel import col, select
+
+from signoff.constants import (
+    APPROVAL_LINK_TTL_MAX_SECONDS,
+    APPROVAL_LINK_TTL_MIN_SECONDS,
+    CHANNEL_DISABLED_CODE,
+    CHANNEL_REMOVED_CODE,
+)
+from signoff.errors import NotFound, NotificationChannelRemoved, ValidationFailed
+from signoff.models import (
+    Actor,
+    ChannelKind,
+    Notification,
+    NotificationChannel,
+    NotificationState,
+    Queue,
+    QueueMembership,
+    Role,
+)
+from signoff.resolvers import lifecycles
 from signoff.resolvers.access import Viewer, require_role
-from signoff.resolvers.targets import check_url, new_signing_secret
+from signoff.resolvers.lifecycles import NOTIFICATION
+from signoff.resolvers.targets import check_url, iso, new_signing_secret
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 from signoff.validation import require_range
@@ -95,3 +119,140 @@ async def _require_queue_reviewer(work: UnitOfWork, queue_id: str, reviewer_id: 
         raise ValidationFailed(
             "The channel's reviewer must be a reviewer of the queue.", field="reviewerId"
         )
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One way to switch a channel: the row it applies to, what it sets, what it audits,
+    and the error code its cancelled notifications keep (``None``: it cancels none)."""
+
+    action: str
+    applies: Any  # a condition on the channel's row
+    values: Callable[[datetime], dict[str, Any]]  # the columns set, given now
+    cancels_as: str | None
+
+
+_DISABLED, _REMOVED = col(NotificationChannel.disabled_at), col(NotificationChannel.removed_at)
+DISABLE = Switch(
+    "queue.notification_channel_disabled",
+    sa.and_(_DISABLED.is_(None), _REMOVED.is_(None)),
+    lambda now: {"disabled_at": now},
+    CHANNEL_DISABLED_CODE,
+)
+ENABLE = Switch(
+    "queue.notification_channel_enabled",
+    sa.and_(_DISABLED.is_not(None), _REMOVED.is_(None)),
+    lambda now: {"disabled_at": None},
+    None,
+)
+REMOVE = Switch(
+    "queue.notification_channel_removed",
+    _REMOVED.is_(None),
+    lambda now: {"removed_at": now},
+    CHANNEL_REMOVED_CODE,
+)
+
+
+async def disable_notification_channel(
+    *, work: UnitOfWork, viewer: Viewer, channel_id: str
+) -> NotificationChannel:
+    """Stop a channel's notifications until it is enabled (operators and admins): it gets
+    no new ones, and those waiting for it are cancelled. A disabled channel is answered
+    as it is, with nothing written."""
+    return await _switch(work, viewer, channel_id, DISABLE)
+
+
+async def enable_notification_channel(
+    *, work: UnitOfWork, viewer: Viewer, channel_id: str
+) -> NotificationChannel:
+    """Let a disabled channel get new notifications again (those cancelled stay so)."""
+    return await _switch(work, viewer, channel_id, ENABLE)
+
+
+async def remove_notification_channel(
+    *, work: UnitOfWork, viewer: Viewer, channel_id: str
+) -> NotificationChannel:
+    """Remove a channel for good, as disabling does but with no way back; its row stays,
+    as its notifications name it. Removing it again is refused
+    (``NOTIFICATION_CHANNEL_REMOVED``), like revoking a revoked approval link."""
+    return await _switch(work, viewer, channel_id, REMOVE)
+
+
+async def _switch(
+    work: UnitOfWork, viewer: Viewer, channel_id: str, switch: Switch
+) -> NotificationChannel:
+    """One conditional UPDATE: of two callers at once, one changes the channel and writes
+    its audit row; the other (PostgreSQL re-checks the condition on the locked row) finds
+    it done and writes nothing, or is refused if it was removed."""
+    require_role(viewer, Role.OPERATOR)
+    await _channel(work, channel_id)  # NOT_FOUND before anything is written
+    now = work.now()
+    statement = (
+        update(NotificationChannel)
+        .where(col(NotificationChannel.id) == channel_id, switch.applies)
+        .values(**switch.values(now))
+        .returning(NotificationChannel)
+        .execution_options(populate_existing=True)
+    )
+    switched: NotificationChannel | None = (await work.session.exec(statement)).scalars().first()
+    if switched is None:
+        current = await _current(work, channel_id)
+        if current.removed_at is not None:
+            removed_at = iso(current.removed_at)  # read before the rollback expires it
+            await work.rollback()
+            raise NotificationChannelRemoved(
+                "The notification channel was removed; add a new one instead.",
+                removedAt=removed_at,
+            )
+        return current
+    cancelled = 0
+    if switch.cancels_as is not None:
+        cancelled = await _cancel_waiting(work, viewer, channel_id, switch.cancels_as)
+    record(
+        work,
+        Happening(
+            entity_type="queue",
+            entity_id=switched.queue_id,
+            actor_id=viewer.id,
+            action=switch.action,
+            details={"channel_id": switched.id, "cancelled_notifications": cancelled},
+        ),
+    )
+    await work.commit()
+    return switched
+
+
+async def _channel(work: UnitOfWork, channel_id: str) -> NotificationChannel:
+    channel = await work.session.get(NotificationChannel, channel_id)
+    if channel is None:
+        raise NotFound("No such notification channel.", field="channelId")
+    return channel
+
+
+async def _current(work: UnitOfWork, channel_id: str) -> NotificationChannel:
+    statement = (
+        select(NotificationChannel)
+        .where(col(NotificationChannel.id) == channel_id)
+        .execution_options(populate_existing=True)
+    )
+    channel: NotificationChannel = (await work.session.exec(statement)).one()
+    return channel
+
+
+async def _cancel_waiting(
+    work: UnitOfWork, viewer: Viewer, channel_id: str, error_code: str
+) -> int:
+    """Cancel the channel's notifications not yet sent, each audited
+    ``notification.cancelled``; one in flight is left to its sender (a retry it schedules
+    is cancelled when claimed)."""
+    waiting = col(Notification.state) == NotificationState.PENDING.value
+    cancelled = await NOTIFICATION.move_where(
+        work,
+        lifecycles.CANCEL_SENDING,
+        col(Notification.channel_id) == channel_id,
+        actor_id=viewer.id,
+        guard=waiting,
+        values={"next_attempt_at": None, "last_error_code": error_code},
+        details={"error_code": error_code},
+    )
+    return len(cancelled)

@@ -33,6 +33,8 @@ from sqlmodel import col, select
 
 from signoff import clock
 from signoff.constants import (
+    CHANNEL_DISABLED_CODE,
+    CHANNEL_REMOVED_CODE,
     NOTIFICATION_BATCH_SIZE,
     NOTIFICATION_INCIDENT_FINGERPRINT,
     NOTIFICATION_LEASE_SECONDS,
@@ -67,17 +69,22 @@ HEADLINES = {
 LINK_LABEL = "Review and decide"
 
 
+# A channel gets notifications unless it was disabled or removed.
+RECEIVING = sa.and_(
+    col(NotificationChannel.disabled_at).is_(None), col(NotificationChannel.removed_at).is_(None)
+)
 # Built once, as every new task reads its queue's channels.
 _CHANNELS = select(NotificationChannel).where(
-    NotificationChannel.queue_id == sa.bindparam("queue_id")
+    NotificationChannel.queue_id == sa.bindparam("queue_id"), RECEIVING
 )
 
 
 async def notify(
     work: UnitOfWork, task: HumanTask, event: str, *, any_channels: bool | None = None
 ) -> int:
-    """Write a notification of ``event`` about ``task`` for each channel of its queue, in
-    ``work``'s transaction; returns how many. ``any_channels``: whether the queue has any,
+    """Write a notification of ``event`` about ``task`` for each channel of its queue that
+    receives, in ``work``'s transaction; returns how many. ``any_channels``: whether the
+    queue has any that receive,
     when the caller read that already in the transaction (``None``: not known)."""
     if any_channels is False:
         return 0
@@ -179,6 +186,7 @@ class Outgoing:
 
     id: str
     attempt: int
+    channel_id: str
     kind: ChannelKind
     url: str
     secret: str | None
@@ -234,9 +242,14 @@ async def claim_notifications(
             )
         ).all()
     }
+    for notification in claimed:
+        if not channels[notification.channel_id].receives:
+            await _cancel(work, notification, channels[notification.channel_id])
     outgoing = []
     for notification in claimed:
         channel = channels[notification.channel_id]
+        if not channel.receives:
+            continue
         kind = ChannelKind(channel.kind)
         body, link = notification.body, await _link(work, notification, channel)
         if link is not None:
@@ -247,6 +260,7 @@ async def claim_notifications(
             Outgoing(
                 id=notification.id,
                 attempt=notification.attempt_count,
+                channel_id=channel.id,
                 kind=kind,
                 url=channel.url,
                 secret=None
@@ -257,6 +271,24 @@ async def claim_notifications(
         )
     await work.commit()
     return outgoing
+
+
+async def _cancel(
+    work: UnitOfWork, notification: Notification, channel: NotificationChannel
+) -> None:
+    """Cancel, unsent, a notification just claimed for a channel switched off since it was
+    written (by a task's transaction that read the channel before, or as a retry scheduled
+    by an attempt in flight then)."""
+    error_code = CHANNEL_REMOVED_CODE if channel.removed_at is not None else CHANNEL_DISABLED_CODE
+    await NOTIFICATION.move(
+        work,
+        lifecycles.CANCEL_SENDING,
+        notification.id,
+        actor_id=None,
+        guard=col(Notification.attempt_count) == notification.attempt_count,
+        values={"lease_expires_at": None, "last_error_code": error_code},
+        details={"error_code": error_code, "attempt": notification.attempt_count},
+    )
 
 
 async def _link(

@@ -44,7 +44,7 @@ from signoff.resolvers import approval_policies, idempotency, reminders
 from signoff.resolvers.access import Viewer, require_role
 from signoff.resolvers.deadlines import DeadlineOverride, DeadlinePolicy, policy_of
 from signoff.resolvers.lifecycles import PROPOSAL, TASK
-from signoff.resolvers.notifications import notify
+from signoff.resolvers.notifications import RECEIVING, notify
 from signoff.resolvers.pagination import Equals, OneOf, Order, Page, Where, paginate
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
@@ -182,7 +182,7 @@ _TARGET_AND_QUEUE = (
         Target,
         Queue,
         sa.exists()
-        .where(col(NotificationChannel.queue_id) == col(Queue.id))
+        .where(col(NotificationChannel.queue_id) == col(Queue.id), RECEIVING)
         .label("queue_has_channels"),
     )
     .outerjoin(Queue, col(Queue.id) == col(Target.queue_id))

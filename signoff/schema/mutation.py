@@ -81,7 +81,10 @@ from signoff.schema.incident import (
 from signoff.schema.notification import (
     AddNotificationChannelInput,
     AddNotificationChannelPayload,
+    DisableNotificationChannelInput,
+    EnableNotificationChannelInput,
     NotificationChannel,
+    RemoveNotificationChannelInput,
 )
 from signoff.schema.proposal import (
     Approval,
@@ -164,6 +167,42 @@ class Mutation:
             channel=NotificationChannel.from_model(added.channel),
             signing_secret=added.signing_secret,
         )
+
+    @strawberry.mutation(
+        description="Operators and admins: the channel gets no notifications until enabled; "
+        "those waiting for it are cancelled. A disabled channel is answered as it is."
+    )
+    async def disable_notification_channel(
+        self, info: strawberry.Info, input: DisableNotificationChannelInput
+    ) -> NotificationChannel:
+        channel = await call(
+            info, notification_channels.disable_notification_channel, channel_id=input.channel_id
+        )
+        return NotificationChannel.from_model(channel)
+
+    @strawberry.mutation(
+        description="Operators and admins: a disabled channel gets new notifications again. "
+        "An enabled channel is answered as it is."
+    )
+    async def enable_notification_channel(
+        self, info: strawberry.Info, input: EnableNotificationChannelInput
+    ) -> NotificationChannel:
+        channel = await call(
+            info, notification_channels.enable_notification_channel, channel_id=input.channel_id
+        )
+        return NotificationChannel.from_model(channel)
+
+    @strawberry.mutation(
+        description="Operators and admins: remove a channel for good (it stays readable, with "
+        "removedAt); those waiting for it are cancelled. Again: NOTIFICATION_CHANNEL_REMOVED."
+    )
+    async def remove_notification_channel(
+        self, info: strawberry.Info, input: RemoveNotificationChannelInput
+    ) -> NotificationChannel:
+        channel = await call(
+            info, notification_channels.remove_notification_channel, channel_id=input.channel_id
+        )
+        return NotificationChannel.from_model(channel)
 
     @strawberry.mutation(description="Operators and admins: make a reviewer a queue member.")
     async def add_queue_member(self, info: strawberry.Info, input: QueueMemberInput) -> Queue:

@@ -34,6 +34,21 @@ class AddNotificationChannelInput:
     )
 
 
+@strawberry.input
+class DisableNotificationChannelInput:
+    channel_id: strawberry.ID
+
+
+@strawberry.input
+class EnableNotificationChannelInput:
+    channel_id: strawberry.ID
+
+
+@strawberry.input
+class RemoveNotificationChannelInput:
+    channel_id: strawberry.ID
+
+
 @strawberry.type(description="Where a queue's notifications go.")
 class NotificationChannel(Node):
     id: strawberry.ID
@@ -47,6 +62,15 @@ class NotificationChannel(Node):
         description="Notifications carry an approval link for the reviewer, valid this long."
     )
     created_at: datetime
+    disabled: bool = strawberry.field(
+        description="Gets no notifications: disabled (until enabled again) or removed."
+    )
+    disabled_at: datetime | None = strawberry.field(
+        description="When it was disabled, while it is; null once enabled again."
+    )
+    removed_at: datetime | None = strawberry.field(
+        description="When it was removed for good; kept, as its notifications name it."
+    )
 
     @classmethod
     def from_model(cls, channel: models.NotificationChannel) -> NotificationChannel:
@@ -58,6 +82,9 @@ class NotificationChannel(Node):
             reviewer_id=None if channel.reviewer_id is None else strawberry.ID(channel.reviewer_id),
             approval_link_ttl_seconds=channel.link_ttl_seconds,
             created_at=channel.created_at,
+            disabled=not channel.receives,
+            disabled_at=channel.disabled_at,
+            removed_at=channel.removed_at,
         )
 
 
