@@ -13,11 +13,14 @@ once per attempt whichever job gets there first.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from signoff.jobs.context import Services, services_of
 from signoff.resolvers.notifications import claim_notifications, record_attempt, send_notification
+
+logger = logging.getLogger("signoff.jobs")
 
 
 async def send_notifications(ctx: dict[str, Any]) -> int:
@@ -39,6 +42,16 @@ async def _send(services: Services, only: Sequence[str] | None = None) -> int:
         )
     errors = await asyncio.gather(*(send_notification(services.http, o) for o in outgoing))
     for notification, error_code in zip(outgoing, errors, strict=True):
+        if error_code is not None:
+            # Ids and the code only: the URL (a Slack webhook's path is its secret), its
+            # query and the body stay out of the log.
+            logger.warning(
+                "notification %s to channel %s failed: %s (attempt %d)",
+                notification.id,
+                notification.channel_id,
+                error_code,
+                notification.attempt,
+            )
         async with services.work() as work:
             await record_attempt(work, notification, error_code, jitter=services.jitter)
     return len(outgoing)

@@ -4,8 +4,10 @@ idempotent, audited once and refused with a stable code (docs/design.md section 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from sqlmodel import col, func, select
 
 from signoff import clock
@@ -200,3 +202,27 @@ async def test_disabling_a_failing_channel_stops_its_retries_before_an_incident(
     assert (notification.state, notification.last_error_code) == ("CANCELLED", "CHANNEL_DISABLED")
     async with worker.services.sessionmaker() as session:
         assert (await session.exec(select(Incident))).all() == []
+
+
+async def test_a_failed_notification_is_logged_with_its_channel_and_code_only(
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with serve(Receiver([Answer(503)], signed=False)) as failing:
+        world = await build_world(gql)
+        url = f"{failing.url}?token=s3cret-query"
+        channel_id = (await add_channel(gql, world.admin, world.queue_id, url, kind="SLACK"))[
+            "channel"
+        ]["id"]
+        await world.propose({"amount": 987654, "currency": "EUR"})
+        with caplog.at_level(logging.WARNING, logger="signoff"):
+            assert await send_notifications(worker.ctx) == 1
+    [notification] = await notifications(worker)
+    [line] = [r for r in caplog.records if r.name == "signoff.jobs"]
+    assert line.levelno == logging.WARNING
+    message = line.getMessage()
+    assert notification.id in message and channel_id in message and "HTTP_503" in message
+    for secret in ("s3cret-query", "token=", failing.url, "987654", "Payments"):
+        assert secret not in caplog.text
