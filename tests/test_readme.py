@@ -77,6 +77,8 @@ IN_ORDER = [
     "proposal",
     "queueStats",
     "addNotificationChannel",
+    "disableNotificationChannel",
+    "removeNotificationChannel",
     "createApprovalLink",
     "addNotificationChannel#2",
     "operationsSnapshot",
@@ -734,6 +736,11 @@ async def test_the_queue_owners_section_runs_as_printed(
         assert (stats["openItems"], stats["pastSla"], stats["windowSeconds"]) == (1, 0, 86400)
         channel = await readme.run("addNotificationChannel", world.admin)
         assert channel["channel"]["kind"] == "SLACK" and channel["signingSecret"] is None
+        readme.values["the channel id"] = channel["channel"]["id"]
+        disabled = await readme.run("disableNotificationChannel", world.admin)
+        assert disabled["disabled"] is True and disabled["disabledAt"]
+        removed = await readme.run("removeNotificationChannel", world.admin)
+        assert removed["disabled"] is True and removed["removedAt"]
 
         readme.values["the payout task id"] = payout["task"]["id"]
         readme.values["the reviewer id"] = (
