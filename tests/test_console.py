@@ -11,6 +11,7 @@ subscription with ``after``. The screenshots in ``docs/screenshots`` are taken h
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import time
@@ -19,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from playwright.async_api import Browser, BrowserContext, Page, WebSocket, expect
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    WebSocket,
+    WebSocketRoute,
+    expect,
+)
 
 from signoff import persisted
 from signoff.database import SessionMaker
@@ -370,3 +378,46 @@ async def test_a_reviewer_amends_a_proposal_then_approves_two_at_once(
                 "proposal"
             ]
             assert (decided["state"], decided["approvalCount"]) == ("QUEUED", 1)
+
+
+async def test_a_socket_that_keeps_dropping_is_retried_less_and_less_often(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """A websocket that is acknowledged and then drops at once (a proxy cutting it, a
+    server failing each subscription) was retried every 250 ms for ever, since each
+    acknowledgement reset the delay. Retries now back off exponentially."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1)
+    opened: list[float] = []
+    drops: set[asyncio.Task[None]] = set()
+
+    async def dropping(socket: WebSocketRoute) -> None:
+        opened.append(time.monotonic())
+
+        def received(frame: str | bytes) -> None:
+            kind = json.loads(frame).get("type")
+            if kind == "connection_init":
+                socket.send(json.dumps({"type": "connection_ack"}))
+            elif kind == "subscribe":
+                drop = asyncio.create_task(socket.close(code=1011, reason="dropped"))
+                drops.add(drop)
+                drop.add_done_callback(drops.discard)
+
+        socket.on_message(received)
+
+    context = await offline_context(browser, viewport=DESKTOP)
+    try:
+        page = await context.new_page()
+        await page.route_web_socket(re.compile(r"/graphql$"), dropping)
+        await page.goto(server.url + "/")
+        await page.get_by_label("API token").fill(world.reviewers[0])
+        await page.get_by_role("button", name="Sign in").click()
+        await until(lambda: bool(opened))
+        await asyncio.sleep(4)
+        gaps = [b - a for a, b in itertools.pairwise(opened)]
+        assert len(opened) <= 5, gaps
+        assert gaps and gaps[-1] > 1, gaps
+        await expect(page.locator("#live")).to_have_text("Reconnecting…")
+    finally:
+        await context.close()
