@@ -478,6 +478,27 @@ async def test_only_roles_that_decide_get_bulk_checkboxes(
             await context.close()
 
 
+async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=2)
+        made = await world.propose()
+        await gql(CLAIM, {"id": made["task"]["id"]}, world.reviewers[1])
+    context, page, errors = await signed_in(browser, server, world.reviewers[0])
+    try:
+        await page.locator(".task-link").click()
+        await page.get_by_role("button", name="Approve").click()
+        await expect(page.locator("#notice")).to_contain_text("(TASK_CLAIMED_BY_OTHER)")
+        await page.get_by_role("link", name="← All tasks").click()
+        await expect(page.locator(".task")).to_have_count(1)
+        await expect(page.locator("#notice")).to_be_hidden()
+        assert errors == []
+    finally:
+        await context.close()
+
+
 async def test_a_socket_that_keeps_dropping_is_retried_less_and_less_often(
     browser: Browser, serve: Serve, sessionmaker: SessionMaker
 ) -> None:

@@ -965,7 +965,10 @@ function onKey(event) {
 signOutButton.addEventListener("click", () => signOut(""));
 document.getElementById("help-button").addEventListener("click", () => help.showModal());
 document.getElementById("help-close").addEventListener("click", () => help.close());
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => {
+  say(""); // a notice is about the page it was given on
+  route();
+});
 document.addEventListener("keydown", onKey);
 
 const saved = sessionStorage.getItem(TOKEN_KEY);
