@@ -499,6 +499,44 @@ async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
         await context.close()
 
 
+async def test_task_rows_tell_proposals_apart_and_the_payload_comes_before_the_decision(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Issue 35: every row read "Approve refund.create on refunds-… · OPEN …". A row now
+    shows the target's summary field, the subject, the proposer and the age."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, summaryField="amount")
+        small = await world.propose({"amount": 100, "currency": "EUR"})
+        await world.propose({"amount": 2500, "currency": "EUR"}, subject={"order": "o-2"})
+    context, page, errors = await signed_in(browser, server, world.reviewers[0])
+    try:
+        rows = page.locator(".task")
+        await expect(rows).to_have_count(2)
+        for amount, order in ((100, "o-1"), (2500, "o-2")):
+            row = rows.filter(has_text=f"amount {amount}")
+            await expect(row).to_have_count(1)
+            await expect(row).to_contain_text(f"order {order}")
+            await expect(row).to_contain_text("proposed by agent")
+            await expect(row.locator("time").first).to_have_text(re.compile(r"just now|min ago"))
+        texts = await rows.locator(".task-what").all_inner_texts()
+        assert len(set(texts)) == 2, texts
+
+        await page.locator(f'[data-task-id="{small["task"]["id"]}"] .task-link').click()
+        await expect(page.locator("form.decide")).to_be_visible()
+        payload_first = """() => {
+            const payload = document.querySelector(".json-block");
+            const form = document.querySelector("form.decide");
+            const after = payload.compareDocumentPosition(form);
+            return payload.querySelector("h3").textContent === "Payload"
+                && Boolean(after & Node.DOCUMENT_POSITION_FOLLOWING);
+        }"""
+        assert await page.evaluate(payload_first)
+        assert errors == []
+    finally:
+        await context.close()
+
+
 async def test_a_socket_that_keeps_dropping_is_retried_less_and_less_often(
     browser: Browser, serve: Serve, sessionmaker: SessionMaker
 ) -> None:

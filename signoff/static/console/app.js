@@ -16,10 +16,13 @@ const RESYNC_CODES = new Set(["INVALID_CURSOR", "CURSOR_EXPIRED", "SUBSCRIBER_TO
 const ACCESS_CODES = new Set(["FORBIDDEN", "UNAUTHENTICATED"]);
 
 const TASK_FIELDS = `
-  id kind title priority dueAt state claimExpiresAt claimedByMe
+  id kind title priority dueAt state claimExpiresAt claimedByMe createdAt
   assignee { name }
   queue { id slug name }
-  proposal { id state actionCode approvalCount requiredApprovals payloadDigest }
+  proposal {
+    id state actionCode approvalCount requiredApprovals payloadDigest
+    subject payload createdAt proposedBy { name } target { summaryField }
+  }
 `;
 
 const LOAD_VIEWER = `query Viewer {
@@ -411,6 +414,7 @@ function taskRow(task) {
     { class: "task", "data-task-id": task.id },
     pick,
     h("a", { href: `#/task/${task.id}`, class: "task-link" }, task.title),
+    whatItIs(task),
     h(
       "div",
       { class: "task-meta" },
@@ -422,6 +426,47 @@ function taskRow(task) {
       h("span", {}, task.queue.name),
     ),
   );
+}
+
+// What tells one task from another in the list: the target's summary field and the
+// subject for a proposal, who asked for it and how long ago.
+function whatItIs(task) {
+  const proposal = task.proposal;
+  const parts = [];
+  if (proposal) {
+    const field = proposal.target.summaryField;
+    if (field && proposal.payload && proposal.payload[field] !== undefined) {
+      parts.push(h("span", { class: "summary" }, `${field} ${inline(proposal.payload[field])}`));
+    }
+    parts.push(h("span", {}, inline(proposal.subject)));
+    parts.push(h("span", {}, `proposed by ${proposal.proposedBy.name}`));
+  }
+  const since = proposal ? proposal.createdAt : task.createdAt;
+  parts.push(h("span", {}, h("time", { datetime: since, title: new Date(since).toLocaleString() }, age(since))));
+  return h("div", { class: "task-what" }, parts);
+}
+
+const INLINE_LIMIT = 80;
+
+/** A JSON value on one short line: `order o-1, lines 2` rather than braces and quotes. */
+function inline(value) {
+  let text;
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    text = Object.entries(value).map(([key, v]) => `${key} ${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
+  } else {
+    text = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  return text.length > INLINE_LIMIT ? `${text.slice(0, INLINE_LIMIT - 1)}…` : text;
+}
+
+function age(iso) {
+  const seconds = Math.max(0, (Date.now() - new Date(iso).getTime()) / 1000);
+  if (seconds < 60) return "just now";
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ago`;
+  return `${Math.floor(hours / 24)} days ago`;
 }
 
 function renderList() {
@@ -641,11 +686,12 @@ function renderTask(task) {
     h("p", {}, h("a", { href: state.selectedQueue ? `#/queue/${state.selectedQueue}` : "#/" }, "← All tasks"), " ", h("kbd", {}, "g")),
     h("h2", {}, task.title),
     h("dl", { class: "facts" }, facts.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
-    actions(task),
   ];
+  // What is decided comes before the form that decides it.
+  if (proposal) body.push(jsonBlock("Payload", proposal.payload));
+  body.push(actions(task));
   if (proposal) {
     body.push(
-      jsonBlock("Payload", proposal.payload),
       jsonBlock("Subject", proposal.subject),
       jsonBlock("Preconditions", proposal.preconditions),
       approvalsSection(proposal),
