@@ -11,6 +11,7 @@ subscription with ``after``. The screenshots in ``docs/screenshots`` are taken h
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import time
@@ -19,12 +20,22 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from playwright.async_api import Browser, BrowserContext, Page, WebSocket, expect
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    WebSocket,
+    WebSocketRoute,
+    expect,
+)
 
 from signoff import persisted
 from signoff.database import SessionMaker
 from signoff.errors import SignoffError
+from signoff.models import Role
 from signoff.pages import STATIC_DIR
+from signoff.resolvers.actors import set_actor_role
+from signoff.resolvers.work import UnitOfWork
 from tests.browser import browser, console_errors, offline_context, screenshot_path
 from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world
 from tests.live import Server, http_gql, server_log_on_failure
@@ -370,3 +381,200 @@ async def test_a_reviewer_amends_a_proposal_then_approves_two_at_once(
                 "proposal"
             ]
             assert (decided["state"], decided["approvalCount"]) == ("QUEUED", 1)
+
+
+class Traffic:
+    """What a page asks of the server: its GraphQL requests and the websockets it opens."""
+
+    def __init__(self, page: Page) -> None:
+        self.requests: list[str] = []
+        self.sockets: list[str] = []
+        page.on("request", lambda r: self.requests.append(r.url) if "/graphql" in r.url else None)
+        page.on("websocket", lambda s: self.sockets.append(s.url))
+
+    def __repr__(self) -> str:
+        return f"{len(self.requests)} requests, {len(self.sockets)} websockets"
+
+
+async def assert_signed_out_naming_the_roles(page: Page) -> None:
+    notice = page.locator("#notice")
+    for role in ("reviewers", "operators", "admins"):
+        await expect(notice).to_contain_text(role)
+    await expect(page.get_by_label("API token")).to_be_visible()
+    assert not await page.evaluate("document.body.classList.contains('signed-in')")
+    assert await page.evaluate("sessionStorage.length") == 0
+
+
+async def test_an_agent_token_is_told_who_may_use_the_console_and_not_retried(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Issue 35: an agent's queueEvents is refused; the console looped, resubscribing and
+    reloading the list dozens of times a second under a "Live" header. Now it says who
+    may use it and signs out, having asked the server next to nothing."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=0)
+    context = await offline_context(browser, viewport=DESKTOP)
+    try:
+        page = await context.new_page()
+        errors = console_errors(page)
+        traffic = Traffic(page)
+        await page.goto(server.url + "/")
+        await page.get_by_label("API token").fill(world.agent)
+        await page.get_by_role("button", name="Sign in").click()
+        await asyncio.sleep(2)
+        assert len(traffic.requests) <= 3 and len(traffic.sockets) <= 1, traffic
+        await assert_signed_out_naming_the_roles(page)
+        await expect(page.locator("#notice")).to_contain_text("This token is an agent's.")
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_a_reviewer_demoted_while_watching_is_signed_out_once(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """The server ends the feed with FORBIDDEN when the role changes under an open console:
+    one refusal, one sign-out, no retry."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1)
+    traffic: Traffic | None = None
+
+    def count(socket: WebSocket) -> None:
+        if traffic is not None:
+            traffic.sockets.append(socket.url)
+
+    context, page, errors = await signed_in(browser, server, world.reviewers[0], sockets=count)
+    try:
+        traffic = Traffic(page)
+        async with sessionmaker() as session:
+            await set_actor_role(work=UnitOfWork(session), name="reviewer-0", role=Role.AGENT)
+        await expect(page.get_by_label("API token")).to_be_visible(timeout=LIVE_WITHIN)
+        await asyncio.sleep(2)
+        assert len(traffic.requests) <= 3 and len(traffic.sockets) <= 1, traffic
+        await assert_signed_out_naming_the_roles(page)
+        await expect(page.locator("#notice")).to_contain_text("(FORBIDDEN)")
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_only_roles_that_decide_get_bulk_checkboxes(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1)
+        operator = await gql.token(Role.OPERATOR, name="ops")
+        await world.propose()
+    for token, picks in ((world.reviewers[0], 1), (world.admin, 1), (operator, 0)):
+        context, page, errors = await signed_in(browser, server, token)
+        try:
+            await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
+            await expect(page.locator(".task .pick")).to_have_count(picks)
+            assert errors == []
+        finally:
+            await context.close()
+
+
+async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=2)
+        made = await world.propose()
+        await gql(CLAIM, {"id": made["task"]["id"]}, world.reviewers[1])
+    context, page, errors = await signed_in(browser, server, world.reviewers[0])
+    try:
+        await page.locator(".task-link").click()
+        await page.get_by_role("button", name="Approve").click()
+        await expect(page.locator("#notice")).to_contain_text("(TASK_CLAIMED_BY_OTHER)")
+        await page.get_by_role("link", name="← All tasks").click()
+        await expect(page.locator(".task")).to_have_count(1)
+        await expect(page.locator("#notice")).to_be_hidden()
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_task_rows_tell_proposals_apart_and_the_payload_comes_before_the_decision(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Issue 35: every row read "Approve refund.create on refunds-… · OPEN …". A row now
+    shows the target's summary field, the subject, the proposer and the age."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, summaryField="amount")
+        small = await world.propose({"amount": 100, "currency": "EUR"})
+        await world.propose({"amount": 2500, "currency": "EUR"}, subject={"order": "o-2"})
+    context, page, errors = await signed_in(browser, server, world.reviewers[0])
+    try:
+        rows = page.locator(".task")
+        await expect(rows).to_have_count(2)
+        for amount, order in ((100, "o-1"), (2500, "o-2")):
+            row = rows.filter(has_text=f"amount {amount}")
+            await expect(row).to_have_count(1)
+            await expect(row).to_contain_text(f"order {order}")
+            await expect(row).to_contain_text("proposed by agent")
+            await expect(row.locator("time").first).to_have_text(re.compile(r"just now|min ago"))
+        texts = await rows.locator(".task-what").all_inner_texts()
+        assert len(set(texts)) == 2, texts
+
+        await page.locator(f'[data-task-id="{small["task"]["id"]}"] .task-link').click()
+        await expect(page.locator("form.decide")).to_be_visible()
+        payload_first = """() => {
+            const payload = document.querySelector(".json-block");
+            const form = document.querySelector("form.decide");
+            const after = payload.compareDocumentPosition(form);
+            return payload.querySelector("h3").textContent === "Payload"
+                && Boolean(after & Node.DOCUMENT_POSITION_FOLLOWING);
+        }"""
+        assert await page.evaluate(payload_first)
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_a_socket_that_keeps_dropping_is_retried_less_and_less_often(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """A websocket that is acknowledged and then drops at once (a proxy cutting it, a
+    server failing each subscription) was retried every 250 ms for ever, since each
+    acknowledgement reset the delay. Retries now back off exponentially."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1)
+    opened: list[float] = []
+    drops: set[asyncio.Task[None]] = set()
+
+    async def dropping(socket: WebSocketRoute) -> None:
+        opened.append(time.monotonic())
+
+        def received(frame: str | bytes) -> None:
+            kind = json.loads(frame).get("type")
+            if kind == "connection_init":
+                socket.send(json.dumps({"type": "connection_ack"}))
+            elif kind == "subscribe":
+                drop = asyncio.create_task(socket.close(code=1011, reason="dropped"))
+                drops.add(drop)
+                drop.add_done_callback(drops.discard)
+
+        socket.on_message(received)
+
+    context = await offline_context(browser, viewport=DESKTOP)
+    try:
+        page = await context.new_page()
+        await page.route_web_socket(re.compile(r"/graphql$"), dropping)
+        await page.goto(server.url + "/")
+        await page.get_by_label("API token").fill(world.reviewers[0])
+        await page.get_by_role("button", name="Sign in").click()
+        await until(lambda: bool(opened))
+        await asyncio.sleep(4)
+        gaps = [b - a for a, b in itertools.pairwise(opened)]
+        assert len(opened) <= 5, gaps
+        assert gaps and gaps[-1] > 1, gaps
+        await expect(page.locator("#live")).to_have_text("Reconnecting…")
+    finally:
+        await context.close()

@@ -45,11 +45,24 @@ export async function request(token, query, variables = {}) {
   return body.data;
 }
 
-const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000];
+// Reconnecting after a real drop: exponential from RETRY_FIRST_MS, capped at RETRY_MAX_MS,
+// each delay drawn from its upper half so a restart's clients do not come back in step.
+// A connection counts as healthy again only once it has stayed up for STABLE_MS, so a
+// server that acknowledges and then drops at once is not retried in a tight loop.
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 10_000;
+const STABLE_MS = 10_000;
+
+/** How long to wait before reconnect attempt number `attempt` (0 for the first). */
+export function retryDelay(attempt, random = Math.random) {
+  const ceiling = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt);
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}
 
 /**
  * One websocket for all subscriptions of a signed-in tab.
- * `onStatus(state, detail)` hears "connecting", "live", "reconnecting" and "rejected".
+ * `onStatus(state, detail)` hears "connecting", "live", "reconnecting" and "rejected"
+ * (the server closed with 4403: the token is not accepted; nothing is retried).
  */
 export class LiveConnection {
   constructor(token, onStatus) {
@@ -61,6 +74,7 @@ export class LiveConnection {
     this.acknowledged = false;
     this.closed = false;
     this.attempt = 0;
+    this.liveSince = null;
     this.timer = null;
     this.open();
   }
@@ -124,7 +138,7 @@ export class LiveConnection {
     switch (message.type) {
       case "connection_ack":
         this.acknowledged = true;
-        this.attempt = 0;
+        this.liveSince = Date.now();
         this.onStatus("live");
         for (const [id, entry] of this.subscriptions) {
           this.send({ id, type: "subscribe", payload: this.payload(entry) });
@@ -175,7 +189,9 @@ export class LiveConnection {
       this.onStatus("rejected", event.code);
       return;
     }
-    const delay = RETRY_DELAYS_MS[Math.min(this.attempt, RETRY_DELAYS_MS.length - 1)];
+    if (this.liveSince !== null && Date.now() - this.liveSince >= STABLE_MS) this.attempt = 0;
+    this.liveSince = null;
+    const delay = retryDelay(this.attempt);
     this.attempt += 1;
     this.onStatus("reconnecting", event.code);
     this.timer = setTimeout(() => this.open(), delay);

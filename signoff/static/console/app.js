@@ -1,17 +1,28 @@
 // The review console: sign in with a token, see the tasks of your queues change live,
 // open a proposal, claim, release, approve or reject it. No build step: plain modules.
 
-import { LiveConnection, Refusal, request } from "./api.js";
-import { describe } from "./messages.js";
+import { LiveConnection, Refusal, request, retryDelay } from "./api.js";
+import { CONSOLE_ROLES, describe } from "./messages.js";
 
 const TOKEN_KEY = "signoff.token";
 const LIVE_STATES = new Set(["OPEN", "CLAIMED"]);
+// The roles the server lets follow every queue, and those it lets decide
+// (require_scope_role and require_reviewer_of on the server; admins pass both).
+const CONSOLE_USERS = new Set(["REVIEWER", "OPERATOR", "ADMIN"]);
+const DECIDERS = new Set(["REVIEWER", "ADMIN"]);
+// Refusals of the live feed that mean "start again from what the server has now".
+const RESYNC_CODES = new Set(["INVALID_CURSOR", "CURSOR_EXPIRED", "SUBSCRIBER_TOO_SLOW"]);
+// Refusals that mean this token may not use the console at all: retrying cannot help.
+const ACCESS_CODES = new Set(["FORBIDDEN", "UNAUTHENTICATED"]);
 
 const TASK_FIELDS = `
-  id kind title priority dueAt state claimExpiresAt claimedByMe
+  id kind title priority dueAt state claimExpiresAt claimedByMe createdAt
   assignee { name }
   queue { id slug name }
-  proposal { id state actionCode approvalCount requiredApprovals payloadDigest }
+  proposal {
+    id state actionCode approvalCount requiredApprovals payloadDigest
+    subject payload createdAt proposedBy { name } target { summaryField }
+  }
 `;
 
 const LOAD_VIEWER = `query Viewer {
@@ -89,6 +100,8 @@ const state = {
   onOperations: false,
   openTask: null, // the task shown on the task page
   selected: new Set(), // proposal ids ticked in the list for a bulk decision
+  resyncs: 0, // reloads of the list in a row with no event between them
+  resyncTimer: null,
 };
 
 const main = document.getElementById("main");
@@ -228,9 +241,16 @@ async function signIn(token) {
     renderSignIn(failure instanceof Refusal ? describe(failure) : String(failure));
     return;
   }
+  const role = data.viewer.actor.role;
+  if (!CONSOLE_USERS.has(role)) {
+    state.token = null;
+    sessionStorage.removeItem(TOKEN_KEY);
+    renderSignIn(`${CONSOLE_ROLES} This token is ${article(role)} ${role.toLowerCase()}'s. (FORBIDDEN)`);
+    return;
+  }
   sessionStorage.setItem(TOKEN_KEY, token);
   state.viewer = data.viewer;
-  const staff = ["OPERATOR", "ADMIN"].includes(data.viewer.actor.role);
+  const staff = ["OPERATOR", "ADMIN"].includes(role);
   state.queues = staff ? (await ask(LOAD_ALL_QUEUES)).queues : data.viewer.queues;
   document.body.classList.add("signed-in");
   who.textContent = `${data.viewer.actor.name} (${data.viewer.actor.role.toLowerCase()})`;
@@ -240,9 +260,15 @@ async function signIn(token) {
   route();
 }
 
+function article(word) {
+  return /^[aeiou]/i.test(word) ? "an" : "a";
+}
+
 function signOut(message) {
   sessionStorage.removeItem(TOKEN_KEY);
   if (state.live) state.live.close();
+  clearTimeout(state.resyncTimer);
+  state.resyncs = 0;
   Object.assign(state, { token: null, viewer: null, live: null, stopFeed: null, openTask: null });
   state.tasks.clear();
   state.versions.clear();
@@ -259,7 +285,7 @@ function showLiveStatus(status) {
   };
   liveStatus.textContent = words[status] || status;
   liveStatus.dataset.state = status;
-  if (status === "rejected") signOut(describe(new Refusal("UNAUTHENTICATED", "")));
+  if (status === "rejected") signOut(`${describe(new Refusal("UNAUTHENTICATED", ""))} ${CONSOLE_ROLES}`);
 }
 
 // ---------------------------------------------------------------- the live task list
@@ -272,6 +298,7 @@ async function loadTasks() {
     refused(failure);
     return;
   }
+  if (!state.live) return; // signed out meanwhile
   state.tasks.clear();
   state.versions.clear();
   for (const task of [...data.open.nodes, ...data.claimed.nodes]) state.tasks.set(task.id, task);
@@ -286,15 +313,26 @@ async function loadTasks() {
 
 function feedRefused(refusal) {
   state.stopFeed = null;
-  if (["INVALID_CURSOR", "CURSOR_EXPIRED", "SUBSCRIBER_TOO_SLOW", "FORBIDDEN"].includes(refusal.code)) {
-    // Start again from what the server has now, then follow it from there.
-    loadTasks().then(route);
+  if (ACCESS_CODES.has(refusal.code)) {
+    // The token lost (or never had) a role that may follow the queues.
+    signOut(`${CONSOLE_ROLES} ${describe(refusal)}`);
+    return;
+  }
+  if (RESYNC_CODES.has(refusal.code)) {
+    // Start again from what the server has now, then follow it from there; when that
+    // keeps being refused with no event between, wait longer each time.
+    const delay = state.resyncs ? retryDelay(state.resyncs - 1) : 0;
+    state.resyncs += 1;
+    state.resyncTimer = setTimeout(() => {
+      if (state.token) loadTasks().then(route);
+    }, delay);
     return;
   }
   refused(refusal);
 }
 
 function applyEvent(event) {
+  state.resyncs = 0;
   if (event.entityType === "task") {
     const known = state.versions.get(event.entityId) || 0;
     const version = event.entityVersion || 0;
@@ -361,7 +399,7 @@ function queueNav() {
 function taskRow(task) {
   const proposal = task.proposal;
   const pick =
-    proposal && proposal.state === "APPROVAL_REQUIRED"
+    proposal && proposal.state === "APPROVAL_REQUIRED" && DECIDERS.has(state.viewer.actor.role)
       ? h("input", {
           type: "checkbox",
           class: "pick",
@@ -376,6 +414,7 @@ function taskRow(task) {
     { class: "task", "data-task-id": task.id },
     pick,
     h("a", { href: `#/task/${task.id}`, class: "task-link" }, task.title),
+    whatItIs(task),
     h(
       "div",
       { class: "task-meta" },
@@ -387,6 +426,47 @@ function taskRow(task) {
       h("span", {}, task.queue.name),
     ),
   );
+}
+
+// What tells one task from another in the list: the target's summary field and the
+// subject for a proposal, who asked for it and how long ago.
+function whatItIs(task) {
+  const proposal = task.proposal;
+  const parts = [];
+  if (proposal) {
+    const field = proposal.target.summaryField;
+    if (field && proposal.payload && proposal.payload[field] !== undefined) {
+      parts.push(h("span", { class: "summary" }, `${field} ${inline(proposal.payload[field])}`));
+    }
+    parts.push(h("span", {}, inline(proposal.subject)));
+    parts.push(h("span", {}, `proposed by ${proposal.proposedBy.name}`));
+  }
+  const since = proposal ? proposal.createdAt : task.createdAt;
+  parts.push(h("span", {}, h("time", { datetime: since, title: new Date(since).toLocaleString() }, age(since))));
+  return h("div", { class: "task-what" }, parts);
+}
+
+const INLINE_LIMIT = 80;
+
+/** A JSON value on one short line: `order o-1, lines 2` rather than braces and quotes. */
+function inline(value) {
+  let text;
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    text = Object.entries(value).map(([key, v]) => `${key} ${typeof v === "string" ? v : JSON.stringify(v)}`).join(", ");
+  } else {
+    text = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  return text.length > INLINE_LIMIT ? `${text.slice(0, INLINE_LIMIT - 1)}…` : text;
+}
+
+function age(iso) {
+  const seconds = Math.max(0, (Date.now() - new Date(iso).getTime()) / 1000);
+  if (seconds < 60) return "just now";
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ago`;
+  return `${Math.floor(hours / 24)} days ago`;
 }
 
 function renderList() {
@@ -606,11 +686,12 @@ function renderTask(task) {
     h("p", {}, h("a", { href: state.selectedQueue ? `#/queue/${state.selectedQueue}` : "#/" }, "← All tasks"), " ", h("kbd", {}, "g")),
     h("h2", {}, task.title),
     h("dl", { class: "facts" }, facts.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
-    actions(task),
   ];
+  // What is decided comes before the form that decides it.
+  if (proposal) body.push(jsonBlock("Payload", proposal.payload));
+  body.push(actions(task));
   if (proposal) {
     body.push(
-      jsonBlock("Payload", proposal.payload),
       jsonBlock("Subject", proposal.subject),
       jsonBlock("Preconditions", proposal.preconditions),
       approvalsSection(proposal),
@@ -930,7 +1011,10 @@ function onKey(event) {
 signOutButton.addEventListener("click", () => signOut(""));
 document.getElementById("help-button").addEventListener("click", () => help.showModal());
 document.getElementById("help-close").addEventListener("click", () => help.close());
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => {
+  say(""); // a notice is about the page it was given on
+  route();
+});
 document.addEventListener("keydown", onKey);
 
 const saved = sessionStorage.getItem(TOKEN_KEY);

@@ -91,6 +91,11 @@ export const MESSAGES = {
   DEADLINE_POLICY_OUT_OF_BOUNDS: "That deadline policy goes beyond what the target allows.",
 };
 
+// Who may use the console: following every queue (queueEvents) needs a reviewer, an
+// operator or an admin (require_scope_role in signoff/resolvers/subscriptions.py).
+export const CONSOLE_ROLES =
+  "The review console is for reviewers and operators (admins too); agents and integrations use the API instead.";
+
 /** The sentence for a refusal, with its code (and the reference an operator needs). */
 export function describe(refusal) {
   const code = refusal.code || "INTERNAL";
