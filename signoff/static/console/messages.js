@@ -87,6 +87,7 @@ export const MESSAGES = {
   NO_AMENDMENT_PENDING: "There is no amendment waiting for the proposer's acceptance.",
   POLICY_INVALID: "The approval policy is not valid; the message says where.",
   APPROVAL_LINK_UNUSABLE: "This approval link was used, has expired or was revoked. Open the task in the console instead.",
+  NOTIFICATION_CHANNEL_REMOVED: "This notification channel was removed; add a new one to the queue instead.",
   ASSIGNEE_NOT_ELIGIBLE: "That reviewer cannot take this task (not a member of the queue, the proposer, or already decided).",
   DEADLINE_POLICY_OUT_OF_BOUNDS: "That deadline policy goes beyond what the target allows.",
 };
