@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import shlex
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from signoff import logs
 from signoff.config import Settings, load_sealer
 from signoff.constants import GC_THRESHOLDS, GIL_SWITCH_INTERVAL_SECONDS
 from signoff.database import (
+    DATABASE_MISSING,
     create_engine,
     create_sessionmaker,
     database_condition,
@@ -26,6 +28,8 @@ from signoff.models import Role
 from signoff.sealing import SealingError
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
     from signoff.events.service import EventService
     from signoff.resolvers.work import UnitOfWork
 
@@ -87,7 +91,10 @@ def _unreachable_service(exc: Exception, settings: Settings) -> str | None:
         condition = database_condition(exc)
         if not (is_unreachable(exc) or condition == SQLITE_CANNOT_OPEN):
             return None
-        where = make_url(settings.database_url).render_as_string(hide_password=True)
+        url = make_url(settings.database_url)
+        where = url.render_as_string(hide_password=True)
+        if condition == DATABASE_MISSING:
+            return _missing_database(url)
         if condition == SQLITE_CANNOT_OPEN:
             return (
                 f"cannot open the SQLite database {where}: check that its folder exists and "
@@ -104,6 +111,23 @@ def _unreachable_service(exc: Exception, settings: Settings) -> str | None:
             "that runs, then try again."
         )
     return None
+
+
+def _missing_database(url: URL) -> str:
+    """How to create the PostgreSQL database that ``url`` names and the server lacks."""
+    name = url.database or ""
+    createdb = ["createdb"]
+    for flag, value in (("-h", url.host), ("-p", url.port), ("-U", url.username)):
+        if value is not None:
+            createdb += [flag, str(value)]
+    createdb.append(name)
+    quoted = name.replace('"', '""')
+    return (
+        f"the database {name!r} does not exist on the PostgreSQL server of "
+        f"{url.render_as_string(hide_password=True)}; create it "
+        f'(`{shlex.join(createdb)}`, or `CREATE DATABASE "{quoted}";` in psql), or point '
+        "SIGNOFF_DATABASE_URL at one that exists, then try again."
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
