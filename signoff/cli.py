@@ -43,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = Settings.from_env()
     logs.configure(settings.log_level, settings.log_format)
+    if not args.log_migrations:
+        # A token or actor command migrates first, as every command does; its output is
+        # its answer (a token, a sentence), not Alembic's progress lines.
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     missing = _missing_sqlite_folder(settings) if args.run not in _NO_DATABASE else None
     if missing is not None:
         print(
@@ -132,6 +136,7 @@ def _missing_database(url: URL) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="signoff", description=__doc__)
+    parser.set_defaults(log_migrations=True)
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="migrate the database and start the API")
@@ -172,6 +177,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _token_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     token = commands.add_parser("token", help="manage API tokens")
+    token.set_defaults(log_migrations=False)
     token_commands = token.add_subparsers(required=True, metavar="ACTION")
     create = token_commands.add_parser(
         "create", help="create (or reuse) an actor and print a new token on the last line"
@@ -207,6 +213,7 @@ def _token_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     actor = commands.add_parser("actor", help="manage actors")
+    actor.set_defaults(log_migrations=False)
     actor_commands = actor.add_subparsers(required=True, metavar="ACTION")
     set_role = actor_commands.add_parser(
         "set-role", help="change an actor's role; its tokens act with the new role"
