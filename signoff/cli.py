@@ -1,4 +1,4 @@
-"""The ``signoff`` command: serve, migrate, print the schema, and manage tokens."""
+"""The signoff command: serve, deliver, migrate, print the schema, manage tokens and actors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import gc
 import logging
+import shlex
 import sys
+import textwrap
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -15,6 +17,7 @@ from signoff import logs
 from signoff.config import Settings, load_sealer
 from signoff.constants import GC_THRESHOLDS, GIL_SWITCH_INTERVAL_SECONDS
 from signoff.database import (
+    DATABASE_MISSING,
     create_engine,
     create_sessionmaker,
     database_condition,
@@ -26,6 +29,8 @@ from signoff.models import Role
 from signoff.sealing import SealingError
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
     from signoff.events.service import EventService
     from signoff.resolvers.work import UnitOfWork
 
@@ -33,12 +38,19 @@ T = TypeVar("T")
 
 # SQLite's condition for a database file it cannot open (a missing folder, no permission).
 SQLITE_CANNOT_OPEN = "SQLITE_CANTOPEN"
+# Columns the help's paragraphs are wrapped to (argparse's own option lines follow the
+# terminal).
+HELP_WIDTH = 78
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     settings = Settings.from_env()
     logs.configure(settings.log_level, settings.log_format)
+    if not args.log_migrations:
+        # A token or actor command migrates first, as every command does; its output is
+        # its answer (a token, a sentence), not Alembic's progress lines.
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     missing = _missing_sqlite_folder(settings) if args.run not in _NO_DATABASE else None
     if missing is not None:
         print(
@@ -87,7 +99,10 @@ def _unreachable_service(exc: Exception, settings: Settings) -> str | None:
         condition = database_condition(exc)
         if not (is_unreachable(exc) or condition == SQLITE_CANNOT_OPEN):
             return None
-        where = make_url(settings.database_url).render_as_string(hide_password=True)
+        url = make_url(settings.database_url)
+        where = url.render_as_string(hide_password=True)
+        if condition == DATABASE_MISSING:
+            return _missing_database(url)
         if condition == SQLITE_CANNOT_OPEN:
             return (
                 f"cannot open the SQLite database {where}: check that its folder exists and "
@@ -106,38 +121,120 @@ def _unreachable_service(exc: Exception, settings: Settings) -> str | None:
     return None
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="signoff", description=__doc__)
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+def _missing_database(url: URL) -> str:
+    """How to create the PostgreSQL database that ``url`` names and the server lacks."""
+    name = url.database or ""
+    createdb = ["createdb"]
+    for flag, value in (("-h", url.host), ("-p", url.port), ("-U", url.username)):
+        if value is not None:
+            createdb += [flag, str(value)]
+    createdb.append(name)
+    quoted = name.replace('"', '""')
+    return (
+        f"the database {name!r} does not exist on the PostgreSQL server of "
+        f"{url.render_as_string(hide_password=True)}; create it "
+        f'(`{shlex.join(createdb)}`, or `CREATE DATABASE "{quoted}";` in psql), or point '
+        "SIGNOFF_DATABASE_URL at one that exists, then try again."
+    )
 
-    serve = commands.add_parser("serve", help="migrate the database and start the API")
-    serve.add_argument("--host", help="default: SIGNOFF_HOST or 127.0.0.1")
-    serve.add_argument("--port", type=int, help="default: SIGNOFF_PORT or 8000")
+
+_SUMMARY = (
+    "Signoff puts a human review step between automated systems and the outside world: "
+    "agents propose actions, reviewers approve them, and approved actions are delivered "
+    "to their targets.",
+    "serve runs the GraphQL API and the review console; worker delivers approved actions "
+    "from Redis's job queue (beside serve, when SIGNOFF_REDIS_URL is set); receiver is a "
+    "demo target that prints what it receives; migrate and schema look after the database "
+    "and the schema; token and actor manage who may call the API.",
+    "Settings come from SIGNOFF_* environment variables (see the README's Configuration). "
+    "Run 'signoff COMMAND --help' for a command's options.",
+)
+
+
+def _paragraphs(*texts: str) -> str:
+    """Help text of several paragraphs, wrapped here (argparse would join them into one)."""
+    return "\n\n".join(textwrap.fill(text, HELP_WIDTH) for text in texts)
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    *description: str,
+) -> argparse.ArgumentParser:
+    """A subcommand with a one-line ``help`` in its parent's list and a ``description``
+    (the help, then more paragraphs) on its own ``--help``."""
+    return commands.add_parser(
+        name,
+        help=help,
+        description=_paragraphs(f"{help[0].upper()}{help[1:]}.", *description),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="signoff",
+        description=_paragraphs(*_SUMMARY),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(log_migrations=True)
+    commands = parser.add_subparsers(required=True, metavar="COMMAND", title="commands")
+
+    serve = _command(
+        commands,
+        "serve",
+        "migrate the database and start the API",
+        "Serves GraphQL at /graphql (GraphiQL in a browser), the review console at /, and "
+        "/healthz, /readyz and /metrics. Without SIGNOFF_REDIS_URL it also delivers "
+        "approved actions and carries live events in-process.",
+    )
+    serve.add_argument(
+        "--host", help="address to listen on (default: SIGNOFF_HOST, else 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port", type=int, help="port to listen on (default: SIGNOFF_PORT, else 8000)"
+    )
     serve.set_defaults(run=_serve)
 
-    worker = commands.add_parser(
-        "worker", help="run an arq worker that delivers approved actions (needs SIGNOFF_REDIS_URL)"
+    worker = _command(
+        commands,
+        "worker",
+        "run an arq worker that delivers approved actions (needs SIGNOFF_REDIS_URL)",
+        "It also runs the periodic sweeps: deadlines, reminders, notifications, "
+        "reconciliation and draft retention. Run as many as you like beside 'signoff serve'.",
     )
     worker.set_defaults(run=_worker)
 
-    receiver = commands.add_parser(
-        "receiver", help="run a demo webhook receiver that verifies signatures and prints"
+    receiver = _command(
+        commands,
+        "receiver",
+        "run a demo webhook receiver that verifies each delivery's signature and prints it",
+        "Register http://HOST:PORT/ as a target's URL to watch approved actions arrive.",
     )
-    receiver.add_argument("--host", default="127.0.0.1")
-    receiver.add_argument("--port", type=int, default=9000)
+    receiver.add_argument("--host", default="127.0.0.1", help="address (default: %(default)s)")
+    receiver.add_argument("--port", type=int, default=9000, help="port (default: %(default)s)")
     receiver.add_argument(
         "--secret",
         help="the target's whsec_ signing secret "
-        "(default: SIGNOFF_RECEIVER_SECRET; without it nothing is verified)",
+        "(default: SIGNOFF_RECEIVER_SECRET; without either nothing is verified)",
     )
-    receiver.add_argument("--status", type=int, default=200, help="HTTP status to answer")
+    receiver.add_argument(
+        "--status", type=int, default=200, help="HTTP status to answer (default: %(default)s)"
+    )
     receiver.set_defaults(run=_receiver)
 
-    migrate_cmd = commands.add_parser("migrate", help="bring the database schema up to date")
+    migrate_cmd = _command(
+        commands,
+        "migrate",
+        "bring the database schema up to date",
+        "serve, worker, token and actor do this too before anything else; run it alone to "
+        "upgrade before starting new processes.",
+    )
     migrate_cmd.set_defaults(run=_migrate)
 
-    schema_cmd = commands.add_parser(
-        "schema", help="print the GraphQL schema (SDL), as checked in at schema.graphql"
+    schema_cmd = _command(
+        commands, "schema", "print the GraphQL schema (SDL), as checked in at schema.graphql"
     )
     schema_cmd.set_defaults(run=_schema)
 
@@ -147,61 +244,80 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _token_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    token = commands.add_parser("token", help="manage API tokens")
-    token_commands = token.add_subparsers(required=True, metavar="ACTION")
-    create = token_commands.add_parser(
-        "create", help="create (or reuse) an actor and print a new token on the last line"
+    token = _command(commands, "token", "create and revoke API tokens")
+    token.set_defaults(log_migrations=False)
+    token_commands = token.add_subparsers(required=True, metavar="ACTION", title="actions")
+    create = _command(
+        token_commands,
+        "create",
+        "create (or reuse) an actor and print a new token on the last line",
+        "The token is shown once: keep it secret. Clients send it as "
+        "'Authorization: Bearer TOKEN'.",
     )
-    create.add_argument("--name", required=True)
+    create.add_argument("--name", required=True, help="the actor's name")
     create.add_argument(
         "--role",
         choices=[r.value for r in Role],
         help="required for a new actor; an existing actor keeps its own "
-        "(change it with `signoff actor set-role`)",
+        "(change it with 'signoff actor set-role')",
     )
     create.add_argument(
         "--queue",
         action="append",
         default=[],
         metavar="SLUG",
-        help="queue the actor reviews (repeatable)",
+        help="a queue the actor reviews (repeatable; default: none)",
     )
     create.set_defaults(run=_token_create)
 
-    revoke = token_commands.add_parser(
+    revoke = _command(
+        token_commands,
         "revoke",
-        help="revoke one token, or every token of an actor; running servers refuse it within "
-        "SIGNOFF_AUTH_CACHE_SECONDS (2 s)",
+        "revoke one token, or every token of an actor",
+        "Running servers refuse a revoked token within SIGNOFF_AUTH_CACHE_SECONDS (2 s by "
+        "default), and close its open websockets at once where events travel through Redis.",
     )
     which = revoke.add_mutually_exclusive_group(required=True)
     which.add_argument("--name", help="revoke every token of this actor")
     which.add_argument(
-        "--token", help="revoke this token; - reads it from stdin (keeping it out of `ps`)"
+        "--token", help="revoke this token; '-' reads it from stdin (keeping it out of ps)"
     )
     revoke.set_defaults(run=_token_revoke)
 
 
 def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    actor = commands.add_parser("actor", help="manage actors")
-    actor_commands = actor.add_subparsers(required=True, metavar="ACTION")
-    set_role = actor_commands.add_parser(
-        "set-role", help="change an actor's role; its tokens act with the new role"
+    actor = _command(commands, "actor", "change an actor's role, or disable and enable it")
+    actor.set_defaults(log_migrations=False)
+    actor_commands = actor.add_subparsers(required=True, metavar="ACTION", title="actions")
+    set_role = _command(
+        actor_commands,
+        "set-role",
+        "change an actor's role",
+        "Its tokens act with the new role; running servers see it within "
+        "SIGNOFF_AUTH_CACHE_SECONDS (2 s by default).",
     )
-    set_role.add_argument("--name", required=True)
-    set_role.add_argument("--role", required=True, choices=[r.value for r in Role])
+    set_role.add_argument("--name", required=True, help="the actor's name")
+    set_role.add_argument(
+        "--role", required=True, choices=[r.value for r in Role], help="its new role"
+    )
     set_role.set_defaults(run=_actor_set_role)
 
-    disable = actor_commands.add_parser(
+    disable = _command(
+        actor_commands,
         "disable",
-        help="refuse every token of an actor (FORBIDDEN) until it is enabled; its tokens are "
-        "kept, and running servers refuse them within SIGNOFF_AUTH_CACHE_SECONDS (2 s)",
+        "refuse every token of an actor (FORBIDDEN) until it is enabled",
+        "Its tokens are kept. Running servers refuse them within SIGNOFF_AUTH_CACHE_SECONDS "
+        "(2 s by default).",
     )
-    disable.add_argument("--name", required=True)
+    disable.add_argument("--name", required=True, help="the actor's name")
     disable.set_defaults(run=_actor_disable)
-    enable = actor_commands.add_parser(
-        "enable", help="let a disabled actor's tokens work again (revoked ones stay revoked)"
+    enable = _command(
+        actor_commands,
+        "enable",
+        "let a disabled actor's tokens work again",
+        "Tokens revoked meanwhile stay revoked.",
     )
-    enable.add_argument("--name", required=True)
+    enable.add_argument("--name", required=True, help="the actor's name")
     enable.set_defaults(run=_actor_enable)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sqlite3
 import time
 from typing import Any
@@ -201,6 +202,12 @@ DATABASE_LOCKED = "database is locked"
 # Every pooled connection stayed in use for the pool's whole timeout: this process asked
 # more of the database at once than it can answer, which passes like a lock does.
 POOL_EXHAUSTED = "no pooled connection free in time"
+# PostgreSQL has no database of the URL's name (invalid_catalog_name): someone has to create
+# it. The server refuses the connection before a session exists, so libpq hands psycopg
+# no SQLSTATE, only the server's message.
+DATABASE_MISSING = "database does not exist"
+_PG_DATABASE_MISSING = "3D000"
+_PG_DATABASE_MISSING_MESSAGE = re.compile(r'FATAL:\s+database "[^"]*" does not exist')
 # PostgreSQL conditions that mean "wait and retry": lock_not_available, deadlock_detected,
 # serialization_failure, query_canceled (statement or lock timeout).
 _PG_BUSY_SQLSTATES = frozenset({"55P03", "40P01", "40001", "57014"})
@@ -210,7 +217,8 @@ def database_condition(exc: BaseException) -> str | None:
     """What went wrong in the database, safe to log: never the error's message (SQL, values).
 
     SQLite's busy and locked errors read "database is locked"; other SQLite errors give
-    their result code name; PostgreSQL errors give their SQLSTATE.
+    their result code name; PostgreSQL errors give their SQLSTATE, or
+    ``DATABASE_MISSING`` for a database the server does not have.
     """
     if isinstance(exc, PoolTimeout):
         return POOL_EXHAUSTED
@@ -219,6 +227,10 @@ def database_condition(exc: BaseException) -> str | None:
     if isinstance(name, str):
         return DATABASE_LOCKED if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) else name
     sqlstate = getattr(original, "sqlstate", None)
+    if sqlstate == _PG_DATABASE_MISSING or (
+        sqlstate is None and _PG_DATABASE_MISSING_MESSAGE.search(str(original))
+    ):
+        return DATABASE_MISSING
     if isinstance(sqlstate, str):
         return f"SQLSTATE {sqlstate}"
     return None
@@ -249,8 +261,10 @@ def is_unreachable(exc: BaseException) -> bool:
     if not isinstance(exc, OperationalError | InterfaceError):
         return False
     condition = database_condition(exc)
-    if condition is None:  # the driver failed before the server said anything
-        return True
+    # A missing database is a setup mistake, but to a running process it is as absent as
+    # a stopped server: requests answer SERVICE_UNAVAILABLE until it is back.
+    if condition is None or condition == DATABASE_MISSING:
+        return True  # None: the driver failed before the server said anything
     sqlstate = condition.removeprefix("SQLSTATE ")
     return sqlstate.startswith("08") or sqlstate in _PG_UNREACHABLE_SQLSTATES
 

@@ -32,8 +32,13 @@ JSON = "json"
 TEXT = "text"
 AUTO = "auto"
 
-# What every LogRecord has; anything else on a record was passed as ``extra``.
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+# What every LogRecord has; anything else on a record was passed as ``extra``. uvicorn
+# passes ``color_message``, its message again with terminal escape codes: never printed.
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 
 @dataclass

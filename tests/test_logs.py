@@ -8,15 +8,19 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
+from signoff.jobs.worker import logged
 from signoff.logs import JsonFormatter, TextFormatter, configure
 from signoff.models import Role
 from tests.helpers import CREATE_QUEUE, GraphQLClient
 from tests.live import Server
 from tests.log_lines import log_lines, problems
-from tests.processes import ROOT
+from tests.processes import ROOT, run_cli, signoff_env
 
 
 def _printed_request_line() -> dict[str, object]:
@@ -99,3 +103,36 @@ async def test_each_request_is_one_json_line_without_the_token(
     assert second["operation"] == "Lookup" and second["error_code"] == "NOT_FOUND"
     assert admin not in server.log.read_text()
     assert not problems(lines)
+
+
+def test_uvicorns_color_message_is_not_carried() -> None:
+    record = _record()
+    record.color_message = "\x1b[32mit broke\x1b[0m"
+    line = json.loads(JsonFormatter().format(record))
+    assert "color_message" not in line and line["request_id"] == "r-1"
+    text = TextFormatter().format(record)
+    assert "color_message" not in text and "\x1b" not in text
+
+
+def test_token_create_prints_no_migration_lines_but_migrate_does(tmp_path: Path) -> None:
+    env = signoff_env(f"sqlite+aiosqlite:///{tmp_path / 'signoff.db'}", SIGNOFF_LOG_LEVEL="info")
+    created = run_cli("token", "create", "--name", "ada", "--role", "admin", env=env)
+    assert created.returncode == 0, created.stderr
+    assert "alembic" not in created.stderr, created.stderr
+    assert created.stderr.startswith("Token for ada (admin)")
+    env["SIGNOFF_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'other.db'}"
+    migrated = run_cli("migrate", env=env)
+    assert "Running upgrade" in migrated.stderr, migrated.stderr
+
+
+@pytest.mark.parametrize(("found", "level"), [(0, logging.DEBUG), (3, logging.INFO)])
+async def test_a_job_that_found_nothing_to_do_logs_at_debug(
+    caplog: pytest.LogCaptureFixture, found: int, level: int
+) -> None:
+    async def sweep(_ctx: dict[str, Any]) -> int:
+        return found
+
+    caplog.set_level(logging.DEBUG, logger="signoff.jobs")
+    assert await logged(sweep)({"job_id": "j-1", "job_try": 1}) == found
+    [record] = [r for r in caplog.records if r.getMessage() == "job sweep"]
+    assert record.levelno == level

@@ -764,3 +764,14 @@ async def test_the_queue_owners_section_runs_as_printed(
             "approvalLinkTtlSeconds": 7200,
         }
         await readme.ready()
+
+
+def test_the_readme_promises_nothing_the_schema_already_has() -> None:
+    """A paragraph that announces fields as coming names none that the schema has."""
+    schema = graphql.build_schema((ROOT / "schema.graphql").read_text())
+    roots = [schema.query_type, schema.mutation_type, schema.subscription_type]
+    fields = {name for root in roots if root is not None for name in root.fields}
+    for paragraph in README.read_text().split("\n\n"):
+        if re.search(r"on (its|their) way|coming soon|not (yet )?available", paragraph):
+            named = set(re.findall(r"`(\w+)\(", paragraph))
+            assert not named & fields, f"announced as coming, but served: {paragraph}"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import socket
+import uuid
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
-from tests.conftest import PG_URL
+from tests.conftest import PG_URL, requires_postgres
 from tests.helpers import CLAIM, CREATE_QUEUE, DECIDE, PAYMENT_SCHEMA, PROPOSE, REGISTER_TARGET
 from tests.processes import run_cli, serving, signoff_env
 
@@ -163,3 +165,18 @@ def test_a_service_that_is_not_there_is_named_in_one_line(
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and says in last, result.stderr
     assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
+
+
+@requires_postgres
+@pytest.mark.parametrize("command", ["migrate", "serve"])
+def test_a_missing_postgresql_database_is_named_with_how_to_create_it(command: str) -> None:
+    assert PG_URL is not None
+    name = f"signoff_missing_{uuid.uuid4().hex[:8]}"
+    url = make_url(PG_URL).set(database=name)
+    result = run_cli(command, env=signoff_env(url.render_as_string(hide_password=False)))
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: the database '{name}' does not exist"), result.stderr
+    assert f"createdb -h {url.host} -p {url.port}" in last and f" {name}`" in last
+    assert f'CREATE DATABASE "{name}";' in last
+    assert "cannot reach" not in result.stderr and "Traceback" not in result.stderr

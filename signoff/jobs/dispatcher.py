@@ -38,7 +38,7 @@ from signoff.constants import (
 from signoff.database import database_condition, is_unreachable
 from signoff.delivery import Outcome, send
 from signoff.jobs.context import Services
-from signoff.models import ProposalState
+from signoff.models import ProposalState, ResponseClass
 from signoff.resolvers.delivery import Attempted, record_outcomes
 from signoff.resolvers.delivery_claims import (
     Claim,
@@ -316,7 +316,11 @@ class Dispatcher:
 def _report(sent: Sent, state: ProposalState | None) -> None:
     outcome, proposal = sent.outcome, sent.delivery.proposal
     metrics.observe_delivery(outcome)
-    logger.info(
+    # A failed attempt is worth an operator's look; it names the proposal and the error
+    # code, never the payload or the target's secret.
+    failed = outcome.response_class in (ResponseClass.RETRYABLE, ResponseClass.TERMINAL)
+    logger.log(
+        logging.WARNING if failed else logging.INFO,
         "delivery proposal=%s attempt=%d class=%s code=%s state=%s",
         proposal.id,
         proposal.delivery_attempt_count,

@@ -223,7 +223,9 @@ def sweeps(
 
 
 def logged(job: Callable[..., Awaitable[Any]]) -> WorkerCoroutine:
-    """The job with one log line per run (job, job id, try, duration, error code).
+    """The job with one log line per run (job, job id, try, duration, error code): INFO,
+    or DEBUG for a run that found nothing to do (it returned 0), so an idle worker's
+    sweeps, every few seconds, stay out of the log.
 
     While the database or Redis is unreachable the job does nothing, instead of failing
     with a traceback every tick: the outage is logged once (by the engine, or the
@@ -235,8 +237,10 @@ def logged(job: Callable[..., Awaitable[Any]]) -> WorkerCoroutine:
     async def run(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         error_code: str | None = None
+        result: Any = None
         try:
-            return await job(ctx, *args, **kwargs)
+            result = await job(ctx, *args, **kwargs)
+            return result
         except Exception as exc:
             if isinstance(exc, REDIS_DOWN) or is_unreachable(exc):
                 error_code = ServiceUnavailable.code
@@ -244,7 +248,9 @@ def logged(job: Callable[..., Awaitable[Any]]) -> WorkerCoroutine:
             error_code = INTERNAL
             raise
         finally:
-            logger.info(
+            idle = error_code is None and type(result) is int and result == 0
+            logger.log(
+                logging.DEBUG if idle else logging.INFO,
                 "job %s",
                 job.__name__,
                 extra={

@@ -165,7 +165,8 @@ async def reassign_task(
     await _require_eligible(session, viewer, task, holder_id, assignee_id)
     queue = await session.get(Queue, task.queue_id)
     assert queue is not None  # tasks reference their queue
-    expires = now + timedelta(seconds=queue.claim_ttl_seconds)
+    # Whole seconds, as in claimTask.
+    expires = (now + timedelta(seconds=queue.claim_ttl_seconds)).replace(microsecond=0)
     columns = HumanTask.__table__.c  # type: ignore[attr-defined]
     held = sa.and_(columns.assignee_id == viewer.id, columns.claim_expires_at > now)
     moved = await TASK.move(

@@ -141,7 +141,7 @@ async def close_target_circuit(
             name = before.name  # before the rollback expires it
             await work.rollback()
             raise TargetCircuitNotOpen(
-                f"Target {name!r}'s circuit is closed: deliveries already flow (another "
+                f"The circuit of target {name!r} is closed: deliveries already flow (another "
                 "operator, or a successful probe, may have just closed it).",
                 circuitState=CircuitState.CLOSED.value,
             )

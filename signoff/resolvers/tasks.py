@@ -169,7 +169,8 @@ async def claim_task(*, work: UnitOfWork, viewer: Viewer, task_id: str) -> Human
     queue = await session.get(Queue, task.queue_id)
     assert queue is not None  # tasks reference their queue
     now = work.now()
-    expires = now + timedelta(seconds=queue.claim_ttl_seconds)
+    # Whole seconds, as every expiry Signoff sets (a proposal's, a deadline's).
+    expires = (now + timedelta(seconds=queue.claim_ttl_seconds)).replace(microsecond=0)
     claimed = await TASK.move(
         work,
         lifecycles.CLAIM,

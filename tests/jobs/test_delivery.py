@@ -129,6 +129,29 @@ async def test_500_twice_then_200_applies_on_the_third_attempt_with_one_webhook_
     ] == [(1, "RETRYABLE", 500), (2, "RETRYABLE", 503), (3, "APPLIED", 200)]
 
 
+async def test_a_failed_attempt_logs_a_warning_without_secret_or_payload(
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with serve(Receiver([Answer(500), Answer(200)])) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        proposal = await approved(world, payload={"amount": 4321, "currency": "EUR"})
+        assert await worker.deliver(proposal["id"]) == "FAILED"
+        frozen_clock.advance(300)
+        assert await worker.deliver(proposal["id"]) == "APPLIED"
+    lines = [r for r in caplog.records if r.getMessage().startswith("delivery proposal=")]
+    assert [(r.levelno, r.getMessage().split(" class=")[1]) for r in lines] == [
+        (logging.WARNING, "RETRYABLE code=RECEIVER_ERROR state=FAILED"),
+        (logging.INFO, "APPLIED code=None state=APPLIED"),
+    ]
+    secret = world.signing_secret.removeprefix("whsec_")
+    assert secret not in caplog.text and "4321" not in caplog.text
+
+
 async def test_two_agents_with_one_operation_key_are_two_webhook_ids(
     gql: GraphQLClient,
     worker: Worker,

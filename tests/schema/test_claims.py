@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from signoff.clock import FrozenClock
 from tests.helpers import CLAIM, DECIDE, GraphQLClient, build_world
@@ -20,7 +20,7 @@ async def test_a_lapsed_claim_reads_open_and_can_be_taken(
     first, second = world.reviewers
     claimed = (await gql(CLAIM, {"id": task_id}, first))["claimTask"]
     expires = datetime.fromisoformat(claimed["claimExpiresAt"])
-    assert (expires - frozen_clock.current).total_seconds() == 15 * 60
+    assert expires == (frozen_clock.current + timedelta(minutes=15)).replace(microsecond=0)
 
     frozen_clock.advance(15 * 60 + 1)
     task = (await gql(TASK, {"id": task_id}, second))["task"]
@@ -42,7 +42,7 @@ async def test_the_holder_renews_and_releases(
     frozen_clock.advance(600)
     renewed = (await gql(CLAIM, {"id": task_id}, holder))["claimTask"]
     expires = datetime.fromisoformat(renewed["claimExpiresAt"])
-    assert (expires - frozen_clock.current).total_seconds() == 15 * 60
+    assert expires == (frozen_clock.current + timedelta(minutes=15)).replace(microsecond=0)
 
     released = (await gql(RELEASE, {"id": task_id}, holder))["releaseTask"]
     assert released == {"state": "OPEN", "assignee": None}
@@ -75,3 +75,13 @@ async def test_a_proposal_past_its_deadline_cannot_be_decided(
     )
     assert error.code == "NOT_AWAITING_APPROVAL"
     assert "deadline" in error.errors[0]["message"]
+
+
+async def test_claim_expires_at_reads_in_whole_seconds_like_expires_at(
+    gql: GraphQLClient, frozen_clock: FrozenClock
+) -> None:
+    frozen_clock.current = datetime(2030, 5, 6, 7, 8, 9, 654321, tzinfo=UTC)
+    world = await build_world(gql)
+    task_id = (await world.propose())["task"]["id"]
+    claimed = (await gql(CLAIM, {"id": task_id}, world.reviewers[0]))["claimTask"]
+    assert claimed["claimExpiresAt"] == "2030-05-06T07:23:09+00:00"

@@ -1,0 +1,72 @@
+"""``signoff --help`` and each command's ``--help``: plain sentences, every command
+summed up, each with a description of its own, and the defaults shown."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from signoff import cli
+
+COMMANDS = ["serve", "worker", "receiver", "migrate", "schema", "token", "actor"]
+ACTIONS = [
+    ["token", "create"],
+    ["token", "revoke"],
+    ["actor", "set-role"],
+    ["actor", "disable"],
+    ["actor", "enable"],
+]
+
+
+def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([*argv, "--help"])
+    assert exited.value.code == 0
+    out: str = capsys.readouterr().out
+    return out
+
+
+def _description(text: str) -> str:
+    """What the help says between its usage and its list of options."""
+    return text.split("\n\n", 1)[1].split("\noptions:", 1)[0].strip()
+
+
+def test_signoff_help_sums_up_every_command_in_plain_sentences(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = _help(capsys)
+    assert "``" not in text
+    summary = _description(text)
+    for command in COMMANDS:
+        assert re.search(rf"\b{command}\b", summary), f"{command} is not summed up"
+    for paragraph in summary.split("\n\n"):
+        assert paragraph.endswith("."), f"a paragraph stops mid-way: {paragraph!r}"
+
+
+@pytest.mark.parametrize("argv", [[c] for c in COMMANDS] + ACTIONS, ids=" ".join)
+def test_each_command_has_a_description_of_its_own(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    text = _help(capsys, *argv)
+    assert "``" not in text
+    description = _description(text)
+    assert description and description[0].isupper() and description.endswith("."), text
+
+
+@pytest.mark.parametrize(
+    ("argv", "defaults"),
+    [
+        (["serve"], ["address to listen on (default: SIGNOFF_HOST, else 127.0.0.1)"]),
+        (["serve"], ["port to listen on (default: SIGNOFF_PORT, else 8000)"]),
+        (["receiver"], ["(default: 127.0.0.1)", "(default: 9000)", "(default: 200)"]),
+        (["receiver"], ["(default: SIGNOFF_RECEIVER_SECRET;"]),
+        (["token", "create"], ["(repeatable; default: none)"]),
+    ],
+)
+def test_options_with_defaults_show_them(
+    capsys: pytest.CaptureFixture[str], argv: list[str], defaults: list[str]
+) -> None:
+    text = " ".join(_help(capsys, *argv).split())  # however wide the terminal wraps it
+    for default in defaults:
+        assert default in text, text
