@@ -70,6 +70,11 @@ async def test_the_example_lists_a_queue_and_follows_it_live(
             ]
             assert time.monotonic() - started < 15
             assert await asyncio.wait_for(process.wait(), 10) == 0
+            # It ends cleanly: the subscription is closed before the client, not left to
+            # the interpreter's shutdown ("aclose(): asynchronous generator is already
+            # running", "Task was destroyed but it is pending!").
+            assert process.stderr is not None
+            assert (await process.stderr.read()).decode() == ""
         finally:
             if process.returncode is None:
                 process.kill()
