@@ -4,8 +4,9 @@ against real ``signoff serve`` processes and a real loopback receiver.
 Reviewers sign in with their tokens, watch a proposal arrive live, claim it, approve it and
 see it delivered; a second reviewer's screen follows every step live; a reviewer of another
 queue never sees it. The console comes back after its server restarts and resumes its
-subscription with ``after``. The screenshots in ``docs/screenshots`` are taken here
-(``SIGNOFF_UPDATE_SCREENSHOTS=1`` writes them there).
+subscription with ``after``. The screenshots in ``docs/screenshots`` are taken here, but
+the Operations page's in ``tests/test_console_operations.py`` (``SIGNOFF_UPDATE_SCREENSHOTS=1``
+writes them there).
 """
 
 from __future__ import annotations
@@ -205,7 +206,6 @@ async def _decide_and_deliver(
     await ops.get_by_role("link", name="Operations").click()
     await expect(ops.locator(".work h2")).to_have_text("Operations")
     await expect(ops.locator(".counts").first).to_contain_text("APPLIED 1")
-    await ops.screenshot(path=screenshot_path("console-operations", shots))
     assert ops_errors == []
 
     for context in (alice_context, bob_context, other_context, ops_context):

@@ -10,6 +10,12 @@ const LIVE_STATES = new Set(["OPEN", "CLAIMED"]);
 // (require_scope_role and require_reviewer_of on the server; admins pass both).
 const CONSOLE_USERS = new Set(["REVIEWER", "OPERATOR", "ADMIN"]);
 const DECIDERS = new Set(["REVIEWER", "ADMIN"]);
+// The roles that may read and work incidents (require_role(OPERATOR) in
+// signoff/resolvers/incident_response.py and operations.py; admins pass).
+const STAFF = new Set(["OPERATOR", "ADMIN"]);
+// An incident's moves (signoff/resolvers/lifecycles.py): acknowledge from OPEN; retry and
+// resolve from OPEN or ACKNOWLEDGED; a RESOLVED one takes none of them.
+const UNRESOLVED = new Set(["OPEN", "ACKNOWLEDGED"]);
 // Refusals of the live feed that mean "start again from what the server has now".
 const RESYNC_CODES = new Set(["INVALID_CURSOR", "CURSOR_EXPIRED", "SUBSCRIBER_TOO_SLOW"]);
 // Refusals that mean this token may not use the console at all: retrying cannot help.
@@ -68,7 +74,12 @@ const LOAD_OPERATIONS = `query Operations {
     openIncidents { severity count }
     humanTasks { pending inFlight retrying }
   }
-  incidents(first: 20) { nodes { id title severity state occurrenceCount lastSeenAt } }
+  incidents(first: 20) {
+    nodes {
+      id title severity state occurrenceCount lastSeenAt resolutionCode
+      proposal { id state deliveryTerminal }
+    }
+  }
 }`;
 
 const CLAIM = `mutation Claim($id: ID!) { claimTask(input: { taskId: $id }) { id state } }`;
@@ -84,6 +95,15 @@ const DECIDE_MANY = `mutation DecideMany($input: DecideProposalsInput!) {
 }`;
 const COMPLETE = `mutation Complete($input: CompleteTaskInput!) {
   completeTask(input: $input) { task { id state } }
+}`;
+const ACKNOWLEDGE_INCIDENT = `mutation AcknowledgeIncident($input: AcknowledgeIncidentInput!) {
+  acknowledgeIncident(input: $input) { incident { id state } }
+}`;
+const RETRY_INCIDENT = `mutation RetryIncident($input: RetryIncidentInput!) {
+  retryIncident(input: $input) { incident { id state } }
+}`;
+const RESOLVE_INCIDENT = `mutation ResolveIncident($input: ResolveIncidentInput!) {
+  resolveIncident(input: $input) { incident { id state } }
 }`;
 
 // ---------------------------------------------------------------- state
@@ -250,8 +270,7 @@ async function signIn(token) {
   }
   sessionStorage.setItem(TOKEN_KEY, token);
   state.viewer = data.viewer;
-  const staff = ["OPERATOR", "ADMIN"].includes(role);
-  state.queues = staff ? (await ask(LOAD_ALL_QUEUES)).queues : data.viewer.queues;
+  state.queues = STAFF.has(role) ? (await ask(LOAD_ALL_QUEUES)).queues : data.viewer.queues;
   document.body.classList.add("signed-in");
   who.textContent = `${data.viewer.actor.name} (${data.viewer.actor.role.toLowerCase()})`;
   say("");
@@ -352,7 +371,7 @@ function applyEvent(event) {
   const shown = state.openTask;
   if (shown && (event.entityId === shown.id || (shown.proposal && event.proposalId === shown.proposal.id))) {
     refreshTask(shown.id);
-  } else if (!shown) {
+  } else if (!shown && !state.onOperations) {
     renderList();
   }
 }
@@ -390,7 +409,7 @@ function queueNav() {
         ),
       ),
     ),
-    ["OPERATOR", "ADMIN"].includes(state.viewer.actor.role)
+    STAFF.has(state.viewer.actor.role)
       ? h("p", {}, h("a", { href: "#/operations", "aria-current": state.onOperations ? "page" : null }, "Operations"))
       : null,
   );
@@ -880,8 +899,13 @@ function reasonKeys(event) {
 
 // ---------------------------------------------------------------- operations (staff)
 
-async function showOperations() {
+async function showOperations(focusIncident = null) {
   state.openTask = null;
+  if (!STAFF.has(state.viewer.actor.role)) {
+    operationsPage([h("p", { class: "empty" }, "The Operations page is for operators and admins.")]);
+    focusHeading();
+    return;
+  }
   let data;
   try {
     data = await ask(LOAD_OPERATIONS);
@@ -889,32 +913,117 @@ async function showOperations() {
     refused(failure);
     return;
   }
+  if (!state.onOperations) return; // moved on meanwhile
   const snapshot = data.operationsSnapshot;
   const counts = (rows, key) => h("ul", { class: "counts" }, rows.map((r) => h("li", {}, badge(r[key]), ` ${r.count}`)));
+  operationsPage([
+    h("p", {}, "As of ", when(snapshot.generatedAt)),
+    h("h3", {}, "Proposals by state"),
+    counts(snapshot.proposalsByState, "state"),
+    h("h3", {}, "Open incidents"),
+    counts(snapshot.openIncidents, "severity"),
+    h("h3", {}, "Tasks"),
+    h("p", {}, `${snapshot.humanTasks.pending} open, ${snapshot.humanTasks.inFlight} claimed, ${snapshot.humanTasks.retrying} with a lapsed claim`),
+    h("h3", {}, "Recent incidents"),
+    data.incidents.nodes.length
+      ? h("ul", { class: "incidents" }, data.incidents.nodes.map(incidentRow))
+      : h("p", { class: "empty" }, "No incidents."),
+  ]);
+  const row = focusIncident && main.querySelector(`[data-incident-id="${CSS.escape(focusIncident)}"]`);
+  if (row) row.focus();
+  else focusHeading();
+}
+
+function operationsPage(content) {
   main.replaceChildren(
+    h("div", { class: "layout" }, queueNav(), h("section", { class: "work" }, h("h2", {}, "Operations"), content)),
+  );
+}
+
+function incidentRow(incident) {
+  return h(
+    "li",
+    { class: "incident", "data-incident-id": incident.id, tabindex: "-1" },
     h(
       "div",
-      { class: "layout" },
-      queueNav(),
+      { class: "incident-what" },
+      badge(incident.severity),
+      badge(incident.state),
+      h("span", { class: "incident-title" }, incident.title),
+      h("span", { class: "count" }, `×${incident.occurrenceCount}, last `, when(incident.lastSeenAt)),
+      incident.resolutionCode ? h("code", {}, incident.resolutionCode) : null,
+    ),
+    incidentActions(incident),
+  );
+}
+
+// Only the moves the incident's state allows, and only for roles that may make them. Each
+// button's idempotency key is made when it is drawn, so a second press of the same button
+// (before it is disabled) replays the first rather than acting twice.
+function incidentActions(incident) {
+  if (!STAFF.has(state.viewer.actor.role) || !UNRESOLVED.has(incident.state)) return null;
+  const incidentId = incident.id;
+  const buttons = [];
+  if (incident.state === "OPEN") {
+    const input = { incidentId, idempotencyKey: crypto.randomUUID() };
+    buttons.push(h("button", { type: "button", class: "acknowledge", onclick: (event) => workIncident(event.target, ACKNOWLEDGE_INCIDENT, input, "Acknowledged.") }, "Acknowledge"));
+  }
+  const proposal = incident.proposal;
+  if (proposal && proposal.state === "FAILED" && proposal.deliveryTerminal) {
+    const input = { incidentId, idempotencyKey: crypto.randomUUID() };
+    buttons.push(h("button", { type: "button", class: "retry", onclick: (event) => workIncident(event.target, RETRY_INCIDENT, input, "Retried: the delivery is queued again.") }, "Retry delivery"));
+  }
+  const codeId = `resolve-code-${incidentId}`;
+  const summaryId = `resolve-summary-${incidentId}`;
+  const resolveKey = crypto.randomUUID();
+  const resolve = (event) => {
+    event.preventDefault();
+    const form = event.target;
+    const input = {
+      incidentId,
+      code: form.querySelector("input").value.trim(),
+      summary: form.querySelector("textarea").value.trim(),
+      idempotencyKey: resolveKey,
+    };
+    workIncident(form, RESOLVE_INCIDENT, input, "Resolved.");
+  };
+  return h(
+    "div",
+    { class: "incident-actions" },
+    buttons.length ? h("div", { class: "buttons" }, buttons) : null,
+    h(
+      "details",
+      { class: "resolve" },
+      h("summary", {}, "Resolve…"),
       h(
-        "section",
-        { class: "work" },
-        h("h2", {}, "Operations"),
-        h("p", {}, "As of ", when(snapshot.generatedAt)),
-        h("h3", {}, "Proposals by state"),
-        counts(snapshot.proposalsByState, "state"),
-        h("h3", {}, "Open incidents"),
-        counts(snapshot.openIncidents, "severity"),
-        h("h3", {}, "Tasks"),
-        h("p", {}, `${snapshot.humanTasks.pending} open, ${snapshot.humanTasks.inFlight} claimed, ${snapshot.humanTasks.retrying} with a lapsed claim`),
-        h("h3", {}, "Recent incidents"),
-        data.incidents.nodes.length
-          ? h("ul", {}, data.incidents.nodes.map((i) => h("li", {}, badge(i.severity), " ", badge(i.state), ` ${i.title} (×${i.occurrenceCount}), last `, when(i.lastSeenAt))))
-          : h("p", { class: "empty" }, "No incidents."),
+        "form",
+        { class: "decide", onsubmit: resolve },
+        h("label", { for: codeId }, "Resolution code"),
+        h("input", { id: codeId, type: "text", required: true, pattern: "[a-z][a-z0-9_]{1,63}", placeholder: "receiver_fixed", "aria-describedby": `${codeId}-help` }),
+        h("p", { id: `${codeId}-help`, class: "hint" }, "2 to 64 lowercase letters, digits or underscores, starting with a letter."),
+        h("label", { for: summaryId }, "What was done (3 to 2,000 characters)"),
+        h("textarea", { id: summaryId, rows: "2", required: true, minlength: "3", maxlength: "2000" }),
+        h("div", { class: "buttons" }, h("button", { type: "submit", class: "primary" }, "Resolve")),
       ),
     ),
   );
-  focusHeading();
+}
+
+// One move on one incident: its controls are disabled until the answer comes (no second
+// submission), then the page is drawn again from the server, showing the new state or,
+// after a refusal, the state as it is, under the refusal's sentence.
+async function workIncident(origin, mutation, input, done) {
+  const row = origin.closest(".incident");
+  if (!row || row.getAttribute("aria-busy") === "true") return;
+  row.setAttribute("aria-busy", "true");
+  for (const control of row.querySelectorAll("button, input, textarea")) control.disabled = true;
+  try {
+    await ask(mutation, { input });
+    say(done, "ok");
+  } catch (failure) {
+    refused(failure);
+  }
+  if (state.token && state.onOperations) await showOperations(input.incidentId);
 }
 
 // ---------------------------------------------------------------- routing and keys
