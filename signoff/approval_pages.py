@@ -36,9 +36,13 @@ HEADERS = {
     "referrer-policy": "no-referrer",
     "x-robots-tag": "noindex, nofollow",
     "x-frame-options": "DENY",
-    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "content-security-policy": "default-src 'none'; style-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'",
 }
+# The console's stylesheet (always served under /static, console on or off), so the page
+# looks like the console. The link's token is in the page's path: no-referrer keeps it out
+# of the stylesheet request.
+STYLESHEET = "/static/console/console.css"
 STATUS = {"UNKNOWN": 404, "USED": 410, "REVOKED": 410, "EXPIRED": 410, "SETTLED": 410}
 
 
@@ -132,7 +136,7 @@ class ApprovalPages:
 
 def _refused(refused: ApprovalLinkUnusable) -> Response:
     reason = str(refused.details.get("reason", "UNKNOWN"))
-    body = f"<p>{html.escape(refused.message)}</p><p><code>{reason}</code></p>"
+    body = f"<p>{html.escape(refused.message)}</p><p><code>{html.escape(reason)}</code></p>"
     return _page("Link not usable", body, STATUS.get(reason, 410))
 
 
@@ -146,30 +150,38 @@ def _confirmation(shown: LinkPage) -> str:
         ("Decide by", format_expiry(min(shown.link.expires_at, proposal.expires_at))),
         ("Digest", digest),
     ]
-    table = "".join(
-        f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(v)}</code></td></tr>" for k, v in rows
+    facts = "".join(
+        f"<dt>{html.escape(k)}</dt><dd><code>{html.escape(v)}</code></dd>" for k, v in rows
     )
     material = {"subject": proposal.subject, "payload": proposal.payload}
     if proposal.preconditions:
         material["preconditions"] = proposal.preconditions
     shown_json = html.escape(json.dumps(material, indent=2, sort_keys=True))
     return (
-        f"<table>{table}</table><pre>{shown_json}</pre>"
-        '<form method="post">'
+        f'<dl class="facts">{facts}</dl><pre>{shown_json}</pre>'
+        '<section class="actions" aria-label="Decide">'
+        '<form method="post" class="decide">'
         f'<input type="hidden" name="payload_digest" value="{html.escape(digest)}">'
-        '<p><label>Reason (optional)<br><textarea name="reason" rows="3" cols="60">'
-        "</textarea></label></p>"
-        '<button type="submit" name="decision" value="APPROVED">Approve</button> '
-        '<button type="submit" name="decision" value="REJECTED">Reject</button>'
-        "</form><p>Nothing is decided until you press a button.</p>"
+        '<label for="reason">Reason (optional)</label>'
+        '<textarea id="reason" name="reason" rows="3" maxlength="2000"></textarea>'
+        '<div class="buttons">'
+        '<button type="submit" name="decision" value="APPROVED" class="primary">Approve</button>'
+        '<button type="submit" name="decision" value="REJECTED" class="danger">Reject</button>'
+        "</div></form>"
+        '<p class="hint">Nothing is decided until you press a button.</p></section>'
     )
 
 
 def _page(title: str, body: str, status: int) -> Response:
     document = (
-        "<!doctype html><html><head><meta charset='utf-8'>"
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<meta name='color-scheme' content='light'>"
         "<meta name='referrer' content='no-referrer'><meta name='robots' content='noindex'>"
-        f"<title>Signoff: {html.escape(title)}</title></head>"
-        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+        f"<title>Signoff: {html.escape(title)}</title>"
+        f"<link rel='stylesheet' href='{STYLESHEET}'></head>"
+        "<body><header class='bar'><h1>Signoff</h1></header>"
+        f"<main><article class='task-page'><h2>{html.escape(title)}</h2>{body}</article></main>"
+        "</body></html>"
     )
     return HTMLResponse(document, status_code=status, headers=HEADERS)
