@@ -467,7 +467,8 @@ def _token_create(args: argparse.Namespace, settings: Settings) -> None:
     )
     actor = created.actor
     print(
-        f"Token for {actor.name} ({Role(actor.role).value}); it is shown once, keep it secret:",
+        f"Token for {actor.name} ({Role(actor.role).value}), actor id {actor.id}; "
+        "it is shown once, keep it secret:",
         file=sys.stderr,
     )
     print(created.token)
