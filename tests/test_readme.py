@@ -33,7 +33,7 @@ from websockets.exceptions import ConnectionClosed
 from signoff.database import SessionMaker
 from signoff.models import Role
 from tests.conftest import REDIS_URL
-from tests.helpers import World, build_world
+from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_crash import Workers
 from tests.jobs.test_delivery import approved, read
 from tests.jobs.test_runners import arq_settings
@@ -45,8 +45,6 @@ from tests.live import (
 )
 from tests.processes import ROOT, free_port, signoff_env
 from tests.readme_shell import Shell, commands, printed, section, sh_blocks
-from tests.receivers import Answer, Receiver
-from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
 from tests.schema.test_target_circuit import open_circuit
 from tests.test_server import new_token
@@ -657,8 +655,9 @@ async def forget_jobs(queue: str, proposal_id: str) -> None:
 async def test_operating_signoff_as_printed(
     serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path
 ) -> None:
-    """The operator section: a delivery the receiver refuses opens an incident; it is
-    acknowledged, retried once the receiver is fixed, and resolved; the target is paused
+    """The operator section: a delivery the README's ``signoff receiver --status 400``
+    refuses opens an incident; it is acknowledged, retried once the receiver is restarted
+    as printed (answering 200), and resolved; the target is paused
     and resumed, limited, and its circuit (opened by hand) closed. A real worker delivers:
     the server's own, or ``signoff worker``."""
     queue = unique_queue()
@@ -666,60 +665,82 @@ async def test_operating_signoff_as_printed(
     proposal: dict[str, Any] = {"id": "none yet"}
     with delivering(database_url, queue, tmp_path):
         try:
-            await _work_an_incident(server, sessionmaker, proposal)
+            await _work_an_incident(server, sessionmaker, database_url, proposal)
         finally:
             await forget_jobs(queue, proposal["id"])
 
 
 async def _work_an_incident(
-    server: Server, sessionmaker: SessionMaker, proposal: dict[str, Any]
+    server: Server, sessionmaker: SessionMaker, database_url: str, proposal: dict[str, Any]
 ) -> None:
-    async with (
-        Readme.against(server) as readme,
-        http_gql(server, sessionmaker) as gql,
-        serve_receiver(Receiver([Answer(400), Answer(200)])) as receiver,
-    ):
-        world = await build_world(gql, url=receiver.url)
-        receiver.secret = world.signing_secret
-        ops = world.admin
-        proposal.update(await approved(world))
-        await wait_for_state(world, proposal["id"], "FAILED")
+    refusing, fixed = [
+        command
+        for block in sh_blocks(
+            section(README.read_text(), "### Work an incident from open to resolved")
+        )
+        for command in commands(block)
+    ]
+    assert "--status 400" in refusing and "--status" not in fixed
+    shell = Shell(signoff_env(database_url), ports={9000: free_port()})
+    async with Readme.against(server) as readme, http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, url=f"http://127.0.0.1:{shell.ports[9000]}/hooks/refunds")
+        shell.values["the signingSecret"] = world.signing_secret
+        with shell.background(refusing) as output:
+            proposal.update(await approved(world))
+            await wait_for_state(world, proposal["id"], "FAILED")
+            await receiver_printed(
+                output, f"POST /hooks/refunds webhook-id=msg_{proposal['id']} attempt=1"
+            )
+            await _open_and_acknowledge(readme, world, proposal)
+        with shell.background(fixed):
+            await _resolve_and_control(readme, gql, world, proposal)
 
-        snapshot = await readme.run("operationsSnapshot", ops)
-        assert snapshot["proposalDelivery"]["terminalFailures"] == 1
-        assert {"severity": "HIGH", "count": 1} in snapshot["openIncidents"]
 
-        [incident] = (await readme.run("incidents", ops))["nodes"]
-        assert incident["category"] == "delivery_dead_letter"
-        assert incident["proposal"]["id"] == proposal["id"]
-        readme.values["the incident id"] = incident["id"]
+async def _open_and_acknowledge(readme: Readme, world: World, proposal: dict[str, Any]) -> None:
+    """The snapshot and the incident list show the refused delivery; it is taken up."""
+    ops = world.admin
+    snapshot = await readme.run("operationsSnapshot", ops)
+    assert snapshot["proposalDelivery"]["terminalFailures"] == 1
+    assert {"severity": "HIGH", "count": 1} in snapshot["openIncidents"]
 
-        acknowledged = await readme.run("acknowledgeIncident", ops)
-        assert acknowledged["incident"]["state"] == "ACKNOWLEDGED"
-        retried = await readme.run("retryIncident", ops)
-        assert retried["repairAction"]["actionType"] == "retry_delivery"
-        assert retried["repairAction"]["after"]["state"] == "QUEUED"
-        await wait_for_state(world, proposal["id"], "APPLIED")
-        resolved = await readme.run("resolveIncident", ops)
-        assert resolved["incident"]["state"] == "RESOLVED"
-        assert resolved["incident"]["resolutionCode"] == "receiver_fixed"
+    [incident] = (await readme.run("incidents", ops))["nodes"]
+    assert incident["category"] == "delivery_dead_letter"
+    assert incident["proposal"]["id"] == proposal["id"]
+    readme.values["the incident id"] = incident["id"]
 
-        readme.values["the target id"] = world.target_id
-        paused = await readme.run("pauseTarget", ops)
-        assert paused["target"]["pausedAt"]
-        resumed = await readme.run("resumeTarget", ops)
-        assert resumed["target"]["pausedAt"] is None
-        limited = (await readme.run("setTargetLimits", ops))["target"]
-        assert (limited["maxConcurrency"], limited["ratePerSecond"]) == (5, 2.0)
-        await open_circuit(gql, world)  # as the delivery engine leaves it after failures
-        [circuit] = await readme.run("targets", ops)
-        assert circuit["circuitState"] == "OPEN" and circuit["nextProbeAt"]
-        closed = await readme.run("closeTargetCircuit", ops)
-        assert closed["target"]["circuitState"] == "CLOSED"
-        assert closed["target"]["consecutiveFailures"] == 0
-        metrics = (await readme.http.get("/metrics")).text
-        assert 'signoff_open_incidents{severity="HIGH"} 0.0' in metrics
-        await readme.ready()
+    acknowledged = await readme.run("acknowledgeIncident", ops)
+    assert acknowledged["incident"]["state"] == "ACKNOWLEDGED"
+
+
+async def _resolve_and_control(
+    readme: Readme, gql: GraphQLClient, world: World, proposal: dict[str, Any]
+) -> None:
+    """With the receiver fixed: the incident retried and resolved, the target controlled."""
+    ops = world.admin
+    retried = await readme.run("retryIncident", ops)
+    assert retried["repairAction"]["actionType"] == "retry_delivery"
+    assert retried["repairAction"]["after"]["state"] == "QUEUED"
+    await wait_for_state(world, proposal["id"], "APPLIED")
+    resolved = await readme.run("resolveIncident", ops)
+    assert resolved["incident"]["state"] == "RESOLVED"
+    assert resolved["incident"]["resolutionCode"] == "receiver_fixed"
+
+    readme.values["the target id"] = world.target_id
+    paused = await readme.run("pauseTarget", ops)
+    assert paused["target"]["pausedAt"]
+    resumed = await readme.run("resumeTarget", ops)
+    assert resumed["target"]["pausedAt"] is None
+    limited = (await readme.run("setTargetLimits", ops))["target"]
+    assert (limited["maxConcurrency"], limited["ratePerSecond"]) == (5, 2.0)
+    await open_circuit(gql, world)  # as the delivery engine leaves it after failures
+    [circuit] = await readme.run("targets", ops)
+    assert circuit["circuitState"] == "OPEN" and circuit["nextProbeAt"]
+    closed = await readme.run("closeTargetCircuit", ops)
+    assert closed["target"]["circuitState"] == "CLOSED"
+    assert closed["target"]["consecutiveFailures"] == 0
+    metrics = (await readme.http.get("/metrics")).text
+    assert 'signoff_open_incidents{severity="HIGH"} 0.0' in metrics
+    await readme.ready()
 
 
 async def test_the_queue_owners_section_runs_as_printed(
