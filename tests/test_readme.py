@@ -32,7 +32,7 @@ from websockets.exceptions import ConnectionClosed
 
 from signoff.database import SessionMaker
 from signoff.models import Role
-from tests.conftest import REDIS_URL
+from tests.conftest import REDIS_URL, requires_postgres, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_crash import Workers
 from tests.jobs.test_delivery import approved, read
@@ -45,6 +45,8 @@ from tests.live import (
 )
 from tests.processes import ROOT, free_port, signoff_env
 from tests.readme_shell import Shell, commands, printed, section, sh_blocks
+from tests.receivers import Answer, Receiver
+from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
 from tests.schema.test_target_circuit import open_circuit
 from tests.test_server import new_token
@@ -819,3 +821,59 @@ def test_the_readme_promises_nothing_the_schema_already_has() -> None:
         if re.search(r"on (its|their) way|coming soon|not (yet )?available", paragraph):
             named = set(re.findall(r"`(\w+)\(", paragraph))
             assert not named & fields, f"announced as coming, but served: {paragraph}"
+
+
+@requires_postgres
+@requires_redis
+async def test_running_distributed_as_printed(
+    sessionmaker: SessionMaker, database_url: str
+) -> None:
+    """The "Running distributed" recipe run as one shell script: two ``signoff serve`` and
+    a ``signoff worker``. Only the URLs (the test's PostgreSQL database and Redis), the
+    ports (free ones) and the key (the one this database was sealed with) are the test's.
+    A proposal made and approved through the second API process is delivered by the
+    worker and read as applied through the first."""
+    [recipe] = sh_blocks(section(README.read_text(), "### Running distributed"))
+    assert REDIS_URL is not None
+    env = signoff_env(database_url, SIGNOFF_ARQ_QUEUE=unique_queue())
+    script = recipe.replace("postgresql://postgres@127.0.0.1:5432/signoff", database_url).replace(
+        "redis://127.0.0.1:6379/0", REDIS_URL
+    )
+    script = re.sub(
+        r"^export SIGNOFF_SECRET_KEY=.*$",
+        f"export SIGNOFF_SECRET_KEY={env['SIGNOFF_SECRET_KEY']}",
+        script,
+        flags=re.M,
+    )
+    assert script.count(" serve --port ") == 2 and "signoff worker" in script
+    shell = Shell(env, ports={8000: free_port(), 8001: free_port()})
+    proposal: dict[str, Any] = {"id": "none yet"}
+    first, second = (f"http://127.0.0.1:{port}" for port in shell.ports.values())
+    try:
+        with shell.background(script) as output:
+            await until_ready(first, output)
+            await until_ready(second, output)
+            async with (
+                httpx.AsyncClient(base_url=first, timeout=GIVE_UP_AFTER) as one,
+                httpx.AsyncClient(base_url=second, timeout=GIVE_UP_AFTER) as two,
+                serve_receiver(Receiver([Answer(200)])) as receiver,
+            ):
+                world = await build_world(GraphQLClient(one, sessionmaker), url=receiver.url)
+                receiver.secret = world.signing_secret
+                world.gql = GraphQLClient(two, sessionmaker)
+                proposal.update(await approved(world))
+                world.gql = GraphQLClient(one, sessionmaker)
+                await wait_for_state(world, proposal["id"], "APPLIED")
+    finally:
+        await forget_jobs(env["SIGNOFF_ARQ_QUEUE"], proposal["id"])
+
+
+async def until_ready(base: str, output: IO[str]) -> None:
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient(base_url=base, timeout=1) as http:
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if (await http.get("/readyz")).status_code == 200:
+                    return
+            assert time.monotonic() < deadline, f"{base} not ready:\n{printed(output)}"
+            await asyncio.sleep(0.2)
