@@ -323,16 +323,17 @@ def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
     from signoff.app import create_app
-    from signoff.serving import serve
+    from signoff.serving import PortInUse, check_port_free, serve
 
+    host, port = args.host or settings.host, args.port or settings.port
+    try:
+        check_port_free(host, port)
+    except PortInUse as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     _prepare(settings)
     _tune_for_serving()
-    serve(
-        create_app(settings),
-        settings,
-        host=args.host or settings.host,
-        port=args.port or settings.port,
-    )
+    serve(create_app(settings), settings, host=host, port=port)
 
 
 def _tune_for_serving() -> None:
@@ -467,7 +468,8 @@ def _token_create(args: argparse.Namespace, settings: Settings) -> None:
     )
     actor = created.actor
     print(
-        f"Token for {actor.name} ({Role(actor.role).value}); it is shown once, keep it secret:",
+        f"Token for {actor.name} ({Role(actor.role).value}), actor id {actor.id}; "
+        "it is shown once, keep it secret:",
         file=sys.stderr,
     )
     print(created.token)

@@ -9,6 +9,7 @@ queue, the event relay, the database pool).
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Awaitable, Callable
 
@@ -17,6 +18,35 @@ from starlette.applications import Starlette
 
 from signoff.config import Settings
 from signoff.constants import SHUTDOWN_GRACE_SECONDS
+
+
+class PortInUse(Exception):
+    """Another process (often another ``signoff serve``) listens on the port asked for."""
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a busy port in one line, before migrations and start-up run.
+
+    uvicorn finds out only after the app has started, and then logs the error among the
+    start-up lines and exits with status 3. Binding a probe the way it binds (with
+    SO_REUSEADDR, on each address the host resolves to) and closing it again leaves
+    uvicorn's own binding as it was; a process that takes the port in between still gets
+    uvicorn's message.
+    """
+    for family, kind, proto, _, address in socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    ):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                raise PortInUse(
+                    f"port {port} is in use (another signoff serve?); "
+                    f"set SIGNOFF_PORT={port + 1}, or pass --port {port + 1}."
+                ) from None
 
 
 class GracefulServer(uvicorn.Server):

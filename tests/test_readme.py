@@ -5,7 +5,9 @@ Only the placeholders in angle brackets (``"<the queue id>"``, ...) are replaced
 the values earlier answers gave, and the receivers' fixed ports with free ones; tokens
 are made with ``signoff token create`` as the README says. The two worked examples (in
 GraphiQL, then from a shell: ``tests/readme_shell.py``) run one after the other on one
-database, as a newcomer runs them. The "Watch a queue" subscription is sent over
+database, as a newcomer runs them, and "Deciding better" continues the first on the same
+database with the same tokens. Each block says above it whose token it needs ("As alice
+(reviewer):"), and is sent with a token of that role. The "Watch a queue" subscription is sent over
 graphql-transport-ws as its exact text (comments included) with alice's token, the way
 GraphiQL sends it, while the worked example's mutations run.
 """
@@ -29,8 +31,9 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from signoff.database import SessionMaker
-from tests.conftest import REDIS_URL
-from tests.helpers import World, build_world
+from signoff.models import Role
+from tests.conftest import REDIS_URL, requires_postgres, requires_redis
+from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_crash import Workers
 from tests.jobs.test_delivery import approved, read
 from tests.jobs.test_runners import arq_settings
@@ -56,6 +59,8 @@ FENCE = re.compile(
     r"^(?P<indent>[ \t]*)```graphql[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S
 )
 PLACEHOLDER = re.compile(r'"<(?P<name>[^"<>]+)>"')
+# The line above each block: whose token it needs.
+AS = re.compile(r"^As (?P<name>[\w-]+) \((?P<role>agent|reviewer|operator|integration|admin)\):$")
 
 # The README's blocks, by their root field, in the order it prints them.
 IN_ORDER = [
@@ -67,18 +72,20 @@ IN_ORDER = [
     "decideProposal",
     "auditEvents",
     "simulatePolicy",
+    "proposeAction#2",
     "amendProposal",
     "bulkDecisionPreview",
     "decideProposals",
     "queueEvents",
     "createQueue#2",
     "registerTarget#2",
-    "proposeAction#2",
+    "proposeAction#3",
     "proposal",
     "queueStats",
     "addNotificationChannel",
     "disableNotificationChannel",
     "removeNotificationChannel",
+    "actors",
     "createApprovalLink",
     "addNotificationChannel#2",
     "operationsSnapshot",
@@ -102,6 +109,7 @@ EVENTS_WITHIN = 10.0
 PAYLOAD = {"amount": 1200, "currency": "EUR"}
 PROPOSAL_STATE = """query($id: ID!) {
   proposal(id: $id) { state deliveryTerminal lastErrorCode } }"""
+VIEWER_ROLE = "query { viewer { actor { role } } }"
 
 
 @dataclass(frozen=True)
@@ -110,12 +118,17 @@ class Block:
     operation: str  # query, mutation or subscription
     root: str  # the first root field it selects
     key: str  # ``root``, or ``root#n`` for the n-th block selecting the same field
+    role: str  # whose token it needs, as the line above it says
 
 
 def readme_blocks() -> list[Block]:
     blocks: list[Block] = []
-    for match in FENCE.finditer(README.read_text()):
+    readme = README.read_text()
+    for match in FENCE.finditer(readme):
         indent = match["indent"]
+        above = [line.strip() for line in readme[: match.start()].splitlines() if line.strip()]
+        says = AS.match(above[-1])
+        assert says, f"no 'As name (role):' line above the block:\n{match[0]}"
         lines = match["body"].splitlines()
         assert all(line.startswith(indent) or not line.strip() for line in lines), match[0]
         text = "\n".join(line[len(indent) :] for line in lines) + "\n"
@@ -127,7 +140,7 @@ def readme_blocks() -> list[Block]:
         root = selection.name.value
         seen = sum(block.root == root for block in blocks)
         key = root if not seen else f"{root}#{seen + 1}"
-        blocks.append(Block(text, definition.operation.value, root, key))
+        blocks.append(Block(text, definition.operation.value, root, key, says["role"]))
     return blocks
 
 
@@ -151,6 +164,7 @@ class Readme:
     blocks: dict[str, Block] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)
     ports: dict[int, int] = field(default_factory=dict)  # printed in the README: free
+    roles: dict[str, str] = field(default_factory=dict)  # token: its actor's role
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -166,6 +180,7 @@ class Readme:
         block = self.blocks[key]
         root = block.root
         assert block.operation in ("query", "mutation")
+        assert await self.role_of(token) == block.role, f"{key} says it is sent as a {block.role}"
         started = time.monotonic()
         try:
             response = await self.http.post(
@@ -182,7 +197,18 @@ class Readme:
             raise AssertionError(f"{root} answered after {elapsed:.1f} s: {body['errors']}")
         if elapsed >= ANSWER_WITHIN:
             raise AssertionError(f"{root} took {elapsed:.1f} s")
-        return body["data"][root]
+        data = body["data"]
+        return data.get(root, data)  # a block of aliased fields: all of them
+
+    async def role_of(self, token: str) -> str:
+        if token not in self.roles:
+            response = await self.http.post(
+                "/graphql",
+                json={"query": VIEWER_ROLE},
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            self.roles[token] = response.json()["data"]["viewer"]["actor"]["role"].lower()
+        return self.roles[token]
 
     def filled(self, block: Block) -> str:
         text = fill(block, self.values)
@@ -346,6 +372,7 @@ async def _the_worked_example(
         await receiver_printed(
             output, f"POST /hooks/refunds webhook-id=msg_{proposal_id} attempt=1 signature verified"
         )
+        await _deciding_better(readme, agent=agent, alice=alice, output=output, delivered=delivered)
 
 
 async def _from_a_shell(readme: Readme, shell: Shell, delivered: list[str]) -> None:
@@ -387,61 +414,55 @@ async def receiver_printed(output: IO[str], line: str) -> None:
         await asyncio.sleep(0.1)
 
 
-def readme_policy() -> dict[str, Any]:
-    """The approvalPolicy and summaryField the README's registerTarget block gives."""
-    registered = graphql.parse(readme_blocks()[1].text)
-    definition = registered.definitions[0]
-    assert isinstance(definition, graphql.OperationDefinitionNode)
-    field_ = definition.selection_set.selections[0]
-    assert isinstance(field_, graphql.FieldNode)
-    [argument] = field_.arguments
-    fields = {
-        f.name.value: graphql.value_from_ast_untyped(f.value)
-        for f in argument.value.fields  # type: ignore[attr-defined]
+async def _deciding_better(
+    readme: Readme, *, agent: str, alice: str, output: IO[str], delivered: list[str]
+) -> None:
+    """The "Deciding better" section, continuing the worked example: simulate the policy,
+    propose two more refunds, amend one, preview and make a bulk decision; the amended
+    refund reaches the worked example's receiver."""
+    simulated = await readme.run("simulatePolicy", alice)
+    assert simulated["ruleName"] == "small" and simulated["autoApproved"] is True
+    assert [e["matched"] for e in simulated["evaluations"]] == [True]
+
+    proposed = await readme.run("proposeAction#2", agent)
+    parcel, large = proposed["parcel"]["proposal"], proposed["large"]["proposal"]
+    assert (parcel["requiredApprovals"], large["requiredApprovals"]) == (1, 2)
+    readme.values |= {
+        "the parcel proposal id": parcel["id"],
+        "the parcel payloadDigest": parcel["payloadDigest"],
+        "the large proposal id": large["id"],
+        "the large payloadDigest": large["payloadDigest"],
     }
-    return {"approvalPolicy": fields["approvalPolicy"], "summaryField": fields["summaryField"]}
+    amended = await readme.run("amendProposal", alice)
+    assert amended["proposal"]["revision"] == 2 and amended["proposal"]["approvalCount"] == 0
+    assert amended["revision"]["diff"] == [{"op": "replace", "path": "/amount", "value": 1000}]
+    assert amended["revision"]["amendedBy"] == {"name": "alice"}
+    readme.values["the amended payloadDigest"] = amended["proposal"]["payloadDigest"]
 
+    preview = await readme.run("bulkDecisionPreview", alice)
+    assert (preview["decidable"], preview["refused"]) == (2, 0)
+    [by_target] = preview["byTarget"]
+    assert by_target["count"] == 2 and by_target["summaryTotal"] == 41000.0
+    assert preview["byState"] == [{"state": "APPROVAL_REQUIRED", "count": 2}]
 
-async def test_deciding_better_as_printed(serve: Serve, sessionmaker: SessionMaker) -> None:
-    """The "Deciding better" section: simulate the policy, amend a proposal, preview and make
-    a bulk decision, on a target registered with the README's policy."""
-    server = await serve()
-    async with Readme.against(server) as readme, http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, **readme_policy())
-        readme.values["the target id"] = world.target_id
-        simulated = await readme.run("simulatePolicy", world.reviewers[0])
-        assert simulated["ruleName"] == "small" and simulated["autoApproved"] is True
-        assert [e["matched"] for e in simulated["evaluations"]] == [True]
-
-        first = (await world.propose(PAYLOAD))["proposal"]
-        other = (await world.propose({"amount": 40000, "currency": "EUR"}))["proposal"]
-        readme.values |= {
-            "the proposal id": first["id"],
-            "the payloadDigest": first["payloadDigest"],
-            "another proposal id": other["id"],
-            "its payloadDigest": other["payloadDigest"],
-        }
-        amended = await readme.run("amendProposal", world.reviewers[0])
-        assert amended["proposal"]["revision"] == 2 and amended["proposal"]["approvalCount"] == 0
-        assert amended["revision"]["diff"] == [{"op": "replace", "path": "/amount", "value": 1000}]
-        assert amended["revision"]["amendedBy"] == {"name": "reviewer-0"}
-        readme.values["the amended payloadDigest"] = amended["proposal"]["payloadDigest"]
-
-        preview = await readme.run("bulkDecisionPreview", world.reviewers[1])
-        assert (preview["decidable"], preview["refused"]) == (2, 0)
-        [by_target] = preview["byTarget"]
-        assert by_target["count"] == 2 and by_target["summaryTotal"] == 41000.0
-        assert preview["byState"] == [{"state": "APPROVAL_REQUIRED", "count": 2}]
-
-        decided = await readme.run("decideProposals", world.reviewers[1])
-        assert decided["replayed"] is False
-        # The amended one needs one approval; the large one (40,000) a second reviewer.
-        assert [(r["code"], r["proposal"]["state"]) for r in decided["results"]] == [
-            (None, "QUEUED"),
-            (None, "APPROVAL_REQUIRED"),
-        ]
-        again = await readme.run("decideProposals", world.reviewers[1])
-        assert again == {**decided, "replayed": True}
+    decided = await readme.run("decideProposals", alice)
+    delivered.append(parcel["id"])
+    assert decided["replayed"] is False
+    # The amended one needs one approval; the large one (40,000) a second reviewer.
+    assert [(r["code"], r["proposal"]["state"]) for r in decided["results"]] == [
+        (None, "QUEUED"),
+        (None, "APPROVAL_REQUIRED"),
+    ]
+    # The same results again, each proposal as it is now: the amended one is being delivered.
+    again = await readme.run("decideProposals", alice)
+    assert (again["bulkId"], again["replayed"]) == (decided["bulkId"], True)
+    assert [(r["proposalId"], r["code"]) for r in again["results"]] == [
+        (r["proposalId"], r["code"]) for r in decided["results"]
+    ]
+    await readme.applied(alice, parcel["id"])
+    await receiver_printed(
+        output, f"POST /hooks/refunds webhook-id=msg_{parcel['id']} attempt=1 signature verified"
+    )
 
 
 @dataclass
@@ -636,8 +657,9 @@ async def forget_jobs(queue: str, proposal_id: str) -> None:
 async def test_operating_signoff_as_printed(
     serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path
 ) -> None:
-    """The operator section: a delivery the receiver refuses opens an incident; it is
-    acknowledged, retried once the receiver is fixed, and resolved; the target is paused
+    """The operator section: a delivery the README's ``signoff receiver --status 400``
+    refuses opens an incident; it is acknowledged, retried once the receiver is restarted
+    as printed (answering 200), and resolved; the target is paused
     and resumed, limited, and its circuit (opened by hand) closed. A real worker delivers:
     the server's own, or ``signoff worker``."""
     queue = unique_queue()
@@ -645,60 +667,82 @@ async def test_operating_signoff_as_printed(
     proposal: dict[str, Any] = {"id": "none yet"}
     with delivering(database_url, queue, tmp_path):
         try:
-            await _work_an_incident(server, sessionmaker, proposal)
+            await _work_an_incident(server, sessionmaker, database_url, proposal)
         finally:
             await forget_jobs(queue, proposal["id"])
 
 
 async def _work_an_incident(
-    server: Server, sessionmaker: SessionMaker, proposal: dict[str, Any]
+    server: Server, sessionmaker: SessionMaker, database_url: str, proposal: dict[str, Any]
 ) -> None:
-    async with (
-        Readme.against(server) as readme,
-        http_gql(server, sessionmaker) as gql,
-        serve_receiver(Receiver([Answer(400), Answer(200)])) as receiver,
-    ):
-        world = await build_world(gql, url=receiver.url)
-        receiver.secret = world.signing_secret
-        ops = world.admin
-        proposal.update(await approved(world))
-        await wait_for_state(world, proposal["id"], "FAILED")
+    refusing, fixed = [
+        command
+        for block in sh_blocks(
+            section(README.read_text(), "### Work an incident from open to resolved")
+        )
+        for command in commands(block)
+    ]
+    assert "--status 400" in refusing and "--status" not in fixed
+    shell = Shell(signoff_env(database_url), ports={9000: free_port()})
+    async with Readme.against(server) as readme, http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, url=f"http://127.0.0.1:{shell.ports[9000]}/hooks/refunds")
+        shell.values["the signingSecret"] = world.signing_secret
+        with shell.background(refusing) as output:
+            proposal.update(await approved(world))
+            await wait_for_state(world, proposal["id"], "FAILED")
+            await receiver_printed(
+                output, f"POST /hooks/refunds webhook-id=msg_{proposal['id']} attempt=1"
+            )
+            await _open_and_acknowledge(readme, world, proposal)
+        with shell.background(fixed):
+            await _resolve_and_control(readme, gql, world, proposal)
 
-        snapshot = await readme.run("operationsSnapshot", ops)
-        assert snapshot["proposalDelivery"]["terminalFailures"] == 1
-        assert {"severity": "HIGH", "count": 1} in snapshot["openIncidents"]
 
-        [incident] = (await readme.run("incidents", ops))["nodes"]
-        assert incident["category"] == "delivery_dead_letter"
-        assert incident["proposal"]["id"] == proposal["id"]
-        readme.values["the incident id"] = incident["id"]
+async def _open_and_acknowledge(readme: Readme, world: World, proposal: dict[str, Any]) -> None:
+    """The snapshot and the incident list show the refused delivery; it is taken up."""
+    ops = world.admin
+    snapshot = await readme.run("operationsSnapshot", ops)
+    assert snapshot["proposalDelivery"]["terminalFailures"] == 1
+    assert {"severity": "HIGH", "count": 1} in snapshot["openIncidents"]
 
-        acknowledged = await readme.run("acknowledgeIncident", ops)
-        assert acknowledged["incident"]["state"] == "ACKNOWLEDGED"
-        retried = await readme.run("retryIncident", ops)
-        assert retried["repairAction"]["actionType"] == "retry_delivery"
-        assert retried["repairAction"]["after"]["state"] == "QUEUED"
-        await wait_for_state(world, proposal["id"], "APPLIED")
-        resolved = await readme.run("resolveIncident", ops)
-        assert resolved["incident"]["state"] == "RESOLVED"
-        assert resolved["incident"]["resolutionCode"] == "receiver_fixed"
+    [incident] = (await readme.run("incidents", ops))["nodes"]
+    assert incident["category"] == "delivery_dead_letter"
+    assert incident["proposal"]["id"] == proposal["id"]
+    readme.values["the incident id"] = incident["id"]
 
-        readme.values["the target id"] = world.target_id
-        paused = await readme.run("pauseTarget", ops)
-        assert paused["target"]["pausedAt"]
-        resumed = await readme.run("resumeTarget", ops)
-        assert resumed["target"]["pausedAt"] is None
-        limited = (await readme.run("setTargetLimits", ops))["target"]
-        assert (limited["maxConcurrency"], limited["ratePerSecond"]) == (5, 2.0)
-        await open_circuit(gql, world)  # as the delivery engine leaves it after failures
-        [circuit] = await readme.run("targets", ops)
-        assert circuit["circuitState"] == "OPEN" and circuit["nextProbeAt"]
-        closed = await readme.run("closeTargetCircuit", ops)
-        assert closed["target"]["circuitState"] == "CLOSED"
-        assert closed["target"]["consecutiveFailures"] == 0
-        metrics = (await readme.http.get("/metrics")).text
-        assert 'signoff_open_incidents{severity="HIGH"} 0.0' in metrics
-        await readme.ready()
+    acknowledged = await readme.run("acknowledgeIncident", ops)
+    assert acknowledged["incident"]["state"] == "ACKNOWLEDGED"
+
+
+async def _resolve_and_control(
+    readme: Readme, gql: GraphQLClient, world: World, proposal: dict[str, Any]
+) -> None:
+    """With the receiver fixed: the incident retried and resolved, the target controlled."""
+    ops = world.admin
+    retried = await readme.run("retryIncident", ops)
+    assert retried["repairAction"]["actionType"] == "retry_delivery"
+    assert retried["repairAction"]["after"]["state"] == "QUEUED"
+    await wait_for_state(world, proposal["id"], "APPLIED")
+    resolved = await readme.run("resolveIncident", ops)
+    assert resolved["incident"]["state"] == "RESOLVED"
+    assert resolved["incident"]["resolutionCode"] == "receiver_fixed"
+
+    readme.values["the target id"] = world.target_id
+    paused = await readme.run("pauseTarget", ops)
+    assert paused["target"]["pausedAt"]
+    resumed = await readme.run("resumeTarget", ops)
+    assert resumed["target"]["pausedAt"] is None
+    limited = (await readme.run("setTargetLimits", ops))["target"]
+    assert (limited["maxConcurrency"], limited["ratePerSecond"]) == (5, 2.0)
+    await open_circuit(gql, world)  # as the delivery engine leaves it after failures
+    [circuit] = await readme.run("targets", ops)
+    assert circuit["circuitState"] == "OPEN" and circuit["nextProbeAt"]
+    closed = await readme.run("closeTargetCircuit", ops)
+    assert closed["target"]["circuitState"] == "CLOSED"
+    assert closed["target"]["consecutiveFailures"] == 0
+    metrics = (await readme.http.get("/metrics")).text
+    assert 'signoff_open_incidents{severity="HIGH"} 0.0' in metrics
+    await readme.ready()
 
 
 async def test_the_queue_owners_section_runs_as_printed(
@@ -721,7 +765,7 @@ async def test_the_queue_owners_section_runs_as_printed(
             "escalation": [{"deadlineSeconds": 3600, "queue": {"slug": "escalations"}}],
         }
         readme.values["the payouts target id"] = target["id"]
-        payout = await readme.run("proposeAction#2", world.agent)
+        payout = await readme.run("proposeAction#3", world.agent)
         proposed = payout["proposal"]
         assert proposed["state"] == "APPROVAL_REQUIRED"
         assert proposed["deadlinePolicy"] == {
@@ -743,9 +787,11 @@ async def test_the_queue_owners_section_runs_as_printed(
         assert removed["disabled"] is True and removed["removedAt"]
 
         readme.values["the payout task id"] = payout["task"]["id"]
-        readme.values["the reviewer id"] = (
-            await gql("query { viewer { actor { id } } }", token=world.reviewers[0])
-        )["viewer"]["actor"]["id"]
+        alice = await gql.token(Role.REVIEWER, name="alice", queues=[world.queue_slug])
+        alice_id = (await gql("query { viewer { actor { id } } }", token=alice))["viewer"]
+        [found] = (await readme.run("actors", world.admin))["nodes"]
+        assert found == {"id": alice_id["actor"]["id"], "name": "alice", "role": "REVIEWER"}
+        readme.values["the reviewer id"] = found["id"]
         link = await readme.run("createApprovalLink", world.admin)
         assert link["link"]["state"] == "ACTIVE"
         page = await readme.http.get(link["path"])
@@ -775,3 +821,59 @@ def test_the_readme_promises_nothing_the_schema_already_has() -> None:
         if re.search(r"on (its|their) way|coming soon|not (yet )?available", paragraph):
             named = set(re.findall(r"`(\w+)\(", paragraph))
             assert not named & fields, f"announced as coming, but served: {paragraph}"
+
+
+@requires_postgres
+@requires_redis
+async def test_running_distributed_as_printed(
+    sessionmaker: SessionMaker, database_url: str
+) -> None:
+    """The "Running distributed" recipe run as one shell script: two ``signoff serve`` and
+    a ``signoff worker``. Only the URLs (the test's PostgreSQL database and Redis), the
+    ports (free ones) and the key (the one this database was sealed with) are the test's.
+    A proposal made and approved through the second API process is delivered by the
+    worker and read as applied through the first."""
+    [recipe] = sh_blocks(section(README.read_text(), "### Running distributed"))
+    assert REDIS_URL is not None
+    env = signoff_env(database_url, SIGNOFF_ARQ_QUEUE=unique_queue())
+    script = recipe.replace("postgresql://postgres@127.0.0.1:5432/signoff", database_url).replace(
+        "redis://127.0.0.1:6379/0", REDIS_URL
+    )
+    script = re.sub(
+        r"^export SIGNOFF_SECRET_KEY=.*$",
+        f"export SIGNOFF_SECRET_KEY={env['SIGNOFF_SECRET_KEY']}",
+        script,
+        flags=re.M,
+    )
+    assert script.count(" serve --port ") == 2 and "signoff worker" in script
+    shell = Shell(env, ports={8000: free_port(), 8001: free_port()})
+    proposal: dict[str, Any] = {"id": "none yet"}
+    first, second = (f"http://127.0.0.1:{port}" for port in shell.ports.values())
+    try:
+        with shell.background(script) as output:
+            await until_ready(first, output)
+            await until_ready(second, output)
+            async with (
+                httpx.AsyncClient(base_url=first, timeout=GIVE_UP_AFTER) as one,
+                httpx.AsyncClient(base_url=second, timeout=GIVE_UP_AFTER) as two,
+                serve_receiver(Receiver([Answer(200)])) as receiver,
+            ):
+                world = await build_world(GraphQLClient(one, sessionmaker), url=receiver.url)
+                receiver.secret = world.signing_secret
+                world.gql = GraphQLClient(two, sessionmaker)
+                proposal.update(await approved(world))
+                world.gql = GraphQLClient(one, sessionmaker)
+                await wait_for_state(world, proposal["id"], "APPLIED")
+    finally:
+        await forget_jobs(env["SIGNOFF_ARQ_QUEUE"], proposal["id"])
+
+
+async def until_ready(base: str, output: IO[str]) -> None:
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient(base_url=base, timeout=1) as http:
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if (await http.get("/readyz")).status_code == 200:
+                    return
+            assert time.monotonic() < deadline, f"{base} not ready:\n{printed(output)}"
+            await asyncio.sleep(0.2)

@@ -84,6 +84,20 @@ async def audit_of(gql: GraphQLClient, actor_id: str) -> list[dict[str, Any]]:
     return [e["node"] for e in reversed(edges)]
 
 
+async def test_token_create_names_the_actors_id_and_prints_the_token_alone(
+    gql: GraphQLClient, database_url: str
+) -> None:
+    """An operator needs a reviewer's id (to hand a task or an approval link to them): the
+    command says it on stderr beside the token's line; stdout holds the token alone."""
+    created = await cli(database_url, "token", "create", "--name", "alice", "--role", "reviewer")
+    assert created.returncode == 0, created.stderr
+    [printed] = created.stdout.splitlines()
+    actor = await viewer(gql, printed)
+    assert created.stderr == (
+        f"Token for alice (reviewer), actor id {actor['id']}; it is shown once, keep it secret:\n"
+    )
+
+
 async def test_token_create_refuses_another_role_for_an_existing_actor(
     gql: GraphQLClient, database_url: str
 ) -> None:

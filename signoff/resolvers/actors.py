@@ -29,12 +29,15 @@ from signoff.errors import (
     ValidationFailed,
 )
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
-from signoff.resolvers.access import Viewer
+from signoff.resolvers.access import Viewer, require_role
+from signoff.resolvers.pagination import Equals, Order, Page, Where, paginate
 from signoff.resolvers.queues import membership_changed
 from signoff.resolvers.transitions import Happening, record
 from signoff.resolvers.work import UnitOfWork
 
 NAME_MAX_CHARS = 200
+# By name: an operator looking for someone's id reads the list as a directory.
+ACTOR_ORDER = (Order(col(Actor.name)), Order(col(Actor.id)))
 
 
 def hash_token(token: str) -> str:
@@ -261,6 +264,26 @@ async def _switch(work: UnitOfWork, name: str, *, disable: bool) -> Switched:
     record(work, _access_changed(switched, kind))
     await work.commit()
     return Switched(actor=switched, changed=True)
+
+
+async def list_actors(
+    *,
+    session: AsyncSession,
+    viewer: Viewer,
+    role: Role | None = None,
+    name: str | None = None,
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[Actor]:
+    """Actors by name, for operators who need one's id (a reviewer to hand a task or a
+    link to, a person to prepare a draft for)."""
+    require_role(viewer, Role.OPERATOR)
+    where: list[Where] = []
+    if role is not None:
+        where.append(Equals(col(Actor.role), role.value))
+    if name is not None:
+        where.append(Equals(col(Actor.name), name.strip()))
+    return await paginate(session, Actor, where, ACTOR_ORDER, first=first, after=after)
 
 
 async def _actor_named(session: AsyncSession, name: str) -> Actor:

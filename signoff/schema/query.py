@@ -12,6 +12,7 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.errors import SignoffError
 from signoff.resolvers import (
+    actors,
     approval_policies,
     audit,
     bulk_decisions,
@@ -111,6 +112,23 @@ class Query:
             actor=Actor.from_model(viewer.actor),
             queue_ids=[strawberry.ID(q) for q in sorted(viewer.queue_ids)],
         )
+
+    @strawberry.field(
+        description=(
+            "Actors by name, at most 100 a page, with their ids; `role` and `name` (exact) "
+            "narrow it. Operators and admins."
+        )
+    )
+    async def actors(
+        self,
+        info: strawberry.Info,
+        role: models.Role | None = None,
+        name: str | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[Actor]:
+        page = await call(info, actors.list_actors, role=role, name=name, first=first, after=after)
+        return connection(page, Actor.from_model)
 
     @strawberry.field(
         description=(
