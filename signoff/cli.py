@@ -508,23 +508,25 @@ def _actor_set_role(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _actor_disable(args: argparse.Namespace, settings: Settings) -> None:
-    from signoff.resolvers.actors import disable_actor
-
-    switched = _in_work(settings, lambda work: disable_actor(work=work, name=args.name))
-    if switched.changed:
-        print(f"{switched.actor.name} is now disabled; its tokens are refused until it is enabled.")
-    else:
-        print(f"{switched.actor.name} is disabled already; nothing was changed.")
+    _actor_switch(args, settings, disable=True)
 
 
 def _actor_enable(args: argparse.Namespace, settings: Settings) -> None:
-    from signoff.resolvers.actors import enable_actor
+    _actor_switch(args, settings, disable=False)
 
-    switched = _in_work(settings, lambda work: enable_actor(work=work, name=args.name))
-    if switched.changed:
-        print(f"{switched.actor.name} is now enabled; its tokens work again.")
+
+def _actor_switch(args: argparse.Namespace, settings: Settings, *, disable: bool) -> None:
+    from signoff.resolvers.actors import disable_actor, enable_actor
+
+    switch = disable_actor if disable else enable_actor
+    switched = _in_work(settings, lambda work: switch(work=work, name=args.name))
+    name, state = switched.actor.name, "disabled" if disable else "enabled"
+    if not switched.changed:
+        print(f"{name} is {state} already; nothing was changed.")
+    elif disable:
+        print(f"{name} is now disabled; its tokens are refused until it is enabled.")
     else:
-        print(f"{switched.actor.name} is enabled already; nothing was changed.")
+        print(f"{name} is now enabled; its tokens work again.")
 
 
 # Commands that never open the database.
