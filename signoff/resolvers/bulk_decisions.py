@@ -98,14 +98,12 @@ async def decide_proposals(
 
     async def run() -> BulkResult:
         bulk_id = new_id()
-        outcomes = [
+        results = [
             await _decide_item(
                 work, viewer, key, bulk_id, index, len(items), item, decision, reason
             )
             for index, item in enumerate(items)
         ]
-        # Loaded once all are through: a later item's rollback expires what was loaded.
-        results = [await _loaded(work.session, outcome) for outcome in outcomes]
         decided = sum(result.decided is not None for result in results)
         # The bulk action itself, in the transaction that stores its answer.
         record(
@@ -127,11 +125,7 @@ async def decide_proposals(
         return BulkResult(bulk_id=bulk_id, items=results, replayed=False)
 
     async def replay(stored: dict[str, Any]) -> BulkResult:
-        outcomes = [
-            Outcome(e["proposal_id"], e["approval_id"], e["code"], e["message"])
-            for e in stored["items"]
-        ]
-        results = [await _loaded(work.session, outcome) for outcome in outcomes]
+        results = [await _as_it_is_now(work.session, entry) for entry in stored["items"]]
         return BulkResult(bulk_id=stored["bulk_id"], items=results, replayed=True)
 
     result, _ = await idempotency.once(
@@ -140,21 +134,12 @@ async def decide_proposals(
     return result
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What became of one item, by id (nothing loaded)."""
-
-    proposal_id: str
-    approval_id: str | None
-    code: str | None = None
-    message: str | None = None
-
-
-async def _loaded(session: AsyncSession, outcome: Outcome) -> ItemResult:
+async def _as_it_is_now(session: AsyncSession, stored: dict[str, Any]) -> ItemResult:
+    """A stored item's result, its proposal as it stands now."""
     decided = None
-    if outcome.approval_id is not None:
-        decided = await load_result(session, outcome.approval_id, replayed=False)
-    return ItemResult(outcome.proposal_id, decided, outcome.code, outcome.message)
+    if stored["approval_id"] is not None:
+        decided = await load_result(session, stored["approval_id"], replayed=False)
+    return ItemResult(stored["proposal_id"], decided, stored["code"], stored["message"])
 
 
 async def _decide_item(
@@ -167,8 +152,10 @@ async def _decide_item(
     item: BulkItem,
     decision: Decision,
     reason: str | None,
-) -> Outcome:
-    """One item in its own transaction, keyed within the call (committed when decided)."""
+) -> ItemResult:
+    """One item in its own transaction, keyed within the call (committed when decided),
+    answered as that commit left it: a worker may deliver it before the last item is
+    through."""
     call = idempotency.Keyed.of(
         "decideProposals.item",
         f"{key}#{index}",
@@ -196,8 +183,12 @@ async def _decide_item(
             replay=lambda stored: load_result(work.session, stored["approval_id"], replayed=True),
         )
     except SignoffError as refused:  # ``once`` has rolled the item back
-        return Outcome(item.proposal_id, None, refused.code, refused.message)
-    return Outcome(item.proposal_id, decided.approval.id)
+        return ItemResult(item.proposal_id, None, refused.code, refused.message)
+    # Out of the session, so that a later item's rollback cannot expire what it answers.
+    for row in (decided.proposal, decided.approval, decided.task):
+        if row is not None:
+            work.session.expunge(row)
+    return ItemResult(item.proposal_id, decided)
 
 
 def _stored_result(result: BulkResult) -> dict[str, Any]:

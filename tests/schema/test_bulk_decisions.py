@@ -171,15 +171,15 @@ async def test_a_call_cut_short_and_sent_again_decides_only_what_it_had_not(
 ) -> None:
     world = await build_world(gql, reviewers=1)
     a, b = await proposals_of(world, 2)
-    loaded = bulk_decisions._loaded
+    recorded = bulk_decisions.record
 
-    async def crash_after_the_items(*args: Any) -> Any:
+    def crash_after_the_items(*args: Any) -> Any:
         raise RuntimeError("the process died after committing the items")
 
-    monkeypatch.setattr(bulk_decisions, "_loaded", crash_after_the_items)
+    monkeypatch.setattr(bulk_decisions, "record", crash_after_the_items)
     cut = await gql.raw(DECIDE_MANY, bulk([item(a), item(b)]), world.reviewers[0])
     assert cut["errors"][0]["extensions"]["code"] == "INTERNAL"
-    monkeypatch.setattr(bulk_decisions, "_loaded", loaded)
+    monkeypatch.setattr(bulk_decisions, "record", recorded)
 
     again = (await gql(DECIDE_MANY, bulk([item(a), item(b)]), world.reviewers[0]))[
         "decideProposals"
