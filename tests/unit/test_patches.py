@@ -3,6 +3,7 @@ on random documents."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -53,5 +54,40 @@ OBJECTS = st.dictionaries(st.text(max_size=4), JSON, max_size=5)
 @given(old=OBJECTS, new=OBJECTS)
 def test_a_diff_turns_the_old_payload_into_the_new(old: Any, new: Any) -> None:
     operations = diff(old, new)
-    assert apply(old, operations) == new
-    assert (operations == []) == (old == new)
+    assert as_json(apply(old, operations)) == as_json(new)
+    assert (operations == []) == (as_json(old) == as_json(new))
+
+
+def as_json(value: Any) -> str:
+    """Equality as JSON has it: ``true`` is not ``1``."""
+    return json.dumps(value, sort_keys=True)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "operations"),
+    [
+        ({"a": True}, {"a": 1}, [{"op": "replace", "path": "/a", "value": 1}]),
+        ({"a": [1, 2, 3]}, {"a": [1, 2]}, [{"op": "remove", "path": "/a/2"}]),
+        ({"a": [1]}, {"a": [1, 2]}, [{"op": "add", "path": "/a/1", "value": 2}]),
+        ({"a": [1, 2, 3]}, {"a": [1, 3]}, [{"op": "replace", "path": "/a", "value": [1, 3]}]),
+        (
+            {"a/b": 1, "c~d": 1},
+            {"a/b": 2},
+            [
+                {"op": "remove", "path": "/c~0d"},
+                {"op": "replace", "path": "/a~1b", "value": 2},
+            ],
+        ),
+        # A shape jsonpatch.make_patch turned into a patch that does not apply.
+        (
+            {"": [[0], 0, []]},
+            {"": [[], False]},
+            [
+                {"op": "replace", "path": "/", "value": [[], False]},
+            ],
+        ),
+    ],
+)
+def test_a_diff_names_each_change(old: Any, new: Any, operations: Any) -> None:
+    assert diff(old, new) == operations
+    assert as_json(apply(old, operations)) == as_json(new)

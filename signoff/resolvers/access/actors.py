@@ -1,0 +1,325 @@
+"""Actors and API tokens: creating, revoking, re-roling, disabling and enabling them (CLI);
+authenticating requests.
+
+A change to what an actor may do (its role, a revocation, disabling or enabling it) is
+audited and written to the change feed in its transaction (``ACCESS_KINDS``): live
+subscriptions read the actor's viewer again there, in feed order, before any later event
+reaches them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, update
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff.constants import TOKEN_PREFIX
+from signoff.database import SessionMaker
+from signoff.errors import (
+    ActorDisabled,
+    NotFound,
+    RoleConflict,
+    Unauthenticated,
+    ValidationFailed,
+)
+from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
+from signoff.resolvers.access.rules import Viewer, require_role
+from signoff.resolvers.approval.queues import membership_changed
+from signoff.resolvers.core.pagination import Equals, Order, Page, Where, paginate
+from signoff.resolvers.core.transitions import Happening, record
+from signoff.resolvers.core.work import UnitOfWork
+
+NAME_MAX_CHARS = 200
+# By name: an operator looking for someone's id reads the list as a directory.
+ACTOR_ORDER = (Order(col(Actor.name)), Order(col(Actor.id)))
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class NewToken:
+    actor: Actor
+    token: str
+
+
+async def create_token(
+    *, work: UnitOfWork, name: str, role: Role | None = None, queue_slugs: Sequence[str] = ()
+) -> NewToken:
+    """Issue a token for the actor named, made with ``role`` if new; add queue memberships.
+
+    An existing actor keeps its role: ``role``, if given, must be the one it has, so a
+    name reused by mistake cannot re-role an actor whose tokens are in use elsewhere.
+    ``set_actor_role`` changes a role on purpose.
+    """
+    name = name.strip()
+    if not 1 <= len(name) <= NAME_MAX_CHARS:
+        raise ValidationFailed(f"name must be 1 to {NAME_MAX_CHARS} characters.", field="name")
+    session = work.session
+    queues = await _queues_by_slug(session, queue_slugs)
+    actor = (await session.exec(select(Actor).where(Actor.name == name))).first()
+    if actor is None:
+        actor = await _new_actor(session, name, role)
+    elif role is not None and actor.role != role:
+        raise RoleConflict(
+            f"{name} is {role_phrase(Role(actor.role))}, not {role_phrase(role)}; nothing was "
+            "changed. To change the role, run "
+            f"`signoff actor set-role --name {shlex.quote(name)} --role {role.value}`.",
+            field="role",
+        )
+    await _add_memberships(work, actor, queues)
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    session.add(ApiToken(actor_id=actor.id, token_hash=hash_token(token)))
+    record(
+        work,
+        _about(
+            actor,
+            "actor.token_created",
+            role=Role(actor.role).value,
+            queues=sorted(q.slug for q in queues),
+        ),
+    )
+    await work.commit()
+    return NewToken(actor=actor, token=token)
+
+
+def role_phrase(role: Role) -> str:
+    """``a reviewer``, ``an operator``: a role as a sentence names it."""
+    return f"{'an' if role.value[0] in 'aeiou' else 'a'} {role.value}"
+
+
+async def _new_actor(session: AsyncSession, name: str, role: Role | None) -> Actor:
+    if role is None:
+        raise ValidationFailed(f"{name} is a new actor: give it a role with --role.", field="role")
+    actor = Actor(name=name, role=role)
+    session.add(actor)
+    await session.flush()
+    return actor
+
+
+async def _queues_by_slug(session: AsyncSession, slugs: Sequence[str]) -> list[Queue]:
+    if not slugs:
+        return []
+    found = list((await session.exec(select(Queue).where(col(Queue.slug).in_(slugs)))).all())
+    missing = sorted(set(slugs) - {q.slug for q in found})
+    if missing:
+        raise NotFound(f"No queue with slug {', '.join(missing)}.", slugs=missing)
+    return found
+
+
+async def _add_memberships(work: UnitOfWork, actor: Actor, queues: list[Queue]) -> None:
+    existing = set(
+        (
+            await work.session.exec(
+                select(QueueMembership.queue_id).where(QueueMembership.actor_id == actor.id)
+            )
+        ).all()
+    )
+    for queue in queues:
+        if queue.id not in existing:
+            work.session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
+            record(work, membership_changed(None, queue.id, actor, ChangeKind.QUEUE_MEMBER_ADDED))
+
+
+def _about(actor: Actor, action: str, **details: object) -> Happening:
+    """An audited change to an actor made from the command line (no acting actor)."""
+    return Happening(
+        entity_type="actor", entity_id=actor.id, actor_id=None, action=action, details=details
+    )
+
+
+def _access_changed(actor: Actor, kind: ChangeKind, **details: object) -> Happening:
+    """A change to what the actor may do, made from the command line: audited, and in the
+    feed, where its live subscriptions read it again. The snapshot holds the actor's
+    access as it now is, never a token or its hash."""
+    return Happening(
+        entity_type="actor",
+        entity_id=actor.id,
+        actor_id=None,
+        action=kind.value,
+        kind=kind,
+        details=details,
+        snapshot={"role": Role(actor.role).value, "disabled": actor.disabled_at is not None},
+    )
+
+
+@dataclass(frozen=True)
+class RevokedTokens:
+    """The actor whose tokens were revoked, and the ids of the tokens this call revoked."""
+
+    actor: Actor
+    token_ids: list[str]
+
+
+async def revoke_token(*, work: UnitOfWork, token: str) -> RevokedTokens:
+    """Revoke one token, found by its value; it stops authenticating at once."""
+    session = work.session
+    found = (
+        await session.exec(select(ApiToken).where(ApiToken.token_hash == hash_token(token.strip())))
+    ).first()
+    if found is None:
+        raise NotFound("No token matches; nothing was revoked.")
+    actor = await session.get(Actor, found.actor_id)
+    assert actor is not None  # tokens reference their actor
+    return await _revoke(work, actor, col(ApiToken.id) == found.id)
+
+
+async def revoke_actor_tokens(*, work: UnitOfWork, name: str) -> RevokedTokens:
+    """Revoke every token of the actor named (the actor and its role stay)."""
+    actor = await _actor_named(work.session, name)
+    return await _revoke(work, actor, col(ApiToken.actor_id) == actor.id)
+
+
+async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) -> RevokedTokens:
+    """One conditional UPDATE: of two revocations at once, each token is revoked and
+    audited by one of them. The feed gets one event for the call, with the first token's
+    audit row: what a subscription needs is that the actor's tokens changed."""
+    revoked = (
+        await work.session.exec(
+            update(ApiToken)
+            .where(which, col(ApiToken.revoked_at).is_(None))
+            .values(revoked_at=work.now())
+            .returning(col(ApiToken.id))
+        )
+    ).scalars()
+    token_ids = sorted(revoked.all())
+    if token_ids:
+        first, *others = token_ids
+        record(work, _access_changed(actor, ChangeKind.ACTOR_TOKEN_REVOKED, token_id=first))
+        for token_id in others:
+            record(work, _about(actor, ChangeKind.ACTOR_TOKEN_REVOKED.value, token_id=token_id))
+    await work.commit()
+    return RevokedTokens(actor=actor, token_ids=token_ids)
+
+
+@dataclass(frozen=True)
+class RoleChange:
+    actor: Actor
+    before: Role
+
+
+async def set_actor_role(*, work: UnitOfWork, name: str, role: Role) -> RoleChange:
+    """Give the actor named another role; its tokens act with the new role from now on."""
+    actor = await _actor_named(work.session, name)
+    before = Role(actor.role)
+    if before != role:
+        actor.role = role
+        record(
+            work,
+            _access_changed(
+                actor, ChangeKind.ACTOR_ROLE_CHANGED, before=before.value, after=role.value
+            ),
+        )
+        await work.commit()
+    return RoleChange(actor=actor, before=before)
+
+
+@dataclass(frozen=True)
+class Switched:
+    """The actor named, and whether this call disabled (or enabled) it: ``False`` when it
+    was so already and nothing was written."""
+
+    actor: Actor
+    changed: bool
+
+
+async def disable_actor(*, work: UnitOfWork, name: str) -> Switched:
+    """Refuse every token of the actor named until it is enabled again (the tokens are
+    kept); the event this writes tells its live subscriptions to read it again."""
+    return await _switch(work, name, disable=True)
+
+
+async def enable_actor(*, work: UnitOfWork, name: str) -> Switched:
+    """Let the tokens of the actor named authenticate again (a revoked one stays revoked)."""
+    return await _switch(work, name, disable=False)
+
+
+async def _switch(work: UnitOfWork, name: str, *, disable: bool) -> Switched:
+    """One conditional UPDATE: of two callers at once, one changes the actor and writes its
+    audit row and event; the other finds it done (PostgreSQL re-checks the condition on the
+    locked row) and writes nothing."""
+    actor = await _actor_named(work.session, name)
+    disabled_at = col(Actor.disabled_at)
+    statement = (
+        update(Actor)
+        .where(
+            col(Actor.id) == actor.id,
+            disabled_at.is_(None) if disable else disabled_at.is_not(None),
+        )
+        .values(disabled_at=work.now() if disable else None)
+        .returning(Actor)
+        .execution_options(populate_existing=True)
+    )
+    switched = (await work.session.exec(statement)).scalars().first()
+    if switched is None:
+        return Switched(actor=actor, changed=False)
+    kind = ChangeKind.ACTOR_DISABLED if disable else ChangeKind.ACTOR_ENABLED
+    record(work, _access_changed(switched, kind))
+    await work.commit()
+    return Switched(actor=switched, changed=True)
+
+
+async def list_actors(
+    *,
+    session: AsyncSession,
+    viewer: Viewer,
+    role: Role | None = None,
+    name: str | None = None,
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[Actor]:
+    """Actors by name, for operators who need one's id (a reviewer to hand a task or a
+    link to, a person to prepare a draft for)."""
+    require_role(viewer, Role.OPERATOR)
+    where: list[Where] = []
+    if role is not None:
+        where.append(Equals(col(Actor.role), role.value))
+    if name is not None:
+        where.append(Equals(col(Actor.name), name.strip()))
+    return await paginate(session, Actor, where, ACTOR_ORDER, first=first, after=after)
+
+
+async def _actor_named(session: AsyncSession, name: str) -> Actor:
+    actor = (await session.exec(select(Actor).where(Actor.name == name.strip()))).first()
+    if actor is None:
+        raise NotFound(f"No actor is named {name.strip()}.")
+    return actor
+
+
+async def authenticate(*, session: AsyncSession, token: str | None) -> Viewer:
+    """The viewer a bearer token belongs to, with its queues, in one query."""
+    if not token:
+        raise Unauthenticated()
+    rows = (
+        await session.exec(
+            select(Actor, QueueMembership.queue_id)
+            .join(ApiToken, col(ApiToken.actor_id) == col(Actor.id))
+            .outerjoin(QueueMembership, col(QueueMembership.actor_id) == col(Actor.id))
+            .where(ApiToken.token_hash == hash_token(token), col(ApiToken.revoked_at).is_(None))
+        )
+    ).all()
+    if not rows:
+        raise Unauthenticated("The API token is not valid.")
+    actor = rows[0][0]
+    if actor.disabled_at is not None:
+        raise ActorDisabled(
+            f"{actor.name} is disabled; an operator can enable it with "
+            f"`signoff actor enable --name {shlex.quote(actor.name)}`."
+        )
+    # Detached, so that a rollback later in the request cannot expire who is asking.
+    session.expunge(actor)
+    return Viewer(actor=actor, queue_ids=frozenset(q for _, q in rows if q is not None))
+
+
+async def authenticate_in(sessionmaker: SessionMaker, token: str | None) -> Viewer:
+    """``authenticate`` in a read session of its own, closed before it returns: a caller's
+    own transaction (on SQLite, a snapshot from before its mutation) is never reused."""
+    async with sessionmaker() as session:
+        return await authenticate(session=session, token=token)

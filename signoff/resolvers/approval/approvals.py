@@ -1,0 +1,320 @@
+"""Deciding a proposal: the one rule behind ``decideProposal`` and completing an approval task.
+
+Four eyes and quorum: ``required_approvals`` distinct reviewers, never the
+proposer, must approve; one rejection rejects; each reviewer decides once. The
+proposal changes state exactly once, whatever the concurrency, because:
+
+* the approval row is unique per (proposal, reviewer), so a reviewer's second
+  decision fails in the database even when both arrive at once;
+* the proposal's counter and state move in one conditional ``UPDATE … WHERE
+  state = 'APPROVAL_REQUIRED' RETURNING``; PostgreSQL serialises updates of one
+  row and re-checks the condition, so late callers match nothing and roll back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import case
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff.constants import REASON_MAX_CHARS, REASON_MIN_CHARS
+from signoff.errors import (
+    AlreadyDecided,
+    NotAwaitingApproval,
+    PayloadDigestMismatch,
+    SelfApprovalForbidden,
+    TaskClaimedByOther,
+)
+from signoff.models import Approval, Decision, HumanTask, Proposal, ProposalState, TaskState
+from signoff.models.task import claim_lapsed, workable_by
+from signoff.resolvers.access.rules import Viewer, require_reviewer_of
+from signoff.resolvers.approval.proposals import get_proposal
+from signoff.resolvers.core import idempotency, lifecycles
+from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.core.transitions import Happening, record
+from signoff.resolvers.core.work import UnitOfWork
+from signoff.validation import optional_text
+
+
+@dataclass(frozen=True)
+class DecideResult:
+    proposal: Proposal
+    approval: Approval
+    task: HumanTask | None
+    replayed: bool
+
+
+async def decide_proposal(
+    *,
+    work: UnitOfWork,
+    viewer: Viewer,
+    proposal_id: str,
+    decision: Decision,
+    payload_digest: str,
+    reason: str | None = None,
+    idempotency_key: str | None = None,
+) -> DecideResult:
+    """Record one reviewer's decision; the last approval of a quorum queues the proposal."""
+    call = idempotency.Keyed.of(
+        "decideProposal",
+        idempotency_key,
+        {
+            "proposal_id": proposal_id,
+            "decision": decision.value,
+            "payload_digest": payload_digest,
+            "reason": reason,
+        },
+    )
+
+    async def decide() -> DecideResult:
+        return await decide_named(work, viewer, proposal_id, payload_digest, decision, reason)
+
+    async def replay(stored: dict[str, Any]) -> DecideResult:
+        return await load_result(work.session, stored["approval_id"], replayed=True)
+
+    result, _ = await idempotency.once(
+        work,
+        viewer,
+        call,
+        decide,
+        result_of=lambda done: {"approval_id": done.approval.id},
+        replay=replay,
+    )
+    return result
+
+
+async def decide_named(
+    work: UnitOfWork,
+    viewer: Viewer,
+    proposal_id: str,
+    payload_digest: str,
+    decision: Decision,
+    reason: str | None,
+    *,
+    bulk: dict[str, Any] | None = None,
+) -> DecideResult:
+    """Decide the proposal ``payload_digest`` names, if it still has that digest."""
+    proposal = await get_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
+    require_digest(proposal, payload_digest)
+    return await apply_decision(work, viewer, proposal, decision, reason, bulk=bulk)
+
+
+def require_digest(proposal: Proposal, payload_digest: str) -> None:
+    if proposal.payload_digest != payload_digest:
+        raise PayloadDigestMismatch(
+            "payloadDigest does not match the proposal; reload it and review what changed.",
+            expected=proposal.payload_digest,
+        )
+
+
+async def check_decidable(
+    session: AsyncSession, viewer: Viewer, proposal: Proposal, now: datetime
+) -> HumanTask | None:
+    """Refuse a decision this viewer may not make on the proposal now; returns its
+    approval task. Deciding and bulk previews share it."""
+    require_reviewer_of(viewer, proposal.queue_id)
+    require_awaiting(proposal, now)
+    if proposal.proposed_by_id == viewer.id:
+        raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
+    task = await approval_task(session, proposal.id)
+    if task is not None and held_by_other(task, viewer, now):
+        raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
+    return task
+
+
+async def apply_decision(
+    work: UnitOfWork,
+    viewer: Viewer,
+    proposal: Proposal,
+    decision: Decision,
+    reason: str | None,
+    *,
+    bulk: dict[str, Any] | None = None,
+) -> DecideResult:
+    """Check and record a decision in the unit of work; the caller commits.
+
+    The proposal and its approval task each move by compare-and-set, so a decision
+    never overwrites a claim another reviewer took meanwhile, and an approval counts only
+    while the proposal still has the digest it names (an amendment voids it). ``bulk``
+    names the bulk action a decision was made in, for the audit record.
+    """
+    now = work.now()
+    session = work.session
+    task = await check_decidable(session, viewer, proposal, now)
+    reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
+    approval = Approval(
+        proposal_id=proposal.id,
+        approver_id=viewer.id,
+        decision=decision,
+        payload_digest=proposal.payload_digest,
+        revision=proposal.revision,
+        reason=reason,
+        created_at=now,
+    )
+    session.add(approval)
+    try:
+        # The unique (proposal, revision, reviewer) row is the check that a reviewer decides
+        # each revision once: a look beforehand would cost every decision a query and race.
+        await session.flush()
+    except IntegrityError:
+        await work.rollback()
+        raise AlreadyDecided("You have already decided this proposal.") from None
+    _audit_approval(work, viewer, approval, bulk)
+
+    updated = await _advance(work, viewer, proposal.id, approval, now)
+    if updated is None:
+        decided_digest, proposal_id = approval.payload_digest, proposal.id  # before rollback
+        await work.rollback()
+        current = await work.session.get(Proposal, proposal_id, populate_existing=True)
+        if current is not None and current.payload_digest != decided_digest:
+            raise PayloadDigestMismatch(
+                "The proposal changed just now (amended, or escalated with a new deadline), "
+                "so its digest is new; reload it and review it again.",
+                expected=current.payload_digest,
+            )
+        raise NotAwaitingApproval("The proposal was decided by someone else just now.")
+    decided = updated.state != ProposalState.APPROVAL_REQUIRED
+    if task is not None:
+        task = await _settle_task(work, viewer, task, decision, reason, decided, now)
+    return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)
+
+
+def require_awaiting(proposal: Proposal, now: datetime) -> None:
+    if proposal.state != ProposalState.APPROVAL_REQUIRED:
+        raise NotAwaitingApproval(
+            f"The proposal is {proposal.state}, not waiting for approval.", state=proposal.state
+        )
+    if proposal.expires_at <= now:
+        raise NotAwaitingApproval("The proposal's approval deadline has passed.", state="EXPIRED")
+
+
+def held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
+    return (
+        task.state == TaskState.CLAIMED
+        and task.assignee_id != viewer.id
+        and not claim_lapsed(task, now)
+    )
+
+
+async def approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | None:
+    stmt = select(HumanTask).where(HumanTask.proposal_id == proposal_id)
+    return (await session.exec(stmt)).first()
+
+
+async def require_undecided(session: AsyncSession, proposal: Proposal, actor_id: str) -> None:
+    """Refuse when the actor has decided the proposal's current revision: for previews,
+    since a decision itself relies on the unique approval row (one query fewer)."""
+    stmt = select(Approval.id).where(
+        Approval.proposal_id == proposal.id,
+        Approval.revision == proposal.revision,
+        Approval.approver_id == actor_id,
+    )
+    if (await session.exec(stmt)).first() is not None:
+        raise AlreadyDecided("You have already decided this proposal.")
+
+
+def _audit_approval(
+    work: UnitOfWork, viewer: Viewer, approval: Approval, bulk: dict[str, Any] | None
+) -> None:
+    record(
+        work,
+        Happening(
+            entity_type="proposal",
+            entity_id=approval.proposal_id,
+            actor_id=viewer.id,
+            action=f"approval.{approval.decision.lower()}",
+            details={
+                "approval_id": approval.id,
+                "payload_digest": approval.payload_digest,
+                "revision": approval.revision,
+                "reason": approval.reason,
+                **({} if bulk is None else {"bulk": bulk}),
+            },
+        ),
+    )
+
+
+async def _advance(
+    work: UnitOfWork, viewer: Viewer, proposal_id: str, approval: Approval, now: datetime
+) -> Proposal | None:
+    """Count the decision and move the state, only if the proposal is still awaiting it."""
+    edge, values = lifecycles.REJECT, dict[str, Any](decided_at=now)
+    if approval.decision is Decision.APPROVED:
+        count = col(Proposal.approval_count)
+        # With an amendment the agent has yet to accept, the quorum waits for it.
+        reached = sa.and_(
+            count + 1 >= col(Proposal.required_approvals),
+            col(Proposal.awaiting_proposer).is_(False),
+        )
+        edge, values = (
+            lifecycles.COUNT_APPROVAL,
+            {
+                "approval_count": count + 1,
+                "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
+                "decided_at": case((reached, now), else_=None),
+                "next_attempt_at": case((reached, now), else_=None),
+            },
+        )
+    return await PROPOSAL.move(
+        work,
+        edge,
+        proposal_id,
+        actor_id=viewer.id,
+        # The digest too: an amendment or an escalation (a new deadline, so a new digest)
+        # that committed after this decision read the proposal wins, and the stale
+        # decision is refused.
+        guard=sa.and_(
+            col(Proposal.expires_at) > now,
+            col(Proposal.payload_digest) == approval.payload_digest,
+        ),
+        values=values,
+        details={"approval_id": approval.id},
+    )
+
+
+async def _settle_task(
+    work: UnitOfWork,
+    viewer: Viewer,
+    task: HumanTask,
+    decision: Decision,
+    reason: str | None,
+    decided: bool,
+    now: datetime,
+) -> HumanTask:
+    """A final decision completes the task; a partial quorum reopens it for the next
+    reviewer. Compare-and-set: a claim another reviewer took meanwhile wins."""
+    values: dict[str, Any] = {"assignee_id": None, "claim_expires_at": None}
+    if decided:
+        values |= {
+            "response": {"decision": decision.value, **({"reason": reason} if reason else {})},
+            "completed_by_id": viewer.id,
+            "completed_at": now,
+        }
+    settled = await TASK.move(
+        work,
+        lifecycles.COMPLETE if decided else lifecycles.REOPEN,
+        task.id,
+        actor_id=viewer.id,
+        guard=workable_by(viewer.id, now),
+        values=values,
+    )
+    if settled is None:
+        await work.rollback()
+        raise TaskClaimedByOther("Another reviewer claimed this approval task just now.")
+    return settled
+
+
+async def load_result(session: AsyncSession, approval_id: str, *, replayed: bool) -> DecideResult:
+    """A recorded decision as it stands now: the approval, its proposal and task."""
+    approval = await session.get(Approval, approval_id, populate_existing=True)
+    assert approval is not None  # approvals are never deleted
+    proposal = await session.get(Proposal, approval.proposal_id, populate_existing=True)
+    assert proposal is not None
+    task = await approval_task(session, proposal.id)
+    return DecideResult(proposal=proposal, approval=approval, task=task, replayed=replayed)

@@ -1,0 +1,387 @@
+"""Human tasks: creating, claiming (a lease), releasing, completing and listing them."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import BindParameter, and_, or_
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff import clock
+from signoff.errors import (
+    AlreadyDecided,
+    Forbidden,
+    NotFound,
+    ResponseInvalid,
+    SelfApprovalForbidden,
+    TaskClaimedByOther,
+    TaskNotClaimable,
+    TaskNotClaimed,
+    ValidationFailed,
+)
+from signoff.jsonvalues import check_schema, require_object, validate_against
+from signoff.models import (
+    APPROVAL_KIND,
+    Approval,
+    ChangeKind,
+    Decision,
+    HumanTask,
+    Proposal,
+    Queue,
+    Role,
+    TaskState,
+)
+from signoff.models.task import claim_lapsed, workable_by
+from signoff.resolvers.access.rules import Viewer, require_reviewer_of, require_role
+from signoff.resolvers.approval.approvals import apply_decision
+from signoff.resolvers.core import idempotency, lifecycles
+from signoff.resolvers.core.lifecycles import TASK
+from signoff.resolvers.core.pagination import Equals, Matches, OneOf, Order, Page, Where, paginate
+from signoff.resolvers.core.work import UnitOfWork
+from signoff.resolvers.reach import reminders
+from signoff.resolvers.reach.notifications import notify
+from signoff.validation import optional_text, require_range, require_text
+
+
+@dataclass(frozen=True)
+class CompleteResult:
+    task: HumanTask
+    replayed: bool
+
+
+async def create_task(
+    *,
+    work: UnitOfWork,
+    viewer: Viewer,
+    queue_id: str,
+    kind: str,
+    title: str,
+    context: Any = None,
+    response_schema: Any = None,
+    priority: int | None = None,
+    due_in_seconds: int | None = None,
+    idempotency_key: str | None = None,
+) -> HumanTask:
+    """Put a free-form unit of human work (a review, a question) in a queue; a retry under
+    the same key creates nothing."""
+    require_role(viewer, Role.AGENT, Role.OPERATOR)
+    request: dict[str, Any] = {
+        "queue_id": queue_id,
+        "kind": kind,
+        "title": title,
+        "context": context,
+        "response_schema": response_schema,
+        "priority": priority,
+        "due_in_seconds": due_in_seconds,
+    }
+    task, _ = await idempotency.once(
+        work,
+        viewer,
+        idempotency.Keyed.of("createTask", idempotency_key, request),
+        lambda: _create_task(work, viewer, **request),
+        result_of=lambda task: {"task_id": task.id},
+        replay=lambda stored: _stored_task(work, stored["task_id"]),
+    )
+    return task
+
+
+async def _create_task(
+    work: UnitOfWork,
+    viewer: Viewer,
+    *,
+    queue_id: str,
+    kind: str,
+    title: str,
+    context: Any,
+    response_schema: Any,
+    priority: int | None,
+    due_in_seconds: int | None,
+) -> HumanTask:
+    kind = require_text(kind, "kind", 1, 64).upper()
+    if kind == APPROVAL_KIND:
+        raise ValidationFailed("APPROVAL tasks are created by proposeAction.", field="kind")
+    queue = await work.session.get(Queue, queue_id)
+    if queue is None:
+        raise NotFound("No such queue.", field="queueId")
+    now = work.now()
+    due = require_range(due_in_seconds, "dueInSeconds", 60, 31 * 86_400, queue.default_due_seconds)
+    task = HumanTask(
+        queue_id=queue.id,
+        kind=kind,
+        title=require_text(title, "title", 1, 500),
+        context=require_object({} if context is None else context, "context"),
+        response_schema=check_schema(
+            {} if response_schema is None else response_schema, "responseSchema"
+        ),
+        priority=require_range(priority, "priority", -1000, 1000, 0),
+        due_at=now + timedelta(seconds=due),
+        created_by_id=viewer.id,
+        created_at=now,
+        updated_at=now,
+    )
+    reminders.schedule(task, queue, now)
+    await TASK.created(
+        work,
+        task,
+        kind=ChangeKind.TASK_CREATED,
+        action="task.created",
+        actor_id=viewer.id,
+        details={"queue_id": queue.id, "kind": kind},
+    )
+    await notify(work, task, "task.created")
+    return task
+
+
+async def _stored_task(work: UnitOfWork, task_id: str) -> HumanTask:
+    task = await work.session.get(HumanTask, task_id)
+    if task is None:
+        raise NotFound("No such task.")
+    return task
+
+
+async def get_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> HumanTask:
+    task = await session.get(HumanTask, task_id)
+    if task is None:
+        raise NotFound("No such task.")
+    if not _can_see(viewer, task):
+        raise Forbidden("This task is not in a queue you work.")
+    return task
+
+
+def _can_see(viewer: Viewer, task: HumanTask) -> bool:
+    if viewer.sees_everything:
+        return True
+    if viewer.role is Role.REVIEWER:
+        return task.queue_id in viewer.queue_ids
+    return viewer.role is Role.AGENT and task.created_by_id == viewer.id
+
+
+async def claim_task(*, work: UnitOfWork, viewer: Viewer, task_id: str) -> HumanTask:
+    """Take a lease on a task; its holder claiming again renews the lease."""
+    session = work.session
+    task = await get_task(session=session, viewer=viewer, task_id=task_id)
+    require_reviewer_of(viewer, task.queue_id)
+    if task.kind == APPROVAL_KIND:
+        await _require_may_decide(session, viewer, task)
+    queue = await session.get(Queue, task.queue_id)
+    assert queue is not None  # tasks reference their queue
+    now = work.now()
+    # Whole seconds, as every expiry Signoff sets (a proposal's, a deadline's).
+    expires = (now + timedelta(seconds=queue.claim_ttl_seconds)).replace(microsecond=0)
+    claimed = await TASK.move(
+        work,
+        lifecycles.CLAIM,
+        task.id,
+        actor_id=viewer.id,
+        guard=workable_by(viewer.id, now),
+        values={"assignee_id": viewer.id, "claim_expires_at": expires},
+        details={
+            "claim_expires_at": expires.isoformat(),
+            "lapsed_claim_of": task.assignee_id if claim_lapsed(task, now) else None,
+        },
+    )
+    if claimed is None:
+        await work.rollback()
+        await _raise_not_claimable(session, viewer, task_id)
+    assert claimed is not None
+    await work.commit()
+    return claimed
+
+
+async def _require_may_decide(session: AsyncSession, viewer: Viewer, task: HumanTask) -> None:
+    proposal = await session.get(Proposal, task.proposal_id)
+    assert proposal is not None  # approval tasks always point at their proposal
+    if proposal.proposed_by_id == viewer.id:
+        raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
+    decided = (
+        await session.exec(
+            select(Approval.id).where(
+                Approval.proposal_id == proposal.id, Approval.approver_id == viewer.id
+            )
+        )
+    ).first()
+    if decided is not None:
+        raise AlreadyDecided("You have already decided this proposal.")
+
+
+async def _raise_not_claimable(session: AsyncSession, viewer: Viewer, task_id: str) -> None:
+    task = await session.get(HumanTask, task_id)
+    assert task is not None
+    if task.state == TaskState.CLAIMED and task.assignee_id != viewer.id:
+        raise TaskClaimedByOther(
+            "Another reviewer holds this task.",
+            claimExpiresAt=task.claim_expires_at.isoformat() if task.claim_expires_at else None,
+        )
+    raise TaskNotClaimable(f"The task is {task.state} and cannot be claimed.", state=task.state)
+
+
+async def release_task(
+    *, work: UnitOfWork, viewer: Viewer, task_id: str, reason: str | None = None
+) -> HumanTask:
+    """Give a claim back; operators and admins may release anyone's claim."""
+    task = await get_task(session=work.session, viewer=viewer, task_id=task_id)
+    reason = optional_text(reason, "reason", 1, 2000)
+    if not viewer.sees_everything:
+        require_reviewer_of(viewer, task.queue_id)
+    holder = (
+        col(HumanTask.assignee_id) == viewer.id
+        if not viewer.sees_everything
+        else col(HumanTask.assignee_id).is_not(None)
+    )
+    released = await TASK.move(
+        work,
+        lifecycles.RELEASE,
+        task.id,
+        actor_id=viewer.id,
+        guard=holder,
+        values={"assignee_id": None, "claim_expires_at": None},
+        details={"holder": task.assignee_id, "reason": reason},
+    )
+    if released is None:
+        await work.rollback()
+        raise TaskNotClaimed()
+    await work.commit()
+    return released
+
+
+async def complete_task(
+    *,
+    work: UnitOfWork,
+    viewer: Viewer,
+    task_id: str,
+    response: Any,
+    idempotency_key: str | None = None,
+) -> CompleteResult:
+    """Complete a task with a response that fits its schema; approval tasks decide."""
+    call = idempotency.Keyed.of(
+        "completeTask", idempotency_key, {"task_id": task_id, "response": response}
+    )
+
+    async def complete() -> HumanTask:
+        task = await get_task(session=work.session, viewer=viewer, task_id=task_id)
+        require_reviewer_of(viewer, task.queue_id)
+        now = work.now()
+        _require_completable(task, viewer, now)
+        require_object(response, "response")
+        validate_against(response, task.response_schema, ResponseInvalid, "response")
+        if task.kind == APPROVAL_KIND:
+            return await _complete_approval(work, viewer, task, response)
+        return await _complete_free(work, viewer, task, response, now)
+
+    async def replay(stored: dict[str, Any]) -> HumanTask:
+        return await _reload(work.session, stored["task_id"])
+
+    done, replayed = await idempotency.once(
+        work, viewer, call, complete, result_of=lambda task: {"task_id": task.id}, replay=replay
+    )
+    return CompleteResult(task=done, replayed=replayed)
+
+
+def _require_completable(task: HumanTask, viewer: Viewer, now: datetime) -> None:
+    if task.state not in (TaskState.OPEN, TaskState.CLAIMED):
+        raise TaskNotClaimable(
+            f"The task is {task.state} and cannot be completed.", state=task.state
+        )
+    if (
+        task.state == TaskState.CLAIMED
+        and task.assignee_id != viewer.id
+        and not claim_lapsed(task, now)
+    ):
+        raise TaskClaimedByOther("Another reviewer holds this task; only they can complete it.")
+
+
+async def _complete_approval(
+    work: UnitOfWork, viewer: Viewer, task: HumanTask, response: dict[str, Any]
+) -> HumanTask:
+    """Completing an approval task is deciding its proposal: the same rule, the same checks."""
+    proposal = await work.session.get(Proposal, task.proposal_id)
+    assert proposal is not None
+    result = await apply_decision(
+        work, viewer, proposal, Decision(response["decision"]), response.get("reason")
+    )
+    assert result.task is not None
+    return result.task
+
+
+async def _complete_free(
+    work: UnitOfWork, viewer: Viewer, task: HumanTask, response: dict[str, Any], now: datetime
+) -> HumanTask:
+    done = await TASK.move(
+        work,
+        lifecycles.COMPLETE,
+        task.id,
+        actor_id=viewer.id,
+        guard=workable_by(viewer.id, now),
+        values={
+            "response": response,
+            "completed_by_id": viewer.id,
+            "completed_at": now,
+            "assignee_id": None,
+            "claim_expires_at": None,
+        },
+        details={"response": response},
+    )
+    if done is None:
+        await work.rollback()
+        await _raise_not_claimable(work.session, viewer, task.id)
+    assert done is not None
+    return done
+
+
+async def _reload(session: AsyncSession, task_id: str) -> HumanTask:
+    task = await session.get(HumanTask, task_id)
+    assert task is not None
+    return task
+
+
+TASK_ORDER = (
+    Order(col(HumanTask.priority), descending=True),
+    Order(col(HumanTask.due_at)),
+    Order(col(HumanTask.created_at)),
+    Order(col(HumanTask.id)),
+)
+
+
+async def list_tasks(
+    *,
+    session: AsyncSession,
+    viewer: Viewer,
+    queue_id: str | None = None,
+    state: TaskState | None = None,
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[HumanTask]:
+    """The queue order: highest priority, then soonest due, then oldest."""
+    where: list[Where] = []
+    if viewer.role is Role.REVIEWER:
+        if queue_id is not None and queue_id not in viewer.queue_ids:
+            raise Forbidden("You are not a reviewer of this queue.")
+        where.append(OneOf(col(HumanTask.queue_id), viewer.queue_ids))
+    elif viewer.role is Role.AGENT:
+        where.append(Equals(col(HumanTask.created_by_id), viewer.id))
+    elif not viewer.sees_everything:
+        raise Forbidden("Integrations do not read tasks.")
+    if queue_id is not None:
+        where.append(Equals(col(HumanTask.queue_id), queue_id))
+    if state is not None:
+        where.append(Matches(("state", state), functools.partial(_state_is, state), clock.now()))
+    return await paginate(session, HumanTask, where, TASK_ORDER, first=first, after=after)
+
+
+def _state_is(state: TaskState, now: BindParameter[Any]) -> Any:
+    """Filter by the state a reader sees, ``now`` the parameter standing for the
+    reading's time: a lapsed claim counts as open."""
+    lapsed = and_(
+        col(HumanTask.state) == TaskState.CLAIMED.value, col(HumanTask.claim_expires_at) <= now
+    )
+    if state is TaskState.OPEN:
+        return or_(col(HumanTask.state) == TaskState.OPEN.value, lapsed)
+    if state is TaskState.CLAIMED:
+        return and_(
+            col(HumanTask.state) == TaskState.CLAIMED.value, col(HumanTask.claim_expires_at) > now
+        )
+    return col(HumanTask.state) == state.value

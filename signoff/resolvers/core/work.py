@@ -1,0 +1,219 @@
+"""The unit of work: one transaction, and the services its business rules may use.
+
+A write resolver takes a ``UnitOfWork`` instead of a bare session. It carries the
+session, the clock, the job queue, the event publisher and the sealer, typed, so a
+rule never looks a service up by name; and it holds what must happen after the
+transaction commits (enqueue a delivery, wake the event relay), so nothing is sent
+for a change that rolled back (docs/design.md section 7).
+
+After-commit work only speeds things up: the database is the source of truth, and
+the periodic sweeps and the event relay repair anything a hook failed to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.orm import make_transient_to_detached
+from sqlmodel import SQLModel
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff import clock
+from signoff.constants import DELIVER_JOB_ID, NOTIFY_JOB_ID, WAKE_BUCKET_SECONDS, WAKE_JOB_ID
+from signoff.database import SessionMaker
+from signoff.sealing import Sealer
+
+logger = logging.getLogger("signoff.work")
+
+AfterCommit = Callable[[], Awaitable[None]]
+
+
+class JobQueue(Protocol):
+    """Where delivery and notification work is scheduled: arq on Redis, or the in-process
+    runner."""
+
+    async def enqueue_delivery(
+        self, proposal_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """Schedule delivery attempt ``attempt`` of a proposal, at ``at`` or now."""
+
+    async def enqueue_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """Send attempt ``attempt`` of a notification, at ``at`` or now."""
+
+
+class Publisher(Protocol):
+    """The change feed's relay: told just before a writer commits which change events it
+    wrote, it returns what gets them stamped and published after the commit."""
+
+    async def before_commit(
+        self, session: AsyncSession, events: Sequence[Mapping[str, Any]]
+    ) -> AfterCommit:
+        """Called once ``session`` has written everything, ``events`` (the rows of its
+        change events) included: stamps them in the transaction where transaction order
+        is commit order (SQLite), reads what their frames show where that saves a read,
+        and returns the after-commit hook that publishes them or wakes the stamper."""
+
+    async def relay(self) -> int:
+        """Republish stamped events whose publish never happened; returns how many."""
+
+
+def delivery_job_id(proposal_id: str, attempt: int) -> str:
+    """One job id per attempt: a fixed id would be swallowed by arq's dedup of finished jobs."""
+    return DELIVER_JOB_ID.format(proposal_id=proposal_id, attempt=attempt)
+
+
+def notification_job_id(notification_id: str, attempt: int) -> str:
+    """One job per attempt of a notification, as for deliveries."""
+    return NOTIFY_JOB_ID.format(notification_id=notification_id, attempt=attempt)
+
+
+def wake_job_id(queue: str, moment: float) -> str:
+    """The job id shared by every delivery that comes due in ``moment``'s time bucket (a
+    Unix time): arq keeps one job per id, so a worker is woken once per bucket."""
+    return WAKE_JOB_ID.format(queue=queue, bucket=int(moment // WAKE_BUCKET_SECONDS))
+
+
+@dataclass(frozen=True)
+class Services:
+    """What the process offers its business rules; any of them may be absent (a CLI command
+    has no job queue; a test may run without an event relay)."""
+
+    jobs: JobQueue | None = None
+    events: Publisher | None = None
+    sealer: Sealer | None = None
+
+
+class MissingService(RuntimeError):
+    """A rule needed a service this process was not started with (a wiring fault)."""
+
+
+class UnitOfWork:
+    """One transaction of business rules, and what to do once it has committed."""
+
+    def __init__(self, session: AsyncSession, services: Services | None = None) -> None:
+        self.session = session
+        self.services = services or Services()
+        self._after_commit: list[AfterCommit] = []
+        self._events: list[Mapping[str, Any]] = []  # this transaction's change events
+        self._rows: dict[sa.Table, list[dict[str, Any]]] = {}
+
+    def now(self) -> datetime:
+        return clock.now()
+
+    @property
+    def sealer(self) -> Sealer:
+        if self.services.sealer is None:
+            raise MissingService("This process has no sealer: start it with one.")
+        return self.services.sealer
+
+    def after_commit(self, hook: AfterCommit) -> None:
+        """Run ``hook`` once this transaction has committed (never if it rolls back)."""
+        self._after_commit.append(hook)
+
+    def schedule_delivery(self, proposal_id: str, attempt: int, at: datetime | None = None) -> None:
+        """Enqueue a delivery attempt once the transaction that made it due has committed."""
+        jobs = self.services.jobs
+        if jobs is None:
+            return  # the sweep finds due proposals whatever happens here
+
+        async def enqueue() -> None:
+            await jobs.enqueue_delivery(proposal_id, attempt, at)
+
+        self.after_commit(enqueue)
+
+    def schedule_notification(
+        self, notification_id: str, attempt: int, at: datetime | None = None
+    ) -> None:
+        """Send a notification's attempt once the transaction that wrote it has committed
+        (the periodic ``send_notifications`` finds it anyway, one sweep later)."""
+        jobs = self.services.jobs
+        if jobs is None:
+            return
+
+        async def enqueue() -> None:
+            await jobs.enqueue_notification(notification_id, attempt, at)
+
+        self.after_commit(enqueue)
+
+    def changed(self, event: Mapping[str, Any]) -> None:
+        """A change event was written (``event``: its row, inserted at commit): at commit
+        the event publisher sees this transaction's events, and publishes them after it."""
+        if self.services.events is not None:
+            self._events.append(event)
+
+    def insert_at_commit(self, table: sa.Table, row: dict[str, Any]) -> None:
+        """Insert ``row`` (every column given) just before commit, with the transaction's
+        other rows of ``table`` in one statement: for the records nothing reads back in
+        the transaction that writes them (audit records, change events). A batch of
+        transitions then costs one insert per table, not an ORM object per row."""
+        self._rows.setdefault(table, []).append(row)
+
+    async def insert(self, row: SQLModel) -> None:
+        """Insert a new ORM row now, as a statement, and attach it to the session as
+        persistent and clean: later reads in the transaction find it in the identity map,
+        and nothing flushes it again. Rows the caller added before are flushed first, as
+        the new one may refer to them."""
+        if self.session.new:
+            await self.session.flush()
+        statement, columns = _insert_of(type(row))
+        connection = await self.session.connection()
+        await connection.execute(statement, {column: getattr(row, key) for key, column in columns})
+        make_transient_to_detached(row)
+        self.session.add(row)
+
+    async def commit(self) -> None:
+        """Commit, then run the after-commit hooks; a failing hook is logged, never raised."""
+        rows, self._rows = self._rows, {}
+        if rows:
+            connection = await self.session.connection()
+            for table, batch in rows.items():
+                await connection.execute(sa.insert(table), batch)
+        publisher, events = self.services.events, self._events
+        if events and publisher is not None:
+            # After every write of the transaction, so that what it reads for the events'
+            # frames is what the commit leaves. First of the hooks: subscribers' frames
+            # should not wait for a job's enqueue.
+            self._after_commit.insert(0, await publisher.before_commit(self.session, events))
+        hooks, self._after_commit, self._events = self._after_commit, [], []
+        await self.session.commit()
+        for hook in hooks:
+            try:
+                await hook()
+            except Exception as exc:
+                logger.warning("after-commit hook failed: %s", type(exc).__name__)
+
+    async def rollback(self) -> None:
+        """Roll back, and forget what was to happen after a commit that will not come."""
+        self._after_commit, self._events, self._rows = [], [], {}
+        await self.session.rollback()
+
+
+@functools.cache
+def _insert_of(model: type[SQLModel]) -> tuple[sa.Insert, tuple[tuple[str, str], ...]]:
+    """The insert of ``model``'s table, built once, and its columns' attribute names."""
+    mapper = sa.inspect(model)
+    table = mapper.local_table
+    columns = tuple((prop.key, prop.columns[0].key) for prop in mapper.column_attrs)
+    return sa.insert(table), columns
+
+
+class WorkMaker:
+    """Opens units of work on fresh sessions, all with the same services."""
+
+    def __init__(self, sessionmaker: SessionMaker, services: Services | None = None) -> None:
+        self.sessionmaker = sessionmaker
+        self.services = services or Services()
+
+    @contextlib.asynccontextmanager
+    async def __call__(self) -> AsyncIterator[UnitOfWork]:
+        async with self.sessionmaker() as session:
+            yield UnitOfWork(session, self.services)

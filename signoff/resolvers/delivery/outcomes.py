@@ -1,0 +1,243 @@
+"""Delivery outcomes: recording what attempts came to, in batches.
+
+Every change is a transition of the proposal's delivery (``lifecycles.PROPOSAL``), a
+compare-and-set: an outcome is recorded only by the worker that still holds the lease
+it claimed (``state = 'APPLYING'`` and the lease generation it was given), so a worker
+whose lease lapsed cannot overwrite the work of the one that took over, in this retry
+cycle or any later one. Claims are in ``signoff.resolvers.delivery.claims``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import tuple_
+from sqlmodel import col
+
+from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
+from signoff.delivery import Jitter, Outcome, backoff_seconds
+from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
+from signoff.models.base import new_id
+from signoff.resolvers.core import lifecycles
+from signoff.resolvers.core.lifecycles import PROPOSAL
+from signoff.resolvers.core.work import UnitOfWork
+from signoff.resolvers.delivery.due import holding
+from signoff.resolvers.incidents.incidents import record_delivery_dead_letter
+from signoff.resolvers.targets.circuit import note_attempts
+from signoff.resolvers.targets.health import FAILED_CLASSES, judge_target_health
+
+
+async def refuse_attempt(work: UnitOfWork, proposal: Proposal, error_code: str) -> None:
+    """End delivery without sending: the claimed attempt failed a check before it was sent."""
+    await fail_terminally(
+        work, proposal.id, holding(proposal.delivery_lease), error_code, edge=lifecycles.REFUSE
+    )
+
+
+ATTEMPTS: sa.Table = DeliveryAttempt.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """One attempt to record: the proposal as its worker claimed it (its lease), its
+    target, and what the attempt came to."""
+
+    proposal: Proposal
+    target: Target
+    outcome: Outcome
+
+
+async def record_outcome(
+    work: UnitOfWork,
+    proposal: Proposal,
+    target: Target,
+    outcome: Outcome,
+    *,
+    jitter: Jitter | None = None,
+) -> ProposalState | None:
+    """``record_outcomes`` for one attempt."""
+    (state,) = await record_outcomes(work, [Attempted(proposal, target, outcome)], jitter=jitter)
+    return state
+
+
+async def record_outcomes(
+    work: UnitOfWork, attempts: Sequence[Attempted], *, jitter: Jitter | None = None
+) -> list[ProposalState | None]:
+    """Store a batch of attempts and move each proposal by its response class, in one
+    transaction; returns each one's new state, or ``None`` where its worker no longer held
+    the lease (the attempt is still stored). Applied attempts, the common case, move in
+    one statement; the attempts' rows and change events are inserted in batches."""
+    connection = await work.session.connection()
+    await connection.execute(sa.insert(ATTEMPTS), [_attempt_row(a) for a in attempts])
+    moved = await _apply_all(work, [a for a in attempts if _applied(a)])
+    for attempt in attempts:
+        if not _applied(attempt):
+            moved[attempt.proposal.id] = await _settle(
+                work, attempt.proposal, attempt.target, attempt.outcome, jitter
+            )
+    await _judge_targets(work, attempts)
+    await work.commit()
+    return [
+        None if (row := moved.get(a.proposal.id)) is None else ProposalState(row.state)
+        for a in attempts
+    ]
+
+
+def _applied(attempt: Attempted) -> bool:
+    return attempt.outcome.response_class is ResponseClass.APPLIED
+
+
+def _attempt_row(attempt: Attempted) -> dict[str, Any]:
+    proposal, outcome = attempt.proposal, attempt.outcome
+    return {
+        "id": new_id(),
+        "proposal_id": proposal.id,
+        "attempt_number": proposal.delivery_attempt_count,
+        "response_class": outcome.response_class.value,
+        "status_code": outcome.status_code,
+        "error_code": outcome.error_code,
+        "request_digest": outcome.request_digest,
+        "response_digest": outcome.response_digest,
+        "duration_ms": outcome.duration_ms,
+        "started_at": outcome.started_at,
+        "finished_at": outcome.finished_at,
+    }
+
+
+async def _apply_all(work: UnitOfWork, attempts: Sequence[Attempted]) -> dict[str, Proposal | None]:
+    """docs/design.md section 4.6, row D4 for a batch: each fenced by its own lease."""
+    if not attempts:
+        return {}
+    leases = [(a.proposal.id, a.proposal.delivery_lease) for a in attempts]
+    applied = await PROPOSAL.move_where(
+        work,
+        lifecycles.APPLY,
+        tuple_(col(Proposal.id), col(Proposal.delivery_lease)).in_(leases),
+        actor_id=None,
+        guard=col(Proposal.state) == ProposalState.APPLYING.value,
+        values=_applied_values(work),
+    )
+    return {row.id: row for row in applied}
+
+
+async def _judge_targets(work: UnitOfWork, attempts: Sequence[Attempted]) -> None:
+    """Once per target in the batch: its circuit, and its failure rate after a failure."""
+    by_target: dict[str, list[Attempted]] = {}
+    for attempt in sorted(attempts, key=lambda a: a.outcome.finished_at):
+        by_target.setdefault(attempt.target.id, []).append(attempt)
+    for target_id, batch in by_target.items():
+        await note_attempts(work, target_id, [a.outcome for a in batch])
+        failed = [a for a in batch if a.outcome.response_class in FAILED_CLASSES]
+        if failed:
+            await judge_target_health(work, failed[-1].target, failed[-1].outcome)
+
+
+async def _settle(
+    work: UnitOfWork,
+    proposal: Proposal,
+    target: Target,
+    outcome: Outcome,
+    jitter: Jitter | None,
+) -> Proposal | None:
+    """docs/design.md section 4.6, rows D4-D7: applied, accepted (202), retrying, or failed."""
+    now, held, attempt = (
+        work.now(),
+        holding(proposal.delivery_lease),
+        proposal.delivery_attempt_count,
+    )
+    if outcome.response_class is ResponseClass.APPLIED:
+        return await mark_applied(work, proposal.id, held)
+    if outcome.response_class is ResponseClass.ACCEPTED:
+        wait = timedelta(seconds=DELIVERY_ACCEPTED_WAIT_SECONDS)
+        return await PROPOSAL.move(
+            work,
+            lifecycles.ACCEPT,
+            proposal.id,
+            actor_id=None,
+            guard=held,
+            values={"accepted_at": now, "lease_expires_at": now + wait, "last_error_code": None},
+        )
+    code = outcome.error_code or "ATTEMPTS_EXHAUSTED"
+    if outcome.response_class is ResponseClass.RETRYABLE and attempt < target.max_attempts:
+        delay = outcome.retry_after_seconds
+        if delay is None:
+            delay = backoff_seconds(attempt, jitter)
+        return await schedule_retry(work, proposal.id, held, code, now + timedelta(seconds=delay))
+    return await fail_terminally(work, proposal.id, held, code, status_code=outcome.status_code)
+
+
+async def mark_applied(
+    work: UnitOfWork, proposal_id: str, guard: Any, actor_id: str | None = None, **details: Any
+) -> Proposal | None:
+    applied = await PROPOSAL.move(
+        work,
+        lifecycles.APPLY,
+        proposal_id,
+        actor_id=actor_id,
+        guard=guard,
+        values=_applied_values(work),
+        details=details,
+    )
+    return applied
+
+
+def _applied_values(work: UnitOfWork) -> dict[str, Any]:
+    return {
+        "applied_at": work.now(),
+        "lease_expires_at": None,
+        "next_attempt_at": None,
+        "last_error_code": None,
+    }
+
+
+async def schedule_retry(
+    work: UnitOfWork,
+    proposal_id: str,
+    guard: Any,
+    error_code: str,
+    at: datetime,
+    actor_id: str | None = None,
+) -> Proposal | None:
+    """Back to pending with ``next_attempt_at``; the next attempt is enqueued after commit."""
+    return await PROPOSAL.move(
+        work,
+        lifecycles.RETRY_LATER,
+        proposal_id,
+        actor_id=actor_id,
+        guard=guard,
+        values={"next_attempt_at": at, "lease_expires_at": None, "last_error_code": error_code},
+    )
+
+
+async def fail_terminally(
+    work: UnitOfWork,
+    proposal_id: str,
+    guard: Any,
+    error_code: str,
+    *,
+    edge: lifecycles.ProposalEdge = lifecycles.FAIL,
+    actor_id: str | None = None,
+    **details: Any,
+) -> Proposal | None:
+    """Terminal failure: no more attempts, a dead letter and an incident."""
+    failed = await PROPOSAL.move(
+        work,
+        edge,
+        proposal_id,
+        actor_id=actor_id,
+        guard=guard,
+        values={
+            "delivery_terminal": True,
+            "next_attempt_at": None,
+            "lease_expires_at": None,
+            "last_error_code": error_code,
+        },
+        details={"error_code": error_code, **details},
+    )
+    if failed is not None:
+        await record_delivery_dead_letter(work, failed, error_code, **details)
+    return failed

@@ -1,0 +1,102 @@
+"""Retrying a delivery that failed terminally (operators): back to ``QUEUED``, attempts reset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlmodel import col
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff.errors import NotFound, NotRetryable, RetryDigestMismatch
+from signoff.models import Proposal, ProposalState, Role
+from signoff.resolvers.access.rules import Viewer, require_role
+from signoff.resolvers.core import idempotency, lifecycles
+from signoff.resolvers.core.lifecycles import PROPOSAL
+from signoff.resolvers.core.work import UnitOfWork
+
+
+@dataclass(frozen=True)
+class RetryResult:
+    proposal: Proposal
+    replayed: bool
+
+
+async def retry_proposal(
+    *,
+    work: UnitOfWork,
+    viewer: Viewer,
+    proposal_id: str,
+    payload_digest: str,
+    idempotency_key: str | None = None,
+) -> RetryResult:
+    """Queue a terminally failed proposal again with its attempts reset; idempotent by key."""
+    require_role(viewer, Role.OPERATOR)
+    call = idempotency.Keyed.of(
+        "retryProposal",
+        idempotency_key,
+        {"proposal_id": proposal_id, "payload_digest": payload_digest},
+    )
+
+    async def retry() -> Proposal:
+        proposal = await load_proposal(work.session, proposal_id)
+        if proposal.payload_digest != payload_digest:
+            raise RetryDigestMismatch(
+                "payloadDigest does not match the proposal.", expected=proposal.payload_digest
+            )
+        return await _requeue(work, viewer, proposal)
+
+    retried, replayed = await idempotency.once(
+        work,
+        viewer,
+        call,
+        retry,
+        result_of=lambda proposal: {"proposal_id": proposal.id},
+        replay=lambda stored: load_proposal(work.session, stored["proposal_id"]),
+    )
+    return RetryResult(proposal=retried, replayed=replayed)
+
+
+async def _requeue(work: UnitOfWork, viewer: Viewer, proposal: Proposal) -> Proposal:
+    seen = ProposalState(proposal.state)
+    retried = await requeue_terminal(work, proposal, actor_id=viewer.id)
+    if retried is None:
+        await work.rollback()
+        raise NotRetryable(
+            f"Only a terminally failed proposal can be retried; it was {seen} "
+            "when asked (another retry may have just queued it).",
+            state=seen,
+        )
+    return retried
+
+
+async def requeue_terminal(
+    work: UnitOfWork, proposal: Proposal, *, actor_id: str | None, **details: Any
+) -> Proposal | None:
+    """From terminal failure to ``QUEUED``, due now: one of concurrent retries wins (the
+    others get ``None``). The attempt count starts again; the lease generation does not,
+    so no earlier worker can match."""
+    return await PROPOSAL.move(
+        work,
+        lifecycles.REQUEUE,
+        proposal.id,
+        actor_id=actor_id,
+        guard=col(Proposal.delivery_terminal).is_(True),
+        values={
+            "delivery_terminal": False,
+            "delivery_attempt_count": 0,
+            "next_attempt_at": work.now(),
+            "lease_expires_at": None,
+            "last_error_code": None,
+            "accepted_at": None,
+        },
+        details={"previous_error_code": proposal.last_error_code, **details},
+    )
+
+
+async def load_proposal(session: AsyncSession, proposal_id: str) -> Proposal:
+    """The proposal as the database has it now (operators see every proposal)."""
+    proposal = await session.get(Proposal, proposal_id, populate_existing=True)
+    if proposal is None:
+        raise NotFound("No such proposal.")
+    return proposal

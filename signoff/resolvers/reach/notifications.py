@@ -1,0 +1,374 @@
+"""Queue notifications (docs/design.md section 5.6): a queue's channels hear when a task
+enters the queue, is due soon or escalates to it.
+
+A notification is written to an outbox row in the transaction of the change it reports,
+so nothing is sent for a change that rolled back. A periodic job claims due rows with a
+lease (``claim_notifications``), sends them with no transaction open
+(``send_notification``), and records each outcome (``record_attempt``): sent, retried
+later with the deliveries' backoff, or after ``NOTIFICATION_MAX_ATTEMPTS`` failed and
+made an incident. Channels are added in ``signoff.resolvers.reach.channels``. A
+notification carries the task's title, due time and digest, never
+the proposal's payload unless the channel was added with ``includePayload``.
+
+Each notification is also enqueued as a job of its own after commit, so it goes out at
+once; the periodic job is the safety net. A channel addressed to a reviewer with
+``link_ttl_seconds`` gets a single-use approval link for that reviewer in each
+notification of an approval task: made as the attempt is claimed (the links the channel
+sent before for that task are revoked), its token only in memory and in the request sent,
+never in the outbox row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import aiohttp
+import sqlalchemy as sa
+from sqlmodel import col, select
+
+from signoff import clock
+from signoff.constants import (
+    CHANNEL_DISABLED_CODE,
+    CHANNEL_REMOVED_CODE,
+    NOTIFICATION_BATCH_SIZE,
+    NOTIFICATION_INCIDENT_FINGERPRINT,
+    NOTIFICATION_LEASE_SECONDS,
+    NOTIFICATION_MAX_ATTEMPTS,
+    NOTIFICATION_TIMEOUT_SECONDS,
+)
+from signoff.delivery import Jitter, backoff_seconds
+from signoff.digest import canonical_json
+from signoff.models import (
+    Actor,
+    ChannelKind,
+    HumanTask,
+    Notification,
+    NotificationChannel,
+    NotificationState,
+    Queue,
+    Severity,
+)
+from signoff.resolvers.core import lifecycles
+from signoff.resolvers.core.lifecycles import NOTIFICATION
+from signoff.resolvers.core.work import UnitOfWork
+from signoff.resolvers.incidents.incidents import announce_occurrence, upsert_incident
+from signoff.resolvers.reach.link_minting import CreatedLink, link_for_notification
+from signoff.webhooks import sign
+
+NOTIFICATION_SCHEMA_VERSION = 1
+HEADLINES = {
+    "task.created": "New task",
+    "task.due_soon": "Due soon",
+    "task.escalated": "Escalated to this queue",
+}
+LINK_LABEL = "Review and decide"
+
+
+# A channel gets notifications unless it was disabled or removed.
+RECEIVING = sa.and_(
+    col(NotificationChannel.disabled_at).is_(None), col(NotificationChannel.removed_at).is_(None)
+)
+# Built once, as every new task reads its queue's channels.
+_CHANNELS = select(NotificationChannel).where(
+    NotificationChannel.queue_id == sa.bindparam("queue_id"), RECEIVING
+)
+
+
+async def notify(
+    work: UnitOfWork, task: HumanTask, event: str, *, any_channels: bool | None = None
+) -> int:
+    """Write a notification of ``event`` about ``task`` for each channel of its queue that
+    receives, in ``work``'s transaction; returns how many. ``any_channels``: whether the
+    queue has any that receive,
+    when the caller read that already in the transaction (``None``: not known)."""
+    if any_channels is False:
+        return 0
+    channels = (await work.session.exec(_CHANNELS, params={"queue_id": task.queue_id})).all()
+    if not channels:
+        return 0
+    queue = await work.session.get(Queue, task.queue_id)
+    assert queue is not None  # tasks reference their queue
+    now = work.now()
+    written = [
+        Notification(
+            channel_id=channel.id,
+            queue_id=queue.id,
+            task_id=task.id,
+            event=event,
+            body=notification_body(channel, queue, task, event),
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for channel in channels
+    ]
+    work.session.add_all(written)
+    await work.session.flush()
+    for notification in written:
+        work.schedule_notification(notification.id, 1)
+    return len(written)
+
+
+def notification_body(
+    channel: NotificationChannel, queue: Queue, task: HumanTask, event: str
+) -> dict[str, Any]:
+    """What a channel receives: a JSON document, or a Slack message (``{"text": ...}``)."""
+    payload = task.context.get("payload") if channel.include_payload else None
+    due = task.due_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if ChannelKind(channel.kind) is ChannelKind.SLACK:
+        text = f"[{queue.name}] {HEADLINES.get(event, event)}: {task.title} (due {due})"
+        if payload is not None:
+            text += f"\n```{json.dumps(payload, sort_keys=True)}```"
+        return {"text": text}
+    body: dict[str, Any] = {
+        "schema_version": NOTIFICATION_SCHEMA_VERSION,
+        "type": event,
+        "queue": {"id": queue.id, "slug": queue.slug, "name": queue.name},
+        "task": {"id": task.id, "kind": task.kind, "title": task.title, "due_at": due},
+        "proposal_id": task.proposal_id,
+        "payload_digest": task.context.get("payloadDigest"),
+    }
+    if payload is not None:
+        body["payload"] = payload
+    return body
+
+
+def with_link(
+    kind: ChannelKind, body: dict[str, Any], url: str, expires_at: datetime, reviewer: Actor
+) -> dict[str, Any]:
+    """``body`` with an approval link: a field of the JSON document, or a Slack button (and
+    the URL in the text, for clients that show no buttons)."""
+    expires = expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if kind is ChannelKind.SLACK:
+        text = str(body["text"])
+        return {
+            "text": f"{text}\n<{url}|{LINK_LABEL}> (once, as {reviewer.name}, until {expires})",
+            "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+                {
+                    "type": "actions",
+                    "elements": [
+                        {
+                            "type": "button",
+                            "text": {"type": "plain_text", "text": LINK_LABEL},
+                            "url": url,
+                        }
+                    ],
+                },
+                {
+                    "type": "context",
+                    "elements": [
+                        {
+                            "type": "mrkdwn",
+                            "text": f"Single use, as {reviewer.name}, until {expires}. "
+                            "Opening it decides nothing.",
+                        }
+                    ],
+                },
+            ],
+        }
+    return body | {
+        "approval_link": {
+            "url": url,
+            "expires_at": expires,
+            "reviewer": {"id": reviewer.id, "name": reviewer.name},
+        }
+    }
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One claimed notification, with what sending it needs (no database)."""
+
+    id: str
+    attempt: int
+    channel_id: str
+    kind: ChannelKind
+    url: str
+    secret: str | None
+    body: dict[str, Any]  # as sent: with the approval link, if one was made
+
+
+def _due(now: Any) -> Any:
+    columns = Notification.__table__.c  # type: ignore[attr-defined]
+    return sa.or_(
+        sa.and_(columns.state == NotificationState.PENDING.value, columns.next_attempt_at <= now),
+        sa.and_(columns.state == NotificationState.SENDING.value, columns.lease_expires_at <= now),
+    )
+
+
+async def claim_notifications(
+    work: UnitOfWork,
+    *,
+    public_url: str,
+    limit: int = NOTIFICATION_BATCH_SIZE,
+    only: Sequence[str] | None = None,
+) -> list[Outgoing]:
+    """Take a lease on due notifications (and ones whose sender died), oldest first, or on
+    those of ``only`` that are due, and commit; each attempt is counted as it is claimed,
+    and each approval link it carries is made (``public_url`` starts its URL)."""
+    now = work.now()
+    chosen = (
+        select(Notification.id)
+        .where(_due(now))
+        .order_by(col(Notification.next_attempt_at), col(Notification.id))
+        .limit(limit)
+    )
+    if only is not None:
+        chosen = chosen.where(col(Notification.id).in_(list(only)))
+    claimed = await NOTIFICATION.move_where(
+        work,
+        lifecycles.START_SENDING,
+        col(Notification.id).in_(chosen),
+        actor_id=None,
+        guard=_due(now),
+        values={
+            "attempt_count": col(Notification.attempt_count) + 1,
+            "lease_expires_at": now + timedelta(seconds=NOTIFICATION_LEASE_SECONDS),
+            "next_attempt_at": None,
+        },
+    )
+    channels = {
+        channel.id: channel
+        for channel in (
+            await work.session.exec(
+                select(NotificationChannel).where(
+                    col(NotificationChannel.id).in_({n.channel_id for n in claimed})
+                )
+            )
+        ).all()
+    }
+    for notification in claimed:
+        if not channels[notification.channel_id].receives:
+            await _cancel(work, notification, channels[notification.channel_id])
+    outgoing = []
+    for notification in claimed:
+        channel = channels[notification.channel_id]
+        if not channel.receives:
+            continue
+        kind = ChannelKind(channel.kind)
+        body, link = notification.body, await _link(work, notification, channel)
+        if link is not None:
+            reviewer = await work.session.get(Actor, link.link.reviewer_id)
+            assert reviewer is not None
+            body = with_link(kind, body, public_url + link.path, link.link.expires_at, reviewer)
+        outgoing.append(
+            Outgoing(
+                id=notification.id,
+                attempt=notification.attempt_count,
+                channel_id=channel.id,
+                kind=kind,
+                url=channel.url,
+                secret=None
+                if channel.signing_secret is None
+                else work.sealer.open(channel.signing_secret),
+                body=body,
+            )
+        )
+    await work.commit()
+    return outgoing
+
+
+async def _cancel(
+    work: UnitOfWork, notification: Notification, channel: NotificationChannel
+) -> None:
+    """Cancel, unsent, a notification just claimed for a channel switched off since it was
+    written (by a task's transaction that read the channel before, or as a retry scheduled
+    by an attempt in flight then)."""
+    error_code = CHANNEL_REMOVED_CODE if channel.removed_at is not None else CHANNEL_DISABLED_CODE
+    await NOTIFICATION.move(
+        work,
+        lifecycles.CANCEL_SENDING,
+        notification.id,
+        actor_id=None,
+        guard=col(Notification.attempt_count) == notification.attempt_count,
+        values={"lease_expires_at": None, "last_error_code": error_code},
+        details={"error_code": error_code, "attempt": notification.attempt_count},
+    )
+
+
+async def _link(
+    work: UnitOfWork, notification: Notification, channel: NotificationChannel
+) -> CreatedLink | None:
+    if channel.reviewer_id is None or channel.link_ttl_seconds is None:
+        return None
+    return await link_for_notification(
+        work,
+        notification_id=notification.id,
+        channel_id=channel.id,
+        task_id=notification.task_id,
+        reviewer_id=channel.reviewer_id,
+        ttl_seconds=channel.link_ttl_seconds,
+        created_by_id=channel.created_by_id,
+    )
+
+
+async def send_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> str | None:
+    """One attempt over HTTP; returns ``None`` on a 2xx answer, else the error code."""
+    body = canonical_json(outgoing.body).encode("utf-8")
+    headers = {"content-type": "application/json", "signoff-attempt": str(outgoing.attempt)}
+    if outgoing.secret is not None:
+        timestamp = int(clock.now().timestamp())
+        headers |= sign(outgoing.secret, f"ntf_{outgoing.id}", timestamp, body)
+    try:
+        async with (
+            asyncio.timeout(NOTIFICATION_TIMEOUT_SECONDS),
+            http.post(outgoing.url, data=body, headers=headers, allow_redirects=False) as answer,
+        ):
+            await answer.read()
+            status = answer.status
+    except TimeoutError:
+        return "TIMEOUT"
+    except aiohttp.ClientError:
+        return "CONNECTION_FAILED"
+    return None if 200 <= status < 300 else f"HTTP_{status}"
+
+
+async def record_attempt(
+    work: UnitOfWork, outgoing: Outgoing, error_code: str | None, *, jitter: Jitter | None = None
+) -> NotificationState | None:
+    """Record how an attempt ended, if its lease still holds (a sender whose lease lapsed
+    and was taken over records nothing); the last failed attempt opens an incident."""
+    now = work.now()
+    held = sa.and_(
+        col(Notification.attempt_count) == outgoing.attempt,
+        col(Notification.lease_expires_at).is_not(None),
+    )
+    if error_code is None:
+        edge, values = lifecycles.MARK_SENT, {"sent_at": now}
+    elif outgoing.attempt < NOTIFICATION_MAX_ATTEMPTS:
+        retry_at = now + timedelta(seconds=backoff_seconds(outgoing.attempt, jitter))
+        edge, values = lifecycles.SEND_LATER, {"next_attempt_at": retry_at}
+    else:
+        edge, values = lifecycles.GIVE_UP_SENDING, {}
+    moved = await NOTIFICATION.move(
+        work,
+        edge,
+        outgoing.id,
+        actor_id=None,
+        guard=held,
+        values={**values, "lease_expires_at": None, "last_error_code": error_code},
+        details={"attempt": outgoing.attempt, "error_code": error_code},
+    )
+    if moved is not None and edge is lifecycles.SEND_LATER:
+        work.schedule_notification(moved.id, outgoing.attempt + 1, values["next_attempt_at"])
+    if moved is not None and edge is lifecycles.GIVE_UP_SENDING:
+        incident_id = await upsert_incident(
+            work,
+            fingerprint=NOTIFICATION_INCIDENT_FINGERPRINT.format(notification_id=moved.id),
+            kind="notification_failed",
+            title=f"A {outgoing.kind.value} notification ({moved.event}) failed ({error_code})",
+            entity_type="notification",
+            entity_id=moved.id,
+            error_code=error_code,
+            severity=Severity.MEDIUM,
+            summary=f"{outgoing.attempt} attempts to {outgoing.url} failed.",
+        )
+        assert incident_id is not None  # unconditional: inserted or counted
+        await announce_occurrence(work, incident_id, error_code=error_code)
+    await work.commit()
+    return None if moved is None else NotificationState(moved.state)

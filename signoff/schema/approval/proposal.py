@@ -1,0 +1,332 @@
+"""The ``Proposal`` and ``Approval`` types and the proposal inputs and payloads."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+import signoff.schema.enums  # noqa: F401  (registers the enums)
+from signoff import models
+from signoff.models.records import Via
+from signoff.resolvers.core.nodes import revision_node_id
+from signoff.schema.access.actor import Actor, load_actor
+from signoff.schema.approval.queue import Queue
+from signoff.schema.context import context_of
+from signoff.schema.delivery.delivery import DeliveryAttempt
+from signoff.schema.delivery.target import Target
+from signoff.schema.loaders import Reached, RowLoader, now_or_later, warm
+from signoff.schema.lookahead import Selected
+from signoff.schema.node import Node
+from signoff.schema.reach.deadline import DeadlineOverrideInput, DeadlinePolicy
+
+if TYPE_CHECKING:
+    from signoff.schema.approval.task import HumanTask
+
+LazyTask = Annotated["HumanTask", strawberry.lazy("signoff.schema.approval.task")]
+
+
+@strawberry.type(description="One reviewer's decision on a proposal.")
+class Approval(Node):
+    id: strawberry.ID
+    decision: models.Decision
+    payload_digest: str
+    revision: int = strawberry.field(
+        description="The revision decided; an approval counts only for the current one."
+    )
+    reason: str | None
+    created_at: datetime
+    approver_id: strawberry.Private[str]
+
+    @strawberry.field(graphql_type=Actor)
+    def approver(self, info: strawberry.Info) -> Actor | Awaitable[Actor]:
+        return now_or_later(context_of(info).loaders.actor, self.approver_id, _actor)
+
+    @classmethod
+    def from_model(cls, approval: models.Approval) -> Approval:
+        return cls(
+            id=strawberry.ID(approval.id),
+            decision=models.Decision(approval.decision),
+            payload_digest=approval.payload_digest,
+            revision=approval.revision,
+            reason=approval.reason,
+            created_at=approval.created_at,
+            approver_id=approval.approver_id,
+        )
+
+
+@strawberry.type(description="One revision of a proposal's payload: as proposed, or amended.")
+class ProposalRevision(Node):
+    id: strawberry.ID = strawberry.field(
+        description="Made of its proposal's id and its number; amending changes no revision's id."
+    )
+    revision: int
+    digest: str = strawberry.field(description="The payload digest of this revision.")
+    payload: JSON
+    diff: JSON = strawberry.field(
+        description="RFC 6902 operations from the previous revision's payload ([] for 1)."
+    )
+    reason: str | None
+    at: datetime
+    amended_by_id: strawberry.Private[str | None]
+
+    @strawberry.field(description="The reviewer who amended; null for the proposal as proposed.")
+    async def amended_by(self, info: strawberry.Info) -> Actor | None:
+        return None if self.amended_by_id is None else await load_actor(info, self.amended_by_id)
+
+    @classmethod
+    def from_model(cls, row: models.ProposalRevision) -> ProposalRevision:
+        return cls(
+            id=strawberry.ID(revision_node_id(row.proposal_id, row.revision)),
+            revision=row.revision,
+            digest=row.payload_digest,
+            payload=JSON(row.payload),
+            diff=JSON(row.diff),
+            reason=row.reason,
+            at=row.created_at,
+            amended_by_id=row.amended_by_id,
+        )
+
+
+# Columns a page rarely shows are read from the row when a selection asks for them: a
+# record decodes its JSON on first read (``signoff.models.records``).
+def _preconditions(root: Proposal) -> JSON:
+    return JSON(root.model.preconditions)
+
+
+def _policy_rule(root: Proposal) -> JSON | None:
+    return JSON(root.model.policy_rule)  # JSON(None) is None
+
+
+def _deadline_policy(root: Proposal) -> DeadlinePolicy:
+    return DeadlinePolicy.of(root.model)
+
+
+@strawberry.type(description="A proposed side-effecting action and where it stands.")
+class Proposal(Node):
+    id: strawberry.ID
+    state: models.ProposalState
+    action_code: str
+    subject: JSON
+    payload: JSON
+    preconditions: JSON = strawberry.field(resolver=_preconditions)
+    payload_digest: str = strawberry.field(
+        description="What a reviewer approves: decideProposal must name this exact digest."
+    )
+    operation_key: str
+    required_approvals: int
+    approval_count: int
+    revision: int = strawberry.field(
+        description="1 as proposed; each amendment adds one (and gives a new payloadDigest)."
+    )
+    awaiting_proposer: bool = strawberry.field(
+        description="An amendment waits for the proposing agent's acceptAmendment."
+    )
+    policy_rule: JSON | None = strawberry.field(
+        resolver=_policy_rule,
+        description="The target's approval-policy rule that set requiredApprovals "
+        "({rule, name, approvals, queueId}; rule null: the policy's default).",
+    )
+    expires_at: datetime
+    decided_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    delivery_attempt_count: int = strawberry.field(
+        description="Attempts of the current delivery (retryProposal resets it)."
+    )
+    delivery_terminal: bool = strawberry.field(
+        description="Delivery has given up: dead-lettered until an operator retries it."
+    )
+    next_attempt_at: datetime | None
+    last_error_code: str | None
+    applied_at: datetime | None
+    compensates_proposal_id: strawberry.ID | None
+    deadline_policy: DeadlinePolicy = strawberry.field(
+        resolver=_deadline_policy,
+        description="What happens if approval is not reached by expiresAt.",
+    )
+    escalation_level: int = strawberry.field(
+        description="How many times the deadline escalated it to another queue."
+    )
+    model: strawberry.Private[models.Proposal]
+
+    # The relations below answer at once when the list that holds this proposal loaded
+    # them up front (``warm_proposals``), and through their DataLoader otherwise.
+
+    @strawberry.field(graphql_type=Target)
+    def target(self, info: strawberry.Info) -> Target | Awaitable[Target]:
+        return now_or_later(context_of(info).loaders.target, self.model.target_id, _target)
+
+    @strawberry.field(graphql_type=Queue | None)
+    def queue(self, info: strawberry.Info) -> Queue | Awaitable[Queue | None] | None:
+        queue_id = self.model.queue_id
+        if queue_id is None:
+            return None
+        return now_or_later(context_of(info).loaders.queue, queue_id, _queue)
+
+    @strawberry.field(graphql_type=Actor)
+    def proposed_by(self, info: strawberry.Info) -> Actor | Awaitable[Actor]:
+        return now_or_later(context_of(info).loaders.actor, self.model.proposed_by_id, _actor)
+
+    @strawberry.field(graphql_type=list[Approval])
+    def approvals(self, info: strawberry.Info) -> list[Approval] | Awaitable[list[Approval]]:
+        return now_or_later(context_of(info).loaders.approvals_by_proposal, self.id, _approvals)
+
+    @strawberry.field(description="Every revision of the payload, oldest first.")
+    async def revisions(self, info: strawberry.Info) -> list[ProposalRevision]:
+        rows = await info.context.loaders.revisions_by_proposal.load(str(self.id))
+        if rows:
+            return [ProposalRevision.from_model(row) for row in rows]
+        # Never amended: its one revision is the proposal as it stands.
+        return [
+            ProposalRevision(
+                id=strawberry.ID(revision_node_id(str(self.id), 1)),
+                revision=1,
+                digest=self.payload_digest,
+                payload=self.payload,
+                diff=JSON([]),
+                reason=None,
+                at=self.created_at,
+                amended_by_id=None,
+            )
+        ]
+
+    @strawberry.field(description="Every delivery attempt, oldest first.")
+    async def attempts(self, info: strawberry.Info) -> list[DeliveryAttempt]:
+        rows = await info.context.loaders.attempts_by_proposal.load(str(self.id))
+        return [DeliveryAttempt.from_model(row) for row in rows]
+
+    @strawberry.field(
+        description="The approval task (HUMAN targets only).", graphql_type=LazyTask | None
+    )
+    def task(self, info: strawberry.Info) -> HumanTask | Awaitable[HumanTask | None] | None:
+        return now_or_later(context_of(info).loaders.task_by_proposal, self.id, _task)
+
+    @classmethod
+    def from_model(cls, p: models.Proposal) -> Proposal:
+        return cls(
+            id=strawberry.ID(p.id),
+            state=models.ProposalState(p.state),
+            action_code=p.action_code,
+            subject=JSON(p.subject),
+            payload=JSON(p.payload),
+            payload_digest=p.payload_digest,
+            operation_key=p.operation_key,
+            required_approvals=p.required_approvals,
+            approval_count=p.approval_count,
+            revision=p.revision,
+            awaiting_proposer=p.awaiting_proposer,
+            expires_at=p.expires_at,
+            decided_at=p.decided_at,
+            created_at=p.created_at,
+            updated_at=p.updated_at,
+            delivery_attempt_count=p.delivery_attempt_count,
+            delivery_terminal=p.delivery_terminal,
+            next_attempt_at=p.next_attempt_at,
+            last_error_code=p.last_error_code,
+            applied_at=p.applied_at,
+            compensates_proposal_id=(
+                None
+                if p.compensates_proposal_id is None
+                else strawberry.ID(p.compensates_proposal_id)
+            ),
+            escalation_level=p.escalation_level,
+            model=p,
+        )
+
+
+def _actor(row: models.Actor | None) -> Actor:
+    assert row is not None  # approvals and proposals reference existing actors
+    return Actor.from_model(row)
+
+
+def _target(row: models.Target | None) -> Target:
+    assert row is not None  # proposals reference existing targets
+    return Target.from_model(row)
+
+
+def _queue(row: models.Queue | None) -> Queue | None:
+    return None if row is None else Queue.from_model(row)
+
+
+def _approvals(rows: list[models.Approval]) -> list[Approval]:
+    return [Approval.from_model(row) for row in rows]
+
+
+def _task(row: models.HumanTask | None) -> HumanTask | None:
+    from signoff.schema.approval.task import HumanTask
+
+    return None if row is None else HumanTask.from_model(row)
+
+
+# The approvers of proposals: read with the approvals, not after them.
+APPROVERS = Via(models.Approval, "approver_id", "proposal_id")
+
+
+async def warm_proposals(
+    info: strawberry.Info, proposals: Sequence[models.Proposal], selected: Selected
+) -> None:
+    """Load the relations ``selected`` asks of ``proposals`` now, one query per kind and
+    one round trip in all, so that each proposal's fields answer without awaiting."""
+    context = context_of(info)
+    loaders = context.loaders
+    ids = [p.id for p in proposals]
+    wanted: list[tuple[RowLoader[Any], Iterable[str]] | Reached] = []
+    if "target" in selected:
+        wanted.append((loaders.target, [p.target_id for p in proposals]))
+    if "queue" in selected:
+        wanted.append((loaders.queue, [p.queue_id for p in proposals if p.queue_id is not None]))
+    if "task" in selected:
+        wanted.append((loaders.task_by_proposal, ids))
+    if "proposedBy" in selected:
+        wanted.append((loaders.actor, [p.proposed_by_id for p in proposals]))
+    if "approvals" in selected:
+        wanted.append((loaders.approvals_by_proposal, ids))
+        if "approver" in selected["approvals"]:
+            wanted.append(Reached(loaders.actor, ids, APPROVERS))
+    await warm(context, *wanted)
+
+
+@strawberry.input
+class ProposeActionInput:
+    target_id: strawberry.ID
+    action_code: str
+    payload: JSON
+    operation_key: str = strawberry.field(
+        description="Your idempotency key: the same key with the same content replays."
+    )
+    subject: JSON | None = None
+    preconditions: JSON | None = None
+    expires_in_seconds: int | None = strawberry.field(
+        default=None, description="Approval deadline, 60 s to 31 days (default 24 h)."
+    )
+    deadline_policy: DeadlineOverrideInput | None = strawberry.field(
+        default=None, description="Override the target's deadline policy, within its bounds."
+    )
+
+
+@strawberry.type
+class ProposeActionPayload:
+    proposal: Proposal
+    task: LazyTask | None
+    replayed: bool
+
+
+@strawberry.input
+class DecideProposalInput:
+    proposal_id: strawberry.ID
+    decision: models.Decision
+    payload_digest: str
+    reason: str | None = None
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class DecideProposalPayload:
+    proposal: Proposal
+    approval: Approval
+    task: LazyTask | None
+    replayed: bool

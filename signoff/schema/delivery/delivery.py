@@ -1,0 +1,97 @@
+"""Delivery in GraphQL: the ``DeliveryAttempt`` type, result reports, retries and compensation."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from strawberry.scalars import JSON
+
+from signoff import models
+from signoff.resolvers.delivery.results import ResultStatus
+from signoff.schema.node import Node
+
+if TYPE_CHECKING:
+    from signoff.schema.approval.proposal import Proposal
+
+LazyProposal = Annotated["Proposal", strawberry.lazy("signoff.schema.approval.proposal")]
+
+# strawberry.enum registers the enum class itself, so the model enums annotate the fields.
+strawberry.enum(models.ResponseClass, name="ResponseClass")
+strawberry.enum(ResultStatus, name="ResultStatus")
+
+
+@strawberry.type(description="One HTTP attempt to deliver a proposal. Digests, never bodies.")
+class DeliveryAttempt(Node):
+    id: strawberry.ID
+    attempt_number: int
+    response_class: models.ResponseClass
+    status_code: int | None
+    error_code: str | None
+    request_digest: str = strawberry.field(description="sha256 of the exact request body sent.")
+    response_digest: str | None = strawberry.field(
+        description="sha256 of the response body as read (at most 64 KiB)."
+    )
+    duration_ms: int
+    started_at: datetime
+    finished_at: datetime
+
+    @classmethod
+    def from_model(cls, a: models.DeliveryAttempt) -> DeliveryAttempt:
+        return cls(
+            id=strawberry.ID(a.id),
+            attempt_number=a.attempt_number,
+            response_class=models.ResponseClass(a.response_class),
+            status_code=a.status_code,
+            error_code=a.error_code,
+            request_digest=a.request_digest,
+            response_digest=a.response_digest,
+            duration_ms=a.duration_ms,
+            started_at=a.started_at,
+            finished_at=a.finished_at,
+        )
+
+
+@strawberry.input
+class ReportActionResultInput:
+    proposal_id: strawberry.ID
+    operation_key: str
+    payload_digest: str
+    status: ResultStatus
+    terminal: bool = strawberry.field(
+        default=False, description="For FAILED: true ends delivery; false retries it."
+    )
+    retry_after_seconds: int | None = None
+    error_code: str | None = None
+    provider_request_id: str | None = None
+
+
+@strawberry.type
+class ReportActionResultPayload:
+    proposal: LazyProposal
+    replayed: bool
+
+
+@strawberry.input
+class RetryProposalInput:
+    proposal_id: strawberry.ID
+    payload_digest: str
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class RetryProposalPayload:
+    proposal: LazyProposal
+    replayed: bool
+
+
+@strawberry.input
+class ProposeCompensationInput:
+    proposal_id: strawberry.ID = strawberry.field(description="The applied action to undo.")
+    target_id: strawberry.ID
+    action_code: str
+    payload: JSON
+    idempotency_key: str
+    subject: JSON | None = None
+    preconditions: JSON | None = None

@@ -1,0 +1,258 @@
+"""The ``Target`` type and its inputs. The signing secret is never a field of ``Target``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry.scalars import JSON
+
+import signoff.schema.enums  # noqa: F401  (registers the enums)
+from signoff import models
+from signoff.constants import (
+    TARGET_MAX_CONCURRENCY_DEFAULT,
+    TARGET_MAX_CONCURRENCY_MAX,
+    TARGET_RATE_MAX_PER_SECOND,
+    TARGET_RATE_MIN_PER_SECOND,
+)
+from signoff.schema.approval.queue import Queue, load_queue
+from signoff.schema.node import Node
+from signoff.schema.reach.deadline import DeadlinePolicy, DeadlinePolicyInput
+
+
+# A target's schemas and policies are read from the row when a selection asks for them:
+# a record decodes its JSON on first read (``signoff.models.records``), and a page of
+# proposals shows their targets' names.
+def _input_schema(root: Target) -> JSON:
+    return JSON(root.model.input_schema)
+
+
+def _output_schema(root: Target) -> JSON | None:
+    return JSON(root.model.output_schema)  # JSON(None) is None
+
+
+def _approval_policy(root: Target) -> JSON | None:
+    return JSON(root.model.approval_policy)
+
+
+def _deadline_policy(root: Target) -> DeadlinePolicy:
+    return DeadlinePolicy.of(root.model)
+
+
+@strawberry.type(description="An external endpoint approved actions are delivered to.")
+class Target(Node):
+    id: strawberry.ID
+    name: str
+    url: str
+    method: str
+    input_schema: JSON = strawberry.field(resolver=_input_schema)
+    output_schema: JSON | None = strawberry.field(resolver=_output_schema)
+    approval_mode: models.ApprovalMode
+    required_approvals: int
+    max_attempts: int
+    timeout_seconds: int
+    retired_at: datetime | None
+    paused_at: datetime | None = strawberry.field(
+        description="Set while the target is paused: its proposals wait QUEUED, unsent."
+    )
+    max_concurrency: int = strawberry.field(
+        description="At most this many deliveries to the target are in flight at once."
+    )
+    rate_per_second: float | None = strawberry.field(
+        description="At most this many deliveries start per second; null: no rate limit."
+    )
+    circuit_state: models.CircuitState = strawberry.field(
+        description="CLOSED: deliveries flow. OPEN: they wait until the next probe. "
+        "HALF_OPEN: one probe is in flight."
+    )
+    consecutive_failures: int = strawberry.field(
+        description="Failed attempts since the last success."
+    )
+    last_error: str | None = strawberry.field(
+        description="The last failed attempt's error, for example RECEIVER_ERROR (HTTP 503)."
+    )
+    last_error_at: datetime | None
+    circuit_opened_at: datetime | None = strawberry.field(
+        description="When the circuit last opened; null while it is CLOSED."
+    )
+    next_probe_at: datetime | None = strawberry.field(
+        description="When an OPEN circuit next lets one delivery through to probe."
+    )
+    amendable: bool = strawberry.field(
+        description="Reviewers may amend its proposals (false: AMENDMENT_NOT_ALLOWED)."
+    )
+    amendments_need_proposer: bool = strawberry.field(
+        description="An amended proposal waits for its agent's acceptAmendment."
+    )
+    summary_field: str | None = strawberry.field(
+        description="A numeric payload field bulkDecisionPreview adds up."
+    )
+    approval_policy: JSON | None = strawberry.field(
+        resolver=_approval_policy,
+        description="Rules (JSON Schema over the payload) deciding the approvals a proposal "
+        "needs; the first match wins. Queues are shown resolved (queueId).",
+    )
+    created_at: datetime
+    deadline_policy: DeadlinePolicy = strawberry.field(
+        resolver=_deadline_policy,
+        description="What its proposals become when nobody approves them in time.",
+    )
+    model: strawberry.Private[models.Target]
+
+    @strawberry.field
+    def active(self) -> bool:
+        return self.retired_at is None
+
+    @strawberry.field
+    async def queue(self, info: strawberry.Info) -> Queue | None:
+        return await load_queue(info, self.model.queue_id)
+
+    @classmethod
+    def from_model(cls, target: models.Target) -> Target:
+        return cls(
+            id=strawberry.ID(target.id),
+            name=target.name,
+            url=target.url,
+            method=target.method,
+            approval_mode=models.ApprovalMode(target.approval_mode),
+            required_approvals=target.required_approvals,
+            max_attempts=target.max_attempts,
+            timeout_seconds=target.timeout_seconds,
+            retired_at=target.retired_at,
+            paused_at=target.paused_at,
+            max_concurrency=target.max_concurrency,
+            rate_per_second=target.rate_per_second,
+            circuit_state=models.CircuitState(target.circuit_state),
+            consecutive_failures=target.consecutive_failures,
+            last_error=target.last_error,
+            last_error_at=target.last_error_at,
+            circuit_opened_at=target.circuit_opened_at,
+            next_probe_at=target.circuit_probe_at,
+            amendable=target.amendable,
+            amendments_need_proposer=target.amendments_need_proposer,
+            summary_field=target.summary_field,
+            created_at=target.created_at,
+            model=target,
+        )
+
+
+@strawberry.input
+class RegisterTargetInput:
+    name: str
+    url: str
+    input_schema: JSON = strawberry.field(description="JSON Schema every payload must meet.")
+    approval_mode: models.ApprovalMode = models.ApprovalMode.HUMAN
+    queue_id: strawberry.ID | None = strawberry.field(
+        default=None, description="The queue approvals go to (required for HUMAN)."
+    )
+    method: str | None = None
+    output_schema: JSON | None = None
+    required_approvals: int | None = strawberry.field(
+        default=None, description="Distinct reviewers who must approve (1-5, default 1)."
+    )
+    max_attempts: int | None = None
+    timeout_seconds: int | None = None
+    max_concurrency: int | None = strawberry.field(
+        default=None,
+        description=f"Deliveries in flight at once (1-{TARGET_MAX_CONCURRENCY_MAX}, "
+        f"default {TARGET_MAX_CONCURRENCY_DEFAULT}).",
+    )
+    rate_per_second: float | None = strawberry.field(
+        default=None,
+        description=f"Deliveries started per second ({TARGET_RATE_MIN_PER_SECOND:g}-"
+        f"{TARGET_RATE_MAX_PER_SECOND:g}); leave it out for no limit.",
+    )
+    idempotency_key: str | None = strawberry.field(
+        default=None,
+        description="Retrying with the same key answers the first result and creates nothing.",
+    )
+    amendable: bool = strawberry.field(
+        default=True, description="Reviewers may amend its proposals (default true)."
+    )
+    amendments_need_proposer: bool = strawberry.field(
+        default=False,
+        description="An amendment must be accepted by the proposing agent before delivery.",
+    )
+    summary_field: str | None = strawberry.field(
+        default=None,
+        description="A numeric top-level payload field bulkDecisionPreview adds up (e.g. amount).",
+    )
+    approval_policy: JSON | None = strawberry.field(
+        default=None,
+        description='{"rules": [{"when": <JSON Schema>, "approvals": 0-5, "queue"?: slug, '
+        '"name"?: text}], "default"?: {"approvals": n, "queue"?: slug}}; POLICY_INVALID '
+        "if malformed.",
+    )
+    deadline_policy: DeadlinePolicyInput | None = None
+
+
+@strawberry.type
+class RegisterTargetPayload:
+    target: Target
+    signing_secret: str = strawberry.field(
+        description="The webhook signing secret. Shown here once and never again."
+    )
+
+
+@strawberry.input
+class RetireTargetInput:
+    target_id: strawberry.ID
+
+
+@strawberry.input
+class PauseTargetInput:
+    target_id: strawberry.ID
+    reason: str = strawberry.field(description="Why deliveries are held (3-2000 characters).")
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class ResumeTargetInput:
+    target_id: strawberry.ID
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class SetTargetLimitsInput:
+    target_id: strawberry.ID
+    max_concurrency: int | None = strawberry.field(
+        default=None,
+        description=f"Deliveries in flight at once (1-{TARGET_MAX_CONCURRENCY_MAX}); "
+        "left out: unchanged.",
+    )
+    rate_per_second: float | None = strawberry.field(
+        default=None,
+        description=f"Deliveries started per second ({TARGET_RATE_MIN_PER_SECOND:g}-"
+        f"{TARGET_RATE_MAX_PER_SECOND:g}); left out: unchanged.",
+    )
+    clear_rate: bool = strawberry.field(
+        default=False, description="Remove the rate limit (not together with ratePerSecond)."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.input
+class CloseTargetCircuitInput:
+    target_id: strawberry.ID
+    reason: str = strawberry.field(
+        description="What was fixed, for the audit trail (3-2000 characters)."
+    )
+    idempotency_key: str | None = None
+
+
+@strawberry.type
+class TargetChangePayload:
+    target: Target
+    replayed: bool
+
+
+@strawberry.type
+class PauseTargetPayload:
+    target: Target
+    replayed: bool
+
+
+async def load_target(info: strawberry.Info, target_id: str) -> Target:
+    target = await info.context.loaders.target.load(target_id)
+    assert target is not None  # proposals reference existing targets
+    return Target.from_model(target)
