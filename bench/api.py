@@ -62,12 +62,12 @@ from signoff.migrate import migrate
 from signoff.models import Approval, ApprovalMode, Decision, HumanTask, Proposal, Role
 from signoff.models.base import new_id
 from signoff.models.proposal import payload_digest_of
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate, create_token
-from signoff.resolvers.proposals import propose_action
-from signoff.resolvers.queues import create_queue
-from signoff.resolvers.targets import register_target
-from signoff.resolvers.work import Services, WorkMaker
+from signoff.resolvers.access.actors import authenticate, create_token
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.approval.proposals import propose_action
+from signoff.resolvers.approval.queues import create_queue
+from signoff.resolvers.core.work import Services, WorkMaker
+from signoff.resolvers.targets.targets import register_target
 
 BENCH = Path(__file__).parent
 HOST = "127.0.0.1"

@@ -57,13 +57,13 @@ from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.migrate import migrate
 from signoff.models import ApprovalMode, Decision, Role
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate, create_token
-from signoff.resolvers.approvals import decide_proposal
-from signoff.resolvers.proposals import propose_action
-from signoff.resolvers.queues import create_queue
-from signoff.resolvers.targets import register_target
-from signoff.resolvers.work import JobQueue, Services, WorkMaker
+from signoff.resolvers.access.actors import authenticate, create_token
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.approval.approvals import decide_proposal
+from signoff.resolvers.approval.proposals import propose_action
+from signoff.resolvers.approval.queues import create_queue
+from signoff.resolvers.core.work import JobQueue, Services, WorkMaker
+from signoff.resolvers.targets.targets import register_target
 
 APPROVERS = 8
 # Approver processes begin this long after they are spawned, all at once.

@@ -522,8 +522,8 @@ class SignoffTarget:
         """Make the admin token, the run's queue and its reviewer; return the reviewer's token."""
         from signoff.database import create_engine, create_sessionmaker
         from signoff.models import Role
-        from signoff.resolvers.actors import create_token
-        from signoff.resolvers.work import UnitOfWork
+        from signoff.resolvers.access.actors import create_token
+        from signoff.resolvers.core.work import UnitOfWork
 
         engine = create_engine(self.database_url)
         sessionmaker = create_sessionmaker(engine)

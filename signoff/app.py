@@ -65,15 +65,15 @@ from signoff.logs import RequestLogging
 from signoff.pages import graphiql_page, page_routes
 from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
 from signoff.ratelimit import RateLimiter
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate_in
-from signoff.resolvers.operations import Operations, read_operations
-from signoff.resolvers.subscriptions import forget_changed_viewers
-from signoff.resolvers.viewer_cache import ViewerCache
-from signoff.resolvers.work import Services, WorkMaker
+from signoff.resolvers.access.actors import authenticate_in
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.access.viewer_cache import ViewerCache
+from signoff.resolvers.core.work import Services, WorkMaker
+from signoff.resolvers.feed.subscriptions import forget_changed_viewers
+from signoff.resolvers.incidents.operations import Operations, read_operations
 from signoff.schema import build_schema
 from signoff.schema.context import Admission, Context, bearer_token
-from signoff.schema.http import from_http_exception, refusal_response, unexpected_response
+from signoff.schema.serving.http import from_http_exception, refusal_response, unexpected_response
 
 logger = logging.getLogger("signoff.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.

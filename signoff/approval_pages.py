@@ -27,8 +27,8 @@ from signoff.database import SessionMaker
 from signoff.errors import ApprovalLinkUnusable, NotFound, SignoffError
 from signoff.models import Decision
 from signoff.models.proposal import format_expiry
-from signoff.resolvers.approval_links import LinkPage, decide_by_link, read_link
-from signoff.resolvers.work import WorkMaker
+from signoff.resolvers.core.work import WorkMaker
+from signoff.resolvers.reach.links import LinkPage, decide_by_link, read_link
 
 FORM_MAX_BYTES = 8 * 1024
 HEADERS = {

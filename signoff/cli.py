@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
     from signoff.events.service import EventService
-    from signoff.resolvers.work import UnitOfWork
+    from signoff.resolvers.core.work import UnitOfWork
 
 T = TypeVar("T")
 
@@ -410,7 +410,7 @@ async def _migrate_only(settings: Settings) -> None:
 
 def _prepare(settings: Settings) -> None:
     """Migrate, and refuse to go on with a secret key other than the database's."""
-    from signoff.resolvers.key_check import verify_secret_key
+    from signoff.resolvers.core.key_check import verify_secret_key
 
     sealer = load_sealer(settings)
     _in_work(settings, lambda work: verify_secret_key(session=work.session, sealer=sealer))
@@ -423,7 +423,7 @@ def _in_work(settings: Settings, command: Callable[[UnitOfWork], Awaitable[T]]) 
 
     async def run() -> T:
         from signoff.events import create_event_service
-        from signoff.resolvers.work import WorkMaker
+        from signoff.resolvers.core.work import WorkMaker
 
         engine = create_engine(settings.database_url)
         events = None
@@ -459,7 +459,7 @@ async def _announce(events: EventService) -> None:
 
 
 def _token_create(args: argparse.Namespace, settings: Settings) -> None:
-    from signoff.resolvers.actors import create_token
+    from signoff.resolvers.access.actors import create_token
 
     role = None if args.role is None else Role(args.role)
     created = _in_work(
@@ -476,7 +476,7 @@ def _token_create(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _token_revoke(args: argparse.Namespace, settings: Settings) -> None:
-    from signoff.resolvers.actors import revoke_actor_tokens, revoke_token
+    from signoff.resolvers.access.actors import revoke_actor_tokens, revoke_token
 
     if args.token is None:
         revoked = _in_work(settings, lambda work: revoke_actor_tokens(work=work, name=args.name))
@@ -494,7 +494,7 @@ def _token_revoke(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _actor_set_role(args: argparse.Namespace, settings: Settings) -> None:
-    from signoff.resolvers.actors import role_phrase, set_actor_role
+    from signoff.resolvers.access.actors import role_phrase, set_actor_role
 
     change = _in_work(
         settings,
@@ -516,7 +516,7 @@ def _actor_enable(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _actor_switch(args: argparse.Namespace, settings: Settings, *, disable: bool) -> None:
-    from signoff.resolvers.actors import disable_actor, enable_actor
+    from signoff.resolvers.access.actors import disable_actor, enable_actor
 
     switch = disable_actor if disable else enable_actor
     switched = _in_work(settings, lambda work: switch(work=work, name=args.name))

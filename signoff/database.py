@@ -194,7 +194,7 @@ def read_only(engine: AsyncEngine) -> AsyncEngine:
 
 def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
     """Sessions for ``engine``; business rules reach services through their unit of work
-    (``signoff.resolvers.work``), never through the session."""
+    (``signoff.resolvers.core.work``), never through the session."""
     return async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
 
 

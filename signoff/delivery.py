@@ -1,7 +1,7 @@
 """One delivery attempt over HTTP: the signed request, the response class, the backoff.
 
 No database here: ``signoff.jobs.delivery`` claims the proposal, calls ``send`` and
-hands the ``Outcome`` to ``signoff.resolvers.delivery``. Response bodies are read up
+hands the ``Outcome`` to ``signoff.resolvers.delivery.outcomes``. Response bodies are read up
 to ``RESPONSE_BODY_MAX_BYTES`` and used only for the output-schema check and a digest.
 """
 

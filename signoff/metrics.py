@@ -9,7 +9,7 @@ Two kinds:
   Prometheus sums them across processes.
 * **Gauges read from the database at scrape time** (``OperationsCollector``): proposals
   by state, open incidents by severity, outbox depths and oldest due ages, computed by
-  ``signoff.resolvers.operations`` in one short read session, plus the live subscribers
+  ``signoff.resolvers.incidents.operations`` in one short read session, plus the live subscribers
   of this API process. Served by API processes only; every one of them reports the same
   database figures, so aggregate them with ``max``, not ``sum``.
 
@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff.constants import DELIVERY_LATENCY_BUCKETS
 from signoff.delivery import Outcome
-from signoff.resolvers.operations import Operations
+from signoff.resolvers.incidents.operations import Operations
 
 # This process's counters and histograms; not prometheus_client's global default registry,
 # so nothing a library registers there leaks into ours, and tests read exactly these.

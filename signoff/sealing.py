@@ -7,7 +7,7 @@ database, so a copy of the database alone reveals no secret. The key comes from
 working directory (``SIGNOFF_SECRET_KEY_FILE``, default ``./signoff.key``) is
 created on first use, readable by its owner only. Processes that share a
 database must share the key: the database records a check value of the key it
-was first used with (``signoff.resolvers.key_check``), and processes started with
+was first used with (``signoff.resolvers.core.key_check``), and processes started with
 another key refuse to run.
 """
 

@@ -14,9 +14,9 @@ from starlette.applications import Starlette
 
 from signoff.database import READ_ONLY, SessionMaker
 from signoff.models import ChangeKind, Role
-from signoff.resolvers.actors import create_token
-from signoff.resolvers.transitions import Happening, record
-from signoff.resolvers.work import UnitOfWork
+from signoff.resolvers.access.actors import create_token
+from signoff.resolvers.core.transitions import Happening, record
+from signoff.resolvers.core.work import UnitOfWork
 
 
 class GraphQLError(AssertionError):

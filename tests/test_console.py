@@ -35,8 +35,8 @@ from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.models import Role
 from signoff.pages import STATIC_DIR
-from signoff.resolvers.actors import set_actor_role
-from signoff.resolvers.work import UnitOfWork
+from signoff.resolvers.access.actors import set_actor_role
+from signoff.resolvers.core.work import UnitOfWork
 from tests.browser import browser, console_errors, offline_context, screenshot_path
 from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world
 from tests.live import Server, http_gql, server_log_on_failure

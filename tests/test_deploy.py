@@ -21,7 +21,7 @@ from starlette.routing import Route
 from signoff import cli, metrics
 from signoff.config import Settings
 from signoff.models import ProposalState, Severity
-from signoff.resolvers.operations import Operations, OutboxStats
+from signoff.resolvers.incidents.operations import Operations, OutboxStats
 
 ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"

@@ -10,7 +10,7 @@ from arq.connections import RedisSettings, create_pool
 from redis import Redis
 
 from signoff.constants import DELIVER_JOB
-from signoff.resolvers.work import delivery_job_id, wake_job_id
+from signoff.resolvers.core.work import delivery_job_id, wake_job_id
 from tests.conftest import REDIS_URL, requires_redis
 from tests.redis_keys import RUN_PREFIX, delete_under, keys_under
 

@@ -8,7 +8,7 @@ import hmac
 
 import pytest
 
-from signoff.resolvers.targets import new_signing_secret
+from signoff.resolvers.targets.targets import new_signing_secret
 from signoff.webhooks import WebhookVerificationError, sign, verify
 
 BODY = b'{"action_id":"a-1"}'

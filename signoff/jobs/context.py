@@ -13,7 +13,7 @@ from signoff.config import Settings
 from signoff.constants import HTTP_CONNECTIONS
 from signoff.database import SessionMaker, create_sessionmaker, read_only
 from signoff.delivery import Jitter
-from signoff.resolvers.work import JobQueue, WorkMaker
+from signoff.resolvers.core.work import JobQueue, WorkMaker
 
 CTX_KEY = "signoff"
 

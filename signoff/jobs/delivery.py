@@ -12,9 +12,9 @@ from typing import Any
 
 from signoff.jobs.context import services_of
 from signoff.jobs.dispatcher import Dispatcher
-from signoff.resolvers.deadlines import apply_deadlines
-from signoff.resolvers.reminders import send_due_reminders
-from signoff.resolvers.sweeps import enqueue_due_deliveries
+from signoff.resolvers.delivery.sweeps import enqueue_due_deliveries
+from signoff.resolvers.reach.deadlines import apply_deadlines
+from signoff.resolvers.reach.reminders import send_due_reminders
 
 DISPATCHER_KEY = "dispatcher"
 WOKEN = "WOKEN"

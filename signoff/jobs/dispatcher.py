@@ -39,14 +39,14 @@ from signoff.database import database_condition, is_unreachable
 from signoff.delivery import Outcome, send
 from signoff.jobs.context import Services
 from signoff.models import ProposalState, ResponseClass
-from signoff.resolvers.delivery import Attempted, record_outcomes
-from signoff.resolvers.delivery_claims import (
+from signoff.resolvers.delivery.claims import (
     Claim,
     Delivery,
     any_claimable,
     claim_deliveries,
     renew_leases,
 )
+from signoff.resolvers.delivery.outcomes import Attempted, record_outcomes
 
 logger = logging.getLogger("signoff.jobs")
 

@@ -1,4 +1,4 @@
-"""The draft retention job: one bounded run of ``signoff.resolvers.draft_retention`` per tick."""
+"""The draft retention job: one bounded run of ``signoff.resolvers.drafts.retention`` per tick."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from signoff.jobs.context import services_of
-from signoff.resolvers.draft_retention import retain_drafts
+from signoff.resolvers.drafts.retention import retain_drafts
 
 logger = logging.getLogger("signoff.jobs")
 

@@ -18,7 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from signoff.jobs.context import Services, services_of
-from signoff.resolvers.notifications import claim_notifications, record_attempt, send_notification
+from signoff.resolvers.reach.notifications import (
+    claim_notifications,
+    record_attempt,
+    send_notification,
+)
 
 logger = logging.getLogger("signoff.jobs")
 

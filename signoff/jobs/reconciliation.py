@@ -1,4 +1,4 @@
-"""The reconciliation job: one run of ``signoff.resolvers.reconciliation`` per tick."""
+"""The reconciliation job: one run of ``signoff.resolvers.delivery.reconciliation`` per tick."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from signoff.jobs.context import services_of
 from signoff.metrics import RECONCILIATION_REPAIRS
-from signoff.resolvers.reconciliation import reconcile
+from signoff.resolvers.delivery.reconciliation import reconcile
 
 logger = logging.getLogger("signoff.jobs")
 

@@ -34,7 +34,7 @@ from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.notifications import send_notifications
 from signoff.jobs.reconciliation import run_reconciliation
-from signoff.resolvers.work import WorkMaker, delivery_job_id, notification_job_id
+from signoff.resolvers.core.work import WorkMaker, delivery_job_id, notification_job_id
 
 logger = logging.getLogger("signoff.jobs.runner")
 

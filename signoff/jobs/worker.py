@@ -51,9 +51,9 @@ from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.notifications import send_notifications, send_one_notification
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.outages import Outage
-from signoff.resolvers.key_check import verify_secret_key
-from signoff.resolvers.work import Services as WorkServices
-from signoff.resolvers.work import (
+from signoff.resolvers.core.key_check import verify_secret_key
+from signoff.resolvers.core.work import Services as WorkServices
+from signoff.resolvers.core.work import (
     WorkMaker,
     delivery_job_id,
     notification_job_id,

@@ -42,9 +42,10 @@ from signoff.live.history import Budget, FrameLog
 from signoff.live.prepared_frames import Payload
 from signoff.live.rendering import FrameMaker, Frames
 from signoff.live.selection import Selection, Selections
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate_in
-from signoff.resolvers.subscriptions import (
+from signoff.resolvers.access.actors import authenticate_in
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.access.viewer_cache import ViewerCache
+from signoff.resolvers.feed.subscriptions import (
     FeedScope,
     SharedFeedBounds,
     Visibility,
@@ -56,7 +57,6 @@ from signoff.resolvers.subscriptions import (
     replay,
     resume_point,
 )
-from signoff.resolvers.viewer_cache import ViewerCache
 from signoff.schema.context import context_of
 from signoff.schema.live import ScopeOf
 

@@ -17,8 +17,8 @@ from signoff.events.hub import Change
 from signoff.internals import core_schema, execute_for_event
 from signoff.live.prepared_frames import Payload
 from signoff.live.selection import Selection
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.subscriptions import Visibility
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.feed.subscriptions import Visibility
 from signoff.schema.change_event import ChangeEvent
 from signoff.schema.context import Context
 from signoff.schema.errors import mask_error

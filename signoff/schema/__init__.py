@@ -12,12 +12,12 @@ from strawberry.extensions import ParserCache
 from strawberry.types.execution import ExecutionContext
 
 from signoff.constants import QUERY_MAX_TOKENS
-from signoff.schema.execution import PlainFieldExecutor, plan_plain_fields
 from signoff.schema.mutation import Mutation
-from signoff.schema.operation import FinishOperation
 from signoff.schema.query import Query
+from signoff.schema.serving.execution import PlainFieldExecutor, plan_plain_fields
+from signoff.schema.serving.operation import FinishOperation
+from signoff.schema.serving.validation import CheckedValidation
 from signoff.schema.subscription import Subscription
-from signoff.schema.validation import CheckedValidation
 
 
 class CachedParse(ParserCache):

@@ -11,13 +11,13 @@ from strawberry.scalars import JSON
 from signoff.events import Change
 from signoff.models import HumanTask as TaskRow
 from signoff.models import Proposal as ProposalRow
-from signoff.resolvers.subscriptions import encode_cursor
-from signoff.schema.actor import Actor, load_actor
+from signoff.resolvers.feed.subscriptions import encode_cursor
+from signoff.schema.access.actor import Actor, load_actor
+from signoff.schema.approval.proposal import Proposal
+from signoff.schema.approval.queue import Queue, load_queue
+from signoff.schema.approval.task import HumanTask
 from signoff.schema.context import context_of
-from signoff.schema.draft import Draft
-from signoff.schema.proposal import Proposal
-from signoff.schema.queue import Queue, load_queue
-from signoff.schema.task import HumanTask
+from signoff.schema.drafts.draft import Draft
 
 
 @strawberry.type(description="A change to a queue, proposal, task, incident or draft.")

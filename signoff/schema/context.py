@@ -23,11 +23,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff import logs
 from signoff.database import SessionMaker
 from signoff.errors import SignoffError
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate_in
-from signoff.resolvers.subscriptions import Visibility
-from signoff.resolvers.viewer_cache import ViewerCache
-from signoff.resolvers.work import Services, UnitOfWork
+from signoff.resolvers.access.actors import authenticate_in
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.access.viewer_cache import ViewerCache
+from signoff.resolvers.core.work import Services, UnitOfWork
+from signoff.resolvers.feed.subscriptions import Visibility
 
 if TYPE_CHECKING:
     from signoff.schema.live import LiveSocket

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 import strawberry
 
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.subscriptions import FeedScope
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.feed.subscriptions import FeedScope
 
 # A subscription's scope, or how to make it from the viewer (drafts: the viewer's own).
 ScopeOf = FeedScope | Callable[[Viewer], FeedScope]

@@ -5,69 +5,63 @@ from __future__ import annotations
 import strawberry
 
 from signoff import models
-from signoff.resolvers import (
+from signoff.resolvers.approval import (
     amendments,
-    approval_links,
     approvals,
     bulk_decisions,
     compensations,
-    delegation,
-    drafts,
-    incident_response,
-    notification_channels,
     proposals,
     queues,
-    results,
-    retries,
-    target_controls,
-    targets,
     tasks,
 )
-from signoff.schema.amendment import (
+from signoff.resolvers.delivery import results, retries
+from signoff.resolvers.drafts import drafts
+from signoff.resolvers.incidents import response as incident_response
+from signoff.resolvers.reach import channels as notification_channels
+from signoff.resolvers.reach import delegation
+from signoff.resolvers.reach import links as approval_links
+from signoff.resolvers.targets import controls as target_controls
+from signoff.resolvers.targets import targets
+from signoff.schema.approval.amendment import (
     AcceptAmendmentInput,
     AcceptAmendmentPayload,
     AmendProposalInput,
     AmendProposalPayload,
 )
-from signoff.schema.approval_link import (
-    ApprovalLink,
-    CreateApprovalLinkInput,
-    CreateApprovalLinkPayload,
-    RevokeApprovalLinkInput,
-)
-from signoff.schema.bulk_decision import (
+from signoff.schema.approval.bulk_decision import (
     BulkDecisionResult,
     DecideProposalsInput,
     DecideProposalsPayload,
     items_of,
 )
+from signoff.schema.approval.proposal import (
+    Approval,
+    DecideProposalInput,
+    DecideProposalPayload,
+    Proposal,
+    ProposalRevision,
+    ProposeActionInput,
+    ProposeActionPayload,
+)
+from signoff.schema.approval.queue import CreateQueueInput, Queue, QueueMemberInput
+from signoff.schema.approval.task import (
+    ClaimTaskInput,
+    CompleteTaskInput,
+    CompleteTaskPayload,
+    CreateTaskInput,
+    HumanTask,
+    ReleaseTaskInput,
+)
 from signoff.schema.call import call
 from signoff.schema.context import context_of
-from signoff.schema.delegation import (
-    Delegation,
-    ReassignTaskInput,
-    ReassignTaskPayload,
-    SetDelegateInput,
-)
-from signoff.schema.delivery import (
+from signoff.schema.delivery.delivery import (
     ProposeCompensationInput,
     ReportActionResultInput,
     ReportActionResultPayload,
     RetryProposalInput,
     RetryProposalPayload,
 )
-from signoff.schema.draft import (
-    CancelDraftInput,
-    CheckDraftDispatchInput,
-    Draft,
-    DraftDispatchCheck,
-    DraftPayload,
-    ObserveDraftInput,
-    PrepareDraftInput,
-    ReserveDraftInput,
-    UpdateDraftInput,
-)
-from signoff.schema.incident import (
+from signoff.schema.delivery.incident import (
     AcknowledgeIncidentInput,
     Incident,
     IncidentPayload,
@@ -78,25 +72,7 @@ from signoff.schema.incident import (
     RetryIncidentInput,
     RetryIncidentPayload,
 )
-from signoff.schema.notification import (
-    AddNotificationChannelInput,
-    AddNotificationChannelPayload,
-    DisableNotificationChannelInput,
-    EnableNotificationChannelInput,
-    NotificationChannel,
-    RemoveNotificationChannelInput,
-)
-from signoff.schema.proposal import (
-    Approval,
-    DecideProposalInput,
-    DecideProposalPayload,
-    Proposal,
-    ProposalRevision,
-    ProposeActionInput,
-    ProposeActionPayload,
-)
-from signoff.schema.queue import CreateQueueInput, Queue, QueueMemberInput
-from signoff.schema.target import (
+from signoff.schema.delivery.target import (
     CloseTargetCircuitInput,
     PauseTargetInput,
     PauseTargetPayload,
@@ -108,13 +84,36 @@ from signoff.schema.target import (
     Target,
     TargetChangePayload,
 )
-from signoff.schema.task import (
-    ClaimTaskInput,
-    CompleteTaskInput,
-    CompleteTaskPayload,
-    CreateTaskInput,
-    HumanTask,
-    ReleaseTaskInput,
+from signoff.schema.drafts.draft import (
+    CancelDraftInput,
+    CheckDraftDispatchInput,
+    Draft,
+    DraftDispatchCheck,
+    DraftPayload,
+    ObserveDraftInput,
+    PrepareDraftInput,
+    ReserveDraftInput,
+    UpdateDraftInput,
+)
+from signoff.schema.reach.approval_link import (
+    ApprovalLink,
+    CreateApprovalLinkInput,
+    CreateApprovalLinkPayload,
+    RevokeApprovalLinkInput,
+)
+from signoff.schema.reach.delegation import (
+    Delegation,
+    ReassignTaskInput,
+    ReassignTaskPayload,
+    SetDelegateInput,
+)
+from signoff.schema.reach.notification import (
+    AddNotificationChannelInput,
+    AddNotificationChannelPayload,
+    DisableNotificationChannelInput,
+    EnableNotificationChannelInput,
+    NotificationChannel,
+    RemoveNotificationChannelInput,
 )
 
 

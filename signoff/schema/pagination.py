@@ -7,7 +7,7 @@ from typing import Generic, TypeVar
 
 import strawberry
 
-from signoff.resolvers.pagination import Page
+from signoff.resolvers.core.pagination import Page
 from signoff.schema.lookahead import Selected, selected
 
 M = TypeVar("M")

@@ -11,43 +11,40 @@ from strawberry.scalars import JSON
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.errors import SignoffError
-from signoff.resolvers import (
-    actors,
-    approval_policies,
-    audit,
-    bulk_decisions,
-    draft_reads,
-    incident_response,
-    nodes,
-    operations,
-    proposals,
-    queue_stats,
-    queues,
-    subscriptions,
-    targets,
-    tasks,
+from signoff.resolvers.access import actors
+from signoff.resolvers.approval import bulk_decisions, proposals, queue_stats, queues, tasks
+from signoff.resolvers.approval import policies as approval_policies
+from signoff.resolvers.core import audit, nodes
+from signoff.resolvers.drafts import reads as draft_reads
+from signoff.resolvers.feed import subscriptions
+from signoff.resolvers.incidents import operations
+from signoff.resolvers.incidents import response as incident_response
+from signoff.resolvers.targets import targets
+from signoff.schema.access.actor import Actor, Viewer
+from signoff.schema.access.audit import AuditEvent
+from signoff.schema.approval.bulk_decision import (
+    BulkDecisionItemInput,
+    BulkDecisionPreview,
+    items_of,
 )
-from signoff.schema.actor import Actor, Viewer
-from signoff.schema.approval_link import ApprovalLink
-from signoff.schema.approval_policy import PolicySimulation
-from signoff.schema.audit import AuditEvent
-from signoff.schema.bulk_decision import BulkDecisionItemInput, BulkDecisionPreview, items_of
+from signoff.schema.approval.policy import PolicySimulation
+from signoff.schema.approval.proposal import Approval, Proposal, ProposalRevision, warm_proposals
+from signoff.schema.approval.queue import Queue, QueueStats
+from signoff.schema.approval.task import HumanTask
 from signoff.schema.call import call
 from signoff.schema.context import context_of
-from signoff.schema.delegation import Delegation
-from signoff.schema.delivery import DeliveryAttempt
-from signoff.schema.draft import Draft
-from signoff.schema.draft_reference import DraftReference
-from signoff.schema.incident import DeadLetter, Incident, RepairAction
+from signoff.schema.delivery.delivery import DeliveryAttempt
+from signoff.schema.delivery.incident import DeadLetter, Incident, RepairAction
+from signoff.schema.delivery.operations import OperationsSnapshot, ReconciliationRun
+from signoff.schema.delivery.target import Target
+from signoff.schema.drafts.draft import Draft
+from signoff.schema.drafts.draft_reference import DraftReference
 from signoff.schema.lookahead import selected
 from signoff.schema.node import Node
-from signoff.schema.notification import NotificationChannel
-from signoff.schema.operations import OperationsSnapshot, ReconciliationRun
 from signoff.schema.pagination import Connection, connection, nodes_selected
-from signoff.schema.proposal import Approval, Proposal, ProposalRevision, warm_proposals
-from signoff.schema.queue import Queue, QueueStats
-from signoff.schema.target import Target
-from signoff.schema.task import HumanTask
+from signoff.schema.reach.approval_link import ApprovalLink
+from signoff.schema.reach.delegation import Delegation
+from signoff.schema.reach.notification import NotificationChannel
 
 # Each kind of row ``node`` finds, and the GraphQL object for it.
 NODE_TYPES: dict[type[Any], Callable[[Any], Node]] = {

@@ -14,8 +14,8 @@ from collections.abc import AsyncGenerator
 import strawberry
 
 from signoff.errors import SignoffError
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.subscriptions import FeedScope, draft_scope
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.feed.subscriptions import FeedScope, draft_scope
 from signoff.schema.change_event import ChangeEvent
 from signoff.schema.context import context_of
 from signoff.schema.live import ScopeOf

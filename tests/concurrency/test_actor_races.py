@@ -14,9 +14,9 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.database import SessionMaker
 from signoff.models import Actor, AuditEvent, ChangeEvent, Role
-from signoff.resolvers import actors
-from signoff.resolvers.actors import Switched, create_token, disable_actor, enable_actor
-from signoff.resolvers.work import WorkMaker
+from signoff.resolvers.access import actors
+from signoff.resolvers.access.actors import Switched, create_token, disable_actor, enable_actor
+from signoff.resolvers.core.work import WorkMaker
 from tests.conftest import requires_postgres
 
 RACERS = 8

@@ -12,7 +12,7 @@ from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.models import Approval, AuditEvent, HumanTask, Proposal, ProposalRevision
-from signoff.resolvers import approvals
+from signoff.resolvers.approval import approvals
 from tests.concurrency.test_races import reviewers
 from tests.conftest import requires_postgres
 from tests.helpers import DECIDE, GraphQLClient, build_world

@@ -14,13 +14,13 @@ from sqlmodel import col, func, select
 from signoff.database import SessionMaker
 from signoff.errors import NotificationChannelRemoved
 from signoff.models import Actor, AuditEvent, NotificationChannel
-from signoff.resolvers import notification_channels
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.notification_channels import (
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.core.work import UnitOfWork, WorkMaker
+from signoff.resolvers.reach import channels as notification_channels
+from signoff.resolvers.reach.channels import (
     disable_notification_channel,
     remove_notification_channel,
 )
-from signoff.resolvers.work import UnitOfWork, WorkMaker
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.test_notifications import add_channel

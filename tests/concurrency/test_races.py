@@ -15,7 +15,7 @@ from sqlmodel import func, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.models import Approval, AuditEvent, HumanTask, IdempotencyRecord, Proposal, Role
-from signoff.resolvers import approvals
+from signoff.resolvers.approval import approvals
 from tests.conftest import requires_postgres
 from tests.helpers import CLAIM, COMPLETE, DECIDE, PROPOSE, GraphQLClient, build_world
 

@@ -15,9 +15,9 @@ from starlette.applications import Starlette
 
 from signoff.database import SessionMaker
 from signoff.models import ChangeEvent, ChangeKind, Role
-from signoff.resolvers.actors import disable_actor, revoke_token, set_actor_role
-from signoff.resolvers.subscriptions import decode_cursor
-from signoff.resolvers.work import Services, UnitOfWork
+from signoff.resolvers.access.actors import disable_actor, revoke_token, set_actor_role
+from signoff.resolvers.core.work import Services, UnitOfWork
+from signoff.resolvers.feed.subscriptions import decode_cursor
 from tests.conftest import REDIS_URL, requires_postgres, requires_redis
 from tests.helpers import GraphQLClient, build_world, create_tasks
 from tests.live import (

@@ -14,8 +14,8 @@ from signoff.clock import FrozenClock
 from signoff.live.broadcast import Broadcaster
 from signoff.live.selection import reads_viewer
 from signoff.models import Role
-from signoff.resolvers.deadlines import apply_deadlines
-from signoff.resolvers.work import Services, UnitOfWork
+from signoff.resolvers.core.work import Services, UnitOfWork
+from signoff.resolvers.reach.deadlines import apply_deadlines
 from signoff.schema import build_schema
 from signoff.schema.context import Context, SharedViewerError
 from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world, create_tasks

@@ -12,8 +12,8 @@ from websockets.exceptions import ConnectionClosed
 
 from signoff.database import SessionMaker
 from signoff.models import Role
-from signoff.resolvers.actors import disable_actor, enable_actor
-from signoff.resolvers.work import WorkMaker
+from signoff.resolvers.access.actors import disable_actor, enable_actor
+from signoff.resolvers.core.work import WorkMaker
 from tests.helpers import GraphQLClient
 from tests.live import InProcessServer
 

@@ -12,7 +12,7 @@ from sqlmodel import col, select
 
 from signoff.database import SessionMaker
 from signoff.models import ChangeEvent
-from signoff.resolvers.subscriptions import decode_cursor
+from signoff.resolvers.feed.subscriptions import decode_cursor
 from tests.conftest import requires_postgres, requires_redis
 from tests.helpers import CLAIM, build_world
 from tests.live import (

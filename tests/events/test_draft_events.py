@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from signoff.models import Role
-from signoff.resolvers.subscriptions import decode_cursor
+from signoff.resolvers.feed.subscriptions import decode_cursor
 from tests.helpers import GraphQLClient
 from tests.live import InProcessServer, Subscription, feed_settled, head_cursor
 from tests.schema.test_drafts import cast_of

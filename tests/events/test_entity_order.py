@@ -26,14 +26,14 @@ from signoff.events import feed
 from signoff.events.hub import Change, EventHub, MemoryTransport
 from signoff.events.service import EventService
 from signoff.models import ApprovalMode, ChangeEvent, Decision, Role
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate, create_token
-from signoff.resolvers.approvals import decide_proposal
-from signoff.resolvers.proposals import propose_action
-from signoff.resolvers.queues import create_queue
-from signoff.resolvers.targets import register_target
-from signoff.resolvers.tasks import claim_task, release_task
-from signoff.resolvers.work import Services, WorkMaker
+from signoff.resolvers.access.actors import authenticate, create_token
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.approval.approvals import decide_proposal
+from signoff.resolvers.approval.proposals import propose_action
+from signoff.resolvers.approval.queues import create_queue
+from signoff.resolvers.approval.tasks import claim_task, release_task
+from signoff.resolvers.core.work import Services, WorkMaker
+from signoff.resolvers.targets.targets import register_target
 from signoff.sealing import Sealer
 
 SKEW = timedelta(seconds=5)

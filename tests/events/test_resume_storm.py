@@ -12,7 +12,7 @@ from sqlmodel import col, select
 from starlette.applications import Starlette
 
 from signoff.models import ChangeEvent
-from signoff.resolvers.subscriptions import decode_cursor, encode_cursor
+from signoff.resolvers.feed.subscriptions import decode_cursor, encode_cursor
 from tests.helpers import GraphQLClient, build_world, create_tasks, statements_sent
 from tests.live import InProcessServer, Stream, feed_settled, open_stream
 

@@ -21,7 +21,7 @@ from signoff.events import feed
 from signoff.events.hub import Change, Deliver, EventHub, Resync, Subscriber
 from signoff.events.service import EventService
 from signoff.models import ChangeEvent, ChangeKind
-from signoff.resolvers.work import AfterCommit, Services, WorkMaker
+from signoff.resolvers.core.work import AfterCommit, Services, WorkMaker
 from tests.helpers import record_event
 
 RELAY_SECONDS = 0.2

@@ -14,9 +14,9 @@ from signoff import clock
 from signoff.database import SessionMaker
 from signoff.events import feed
 from signoff.models import ApiToken, ChangeKind, Role
-from signoff.resolvers.actors import hash_token
-from signoff.resolvers.subscriptions import decode_cursor, encode_cursor
-from signoff.resolvers.work import UnitOfWork
+from signoff.resolvers.access.actors import hash_token
+from signoff.resolvers.core.work import UnitOfWork
+from signoff.resolvers.feed.subscriptions import decode_cursor, encode_cursor
 from tests.helpers import CLAIM, build_world, create_tasks, record_event
 from tests.live import (
     QUEUE_EVENTS,

@@ -15,8 +15,8 @@ from websockets.exceptions import ConnectionClosed
 from signoff.constants import WS_CLOSE_TRY_AGAIN
 from signoff.database import create_engine, create_sessionmaker
 from signoff.models import Role
-from signoff.resolvers.actors import create_token
-from signoff.resolvers.work import UnitOfWork
+from signoff.resolvers.access.actors import create_token
+from signoff.resolvers.core.work import UnitOfWork
 from tests.conftest import fresh_database, requires_postgres
 from tests.live import TRANSPORT_WS, open_transport_ws, server_log_on_failure, start_server
 

@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed
 
 from signoff.database import SessionMaker
 from signoff.models import ChangeKind
-from signoff.resolvers.work import UnitOfWork
+from signoff.resolvers.core.work import UnitOfWork
 from tests.helpers import build_world, record_event
 from tests.live import QUEUE_EVENTS, Server, feed_settled, head_cursor, http_gql
 

@@ -21,7 +21,7 @@ from signoff.events.hub import Change, EventHub, MemoryTransport
 from signoff.events.service import EventService
 from signoff.events.written import WrittenObjects
 from signoff.models import ChangeKind
-from signoff.resolvers.work import Services, WorkMaker
+from signoff.resolvers.core.work import Services, WorkMaker
 from tests.conftest import requires_postgres
 from tests.helpers import record_event
 

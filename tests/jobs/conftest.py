@@ -15,8 +15,8 @@ from signoff.config import Settings, load_sealer
 from signoff.database import create_sessionmaker
 from signoff.jobs.context import CTX_KEY, Services, open_http_client
 from signoff.jobs.dispatcher import Dispatcher
-from signoff.resolvers.work import Services as WorkServices
-from signoff.resolvers.work import WorkMaker, delivery_job_id, notification_job_id
+from signoff.resolvers.core.work import Services as WorkServices
+from signoff.resolvers.core.work import WorkMaker, delivery_job_id, notification_job_id
 
 
 @dataclass

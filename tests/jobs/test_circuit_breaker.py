@@ -22,7 +22,7 @@ from signoff.constants import (
 )
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import AuditEvent, ChangeEvent, DeadLetter, Incident, IncidentState
-from signoff.resolvers.delivery_claims import claim_deliveries, claim_delivery
+from signoff.resolvers.delivery.claims import claim_deliveries, claim_delivery
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved, read

@@ -12,11 +12,11 @@ from signoff import clock
 from signoff.errors import NotAwaitingApproval, PayloadDigestMismatch
 from signoff.jobs.delivery import expire_due_proposals
 from signoff.models import AuditEvent, Decision, Proposal, ProposalState
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate
-from signoff.resolvers.approvals import apply_decision
-from signoff.resolvers.deadlines import apply_deadline
-from signoff.resolvers.work import Services, UnitOfWork
+from signoff.resolvers.access.actors import authenticate
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.approval.approvals import apply_decision
+from signoff.resolvers.core.work import Services, UnitOfWork
+from signoff.resolvers.reach.deadlines import apply_deadline
 from tests.helpers import GraphQLClient
 from tests.jobs.conftest import Worker
 from tests.jobs.test_deadlines import escalating_world, read

@@ -12,7 +12,7 @@ from sqlmodel import col, select
 from signoff import clock
 from signoff.jobs.delivery import expire_due_proposals
 from signoff.models import AuditEvent, RepairAction, Role
-from signoff.resolvers.reconciliation import reconcile
+from signoff.resolvers.delivery.reconciliation import reconcile
 from tests.helpers import (
     CLAIM,
     CREATE_QUEUE,

@@ -20,8 +20,8 @@ from signoff.database import create_sessionmaker
 from signoff.digest import canonical_json
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import DeadLetter, DeliveryAttempt, Incident, IncidentState, Role
-from signoff.resolvers.work import Services as WorkServices
-from signoff.resolvers.work import WorkMaker
+from signoff.resolvers.core.work import Services as WorkServices
+from signoff.resolvers.core.work import WorkMaker
 from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker

@@ -21,8 +21,8 @@ from signoff.models import (
     IdempotencyRecord,
     Role,
 )
-from signoff.resolvers.draft_retention import retain_drafts
-from signoff.resolvers.work import WorkMaker
+from signoff.resolvers.core.work import WorkMaker
+from signoff.resolvers.drafts.retention import retain_drafts
 from tests.schema.test_draft_reads import draft_row, seed
 
 DAY = timedelta(days=1)

@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 
 from signoff import clock
 from signoff.models import Role
-from signoff.resolvers.subscriptions import encode_cursor
+from signoff.resolvers.feed.subscriptions import encode_cursor
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved, read

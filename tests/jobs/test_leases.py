@@ -8,8 +8,8 @@ import dataclasses
 from signoff import clock
 from signoff.delivery import send
 from signoff.models import Proposal, Target
-from signoff.resolvers.delivery import record_outcome
-from signoff.resolvers.delivery_claims import claim_delivery, renew_lease
+from signoff.resolvers.delivery.claims import claim_delivery, renew_lease
+from signoff.resolvers.delivery.outcomes import record_outcome
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import RETRY, approved, read

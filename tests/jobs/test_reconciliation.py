@@ -22,12 +22,12 @@ from signoff.models import (
     RepairAction,
     Target,
 )
-from signoff.resolvers import reconciliation
-from signoff.resolvers.delivery import record_outcome
-from signoff.resolvers.delivery_claims import claim_delivery
-from signoff.resolvers.reconciliation import LapsedLease, Reconciliation, Repair, reconcile
-from signoff.resolvers.work import Services as WorkServices
-from signoff.resolvers.work import UnitOfWork, WorkMaker
+from signoff.resolvers.core.work import Services as WorkServices
+from signoff.resolvers.core.work import UnitOfWork, WorkMaker
+from signoff.resolvers.delivery import reconciliation
+from signoff.resolvers.delivery.claims import claim_delivery
+from signoff.resolvers.delivery.outcomes import record_outcome
+from signoff.resolvers.delivery.reconciliation import LapsedLease, Reconciliation, Repair, reconcile
 from tests.conftest import requires_postgres
 from tests.events.test_service import RecordingTransport, _service
 from tests.helpers import CLAIM, GraphQLClient, build_world, record_event

@@ -29,7 +29,7 @@ from signoff.jobs.worker import (
     startup,
     sweeps,
 )
-from signoff.resolvers.key_check import verify_secret_key
+from signoff.resolvers.core.key_check import verify_secret_key
 from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.conftest import REDIS_URL, requires_redis
 from tests.helpers import GraphQLClient, World, build_world

@@ -7,7 +7,7 @@ from sqlmodel import select
 from signoff import clock
 from signoff.jobs.delivery import expire_due_proposals, sweep_deliveries
 from signoff.models import AuditEvent
-from signoff.resolvers.delivery_claims import claim_delivery
+from signoff.resolvers.delivery.claims import claim_delivery
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved, read

@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlmodel import select
 
 from signoff.models import Actor, CircuitState
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.target_controls import close_target_circuit
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.targets.controls import close_target_circuit
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved

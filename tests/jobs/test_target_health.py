@@ -10,9 +10,9 @@ from sqlmodel import col, select
 from signoff import clock
 from signoff.constants import TARGET_HEALTH_MIN_ATTEMPTS, TARGET_HEALTH_WINDOW_SECONDS
 from signoff.models import AuditEvent, ChangeEvent, Incident, IncidentState
-from signoff.resolvers import lifecycles
-from signoff.resolvers.lifecycles import INCIDENT
-from signoff.resolvers.target_health import Health
+from signoff.resolvers.core import lifecycles
+from signoff.resolvers.core.lifecycles import INCIDENT
+from signoff.resolvers.targets.health import Health
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved

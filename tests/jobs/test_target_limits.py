@@ -22,7 +22,7 @@ from sqlmodel import col, func, select
 from signoff.jobs.context import open_http_client
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import DeliveryAttempt, Proposal, ProposalState
-from signoff.resolvers.target_limits import BURST_SECONDS
+from signoff.resolvers.targets.limits import BURST_SECONDS
 from tests.conftest import requires_postgres
 from tests.helpers import PAYMENT_SCHEMA, REGISTER_TARGET, GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker

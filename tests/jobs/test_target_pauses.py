@@ -10,9 +10,9 @@ from sqlmodel import select
 from signoff import clock
 from signoff.jobs.delivery import sweep_deliveries
 from signoff.models import Actor
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.delivery_claims import claim_delivery
-from signoff.resolvers.targets import resume_target
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.delivery.claims import claim_delivery
+from signoff.resolvers.targets.targets import resume_target
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved, read

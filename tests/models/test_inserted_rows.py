@@ -15,7 +15,7 @@ from signoff import clock
 from signoff.database import SessionMaker
 from signoff.models import Actor, HumanTask, Queue, Role, TaskState
 from signoff.models.base import built
-from signoff.resolvers.work import UnitOfWork
+from signoff.resolvers.core.work import UnitOfWork
 
 
 def _task_values(queue_id: str, actor_id: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff.database import SessionMaker
 from signoff.models import Actor, ApprovalMode, Role, Target
-from signoff.resolvers.targets import new_signing_secret
+from signoff.resolvers.targets.targets import new_signing_secret
 from signoff.sealing import Sealer, decode_key, new_key_text
 
 

@@ -18,7 +18,7 @@ from signoff.database import SessionMaker
 from signoff.errors import ActorDisabled, NotFound, Unauthenticated
 from signoff.models import Actor, AuditEvent, ChangeEvent, ChangeKind, Role
 from signoff.models.change_event import ACCESS_KINDS
-from signoff.resolvers.actors import (
+from signoff.resolvers.access.actors import (
     authenticate,
     create_token,
     disable_actor,
@@ -28,7 +28,7 @@ from signoff.resolvers.actors import (
     revoke_token,
     set_actor_role,
 )
-from signoff.resolvers.work import UnitOfWork, WorkMaker
+from signoff.resolvers.core.work import UnitOfWork, WorkMaker
 
 T = TypeVar("T")
 Action = Callable[[UnitOfWork], Awaitable[object]]

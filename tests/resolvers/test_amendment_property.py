@@ -30,10 +30,10 @@ from signoff.models import (
     Target,
 )
 from signoff.models.proposal import payload_digest_of
-from signoff.resolvers import amendments, approvals, proposals
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate, create_token
-from signoff.resolvers.work import WorkMaker
+from signoff.resolvers.access.actors import authenticate, create_token
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.approval import amendments, approvals, proposals
+from signoff.resolvers.core.work import WorkMaker
 from tests.conftest import PG_URL, fresh_database
 
 REVIEWERS = 3

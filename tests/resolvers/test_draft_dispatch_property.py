@@ -20,10 +20,10 @@ from signoff.database import create_engine, create_sessionmaker
 from signoff.errors import SignoffError
 from signoff.migrate import migrate
 from signoff.models import Draft, DraftOutcome, DraftSource, Role
-from signoff.resolvers import drafts
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.actors import authenticate, create_token
-from signoff.resolvers.work import UnitOfWork, WorkMaker
+from signoff.resolvers.access.actors import authenticate, create_token
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.core.work import UnitOfWork, WorkMaker
+from signoff.resolvers.drafts import drafts
 from tests.conftest import PG_URL, fresh_database
 
 PREPARE = st.tuples(st.just("prepare"), st.sampled_from(["A", "B"]))

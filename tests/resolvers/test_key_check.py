@@ -10,7 +10,7 @@ import pytest
 from signoff.database import SessionMaker
 from signoff.errors import SecretKeyMismatch
 from signoff.models import SIGNING_SECRETS, KeyCheck
-from signoff.resolvers.key_check import verify_secret_key
+from signoff.resolvers.core.key_check import verify_secret_key
 from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.helpers import GraphQLClient, build_world
 

@@ -8,9 +8,9 @@ from sqlmodel import col, select
 from signoff.database import SessionMaker
 from signoff.errors import TransitionNotAllowed
 from signoff.models import AuditEvent, ChangeEvent, ProposalState, TaskState
-from signoff.resolvers import lifecycles
-from signoff.resolvers.lifecycles import PROPOSAL, TASK
-from signoff.resolvers.work import UnitOfWork
+from signoff.resolvers.core import lifecycles
+from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.core.work import UnitOfWork
 from tests.models.test_versions import task_row
 
 

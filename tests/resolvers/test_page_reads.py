@@ -1,4 +1,4 @@
-"""A list's page (``signoff.resolvers.pagination``): each combination of conditions is
+"""A list's page (``signoff.resolvers.core.pagination``): each combination of conditions is
 compiled once and, on PostgreSQL's read sessions, runs through psycopg; a page must hold
 what the same query through the ORM holds, whatever the values, the cursor or the
 connection's time zone."""
@@ -17,9 +17,9 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff import clock
 from signoff.database import create_sessionmaker, read_only
 from signoff.models import HumanTask, Proposal, ProposalState, TaskState
-from signoff.resolvers.pagination import Equals, Matches, OneOf, Page, Where, paginate
-from signoff.resolvers.proposals import PROPOSAL_ORDER
-from signoff.resolvers.tasks import TASK_ORDER
+from signoff.resolvers.approval.proposals import PROPOSAL_ORDER
+from signoff.resolvers.approval.tasks import TASK_ORDER
+from signoff.resolvers.core.pagination import Equals, Matches, OneOf, Page, Where, paginate
 from tests.helpers import GraphQLClient, build_world
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from signoff.errors import Unauthenticated
 from signoff.models import Actor, Role
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.viewer_cache import ViewerCache
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.access.viewer_cache import ViewerCache
 
 
 class Reads:

@@ -8,7 +8,7 @@ import pytest
 from sqlmodel import col, func, select
 
 from signoff.models import Approval, AuditEvent
-from signoff.resolvers import bulk_decisions
+from signoff.resolvers.approval import bulk_decisions
 from tests.helpers import GraphQLClient, World, build_world
 
 DECIDE_MANY = """

@@ -11,7 +11,7 @@ import pytest
 from signoff import clock
 from signoff.database import SessionMaker
 from signoff.models import Draft, OwnerKind, Role
-from signoff.resolvers import draft_reads
+from signoff.resolvers.drafts import reads as draft_reads
 from tests.helpers import GraphQLClient
 from tests.schema.test_drafts import cast_of
 

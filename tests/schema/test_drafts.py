@@ -14,7 +14,7 @@ from sqlmodel import col, update
 
 from signoff import clock
 from signoff.models import Draft, Role
-from signoff.resolvers import drafts
+from signoff.resolvers.drafts import drafts
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient
 

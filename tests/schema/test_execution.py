@@ -16,7 +16,7 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from signoff.models import ProposalState
 from signoff.schema import build_schema
-from signoff.schema.execution import (
+from signoff.schema.serving.execution import (
     PLAIN,
     PlainFieldExecutor,
     plan_plain_fields,

@@ -18,7 +18,7 @@ from signoff.config import Settings
 from signoff.constants import QUERY_MAX_ALIASES, QUERY_MAX_DEPTH, QUERY_MAX_TOKENS
 from signoff.models import Role
 from signoff.schema import build_schema
-from signoff.schema.limits import limits_refusal
+from signoff.schema.serving.limits import limits_refusal
 from tests.helpers import GraphQLClient
 
 SCHEMA = build_schema()

@@ -11,7 +11,7 @@ import pytest
 from graphql import FieldNode, FragmentDefinitionNode, OperationDefinitionNode, parse
 from starlette.applications import Starlette
 
-import signoff.schema.proposal as proposal_types
+import signoff.schema.approval.proposal as proposal_types
 from signoff.config import Settings
 from signoff.models import Target
 from signoff.models.records import RowsWhere

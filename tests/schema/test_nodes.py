@@ -23,7 +23,7 @@ from signoff.models import (
     ResponseClass,
     Role,
 )
-from signoff.resolvers.nodes import revision_node_id
+from signoff.resolvers.core.nodes import revision_node_id
 from signoff.schema import build_schema
 from tests.helpers import GraphQLClient, build_world
 from tests.schema.test_draft_reads import draft_row

@@ -19,7 +19,7 @@ from signoff import internals
 from signoff.events.hub import Change
 from signoff.schema import build_schema
 from signoff.schema.change_event import ChangeEvent
-from signoff.schema.execution import PlainFieldExecutor
+from signoff.schema.serving.execution import PlainFieldExecutor
 
 
 @pytest.fixture(scope="module")

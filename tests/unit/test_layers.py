@@ -124,7 +124,11 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 # attempt's proposal) meet through ``strawberry.lazy``: the schema's own shape, not a
 # dependency between concepts.
 MUTUALLY_RECURSIVE_TYPES = [
-    ["signoff.schema.delivery", "signoff.schema.proposal", "signoff.schema.task"],
+    [
+        "signoff.schema.approval.proposal",
+        "signoff.schema.approval.task",
+        "signoff.schema.delivery.delivery",
+    ],
 ]
 
 

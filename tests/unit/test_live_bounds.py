@@ -13,9 +13,9 @@ from signoff.live.history import Budget, FrameLog
 from signoff.live.prepared_frames import FRAMED_OPENINGS, Payload
 from signoff.live.selection import Bounded, _strip
 from signoff.models import Actor, Role
-from signoff.resolvers.access import Viewer
-from signoff.resolvers.subscriptions import FeedBounds, SharedFeedBounds
-from signoff.resolvers.viewer_cache import ViewerCache
+from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.access.viewer_cache import ViewerCache
+from signoff.resolvers.feed.subscriptions import FeedBounds, SharedFeedBounds
 
 
 def test_bounded_forgets_the_least_recently_used() -> None:

@@ -7,7 +7,7 @@ from sqlmodel import col
 
 from signoff.errors import ValidationFailed
 from signoff.models import HumanTask
-from signoff.resolvers.pagination import Order, decode_cursor, encode_cursor
+from signoff.resolvers.core.pagination import Order, decode_cursor, encode_cursor
 
 ORDER = (
     Order(col(HumanTask.priority), descending=True),

@@ -1,0 +1,1 @@
+"""Who is asking and what they may do: viewers, actors and tokens."""

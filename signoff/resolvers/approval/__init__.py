@@ -1,0 +1,2 @@
+"""Proposals and their review: queues, tasks, decisions, amendments, bulk decisions,
+approval policies and compensation."""

@@ -1,0 +1,1 @@
+"""Delivering approved actions: claims, outcomes, retries, asynchronous results, reconciliation."""

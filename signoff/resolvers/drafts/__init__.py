@@ -1,0 +1,1 @@
+"""Drafts: prepared, edited, reserved and dispatched once."""

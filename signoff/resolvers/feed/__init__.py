@@ -1,0 +1,1 @@
+"""Watching the change feed: the rules behind every subscription."""

@@ -1,0 +1,1 @@
+"""Dead letters and incidents, and what operators watch."""

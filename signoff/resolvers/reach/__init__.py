@@ -1,0 +1,1 @@
+"""Reaching people in time: deadlines, reminders, notifications, approval links, delegation."""

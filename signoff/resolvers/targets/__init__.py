@@ -1,0 +1,1 @@
+"""Targets: registering and retiring them, their limits, health and circuit breaker."""

@@ -1,0 +1,1 @@
+"""GraphQL types of actors and the audit log."""

@@ -1,0 +1,1 @@
+"""GraphQL types of proposals and their review."""

@@ -1,0 +1,1 @@
+"""GraphQL types of targets, delivery and incidents."""

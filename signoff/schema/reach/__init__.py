@@ -1,0 +1,1 @@
+"""GraphQL types of deadlines, delegation, notifications and approval links."""

@@ -1,0 +1,2 @@
+"""How a GraphQL request is served: HTTP refusals, limits, validation, execution,
+metrics and logs."""
