@@ -340,13 +340,13 @@ def _tune_for_serving() -> None:
     """Interpreter settings for a long-lived server with many sockets (see BENCHMARKS.md)."""
     # The event loop hands SQLite work to aiosqlite's threads; while the loop is busy (a
     # broadcast to many sockets) a thread with a finished query waits for the GIL for up
-    # to the switch interval, 5 ms by default, once per statement.
+    # to the switch interval, once per statement.
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
     # Start-up objects (schema, mappers, modules) live as long as the process: keep them
     # out of every collection. Most later objects die by reference count; collecting the
-    # young generation every 50,000 allocations instead of 700 keeps them from being
-    # promoted, so full collections, which pause the loop for 100-300 ms once a thousand
-    # subscribers are connected, become rare.
+    # young generation far less often keeps them from being promoted, so full
+    # collections, which pause the loop for long once many subscribers are connected,
+    # become rare (BENCHMARKS.md).
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
@@ -363,7 +363,7 @@ def _worker(_: argparse.Namespace, settings: Settings) -> None:
         )
     _prepare(settings)
     # The same reasons hold for a worker: garbage collections of its start-up objects
-    # pause every delivery in flight (measured: p99 commit -> receiver at 100/s).
+    # pause every delivery in flight (BENCHMARKS.md, delivery latency).
     _tune_for_serving()
     run(settings)
 

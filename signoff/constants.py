@@ -131,8 +131,8 @@ OUTCOME_FLUSH_SECONDS = 0.05
 CLAIM_INTERVAL_SECONDS = 0.05
 # An idle worker looks for due deliveries this often (a read), besides being woken by jobs.
 DISPATCH_POLL_SECONDS = 1.0
-# arq jobs only wake a worker's dispatcher, so they are short: measured, 10 to 50 slots
-# run 800-1,150 no-op jobs/s alike, and the poll delay, not max_jobs, sets the wait.
+# arq jobs only wake a worker's dispatcher, so they are short: more slots run no more
+# of them, and the poll delay, not max_jobs, sets the wait.
 WORKER_MAX_JOBS = 20
 WORKER_POLL_DELAY_SECONDS = 0.05
 # On shutdown, jobs in flight get this long to finish before they are cancelled (a cancelled

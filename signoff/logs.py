@@ -62,8 +62,8 @@ def request_id() -> str:
 
 def new_request_id() -> str:
     """Sixteen random hex digits, to find a request's log line: not a secret, so from
-    ``random`` (a UUID's construction cost 2 % of a small request, ``os.urandom``'s
-    system call about as much)."""
+    ``random`` (a UUID's construction, or ``os.urandom``'s system call, shows in a
+    small request's time)."""
     return f"{random.getrandbits(64):016x}"
 
 

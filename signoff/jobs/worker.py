@@ -328,8 +328,8 @@ class WorkerSettings:
     queue_name = ARQ_QUEUE_DEFAULT
     max_jobs = WORKER_MAX_JOBS
     job_timeout = JOB_TIMEOUT_SECONDS
-    # How long a delivery job may wait in Redis before it is seen: measured, enqueue to
-    # start is p99 53 ms at 0.05 s and 103 ms at 0.1 s (docs/delivery-throughput.md).
+    # How long a delivery job may wait in Redis before it is seen: the delay bounds the
+    # wait from enqueue to start (docs/delivery-throughput.md).
     poll_delay = WORKER_POLL_DELAY_SECONDS
     # On SIGTERM, jobs in flight get this long to finish before they are cancelled.
     job_completion_wait = WORKER_STOP_GRACE_SECONDS

@@ -6,8 +6,8 @@ sends one payload to thousands of connections whose subscriptions nearly always 
 an operation id, so the frame is framed once per distinct opening (``Payload.framed``)
 and the bytes are handed straight to each connection's transport, as ``websockets``'
 own ``broadcast()`` and gorilla's ``PreparedMessage`` do. Through ASGI each of those
-writes would pass the framework's send wrappers and frame the text again; measured on
-1,000 sockets that is most of the cost of a broadcast that is not the socket write.
+writes would pass the framework's send wrappers and frame the text again, most of
+the cost of a broadcast that is not the socket write.
 
 Only uvicorn's sans-I/O websockets protocol (what ``signoff serve`` runs) is written to
 directly, and only while the connection is open, its handshake done, no close sent,

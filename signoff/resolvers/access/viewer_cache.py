@@ -1,12 +1,10 @@
 """Who a bearer token is, remembered for a few seconds.
 
 Reading the viewer (actor, role and queues) was one query on every request, and the
-largest single cost of a small one: ``{ viewer { queueIds } }`` spent 40 % of its server
-time there (BENCHMARKS.md, API speed). A token's viewer is now kept for ``seconds`` after
-it was read, so a revoked token, a changed role or a changed membership takes effect on
-the requests of a running process within that time (``SIGNOFF_AUTH_CACHE_SECONDS``,
-2 s by default; 0 reads on every request). Live subscriptions share the same cache with
-their own, longer period (``SIGNOFF_EVENTS_AUTH_REFRESH_SECONDS``).
+largest single cost of a small one (BENCHMARKS.md, API speed). A token's viewer is kept
+for ``seconds`` after it was read (``SIGNOFF_AUTH_CACHE_SECONDS``; 0 reads on every
+request); an access change event makes every process forget the actor at once, and live
+subscriptions share the cache with their own period.
 
 Only successes are kept: a token that does not authenticate is read again every time,
 so a token created a moment ago works at once.

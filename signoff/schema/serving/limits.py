@@ -1,8 +1,8 @@
 """Query limits checked before execution: depth, aliases and cost, in time linear in the document.
 
 Strawberry's ``QueryDepthLimiter`` walks a fragment again at every spread, so a chain of
-fragments that each spread the previous one twice costs twice as much per fragment (20
-of them blocked the event loop for 1.3 s). Here each fragment is measured once, after
+fragments that each spread the previous one twice costs twice as much per fragment (a
+short document could block the event loop). Here each fragment is measured once, after
 the fragments it spreads, and a spread only adds the measured sizes: every selection of
 the document is visited once however the fragments are spread. The sizes themselves may
 still be huge numbers (a spread counts each time it is executed); Python's integers

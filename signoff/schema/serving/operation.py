@@ -18,8 +18,8 @@ class FinishOperation(ErrorMapping):
     One extension with one operation hook rather than one per concern: a subscription
     keeps its operation's hooks alive for as long as it lasts, every hook costs each
     subscriber memory and every request time (Strawberry wraps each hook of each
-    extension in a context manager per request: a second hook cost 2-4 % of a small
-    query), and the codes are counted and logged as sent.
+    extension in a context manager per request), and the codes are counted and logged
+    as sent.
     """
 
     async def on_operation(self) -> AsyncIterator[None]:  # type: ignore[override]
