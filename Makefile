@@ -3,6 +3,7 @@
 # first use from the lock files in requirements/ (every package pinned, with hashes):
 # `make serve` installs what serving needs, `make test` (and lint, typecheck) adds the
 # test tools. `make lock` regenerates the lock files after pyproject.toml changes.
+# `make docs` builds the documentation site (MkDocs, from docs/) into site/.
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,7 +14,7 @@ PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 UV_COMPILE := .venv-lock/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes
 UV_VERSION := 0.13.9
 
-.PHONY: serve test lint typecheck check lock clean
+.PHONY: serve test lint typecheck docs check lock clean
 
 # Serving: pip and the build backend, then the locked dependencies, then Signoff itself
 # (editable, without resolving anything more).
@@ -24,9 +25,11 @@ $(BIN)/signoff: requirements/build.txt requirements/serve.txt pyproject.toml
 	$(PIP) install --no-deps --no-build-isolation -e .
 	touch $@
 
-# The test tools (pytest, ruff, mypy, Playwright's client, ...) on top of serving's.
-$(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt
+# The test tools (pytest, ruff, mypy, Playwright's client, ...) on top of serving's, and
+# the documentation site's (MkDocs: the suite builds the site too).
+$(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt
 	$(PIP) install --require-hashes -r requirements/test.txt
+	$(PIP) install --require-hashes -r requirements/docs.txt
 	touch $@
 
 serve: $(BIN)/signoff
@@ -47,10 +50,16 @@ lint: $(VENV)/.test-tools
 typecheck: $(VENV)/.test-tools
 	$(BIN)/mypy signoff $(wildcard examples)
 
-check: lint typecheck test
+# The documentation site, built offline with --strict: a broken link or anchor, or a page
+# left out of the nav, fails the build. NO_MKDOCS_2_WARNING quiets the Material theme's
+# notice about MkDocs 2, which is not a warning about these pages.
+docs: $(VENV)/.test-tools
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-# Regenerate requirements/*.txt from requirements/build.in and pyproject.toml (uv, in a
-# venv of its own). Pins stay where they are unless pyproject.toml asks for another
+check: lint typecheck docs test
+
+# Regenerate requirements/*.txt from requirements/build.in, pyproject.toml and
+# requirements/docs.in (uv, in a venv of its own). Pins stay where they are unless pyproject.toml asks for another
 # release; `make lock LOCK_ARGS=--upgrade` moves every unpinned transitive dependency
 # to its newest release.
 lock:
@@ -60,6 +69,7 @@ lock:
 	$(UV_COMPILE) $(LOCK_ARGS) pyproject.toml -c requirements/build.txt -o requirements/serve.txt
 	$(UV_COMPILE) $(LOCK_ARGS) pyproject.toml --extra test -c requirements/serve.txt \
 		-o requirements/test.txt
+	$(UV_COMPILE) $(LOCK_ARGS) requirements/docs.in -c requirements/test.txt -o requirements/docs.txt
 
 clean:
-	rm -rf $(VENV) .venv-lock *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-lock *.egg-info .pytest_cache .mypy_cache .ruff_cache site

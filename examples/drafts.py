@@ -1,6 +1,6 @@
 """Drafts, end to end: an agent prepares, the person edits and reserves, an executor sends.
 
-Run it against a running ``signoff serve`` (see "Drafts" in README.md)::
+Run it against a running ``signoff serve`` (see docs/drafts.md, "Drafts")::
 
     python examples/drafts.py --url http://127.0.0.1:8000 \\
         --agent-token "$AGENT" --person-token "$PERSON" \\

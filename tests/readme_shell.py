@@ -1,10 +1,14 @@
-"""The README's shell examples, run as printed: each command through ``bash`` in the
-repository, as a reader pastes it into a terminal.
+"""The README's and the documentation site's shell examples, run as printed: each command
+through ``bash`` in the repository, as a reader pastes it into a terminal.
+
+The examples are read where a reader reads them: ``page("README.md")`` or a page of the
+site (``page("docs/delivery.md")``), and ``section(text, heading)`` the part under one
+heading.
 
 A reader copies an id from one answer into the next command; here the placeholders in
 angle brackets (``"<queue id>"``, ``'<signing secret>'``) are filled from earlier answers,
-and the fixed ports the README names (8000, 9000, 9001) become free ones, through
-``SIGNOFF_PORT`` for the server, as the README says, and by rewriting the receivers' ports.
+and the fixed ports the examples name (8000, 9000, 9001) become free ones, through
+``SIGNOFF_PORT`` for the server, as the examples say, and by rewriting the receivers' ports.
 Nothing else is changed.
 """
 
@@ -30,6 +34,18 @@ SH_FENCE = re.compile(r"^```sh[ \t]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 SH_PLACEHOLDER = re.compile(r"""(?P<quote>["'])<(?P<name>[^"'<>]+)>(?P=quote)""")
 FUNCTION = re.compile(r"^\w+\(\) \{")
 ASSIGNMENT = re.compile(r"^(?P<name>[A-Z_]+)=\$\(")
+
+
+def page(name: str) -> str:
+    """The text of ``README.md`` or of a page of the documentation site (``docs/NAME.md``),
+    named by its path in the repository."""
+    assert name == "README.md" or name.startswith("docs/"), name
+    return (ROOT / name).read_text()
+
+
+def page_section(name: str, heading: str) -> str:
+    """The text under ``heading`` on the page ``name`` (see ``page`` and ``section``)."""
+    return section(page(name), heading)
 
 
 def section(readme: str, heading: str) -> str:

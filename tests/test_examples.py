@@ -1,9 +1,9 @@
-"""``examples/drafts.py``, run the way README.md's "Drafts" section runs it.
+"""``examples/drafts.py``, run the way the documentation's "Drafts" page runs it.
 
-The section's ``sh`` block is read when the test runs: its three ``signoff token
+The page's ``sh`` block is read when the test runs: its three ``signoff token
 create`` lines make the tokens, its viewer query reads the person's account id, and its
 ``examples/drafts.py`` command runs as a subprocess with only the base URL changed to the
-test server's. The script's output must match the section's ``text`` block line by line,
+test server's. The script's output must match the page's ``text`` block line by line,
 ids aside.
 """
 
@@ -21,11 +21,11 @@ import httpx
 
 from tests.live import Server, server_log_on_failure
 from tests.processes import ROOT
-from tests.test_readme import README, token_create
+from tests.readme_shell import page
+from tests.test_readme import token_create
 
 Serve = Callable[..., Awaitable[Server]]
 
-SECTION = re.compile(r"^## Drafts\n(?P<body>.*?)^## ", re.M | re.S)
 TOKEN = re.compile(
     r"^(?P<name>[A-Z]+)=\$\(\.venv/bin/signoff token create (?P<args>[^)]*)\)$", re.M
 )
@@ -38,9 +38,10 @@ VARYING = re.compile(
 
 
 def drafts_section() -> str:
-    match = SECTION.search(README.read_text())
-    assert match, "README.md has no Drafts section before another section"
-    return match["body"]
+    """The Drafts page of the documentation site, whose walk-through runs the script."""
+    text = page("docs/drafts.md")
+    assert text.startswith("# Drafts\n"), "docs/drafts.md is no longer the Drafts page"
+    return text
 
 
 def fenced(section: str, language: str) -> str:

@@ -20,12 +20,13 @@ from signoff.models import Role
 from tests.helpers import CREATE_QUEUE, GraphQLClient
 from tests.live import Server
 from tests.log_lines import log_lines, problems
-from tests.processes import ROOT, run_cli, signoff_env
+from tests.processes import run_cli, signoff_env
+from tests.readme_shell import page
 
 
 def _printed_request_line() -> dict[str, object]:
-    """The request log line the README prints."""
-    blocks = re.findall(r"^```json\n(.*?)^```$", (ROOT / "README.md").read_text(), re.M | re.S)
+    """The request log line the Operating page prints (docs/operating.md)."""
+    blocks = re.findall(r"^```json\n(.*?)^```$", page("docs/operating.md"), re.M | re.S)
     [line] = [json.loads(block) for block in blocks if '"signoff.requests"' in block]
     assert isinstance(line, dict)
     return line
@@ -95,7 +96,7 @@ async def test_each_request_is_one_json_line_without_the_token(
     lines = log_lines(server.log)
     requests = {line["request_id"]: line for line in lines if line["logger"] == "signoff.requests"}
     first = requests[created.headers["x-request-id"]]
-    assert list(first) == list(_printed_request_line()), "the README prints other fields"
+    assert list(first) == list(_printed_request_line()), "docs/operating.md prints other fields"
     assert first["operation"] == "createQueue" and first["error_code"] is None
     assert first["actor_id"] == viewer and first["status"] == 200
     assert isinstance(first["duration_ms"], float)

@@ -1,15 +1,19 @@
-"""The README's GraphQL examples, run exactly as printed against a real ``signoff serve``.
+"""The README's and the documentation site's GraphQL examples, run exactly as printed
+against a real ``signoff serve``.
 
-The fenced ``graphql`` blocks are read from README.md when the test runs, in order.
-Only the placeholders in angle brackets (``"<the queue id>"``, ...) are replaced, with
-the values earlier answers gave, and the receivers' fixed ports with free ones; tokens
-are made with ``signoff token create`` as the README says. The two worked examples (in
-GraphiQL, then from a shell: ``tests/readme_shell.py``) run one after the other on one
-database, as a newcomer runs them, and "Deciding better" continues the first on the same
-database with the same tokens. Each block says above it whose token it needs ("As alice
-(reviewer):"), and is sent with a token of that role. The "Watch a queue" subscription is sent over
-graphql-transport-ws as its exact text (comments included) with alice's token, the way
-GraphiQL sends it, while the worked example's mutations run.
+The fenced ``graphql`` blocks are read when the test runs, in order, from the pages they
+are printed on: README.md (the worked example, which the site's "Getting started"
+includes as it is), then the site's pages in ``IN_ORDER``; every page of the site that
+prints a ``graphql`` block must be one of them. Only the placeholders in angle brackets
+(``"<the queue id>"``, ...) are replaced, with the values earlier answers gave, and the
+receivers' fixed ports with free ones; tokens are made with ``signoff token create`` as
+the examples say. The two worked examples (in GraphiQL, then from a shell, on the
+Delivery page: ``tests/readme_shell.py``) run one after the other on one database, as a
+newcomer runs them, and "Deciding better" continues the first on the same database with
+the same tokens. Each block says above it whose token it needs ("As alice
+(reviewer):"), and is sent with a token of that role. The "Watch a queue" subscription
+(Live events) is sent over graphql-transport-ws as its exact text (comments included)
+with alice's token, the way GraphiQL sends it, while the worked example's mutations run.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from tests.live import (
     server_log_on_failure,
 )
 from tests.processes import ROOT, free_port, signoff_env
-from tests.readme_shell import Shell, commands, printed, section, sh_blocks
+from tests.readme_shell import Shell, commands, page, page_section, printed, sh_blocks
 from tests.receivers import Answer, Receiver
 from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
@@ -54,6 +58,7 @@ from tests.test_server import new_token
 Serve = Callable[..., Awaitable[Server]]
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 # A fence may be indented (inside a list item); its body carries the same indent.
 FENCE = re.compile(
     r"^(?P<indent>[ \t]*)```graphql[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S
@@ -62,43 +67,54 @@ PLACEHOLDER = re.compile(r'"<(?P<name>[^"<>]+)>"')
 # The line above each block: whose token it needs.
 AS = re.compile(r"^As (?P<name>[\w-]+) \((?P<role>agent|reviewer|operator|integration|admin)\):$")
 
-# The README's blocks, by their root field, in the order it prints them.
-IN_ORDER = [
-    "createQueue",
-    "registerTarget",
-    "proposeAction",
-    "tasks",
-    "claimTask",
-    "decideProposal",
-    "auditEvents",
-    "simulatePolicy",
-    "proposeAction#2",
-    "amendProposal",
-    "bulkDecisionPreview",
-    "decideProposals",
-    "queueEvents",
-    "createQueue#2",
-    "registerTarget#2",
-    "proposeAction#3",
-    "proposal",
-    "queueStats",
-    "addNotificationChannel",
-    "disableNotificationChannel",
-    "removeNotificationChannel",
-    "actors",
-    "createApprovalLink",
-    "addNotificationChannel#2",
-    "operationsSnapshot",
-    "incidents",
-    "acknowledgeIncident",
-    "retryIncident",
-    "resolveIncident",
-    "pauseTarget",
-    "resumeTarget",
-    "setTargetLimits",
-    "targets",
-    "closeTargetCircuit",
-]
+# The pages that print GraphQL examples, in the order a reader meets them, and each page's
+# blocks by their root field, in the order it prints them; ``root#n`` is the n-th block
+# selecting that field, counted across the pages.
+IN_ORDER = {
+    "README.md": [
+        "createQueue",
+        "registerTarget",
+        "proposeAction",
+        "tasks",
+        "claimTask",
+        "decideProposal",
+        "auditEvents",
+    ],
+    "docs/reviewing.md": [
+        "simulatePolicy",
+        "proposeAction#2",
+        "amendProposal",
+        "bulkDecisionPreview",
+        "decideProposals",
+    ],
+    "docs/live-events.md": ["queueEvents"],
+    "docs/queue-owners.md": [
+        "createQueue#2",
+        "registerTarget#2",
+        "proposeAction#3",
+        "proposal",
+        "queueStats",
+        "addNotificationChannel",
+        "disableNotificationChannel",
+        "removeNotificationChannel",
+        "actors",
+        "createApprovalLink",
+        "addNotificationChannel#2",
+    ],
+    "docs/operating.md": [
+        "operationsSnapshot",
+        "incidents",
+        "acknowledgeIncident",
+        "retryIncident",
+        "resolveIncident",
+        "pauseTarget",
+        "resumeTarget",
+        "setTargetLimits",
+        "targets",
+        "closeTargetCircuit",
+    ],
+}
+EXAMPLE_PAGES = list(IN_ORDER)
 
 # Every request must answer within a few seconds: the SQLite busy timeout is 30 s, and a
 # request that waits on a lock held elsewhere takes that long, then fails.
@@ -114,6 +130,7 @@ VIEWER_ROLE = "query { viewer { actor { role } } }"
 
 @dataclass(frozen=True)
 class Block:
+    page: str  # README.md or docs/NAME.md: where it is printed
     text: str
     operation: str  # query, mutation or subscription
     root: str  # the first root field it selects
@@ -122,25 +139,34 @@ class Block:
 
 
 def readme_blocks() -> list[Block]:
+    """Every ``graphql`` block of ``EXAMPLE_PAGES``, page after page, as printed."""
     blocks: list[Block] = []
-    readme = README.read_text()
-    for match in FENCE.finditer(readme):
+    for name in EXAMPLE_PAGES:
+        blocks.extend(page_blocks(name, blocks))
+    return blocks
+
+
+def page_blocks(name: str, before: list[Block]) -> list[Block]:
+    """The page's ``graphql`` blocks, keyed after the ``before`` blocks of earlier pages."""
+    blocks: list[Block] = []
+    text = page(name)
+    for match in FENCE.finditer(text):
         indent = match["indent"]
-        above = [line.strip() for line in readme[: match.start()].splitlines() if line.strip()]
+        above = [line.strip() for line in text[: match.start()].splitlines() if line.strip()]
         says = AS.match(above[-1])
-        assert says, f"no 'As name (role):' line above the block:\n{match[0]}"
+        assert says, f"{name}: no 'As name (role):' line above the block:\n{match[0]}"
         lines = match["body"].splitlines()
         assert all(line.startswith(indent) or not line.strip() for line in lines), match[0]
-        text = "\n".join(line[len(indent) :] for line in lines) + "\n"
-        document = graphql.parse(text)  # the block is valid GraphQL as printed
+        body = "\n".join(line[len(indent) :] for line in lines) + "\n"
+        document = graphql.parse(body)  # the block is valid GraphQL as printed
         definition = document.definitions[0]
         assert isinstance(definition, graphql.OperationDefinitionNode)
         selection = definition.selection_set.selections[0]
         assert isinstance(selection, graphql.FieldNode)
         root = selection.name.value
-        seen = sum(block.root == root for block in blocks)
+        seen = sum(block.root == root for block in [*before, *blocks])
         key = root if not seen else f"{root}#{seen + 1}"
-        blocks.append(Block(text, definition.operation.value, root, key, says["role"]))
+        blocks.append(Block(name, body, definition.operation.value, root, key, says["role"]))
     return blocks
 
 
@@ -157,20 +183,21 @@ def fill(block: Block, values: dict[str, str]) -> str:
 
 @dataclass
 class Readme:
-    """Runs the README's blocks against one server, timing every answer."""
+    """Runs the README's and the site's blocks against one server, timing every answer."""
 
     server: Server
     http: httpx.AsyncClient
     blocks: dict[str, Block] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)
-    ports: dict[int, int] = field(default_factory=dict)  # printed in the README: free
+    ports: dict[int, int] = field(default_factory=dict)  # printed in the examples: free
     roles: dict[str, str] = field(default_factory=dict)  # token: its actor's role
 
     @classmethod
     @contextlib.asynccontextmanager
     async def against(cls, server: Server) -> AsyncIterator[Readme]:
         blocks = readme_blocks()
-        assert [b.key for b in blocks] == IN_ORDER, "the README's graphql blocks changed"
+        found = {name: [b.key for b in blocks if b.page == name] for name in EXAMPLE_PAGES}
+        assert found == IN_ORDER, "the graphql blocks of the README or the site changed"
         async with httpx.AsyncClient(base_url=server.url, timeout=GIVE_UP_AFTER) as http:
             with server_log_on_failure(server):
                 yield cls(server, http, {b.key: b for b in blocks})
@@ -355,7 +382,7 @@ async def _the_worked_example(
     await create_queue_and_target(readme, ops)
     [receiver] = [
         command
-        for block in sh_blocks(section(README.read_text(), "## A worked example in GraphiQL"))
+        for block in sh_blocks(page_section("README.md", "## A worked example in GraphiQL"))
         for command in commands(block)
         if " receiver " in command
     ]
@@ -376,7 +403,7 @@ async def _the_worked_example(
 
 
 async def _from_a_shell(readme: Readme, shell: Shell, delivered: list[str]) -> None:
-    text = section(README.read_text(), "### See an approved action arrive (embedded default)")
+    text = page_section("docs/delivery.md", "## See an approved action arrive (embedded default)")
     setup, receiving, propose_and_approve = sh_blocks(text)
     for command in commands(setup):
         data = await shell.run(command)
@@ -629,8 +656,8 @@ async def wait_for_state(world: World, proposal_id: str, state: str) -> None:
 
 @contextlib.contextmanager
 def delivering(database_url: str, queue: str, logs: Path) -> Iterator[None]:
-    """With Redis, a ``signoff worker`` on the server's arq queue (the README's distributed
-    setup); on the embedded default the server's in-process worker delivers."""
+    """With Redis, a ``signoff worker`` on the server's arq queue (Delivery's "Running
+    distributed"); on the embedded default the server's in-process worker delivers."""
     if REDIS_URL is None:
         yield
         return
@@ -678,7 +705,7 @@ async def _work_an_incident(
     refusing, fixed = [
         command
         for block in sh_blocks(
-            section(README.read_text(), "### Work an incident from open to resolved")
+            page_section("docs/operating.md", "## Work an incident from open to resolved")
         )
         for command in commands(block)
     ]
@@ -812,15 +839,28 @@ async def test_the_queue_owners_section_runs_as_printed(
         await readme.ready()
 
 
+def site_pages() -> list[str]:
+    """README.md and every page of the documentation site, by their paths."""
+    return ["README.md", *(f"docs/{p.relative_to(DOCS)}" for p in sorted(DOCS.rglob("*.md")))]
+
+
+def test_every_page_that_prints_graphql_examples_is_run() -> None:
+    """A page of the site with a ``graphql`` block is one whose blocks the tests above send."""
+    printing = [name for name in site_pages() if FENCE.search(page(name))]
+    assert sorted(printing) == sorted(EXAMPLE_PAGES)
+
+
 def test_the_readme_promises_nothing_the_schema_already_has() -> None:
-    """A paragraph that announces fields as coming names none that the schema has."""
+    """A paragraph of the README or the site that announces fields as coming names none that
+    the schema has."""
     schema = graphql.build_schema((ROOT / "schema.graphql").read_text())
     roots = [schema.query_type, schema.mutation_type, schema.subscription_type]
     fields = {name for root in roots if root is not None for name in root.fields}
-    for paragraph in README.read_text().split("\n\n"):
-        if re.search(r"on (its|their) way|coming soon|not (yet )?available", paragraph):
-            named = set(re.findall(r"`(\w+)\(", paragraph))
-            assert not named & fields, f"announced as coming, but served: {paragraph}"
+    for name in site_pages():
+        for paragraph in page(name).split("\n\n"):
+            if re.search(r"on (its|their) way|coming soon|not (yet )?available", paragraph):
+                named = set(re.findall(r"`(\w+)\(", paragraph))
+                assert not named & fields, f"{name}: announced as coming, but served: {paragraph}"
 
 
 @requires_postgres
@@ -833,7 +873,7 @@ async def test_running_distributed_as_printed(
     ports (free ones) and the key (the one this database was sealed with) are the test's.
     A proposal made and approved through the second API process is delivered by the
     worker and read as applied through the first."""
-    [recipe] = sh_blocks(section(README.read_text(), "### Running distributed"))
+    [recipe] = sh_blocks(page_section("docs/delivery.md", "## Running distributed"))
     assert REDIS_URL is not None
     env = signoff_env(database_url, SIGNOFF_ARQ_QUEUE=unique_queue())
     script = recipe.replace("postgresql://postgres@127.0.0.1:5432/signoff", database_url).replace(

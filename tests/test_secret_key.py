@@ -13,7 +13,8 @@ import pytest
 
 from signoff.sealing import new_key_text
 from tests.conftest import fresh_database
-from tests.processes import ROOT, free_port, run_cli, serving, signoff_env
+from tests.processes import free_port, run_cli, serving, signoff_env
+from tests.readme_shell import page
 
 # A refused start ends at once; a start that is not refused would serve until this passes.
 REFUSED_WITHIN = 30
@@ -79,10 +80,11 @@ def test_a_key_file_made_in_another_directory_is_refused(own_database: str, tmp_
         pass
 
 
-def test_the_readme_shows_the_refusal_as_printed() -> None:
+def test_the_docs_show_the_refusal_as_printed() -> None:
+    """How Signoff works, "Roles and tokens" (docs/concepts.md), prints the refusal."""
     stray = "/srv/other/signoff.key"
     printed = f"error: The secret key in the key file {stray} (created just now) {HOW_TO_FIX}"
-    assert printed in (ROOT / "README.md").read_text()
+    assert printed in page("docs/concepts.md")
 
 
 def test_a_malformed_key_is_refused_without_a_traceback(own_database: str) -> None:

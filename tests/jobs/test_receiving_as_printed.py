@@ -1,4 +1,4 @@
-"""The README's "Receiving deliveries", run as printed.
+"""The Delivery page's "Receiving deliveries" (docs/delivery.md), run as printed.
 
 Its ``python`` block is executed exactly as printed and served by uvicorn on loopback,
 with only ``SECRET`` set to the target's signing secret, as a reader would. Signoff
@@ -19,24 +19,24 @@ from signoff.webhooks import sign
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import approved, read
-from tests.processes import ROOT
-from tests.readme_shell import section
+from tests.readme_shell import page_section
 from tests.receivers import Receiver, serve, serve_app
 
-HEADING = "### Receiving deliveries"
+PAGE = "docs/delivery.md"
+HEADING = "## Receiving deliveries"
 
 
 def _block(language: str) -> str:
     """The one fenced block of ``language`` in the section."""
-    text = section((ROOT / "README.md").read_text(), HEADING)
+    text = page_section(PAGE, HEADING)
     [body] = re.findall(rf"^```{language}\n(.*?)^```$", text, re.M | re.S)
     return str(body)
 
 
 def _printed_receiver() -> dict[str, Any]:
-    """The module the README's receiver is, executed as printed."""
+    """The module the page's receiver is, executed as printed."""
     module: dict[str, Any] = {"__name__": "receiver"}
-    exec(compile(_block("python"), f"README.md ({HEADING})", "exec"), module)
+    exec(compile(_block("python"), f"{PAGE} ({HEADING})", "exec"), module)
     return module
 
 

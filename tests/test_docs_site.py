@@ -1,0 +1,67 @@
+"""The documentation site (``mkdocs.yml``, ``docs/``) builds offline with no warning, and
+the README stays a landing page: its first commands are the two the Makefile serves, and
+every file it links to exists.
+
+The site's examples are run where they are printed by ``tests/test_readme.py`` and the
+tests it names; ``--strict`` here fails on a broken link or anchor, a page left out of
+the nav, or a README section the site includes (``--8<--``) that is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.processes import ROOT
+from tests.readme_shell import page, page_section, sh_blocks
+
+README_AT_MOST = 300  # lines: what it is, a picture, two commands, a walk-through, links
+LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+AS = re.compile(r"^As [\w-]+ \((?:agent|reviewer|operator|integration|admin)\):$", re.M)
+
+
+def test_the_site_builds_offline_with_no_warning(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert not [line for line in output.splitlines() if line.startswith("WARNING")], output
+    # "Getting started" prints the README's worked example, every block of it.
+    started = (site / "getting-started" / "index.html").read_text()
+    walkthrough = page_section("README.md", "## A worked example in GraphiQL")
+    says = AS.findall(walkthrough)
+    assert len(says) == 7
+    at = 0
+    for line in says:
+        at = started.find(f"<p>{line}</p>", at) + 1
+        assert at, f"the site's Getting started has no {line!r} where the README has it"
+
+
+def test_the_readme_is_a_landing_page_with_the_two_commands_first() -> None:
+    readme = page("README.md")
+    assert readme.count("\n") <= README_AT_MOST
+    first = sh_blocks(readme)[0]
+    assert [line.split("#")[0].strip() for line in first.splitlines()] == [
+        "make serve",
+        "make test",
+    ]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^serve:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+
+
+def test_every_file_the_readme_links_to_exists() -> None:
+    """GitHub renders the README's relative links; MkDocs does not check them."""
+    for match in LINK.finditer(page("README.md")):
+        target = match["target"].split("#")[0]
+        if target and not re.match(r"\w+:", target):
+            assert (ROOT / target).exists(), f"README.md links to {target}, which is not there"
