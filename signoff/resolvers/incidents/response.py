@@ -60,7 +60,7 @@ class IncidentResult:
 
 
 @dataclass(frozen=True)
-class RetryResult:
+class IncidentRetryResult:
     incident: Incident
     repair_action: RepairAction
     replayed: bool
@@ -221,14 +221,14 @@ def _check_resolution(code: str, summary: str) -> tuple[str, str]:
 
 async def retry_incident(
     *, work: UnitOfWork, viewer: Viewer, incident_id: str, idempotency_key: str | None = None
-) -> RetryResult:
+) -> IncidentRetryResult:
     """Send the incident's failed work again: its proposal goes back to pending with its
     attempts reset and its delivery is enqueued; the incident and its dead letters are
     acknowledged, and a repair action records the before and after. If the work fails
     again, the same incident counts the occurrence and re-opens."""
     require_role(viewer, Role.OPERATOR)
 
-    async def retry() -> RetryResult:
+    async def retry() -> IncidentRetryResult:
         incident = await _load_unresolved(work.session, incident_id)
         proposal = await _repairable_proposal(work.session, incident)
         before = _delivery_state(proposal)
@@ -262,13 +262,13 @@ async def retry_incident(
             await work.rollback()
             raise IncidentResolved()
         await _letters(work, moved, lifecycles.TAKE_UP_LETTER)
-        return RetryResult(moved, repair, replayed=False)
+        return IncidentRetryResult(moved, repair, replayed=False)
 
-    async def replay(stored: dict[str, Any]) -> RetryResult:
+    async def replay(stored: dict[str, Any]) -> IncidentRetryResult:
         incident = await _load(work.session, stored["incident_id"], refresh=True)
         repair = await work.session.get(RepairAction, stored["repair_action_id"])
         assert repair is not None  # repair actions are never deleted
-        return RetryResult(incident, repair, replayed=True)
+        return IncidentRetryResult(incident, repair, replayed=True)
 
     call = idempotency.Keyed.of("retryIncident", idempotency_key, {"incident_id": incident_id})
     result, _ = await idempotency.once(
