@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import case
 from sqlmodel import col
 
 from signoff.constants import REASON_MAX_CHARS, REASON_MIN_CHARS
@@ -36,7 +35,12 @@ from signoff.models.task import workable_by
 from signoff.patches import diff, merge_patch
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
 from signoff.resolvers.approval import policies as approval_policies
-from signoff.resolvers.approval.approvals import approval_task, held_by_other, require_awaiting
+from signoff.resolvers.approval.approvals import (
+    approval_task,
+    held_by_other,
+    queue_if_reached,
+    require_awaiting,
+)
 from signoff.resolvers.approval.proposals import check_payload, get_proposal
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
@@ -313,9 +317,7 @@ async def _accept(work: UnitOfWork, viewer: Viewer, proposal: Proposal, now: dat
         ),
         values={
             "awaiting_proposer": False,
-            "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
-            "decided_at": case((reached, now), else_=None),
-            "next_attempt_at": case((reached, now), else_=None),
+            **queue_if_reached(reached, now),
         },
         details={"revision": proposal.revision, "payload_digest": proposal.payload_digest},
     )

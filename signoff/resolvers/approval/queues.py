@@ -6,7 +6,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -80,12 +79,9 @@ async def _create_queue(
         ),
         reminder_percents=checked_percents(reminder_percents),
     )
-    work.session.add(queue)
-    try:
-        await work.session.flush()
-    except IntegrityError:
-        await work.rollback()
-        raise AlreadyExists(f"A queue with slug {slug!r} already exists.", field="slug") from None
+    await work.add_unique(
+        queue, AlreadyExists(f"A queue with slug {slug!r} already exists.", field="slug")
+    )
     record(
         work,
         Happening(

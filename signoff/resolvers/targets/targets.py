@@ -11,7 +11,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -209,12 +208,9 @@ async def _register_target(
         deadline_reason=deadline.reason,
         escalation_chain=deadline.escalation_chain,
     )
-    work.session.add(target)
-    try:
-        await work.session.flush()
-    except IntegrityError:
-        await work.rollback()
-        raise AlreadyExists(f"A target named {name!r} already exists.", field="name") from None
+    await work.add_unique(
+        target, AlreadyExists(f"A target named {name!r} already exists.", field="name")
+    )
     announce(
         work,
         viewer,
