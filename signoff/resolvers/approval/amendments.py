@@ -23,7 +23,6 @@ from signoff.errors import (
     AmendmentNotAllowed,
     Forbidden,
     NoAmendmentPending,
-    NotFound,
     PayloadDigestMismatch,
     TaskClaimedByOther,
     ValidationFailed,
@@ -44,6 +43,7 @@ from signoff.resolvers.approval.approvals import (
 from signoff.resolvers.approval.proposals import check_payload, get_proposal
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.validation import require_text
@@ -287,9 +287,9 @@ async def accept_amendment(
         return AcceptResult(proposal=await _accept(work, viewer, proposal, now), replayed=False)
 
     async def replay(stored: dict[str, Any]) -> AcceptResult:
-        proposal = await work.session.get(Proposal, stored["proposal_id"], populate_existing=True)
-        if proposal is None:
-            raise NotFound("No such proposal.")
+        proposal = await require_row(
+            work.session, Proposal, stored["proposal_id"], "No such proposal.", refresh=True
+        )
         return AcceptResult(proposal=proposal, replayed=True)
 
     result, _ = await idempotency.once(

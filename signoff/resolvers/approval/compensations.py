@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import CompensationUnavailable, NotFound
+from signoff.errors import CompensationUnavailable
 from signoff.models import Proposal, ProposalState, Role, Target
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.proposals import (
@@ -23,6 +23,7 @@ from signoff.resolvers.approval.proposals import (
 )
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.retries import load_proposal
 from signoff.validation import require_text
@@ -82,9 +83,7 @@ async def _compensation_target(session: AsyncSession, original: Proposal, target
             f"Only an applied action can be compensated; this one is {original.state}.",
             state=original.state,
         )
-    target = await session.get(Target, target_id)
-    if target is None:
-        raise NotFound("No such target.", field="targetId")
+    target = await require_row(session, Target, target_id, "No such target.", field="targetId")
     if not target.is_active:
         raise CompensationUnavailable(f"Target {target.name!r} is retired.")
     if target.queue_id is None:

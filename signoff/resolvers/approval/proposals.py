@@ -45,6 +45,7 @@ from signoff.resolvers.approval import policies as approval_policies
 from signoff.resolvers.core import idempotency
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.core.pagination import Equals, OneOf, Order, Page, Where, paginate
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach import reminders
@@ -280,9 +281,7 @@ async def add_proposal(
 
 async def load_result(session: AsyncSession, proposal_id: str) -> ProposeResult:
     """A stored proposal and its approval task, answered as a replay."""
-    proposal = await session.get(Proposal, proposal_id, populate_existing=True)
-    if proposal is None:
-        raise NotFound("No such proposal.")
+    proposal = await require_row(session, Proposal, proposal_id, "No such proposal.", refresh=True)
     task = (
         await session.exec(select(HumanTask).where(HumanTask.proposal_id == proposal.id))
     ).first()
@@ -375,9 +374,7 @@ def can_see_proposal(viewer: Viewer, proposal: Proposal) -> bool:
 
 
 async def get_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: str) -> Proposal:
-    proposal = await session.get(Proposal, proposal_id)
-    if proposal is None:
-        raise NotFound("No such proposal.")
+    proposal = await require_row(session, Proposal, proposal_id, "No such proposal.")
     if not can_see_proposal(viewer, proposal):
         raise Forbidden("This proposal is not in a queue you review.")
     return proposal

@@ -15,7 +15,6 @@ from signoff import clock
 from signoff.errors import (
     AlreadyDecided,
     Forbidden,
-    NotFound,
     ResponseInvalid,
     SelfApprovalForbidden,
     TaskClaimedByOther,
@@ -41,6 +40,7 @@ from signoff.resolvers.approval.approvals import apply_decision
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import TASK
 from signoff.resolvers.core.pagination import Equals, Matches, OneOf, Order, Page, Where, paginate
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach import reminders
 from signoff.resolvers.reach.notifications import notify
@@ -104,9 +104,7 @@ async def _create_task(
     kind = require_text(kind, "kind", 1, 64).upper()
     if kind == APPROVAL_KIND:
         raise ValidationFailed("APPROVAL tasks are created by proposeAction.", field="kind")
-    queue = await work.session.get(Queue, queue_id)
-    if queue is None:
-        raise NotFound("No such queue.", field="queueId")
+    queue = await require_row(work.session, Queue, queue_id, "No such queue.", field="queueId")
     now = work.now()
     due = require_range(due_in_seconds, "dueInSeconds", 60, 31 * 86_400, queue.default_due_seconds)
     task = HumanTask(
@@ -137,16 +135,11 @@ async def _create_task(
 
 
 async def _stored_task(work: UnitOfWork, task_id: str) -> HumanTask:
-    task = await work.session.get(HumanTask, task_id)
-    if task is None:
-        raise NotFound("No such task.")
-    return task
+    return await require_row(work.session, HumanTask, task_id, "No such task.")
 
 
 async def get_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> HumanTask:
-    task = await session.get(HumanTask, task_id)
-    if task is None:
-        raise NotFound("No such task.")
+    task = await require_row(session, HumanTask, task_id, "No such task.")
     if not _can_see(viewer, task):
         raise Forbidden("This task is not in a queue you work.")
     return task

@@ -8,11 +8,12 @@ from typing import Any
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import NotFound, NotRetryable, RetryDigestMismatch
+from signoff.errors import NotRetryable, RetryDigestMismatch
 from signoff.models import Proposal, ProposalState, Role
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.work import UnitOfWork
 
 
@@ -96,7 +97,4 @@ async def requeue_terminal(
 
 async def load_proposal(session: AsyncSession, proposal_id: str) -> Proposal:
     """The proposal as the database has it now (operators see every proposal)."""
-    proposal = await session.get(Proposal, proposal_id, populate_existing=True)
-    if proposal is None:
-        raise NotFound("No such proposal.")
-    return proposal
+    return await require_row(session, Proposal, proposal_id, "No such proposal.", refresh=True)

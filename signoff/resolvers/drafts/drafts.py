@@ -75,6 +75,7 @@ from signoff.models import (
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import DRAFT
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Edge
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.validation import require_text
@@ -253,8 +254,7 @@ async def prepare_draft(
     )
 
     async def prepare() -> DraftResult:
-        if await work.session.get(Actor, account_id) is None:
-            raise NotFound("No such account.", field="accountId")
+        await require_row(work.session, Actor, account_id, "No such account.", field="accountId")
         key = owner_identity(owner, session_id)
         holder = await lock_owner(work, key)
         if holder.manual_submitted_at is not None and owner["kind"] != OwnerKind.REFERENCE:
@@ -769,9 +769,13 @@ async def _once(
     change: Callable[[], Awaitable[DraftResult]],
 ) -> DraftResult:
     async def replay(stored: dict[str, Any]) -> DraftResult:
-        draft = await work.session.get(Draft, stored["draft_id"], populate_existing=True)
-        if draft is None:
-            raise NotFound("The draft this request made is gone (retention).")
+        draft = await require_row(
+            work.session,
+            Draft,
+            stored["draft_id"],
+            "The draft this request made is gone (retention).",
+            refresh=True,
+        )
         return DraftResult(draft, replayed=True)
 
     result, _ = await idempotency.once(

@@ -19,7 +19,7 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.database import SessionMaker
-from signoff.errors import CursorExpired, CursorInvalid, Forbidden, NotFound
+from signoff.errors import CursorExpired, CursorInvalid, Forbidden
 from signoff.events import feed
 from signoff.events.hub import Change
 from signoff.models import ChangeEvent, Queue, Role
@@ -28,6 +28,7 @@ from signoff.resolvers.access.rules import STAFF, Viewer, require_role
 from signoff.resolvers.access.viewer_cache import ViewerCache
 from signoff.resolvers.approval.proposals import get_proposal
 from signoff.resolvers.core.lifecycles import draft_session_key
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.drafts.reads import check_session_id
 
 CURSOR_PREFIX = "feed:"
@@ -167,8 +168,7 @@ async def authorize_scope(session: AsyncSession, viewer: Viewer, scope: FeedScop
     require_scope_role(viewer, scope)
     if scope.queue_id is not None and scope.queue_id not in viewer.queue_ids:
         # A queue the viewer is a member of exists: no need to read it.
-        if await session.get(Queue, scope.queue_id) is None:
-            raise NotFound("No such queue.", field="queueId")
+        await require_row(session, Queue, scope.queue_id, "No such queue.", field="queueId")
         if not viewer.can_see_queue(scope.queue_id):
             raise Forbidden("You are not a reviewer of this queue.")
     elif scope.proposal_id is not None:

@@ -18,7 +18,7 @@ from typing import Any
 from sqlmodel import col, or_, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import IncidentResolved, NotFound, NotRepairable, ResolutionInvalid
+from signoff.errors import IncidentResolved, NotRepairable, ResolutionInvalid
 from signoff.models import (
     AuditEvent,
     DeadLetter,
@@ -35,6 +35,7 @@ from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import DEAD_LETTER, INCIDENT
 from signoff.resolvers.core.pagination import Equals, Order, Page, Where, paginate
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Edge
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.retries import requeue_terminal
@@ -384,9 +385,9 @@ async def _once(
 
 
 async def _load(session: AsyncSession, incident_id: str, *, refresh: bool = False) -> Incident:
-    incident = await session.get(Incident, incident_id, populate_existing=refresh)
-    if incident is None:
-        raise NotFound("No such incident.")
+    incident = await require_row(
+        session, Incident, incident_id, "No such incident.", refresh=refresh
+    )
     return incident
 
 
