@@ -363,19 +363,9 @@ def new_proposal(
     return proposal, task
 
 
-def can_see_proposal(viewer: Viewer, proposal: Proposal) -> bool:
-    if viewer.sees_everything:
-        return True
-    if viewer.role is Role.AGENT:
-        return proposal.proposed_by_id == viewer.id
-    if viewer.role is Role.REVIEWER:
-        return proposal.queue_id is not None and proposal.queue_id in viewer.queue_ids
-    return False
-
-
 async def get_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: str) -> Proposal:
     proposal = await require_row(session, Proposal, proposal_id, "No such proposal.")
-    if not can_see_proposal(viewer, proposal):
+    if not viewer.sees(queue_id=proposal.queue_id, owner_id=proposal.proposed_by_id):
         raise Forbidden("This proposal is not in a queue you review.")
     return proposal
 

@@ -140,17 +140,9 @@ async def _stored_task(work: UnitOfWork, task_id: str) -> HumanTask:
 
 async def get_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> HumanTask:
     task = await require_row(session, HumanTask, task_id, "No such task.")
-    if not _can_see(viewer, task):
+    if not viewer.sees(queue_id=task.queue_id, owner_id=task.created_by_id):
         raise Forbidden("This task is not in a queue you work.")
     return task
-
-
-def _can_see(viewer: Viewer, task: HumanTask) -> bool:
-    if viewer.sees_everything:
-        return True
-    if viewer.role is Role.REVIEWER:
-        return task.queue_id in viewer.queue_ids
-    return viewer.role is Role.AGENT and task.created_by_id == viewer.id
 
 
 async def claim_task(*, work: UnitOfWork, viewer: Viewer, task_id: str) -> HumanTask:
