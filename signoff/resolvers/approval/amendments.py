@@ -117,21 +117,15 @@ async def amend_proposal(
             raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
         return await _apply(work, viewer, proposal, target, task, amended, reason, now)
 
-    async def replay(stored: dict[str, Any]) -> AmendResult:
-        revision = await work.session.get(ProposalRevision, stored["revision_id"])
+    async def replay(work: UnitOfWork, revision_id: str) -> AmendResult:
+        revision = await work.session.get(ProposalRevision, revision_id)
         assert revision is not None  # revisions are never deleted
         proposal = await work.session.get(Proposal, revision.proposal_id, populate_existing=True)
         assert proposal is not None
         return AmendResult(proposal=proposal, revision=revision, replayed=True)
 
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        amend,
-        result_of=lambda done: {"revision_id": done.revision.id},
-        replay=replay,
-    )
+    kept = idempotency.Kept.row("revision_id", lambda done: done.revision.id, replay)
+    result, _ = await idempotency.once(work, viewer, call, amend, kept)
     return result
 
 
@@ -286,20 +280,14 @@ async def accept_amendment(
             )
         return AcceptResult(proposal=await _accept(work, viewer, proposal, now), replayed=False)
 
-    async def replay(stored: dict[str, Any]) -> AcceptResult:
+    async def replay(work: UnitOfWork, proposal_id: str) -> AcceptResult:
         proposal = await require_row(
-            work.session, Proposal, stored["proposal_id"], "No such proposal.", refresh=True
+            work.session, Proposal, proposal_id, "No such proposal.", refresh=True
         )
         return AcceptResult(proposal=proposal, replayed=True)
 
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        accept,
-        result_of=lambda done: {"proposal_id": done.proposal.id},
-        replay=replay,
-    )
+    kept = idempotency.Kept.row("proposal_id", lambda done: done.proposal.id, replay)
+    result, _ = await idempotency.once(work, viewer, call, accept, kept)
     return result
 
 

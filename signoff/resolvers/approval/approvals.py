@@ -74,17 +74,7 @@ async def decide_proposal(
     async def decide() -> DecideResult:
         return await decide_named(work, viewer, proposal_id, payload_digest, decision, reason)
 
-    async def replay(stored: dict[str, Any]) -> DecideResult:
-        return await load_result(work.session, stored["approval_id"], replayed=True)
-
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        decide,
-        result_of=lambda done: {"approval_id": done.approval.id},
-        replay=replay,
-    )
+    result, _ = await idempotency.once(work, viewer, call, decide, DECIDED)
     return result
 
 
@@ -310,6 +300,14 @@ async def _settle_task(
         await work.rollback()
         raise TaskClaimedByOther("Another reviewer claimed this approval task just now.")
     return settled
+
+
+# A keyed decision answers with the approval it recorded, as it stands now.
+DECIDED = idempotency.Kept.row(
+    "approval_id",
+    lambda done: done.approval.id,
+    lambda work, row_id: load_result(work.session, row_id, replayed=True),
+)
 
 
 async def load_result(session: AsyncSession, approval_id: str, *, replayed: bool) -> DecideResult:

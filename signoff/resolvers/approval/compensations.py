@@ -14,12 +14,12 @@ from signoff.errors import CompensationUnavailable
 from signoff.models import Proposal, ProposalState, Role, Target
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.proposals import (
+    PROPOSED,
     ProposeResult,
     add_proposal,
     check_payload,
     checked_request,
     new_proposal,
-    proposed_once,
 )
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
@@ -74,7 +74,8 @@ async def propose_compensation(
         await _require_compensation(work, viewer, original.id, proposal)
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
-    return await proposed_once(work, viewer, call, compensate)
+    done, _ = await idempotency.once(work, viewer, call, compensate, PROPOSED)
+    return done
 
 
 async def _compensation_target(session: AsyncSession, original: Proposal, target_id: str) -> Target:

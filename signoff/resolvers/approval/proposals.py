@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -176,7 +175,8 @@ async def propose_action(
         )
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
-    return await proposed_once(work, viewer, call, propose)
+    done, _ = await idempotency.once(work, viewer, call, propose, PROPOSED)
+    return done
 
 
 # Built once, as every proposal reads its target so.
@@ -201,24 +201,6 @@ async def target_and_queue(
     none, and then a new task needs no read of them."""
     found = (await session.exec(_TARGET_AND_QUEUE, params={"target_id": target_id})).first()
     return (None, None, False) if found is None else (found[0], found[1], bool(found[2]))
-
-
-async def proposed_once(
-    work: UnitOfWork,
-    viewer: Viewer,
-    call: idempotency.Keyed,
-    propose: Callable[[], Awaitable[ProposeResult]],
-) -> ProposeResult:
-    """``propose`` once per key; a replay answers with the proposal the key made."""
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        propose,
-        result_of=lambda done: {"proposal_id": done.proposal.id},
-        replay=lambda stored: load_result(work.session, stored["proposal_id"]),
-    )
-    return result
 
 
 async def add_proposal(
@@ -277,6 +259,14 @@ async def add_proposal(
             details={"queue_id": task.queue_id, "kind": task.kind},
         )
         await notify(work, task, "task.created", any_channels=queue_has_channels)
+
+
+# A keyed proposal answers with the proposal the key made, and its approval task.
+PROPOSED = idempotency.Kept.row(
+    "proposal_id",
+    lambda done: done.proposal.id,
+    lambda work, row_id: load_result(work.session, row_id),
+)
 
 
 async def load_result(session: AsyncSession, proposal_id: str) -> ProposeResult:

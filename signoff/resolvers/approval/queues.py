@@ -48,8 +48,7 @@ async def create_queue(
         viewer,
         idempotency.Keyed.of("createQueue", idempotency_key, request),
         lambda: _create_queue(work, viewer, **request),
-        result_of=lambda queue: {"queue_id": queue.id},
-        replay=lambda stored: _stored_queue(work, stored["queue_id"]),
+        idempotency.Kept.row("queue_id", lambda queue: queue.id, _stored_queue),
     )
     return queue
 

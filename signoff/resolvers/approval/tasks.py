@@ -83,8 +83,7 @@ async def create_task(
         viewer,
         idempotency.Keyed.of("createTask", idempotency_key, request),
         lambda: _create_task(work, viewer, **request),
-        result_of=lambda task: {"task_id": task.id},
-        replay=lambda stored: _stored_task(work, stored["task_id"]),
+        idempotency.Kept.row("task_id", lambda task: task.id, _stored_task),
     )
     return task
 
@@ -257,12 +256,10 @@ async def complete_task(
             return await _complete_approval(work, viewer, task, response)
         return await _complete_free(work, viewer, task, response, now)
 
-    async def replay(stored: dict[str, Any]) -> HumanTask:
-        return await _reload(work.session, stored["task_id"])
-
-    done, replayed = await idempotency.once(
-        work, viewer, call, complete, result_of=lambda task: {"task_id": task.id}, replay=replay
+    kept = idempotency.Kept.row(
+        "task_id", lambda task: task.id, lambda work, row_id: _reload(work.session, row_id)
     )
+    done, replayed = await idempotency.once(work, viewer, call, complete, kept)
     return CompleteResult(task=done, replayed=replayed)
 
 

@@ -47,14 +47,12 @@ async def retry_proposal(
             )
         return await _requeue(work, viewer, proposal)
 
-    retried, replayed = await idempotency.once(
-        work,
-        viewer,
-        call,
-        retry,
-        result_of=lambda proposal: {"proposal_id": proposal.id},
-        replay=lambda stored: load_proposal(work.session, stored["proposal_id"]),
+    kept = idempotency.Kept.row(
+        "proposal_id",
+        lambda proposal: proposal.id,
+        lambda work, row_id: load_proposal(work.session, row_id),
     )
+    retried, replayed = await idempotency.once(work, viewer, call, retry, kept)
     return RetryResult(proposal=retried, replayed=replayed)
 
 

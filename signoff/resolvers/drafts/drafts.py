@@ -21,7 +21,6 @@ Every state change goes through the draft's transition table (docs/design.md sec
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -272,7 +271,8 @@ async def prepare_draft(
         holder.draft_id, holder.updated_at = draft.id, work.now()
         return DraftResult(draft, replayed=False)
 
-    return await _once(work, viewer, call, prepare)
+    done, _ = await idempotency.once(work, viewer, call, prepare, _KEPT)
+    return done
 
 
 async def _keep_or_supersede(
@@ -424,7 +424,8 @@ async def update_draft(
             details={"source": source.value, "fields": sorted(set(patch_) | set(removed_))},
         )
 
-    return await _once(work, viewer, call, update)
+    done, _ = await idempotency.once(work, viewer, call, update, _KEPT)
+    return done
 
 
 async def cancel_draft(
@@ -459,7 +460,8 @@ async def cancel_draft(
             values={"cancel_reason": CancelReason.USER.value},
         )
 
-    return await _once(work, viewer, call, cancel)
+    done, _ = await idempotency.once(work, viewer, call, cancel, _KEPT)
+    return done
 
 
 async def reserve_draft(
@@ -505,7 +507,8 @@ async def reserve_draft(
             },
         )
 
-    return await _once(work, viewer, call, reserve)
+    done, _ = await idempotency.once(work, viewer, call, reserve, _KEPT)
+    return done
 
 
 async def _editable(
@@ -711,7 +714,8 @@ async def observe_draft(
             details={"outcome": outcome.value},
         )
 
-    return await _once(work, viewer, call, observe)
+    done, _ = await idempotency.once(work, viewer, call, observe, _KEPT)
+    return done
 
 
 def _require_reservation(draft: Draft, operation_key: str, outcome: DraftOutcome) -> None:
@@ -762,28 +766,16 @@ def _keyed(operation: str, request_id: str, request: dict[str, Any]) -> idempote
     )
 
 
-async def _once(
-    work: UnitOfWork,
-    viewer: Viewer,
-    call: idempotency.Keyed,
-    change: Callable[[], Awaitable[DraftResult]],
-) -> DraftResult:
-    async def replay(stored: dict[str, Any]) -> DraftResult:
-        draft = await require_row(
-            work.session,
-            Draft,
-            stored["draft_id"],
-            "The draft this request made is gone (retention).",
-            refresh=True,
-        )
-        return DraftResult(draft, replayed=True)
-
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        change,
-        result_of=lambda done: {"draft_id": done.draft.id},
-        replay=replay,
+async def _replayed(work: UnitOfWork, draft_id: str) -> DraftResult:
+    draft = await require_row(
+        work.session,
+        Draft,
+        draft_id,
+        "The draft this request made is gone (retention).",
+        refresh=True,
     )
-    return result
+    return DraftResult(draft, replayed=True)
+
+
+# A draft request answers with the draft as it is now.
+_KEPT = idempotency.Kept.row("draft_id", lambda done: done.draft.id, _replayed)

@@ -11,7 +11,6 @@ Every mutation here takes an idempotency key.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,7 +153,7 @@ async def acknowledge_incident(
     call = idempotency.Keyed.of(
         "acknowledgeIncident", idempotency_key, {"incident_id": incident_id}
     )
-    incident, replayed = await _once(work, viewer, call, acknowledge)
+    incident, replayed = await idempotency.once(work, viewer, call, acknowledge, _KEPT)
     return IncidentResult(incident, replayed)
 
 
@@ -197,7 +196,7 @@ async def resolve_incident(
         idempotency_key,
         {"incident_id": incident_id, "code": code, "summary": summary},
     )
-    incident, replayed = await _once(work, viewer, call, resolve)
+    incident, replayed = await idempotency.once(work, viewer, call, resolve, _KEPT)
     return IncidentResult(incident, replayed)
 
 
@@ -265,24 +264,21 @@ async def retry_incident(
         await _letters(work, moved, lifecycles.TAKE_UP_LETTER)
         return IncidentRetryResult(moved, repair, replayed=False)
 
-    async def replay(stored: dict[str, Any]) -> IncidentRetryResult:
+    async def replay(work: UnitOfWork, stored: dict[str, Any]) -> IncidentRetryResult:
         incident = await _load(work.session, stored["incident_id"], refresh=True)
         repair = await work.session.get(RepairAction, stored["repair_action_id"])
         assert repair is not None  # repair actions are never deleted
         return IncidentRetryResult(incident, repair, replayed=True)
 
     call = idempotency.Keyed.of("retryIncident", idempotency_key, {"incident_id": incident_id})
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        retry,
+    kept = idempotency.Kept(
         result_of=lambda done: {
             "incident_id": done.incident.id,
             "repair_action_id": done.repair_action.id,
         },
         replay=replay,
     )
+    result, _ = await idempotency.once(work, viewer, call, retry, kept)
     return result
 
 
@@ -368,22 +364,6 @@ async def open_incident(
 # --- shared ------------------------------------------------------------------------
 
 
-async def _once(
-    work: UnitOfWork,
-    viewer: Viewer,
-    call: idempotency.Keyed,
-    change: Callable[[], Awaitable[Incident]],
-) -> tuple[Incident, bool]:
-    return await idempotency.once(
-        work,
-        viewer,
-        call,
-        change,
-        result_of=lambda incident: {"incident_id": incident.id},
-        replay=lambda stored: _load(work.session, stored["incident_id"], refresh=True),
-    )
-
-
 async def _load(session: AsyncSession, incident_id: str, *, refresh: bool = False) -> Incident:
     incident = await require_row(
         session, Incident, incident_id, "No such incident.", refresh=refresh
@@ -398,6 +378,14 @@ async def _load_unresolved(
     if incident.state == IncidentState.RESOLVED:
         raise IncidentResolved()
     return incident
+
+
+# A keyed change to an incident answers with the incident as it is now.
+_KEPT = idempotency.Kept.row(
+    "incident_id",
+    lambda incident: incident.id,
+    lambda work, row_id: _load(work.session, row_id, refresh=True),
+)
 
 
 async def _letters(work: UnitOfWork, incident: Incident, edge: Edge[DeadLetterState]) -> None:

@@ -114,8 +114,7 @@ async def register_target(
         idempotency.Keyed.of("registerTarget", idempotency_key, request),
         lambda: _register_target(work, viewer, **request),
         # Never the secret: the target's sealed copy is opened again for a replay.
-        result_of=lambda registered: {"target_id": registered.target.id},
-        replay=lambda stored: _registered(work, stored["target_id"]),
+        idempotency.Kept.row("target_id", lambda registered: registered.target.id, _registered),
     )
     return registered
 
@@ -343,14 +342,8 @@ async def keyed_change(
     work: UnitOfWork, viewer: Viewer, call: idempotency.Keyed, run: Callable[[], Awaitable[Target]]
 ) -> TargetResult:
     """Run a keyed change to one target, or replay it: the target as it is now."""
-    target, replayed = await idempotency.once(
-        work,
-        viewer,
-        call,
-        run,
-        result_of=lambda target: {"target_id": target.id},
-        replay=lambda stored: load(work, stored["target_id"]),
-    )
+    kept = idempotency.Kept.row("target_id", lambda target: target.id, load)
+    target, replayed = await idempotency.once(work, viewer, call, run, kept)
     return TargetResult(target=target, replayed=replayed)
 
 
