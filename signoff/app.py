@@ -20,13 +20,14 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 
 from signoff import jsoncodec, metrics
 from signoff.approval_pages import ApprovalPages
+from signoff.bodies import BodyTooLarge, read_body, replay_body
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
     CORS_MAX_AGE_SECONDS,
@@ -241,18 +242,13 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body = bytearray()
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body.extend(message.get("body", b""))
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await _too_large(self.max_bytes)(scope, receive, send)
-                return
-        await self.app(scope, _replay(bytes(body)), send)
+        try:
+            body = await read_body(receive, self.max_bytes)
+        except BodyTooLarge:
+            await _too_large(self.max_bytes)(scope, receive, send)
+            return
+        if body is not None:
+            await self.app(scope, replay_body(body), send)
 
 
 def _too_large(limit: int) -> Response:
@@ -267,19 +263,6 @@ def _too_large(limit: int) -> Response:
         },
         status_code=413,
     )
-
-
-def _replay(body: bytes) -> Receive:
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive
 
 
 def _job_queue(settings: Settings) -> InProcessJobs | ArqJobs | None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
-from collections import deque
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
@@ -27,6 +25,7 @@ from signoff.database import SessionMaker
 from signoff.errors import ApprovalLinkUnusable, NotFound, SignoffError
 from signoff.models import Decision
 from signoff.models.proposal import format_expiry
+from signoff.ratelimit import RateLimiter
 from signoff.resolvers.core.work import WorkMaker
 from signoff.resolvers.reach.links import LinkPage, decide_by_link, read_link
 
@@ -46,33 +45,16 @@ STYLESHEET = "/static/console/console.css"
 STATUS = {"UNKNOWN": 404, "USED": 410, "REVOKED": 410, "EXPIRED": 410, "SETTLED": 410}
 
 
-class RateLimiter:
-    """At most ``limit`` requests per client in any ``window`` seconds (this process), GET
-    and POST alike. At most ``max_clients`` clients are remembered, the least recently seen
-    forgotten first, so a flood from many addresses costs bounded memory."""
-
-    def __init__(
-        self,
-        limit: int = APPROVAL_LINK_RATE_LIMIT,
-        window: float = APPROVAL_LINK_RATE_WINDOW_SECONDS,
-        *,
-        max_clients: int = APPROVAL_LINK_MAX_CLIENTS_TRACKED,
-    ) -> None:
-        self.limit, self.window, self.max_clients = limit, window, max_clients
-        self._seen: dict[str, deque[float]] = {}  # most recently seen last
-
-    def allow(self, client: str) -> bool:
-        now = time.monotonic()
-        seen = self._seen.pop(client, None) or deque()
-        while seen and seen[0] <= now - self.window:
-            seen.popleft()
-        allowed = len(seen) < self.limit
-        if allowed:
-            seen.append(now)
-        self._seen[client] = seen
-        if len(self._seen) > self.max_clients:
-            del self._seen[next(iter(self._seen))]
-        return allowed
+def link_rate_limiter() -> RateLimiter:
+    """``APPROVAL_LINK_RATE_LIMIT`` requests per client a window, GET and POST alike, as a
+    bucket of that many refilled over the window. It reads ``signoff.clock`` so that tests
+    can hold time still."""
+    return RateLimiter(
+        APPROVAL_LINK_RATE_LIMIT / APPROVAL_LINK_RATE_WINDOW_SECONDS,
+        APPROVAL_LINK_RATE_LIMIT,
+        max_keys=APPROVAL_LINK_MAX_CLIENTS_TRACKED,
+        clock=lambda: clock.now().timestamp(),
+    )
 
 
 class ApprovalPages:
@@ -82,11 +64,11 @@ class ApprovalPages:
         self, work: WorkMaker, read: SessionMaker, limiter: RateLimiter | None = None
     ) -> None:
         self.work, self.read = work, read
-        self.limiter = limiter or RateLimiter()
+        self.limiter = limiter or link_rate_limiter()
 
     async def handle(self, request: Request) -> Response:
         client = request.client.host if request.client else "unknown"
-        if not self.limiter.allow(client):
+        if self.limiter.retry_after(client) is not None:
             return _page("Too many requests", "<p>Try again in a minute.</p>", 429)
         token = request.path_params["token"]
         if request.method == "POST":

@@ -1,7 +1,7 @@
 """One delivery attempt over HTTP: the signed request, the response class, the backoff.
 
 No database here: ``signoff.jobs.delivery`` claims the proposal, calls ``send`` and
-hands the ``Outcome`` to ``signoff.resolvers.delivery.outcomes``. Response bodies are read up
+hands the ``AttemptOutcome`` to ``signoff.resolvers.delivery.outcomes``. Response bodies are read up
 to ``RESPONSE_BODY_MAX_BYTES`` and used only for the output-schema check and a digest.
 """
 
@@ -45,7 +45,7 @@ RECEIVER_ABORTED = "RECEIVER_ABORTED"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class AttemptOutcome:
     """What one attempt came to; never holds the secret or the response body itself."""
 
     response_class: ResponseClass
@@ -117,7 +117,7 @@ class Response:
 
 async def send(
     http: aiohttp.ClientSession, proposal: Proposal, target: Target, secret: str, attempt: int
-) -> Outcome:
+) -> AttemptOutcome:
     """Make one attempt; transport failures become outcomes, never exceptions."""
     body = request_body(proposal)
     headers = request_headers(proposal, secret, body, attempt)
@@ -138,7 +138,7 @@ async def send(
         response_class, code = ResponseClass.TERMINAL, "INVALID_URL"
     except (aiohttp.ClientError, OSError):
         response_class, code = ResponseClass.RETRYABLE, "CONNECTION_FAILED"
-    return Outcome(
+    return AttemptOutcome(
         response_class=response_class,
         error_code=code,
         status_code=status,

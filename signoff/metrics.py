@@ -32,7 +32,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff.constants import DELIVERY_LATENCY_BUCKETS
-from signoff.delivery import Outcome
+from signoff.delivery import AttemptOutcome
 from signoff.resolvers.incidents.operations import Operations
 
 # This process's counters and histograms; not prometheus_client's global default registry,
@@ -92,7 +92,7 @@ def count_statements(engine: AsyncEngine) -> None:
     event.listen(engine.sync_engine, "before_cursor_execute", counted)
 
 
-def observe_delivery(outcome: Outcome) -> None:
+def observe_delivery(outcome: AttemptOutcome) -> None:
     """Count one recorded delivery outcome and its latency."""
     DELIVERIES.labels(outcome=outcome.response_class.value).inc()
     seconds = (outcome.finished_at - outcome.started_at).total_seconds()

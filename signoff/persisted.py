@@ -22,8 +22,9 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from signoff.bodies import read_body, replay_body
 from signoff.constants import PERSISTED_QUERY_CACHE_SIZE
 
 NOT_FOUND = "PERSISTED_QUERY_NOT_FOUND"
@@ -121,7 +122,10 @@ class PersistedQueryMiddleware:
             if scope["method"] == "GET":
                 self._check_get(scope)
             elif scope["method"] == "POST":
-                receive = _replay(self._rewrite(await _read(receive)))
+                body = await read_body(receive)
+                if body is None:
+                    return  # the client went away
+                receive = replay_body(self._rewrite(body))
         except Refused as refused:
             await refused.response()(scope, receive, send)
             return
@@ -149,28 +153,3 @@ class PersistedQueryMiddleware:
         params = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if "query" in params or "extensions" in params:
             self.queries.document({"query": params.get("query", [None])[0]})
-
-
-async def _read(receive: Receive) -> bytes:
-    body = bytearray()
-    more = True
-    while more:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        body.extend(message.get("body", b""))
-        more = message.get("more_body", False)
-    return bytes(body)
-
-
-def _replay(body: bytes) -> Receive:
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive

@@ -1,6 +1,7 @@
-"""A per-token request rate limit: one token bucket per bearer token, in this process.
+"""A request rate limit: one token bucket per key (a bearer token, a link client's
+address), in this process.
 
-Buckets are keyed by the token's SHA-256, so no token is kept in memory. At most
+Buckets are keyed by the key's SHA-256, so no token is kept in memory. At most
 ``max_keys`` buckets are kept; the least recently used goes first, so a flood of
 made-up tokens costs memory for ``max_keys`` buckets and no more.
 """
@@ -15,7 +16,7 @@ from signoff.constants import RATE_LIMIT_MAX_TOKENS_TRACKED
 
 
 class RateLimiter:
-    """``per_second`` requests a second per token after a burst of ``burst``; off at 0."""
+    """``per_second`` requests a second per key after a burst of ``burst``; off at 0."""
 
     def __init__(
         self,
@@ -32,7 +33,7 @@ class RateLimiter:
         self._buckets: dict[bytes, tuple[float, float]] = {}  # key -> (level, when)
 
     def retry_after(self, token: str) -> float | None:
-        """Take one request from the token's bucket: ``None`` if allowed, else the seconds
+        """Take one request from the key's bucket: ``None`` if allowed, else the seconds
         until one more request would be."""
         if self.per_second <= 0:
             return None

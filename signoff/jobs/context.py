@@ -19,7 +19,7 @@ CTX_KEY = "signoff"
 
 
 @dataclass
-class Services:
+class WorkerServices:
     """Opened once per worker process: units of work (with the job queue, the event relay
     and the sealer), and one shared HTTP client."""
 
@@ -59,7 +59,7 @@ def open_http_client(connections: int = HTTP_CONNECTIONS) -> aiohttp.ClientSessi
     )
 
 
-def services_of(ctx: dict[str, Any]) -> Services:
+def services_of(ctx: dict[str, Any]) -> WorkerServices:
     services = ctx[CTX_KEY]
-    assert isinstance(services, Services)
+    assert isinstance(services, WorkerServices)
     return services

@@ -36,8 +36,8 @@ from signoff.constants import (
     WORKER_STOP_GRACE_SECONDS,
 )
 from signoff.database import database_condition, is_unreachable
-from signoff.delivery import Outcome, send
-from signoff.jobs.context import Services
+from signoff.delivery import AttemptOutcome, send
+from signoff.jobs.context import WorkerServices
 from signoff.models import ProposalState, ResponseClass
 from signoff.resolvers.delivery.claims import (
     Claim,
@@ -59,7 +59,7 @@ class Sent:
     """A delivery whose request finished, waiting for its outcome to be recorded."""
 
     delivery: Delivery
-    outcome: Outcome
+    outcome: AttemptOutcome
 
 
 class Dispatcher:
@@ -67,7 +67,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        services: Services,
+        services: WorkerServices,
         *,
         concurrency: int,
         flush_size: int = OUTCOME_FLUSH_SIZE,
@@ -222,7 +222,7 @@ class Dispatcher:
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
-    async def _send(self, delivery: Delivery) -> Outcome:
+    async def _send(self, delivery: Delivery) -> AttemptOutcome:
         proposal = delivery.proposal
         return await send(
             self.services.http,

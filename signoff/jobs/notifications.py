@@ -17,7 +17,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from signoff.jobs.context import Services, services_of
+from signoff.jobs.context import WorkerServices, services_of
 from signoff.resolvers.reach.notifications import (
     claim_notifications,
     record_attempt,
@@ -39,7 +39,7 @@ async def send_one_notification(ctx: dict[str, Any], notification_id: str) -> in
     return await _send(services_of(ctx), only=[notification_id])
 
 
-async def _send(services: Services, only: Sequence[str] | None = None) -> int:
+async def _send(services: WorkerServices, only: Sequence[str] | None = None) -> int:
     async with services.work() as work:
         outgoing = await claim_notifications(
             work, public_url=services.settings.public_base_url, only=only

@@ -23,7 +23,7 @@ from signoff.constants import (
     NOTIFICATION_BATCH_SIZE,
     WORKER_STOP_GRACE_SECONDS,
 )
-from signoff.jobs.context import CTX_KEY, Services, open_http_client
+from signoff.jobs.context import CTX_KEY, WorkerServices, open_http_client
 from signoff.jobs.delivery import (
     DISPATCHER_KEY,
     expire_due_proposals,
@@ -105,7 +105,9 @@ class InProcessJobs:
         """Open the shared HTTP client and start the dispatcher and the sweeps (``work``'s
         services name this runner as their job queue)."""
         concurrency = self.settings.delivery_concurrency
-        services = Services(settings=self.settings, work=work, http=open_http_client(concurrency))
+        services = WorkerServices(
+            settings=self.settings, work=work, http=open_http_client(concurrency)
+        )
         self.ctx[CTX_KEY] = services
         self._dispatcher = Dispatcher(services, concurrency=concurrency)
         self.ctx[DISPATCHER_KEY] = self._dispatcher
@@ -152,7 +154,7 @@ class InProcessJobs:
                 task.cancel()
             await asyncio.gather(*late, return_exceptions=True)
         services = self.ctx.pop(CTX_KEY, None)
-        if isinstance(services, Services):
+        if isinstance(services, WorkerServices):
             await services.http.close()
 
     async def _run(self, name: str, job: Awaitable[Any]) -> Any:

@@ -37,7 +37,7 @@ from signoff.constants import (
 from signoff.database import create_engine, create_sessionmaker, is_unreachable, read_only
 from signoff.errors import INTERNAL, ServiceUnavailable
 from signoff.events import create_event_service
-from signoff.jobs.context import CTX_KEY, Services, open_http_client, services_of
+from signoff.jobs.context import CTX_KEY, WorkerServices, open_http_client, services_of
 from signoff.jobs.delivery import (
     DISPATCHER_KEY,
     deliver_proposal,
@@ -160,7 +160,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["events"] = events
     services = WorkServices(jobs=jobs, events=events, sealer=sealer)
     concurrency = settings.delivery_concurrency
-    ctx[CTX_KEY] = Services(
+    ctx[CTX_KEY] = WorkerServices(
         settings=settings,
         http=open_http_client(concurrency),
         work=WorkMaker(sessionmaker, services),

@@ -52,7 +52,7 @@ from signoff.schema.approval.task import (
     HumanTask,
     ReleaseTaskInput,
 )
-from signoff.schema.call import call
+from signoff.schema.call import call, call_with
 from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import (
     ProposeCompensationInput,
@@ -125,6 +125,22 @@ def _incident_payload(result: incident_response.IncidentResult) -> IncidentPaylo
     return IncidentPayload(incident=Incident.from_model(result.incident), replayed=result.replayed)
 
 
+def _paused(result: targets.TargetResult) -> PauseTargetPayload:
+    return PauseTargetPayload(target=Target.from_model(result.target), replayed=result.replayed)
+
+
+def _target_changed(result: targets.TargetResult) -> TargetChangePayload:
+    return TargetChangePayload(target=Target.from_model(result.target), replayed=result.replayed)
+
+
+def _proposed(result: proposals.ProposeResult) -> ProposeActionPayload:
+    return ProposeActionPayload(
+        proposal=Proposal.from_model(result.proposal),
+        task=_task(result.task),
+        replayed=result.replayed,
+    )
+
+
 def _task(task: models.HumanTask | None) -> HumanTask | None:
     return None if task is None else HumanTask.from_model(task)
 
@@ -133,17 +149,7 @@ def _task(task: models.HumanTask | None) -> HumanTask | None:
 class Mutation:
     @strawberry.mutation(description="Operators and admins.")
     async def create_queue(self, info: strawberry.Info, input: CreateQueueInput) -> Queue:
-        queue = await call(
-            info,
-            queues.create_queue,
-            slug=input.slug,
-            name=input.name,
-            claim_ttl_seconds=input.claim_ttl_seconds,
-            default_due_seconds=input.default_due_seconds,
-            idempotency_key=input.idempotency_key,
-            reminder_percents=input.reminder_percents,
-        )
-        return Queue.from_model(queue)
+        return Queue.from_model(await call_with(info, queues.create_queue, input))
 
     @strawberry.mutation(
         description="Operators and admins: notify a webhook or Slack when a task enters the "
@@ -152,15 +158,11 @@ class Mutation:
     async def add_notification_channel(
         self, info: strawberry.Info, input: AddNotificationChannelInput
     ) -> AddNotificationChannelPayload:
-        added = await call(
+        added = await call_with(
             info,
             notification_channels.add_notification_channel,
-            queue_id=input.queue_id,
-            kind=input.kind,
-            url=input.url,
-            include_payload=input.include_payload,
-            reviewer_id=input.reviewer_id,
-            link_ttl_seconds=input.approval_link_ttl_seconds,
+            input,
+            renamed={"approval_link_ttl_seconds": "link_ttl_seconds"},
         )
         return AddNotificationChannelPayload(
             channel=NotificationChannel.from_model(added.channel),
@@ -174,10 +176,9 @@ class Mutation:
     async def disable_notification_channel(
         self, info: strawberry.Info, input: DisableNotificationChannelInput
     ) -> NotificationChannel:
-        channel = await call(
-            info, notification_channels.disable_notification_channel, channel_id=input.channel_id
+        return NotificationChannel.from_model(
+            await call_with(info, notification_channels.disable_notification_channel, input)
         )
-        return NotificationChannel.from_model(channel)
 
     @strawberry.mutation(
         description="Operators and admins: a disabled channel gets new notifications again. "
@@ -186,10 +187,9 @@ class Mutation:
     async def enable_notification_channel(
         self, info: strawberry.Info, input: EnableNotificationChannelInput
     ) -> NotificationChannel:
-        channel = await call(
-            info, notification_channels.enable_notification_channel, channel_id=input.channel_id
+        return NotificationChannel.from_model(
+            await call_with(info, notification_channels.enable_notification_channel, input)
         )
-        return NotificationChannel.from_model(channel)
 
     @strawberry.mutation(
         description="Operators and admins: remove a channel for good (it stays readable, with "
@@ -198,16 +198,13 @@ class Mutation:
     async def remove_notification_channel(
         self, info: strawberry.Info, input: RemoveNotificationChannelInput
     ) -> NotificationChannel:
-        channel = await call(
-            info, notification_channels.remove_notification_channel, channel_id=input.channel_id
+        return NotificationChannel.from_model(
+            await call_with(info, notification_channels.remove_notification_channel, input)
         )
-        return NotificationChannel.from_model(channel)
 
     @strawberry.mutation(description="Operators and admins: make a reviewer a queue member.")
     async def add_queue_member(self, info: strawberry.Info, input: QueueMemberInput) -> Queue:
-        queue = await call(
-            info, queues.add_queue_member, queue_id=input.queue_id, actor_id=input.actor_id
-        )
+        queue = await call_with(info, queues.add_queue_member, input)
         context_of(info).forget_viewers()
         return Queue.from_model(queue)
 
@@ -218,9 +215,7 @@ class Mutation:
         )
     )
     async def remove_queue_member(self, info: strawberry.Info, input: QueueMemberInput) -> Queue:
-        queue = await call(
-            info, queues.remove_queue_member, queue_id=input.queue_id, actor_id=input.actor_id
-        )
+        queue = await call_with(info, queues.remove_queue_member, input)
         context_of(info).forget_viewers()
         return Queue.from_model(queue)
 
@@ -228,26 +223,11 @@ class Mutation:
     async def register_target(
         self, info: strawberry.Info, input: RegisterTargetInput
     ) -> RegisterTargetPayload:
-        registered = await call(
+        registered = await call_with(
             info,
             targets.register_target,
-            name=input.name,
-            url=input.url,
-            input_schema=input.input_schema,
-            approval_mode=input.approval_mode,
-            queue_id=input.queue_id,
-            method=input.method,
-            output_schema=input.output_schema,
-            required_approvals=input.required_approvals,
-            max_attempts=input.max_attempts,
-            timeout_seconds=input.timeout_seconds,
-            max_concurrency=input.max_concurrency,
-            rate_per_second=input.rate_per_second,
-            idempotency_key=input.idempotency_key,
-            amendable=input.amendable,
-            amendments_need_proposer=input.amendments_need_proposer,
-            summary_field=input.summary_field,
-            approval_policy=input.approval_policy,
+            input,
+            omit=("deadline_policy",),
             deadline_action=None if input.deadline_policy is None else input.deadline_policy.action,
             deadline_reason=None if input.deadline_policy is None else input.deadline_policy.reason,
             escalation=None if input.deadline_policy is None else input.deadline_policy.steps(),
@@ -258,8 +238,7 @@ class Mutation:
 
     @strawberry.mutation(description="Operators and admins: the target takes no new proposals.")
     async def retire_target(self, info: strawberry.Info, input: RetireTargetInput) -> Target:
-        target = await call(info, targets.retire_target, target_id=input.target_id)
-        return Target.from_model(target)
+        return Target.from_model(await call_with(info, targets.retire_target, input))
 
     @strawberry.mutation(
         description=(
@@ -270,14 +249,7 @@ class Mutation:
     async def pause_target(
         self, info: strawberry.Info, input: PauseTargetInput
     ) -> PauseTargetPayload:
-        result = await call(
-            info,
-            targets.pause_target,
-            target_id=input.target_id,
-            reason=input.reason,
-            idempotency_key=input.idempotency_key,
-        )
-        return PauseTargetPayload(target=Target.from_model(result.target), replayed=result.replayed)
+        return _paused(await call_with(info, targets.pause_target, input))
 
     @strawberry.mutation(
         description=(
@@ -288,13 +260,7 @@ class Mutation:
     async def resume_target(
         self, info: strawberry.Info, input: ResumeTargetInput
     ) -> PauseTargetPayload:
-        result = await call(
-            info,
-            targets.resume_target,
-            target_id=input.target_id,
-            idempotency_key=input.idempotency_key,
-        )
-        return PauseTargetPayload(target=Target.from_model(result.target), replayed=result.replayed)
+        return _paused(await call_with(info, targets.resume_target, input))
 
     @strawberry.mutation(
         description=(
@@ -305,18 +271,7 @@ class Mutation:
     async def set_target_limits(
         self, info: strawberry.Info, input: SetTargetLimitsInput
     ) -> TargetChangePayload:
-        result = await call(
-            info,
-            target_controls.set_target_limits,
-            target_id=input.target_id,
-            max_concurrency=input.max_concurrency,
-            rate_per_second=input.rate_per_second,
-            clear_rate=input.clear_rate,
-            idempotency_key=input.idempotency_key,
-        )
-        return TargetChangePayload(
-            target=Target.from_model(result.target), replayed=result.replayed
-        )
+        return _target_changed(await call_with(info, target_controls.set_target_limits, input))
 
     @strawberry.mutation(
         description=(
@@ -328,52 +283,29 @@ class Mutation:
     async def close_target_circuit(
         self, info: strawberry.Info, input: CloseTargetCircuitInput
     ) -> TargetChangePayload:
-        result = await call(
-            info,
-            target_controls.close_target_circuit,
-            target_id=input.target_id,
-            reason=input.reason,
-            idempotency_key=input.idempotency_key,
-        )
-        return TargetChangePayload(
-            target=Target.from_model(result.target), replayed=result.replayed
-        )
+        return _target_changed(await call_with(info, target_controls.close_target_circuit, input))
 
     @strawberry.mutation(description="Agents. Idempotent by operationKey.")
     async def propose_action(
         self, info: strawberry.Info, input: ProposeActionInput
     ) -> ProposeActionPayload:
-        result = await call(
-            info,
-            proposals.propose_action,
-            target_id=input.target_id,
-            action_code=input.action_code,
-            operation_key=input.operation_key,
-            payload=input.payload,
-            subject=input.subject,
-            preconditions=input.preconditions,
-            expires_in_seconds=input.expires_in_seconds,
-            deadline=None if input.deadline_policy is None else input.deadline_policy.to_override(),
-        )
-        return ProposeActionPayload(
-            proposal=Proposal.from_model(result.proposal),
-            task=_task(result.task),
-            replayed=result.replayed,
+        return _proposed(
+            await call_with(
+                info,
+                proposals.propose_action,
+                input,
+                omit=("deadline_policy",),
+                deadline=None
+                if input.deadline_policy is None
+                else input.deadline_policy.to_override(),
+            )
         )
 
     @strawberry.mutation(description="Reviewers of the proposal's queue.")
     async def decide_proposal(
         self, info: strawberry.Info, input: DecideProposalInput
     ) -> DecideProposalPayload:
-        result = await call(
-            info,
-            approvals.decide_proposal,
-            proposal_id=input.proposal_id,
-            decision=input.decision,
-            payload_digest=input.payload_digest,
-            reason=input.reason,
-            idempotency_key=input.idempotency_key,
-        )
+        result = await call_with(info, approvals.decide_proposal, input)
         return DecideProposalPayload(
             proposal=Proposal.from_model(result.proposal),
             approval=Approval.from_model(result.approval),
@@ -390,13 +322,12 @@ class Mutation:
     async def decide_proposals(
         self, info: strawberry.Info, input: DecideProposalsInput
     ) -> DecideProposalsPayload:
-        result = await call(
+        result = await call_with(
             info,
             bulk_decisions.decide_proposals,
+            input,
+            omit=("items",),
             items=items_of(input.items),
-            decision=input.decision,
-            idempotency_key=input.idempotency_key,
-            reason=input.reason,
         )
         return DecideProposalsPayload(
             bulk_id=strawberry.ID(result.bulk_id),
@@ -413,16 +344,7 @@ class Mutation:
     async def amend_proposal(
         self, info: strawberry.Info, input: AmendProposalInput
     ) -> AmendProposalPayload:
-        result = await call(
-            info,
-            amendments.amend_proposal,
-            proposal_id=input.proposal_id,
-            based_on_digest=input.based_on_digest,
-            reason=input.reason,
-            payload=input.payload,
-            patch=input.patch,
-            idempotency_key=input.idempotency_key,
-        )
+        result = await call_with(info, amendments.amend_proposal, input)
         return AmendProposalPayload(
             proposal=Proposal.from_model(result.proposal),
             revision=ProposalRevision.from_model(result.revision),
@@ -438,41 +360,22 @@ class Mutation:
     async def accept_amendment(
         self, info: strawberry.Info, input: AcceptAmendmentInput
     ) -> AcceptAmendmentPayload:
-        result = await call(
-            info,
-            amendments.accept_amendment,
-            proposal_id=input.proposal_id,
-            payload_digest=input.payload_digest,
-            idempotency_key=input.idempotency_key,
-        )
+        result = await call_with(info, amendments.accept_amendment, input)
         return AcceptAmendmentPayload(
             proposal=Proposal.from_model(result.proposal), replayed=result.replayed
         )
 
     @strawberry.mutation
     async def create_task(self, info: strawberry.Info, input: CreateTaskInput) -> HumanTask:
-        task = await call(
-            info,
-            tasks.create_task,
-            queue_id=input.queue_id,
-            kind=input.kind,
-            title=input.title,
-            context=input.context,
-            response_schema=input.response_schema,
-            priority=input.priority,
-            due_in_seconds=input.due_in_seconds,
-            idempotency_key=input.idempotency_key,
-        )
-        return HumanTask.from_model(task)
+        return HumanTask.from_model(await call_with(info, tasks.create_task, input))
 
     @strawberry.mutation(description="Take a lease on a task; claiming again renews it.")
     async def claim_task(self, info: strawberry.Info, input: ClaimTaskInput) -> HumanTask:
-        return HumanTask.from_model(await call(info, tasks.claim_task, task_id=input.task_id))
+        return HumanTask.from_model(await call_with(info, tasks.claim_task, input))
 
     @strawberry.mutation
     async def release_task(self, info: strawberry.Info, input: ReleaseTaskInput) -> HumanTask:
-        task = await call(info, tasks.release_task, task_id=input.task_id, reason=input.reason)
-        return HumanTask.from_model(task)
+        return HumanTask.from_model(await call_with(info, tasks.release_task, input))
 
     @strawberry.mutation(
         description="Hand a task you hold (operators: any waiting task) to another reviewer "
@@ -481,13 +384,7 @@ class Mutation:
     async def reassign_task(
         self, info: strawberry.Info, input: ReassignTaskInput
     ) -> ReassignTaskPayload:
-        result = await call(
-            info,
-            delegation.reassign_task,
-            task_id=input.task_id,
-            assignee_id=input.assignee_id,
-            reason=input.reason,
-        )
+        result = await call_with(info, delegation.reassign_task, input)
         return ReassignTaskPayload(
             task=HumanTask.from_model(result.task),
             offered_to_id=result.offered_to_id,
@@ -498,14 +395,7 @@ class Mutation:
         description="Reviewers: while you are away, tasks offered to you go to your delegate."
     )
     async def set_delegate(self, info: strawberry.Info, input: SetDelegateInput) -> Delegation:
-        made = await call(
-            info,
-            delegation.set_delegate,
-            delegate_id=input.delegate_id,
-            ends_at=input.ends_at,
-            starts_at=input.starts_at,
-        )
-        return Delegation.from_model(made)
+        return Delegation.from_model(await call_with(info, delegation.set_delegate, input))
 
     @strawberry.mutation(description="Reviewers: end your delegation now; false if none.")
     async def clear_delegate(self, info: strawberry.Info) -> bool:
@@ -518,13 +408,7 @@ class Mutation:
     async def create_approval_link(
         self, info: strawberry.Info, input: CreateApprovalLinkInput
     ) -> CreateApprovalLinkPayload:
-        created = await call(
-            info,
-            approval_links.create_approval_link,
-            task_id=input.task_id,
-            reviewer_id=input.reviewer_id,
-            ttl_seconds=input.ttl_seconds,
-        )
+        created = await call_with(info, approval_links.create_approval_link, input)
         return CreateApprovalLinkPayload(
             link=ApprovalLink.from_model(created.link), path=created.path
         )
@@ -533,32 +417,26 @@ class Mutation:
     async def revoke_approval_link(
         self, info: strawberry.Info, input: RevokeApprovalLinkInput
     ) -> ApprovalLink:
-        link = await call(info, approval_links.revoke_approval_link, link_id=input.link_id)
-        return ApprovalLink.from_model(link)
+        return ApprovalLink.from_model(
+            await call_with(info, approval_links.revoke_approval_link, input)
+        )
 
     @strawberry.mutation(description="Approval tasks take {decision, reason?} and decide.")
     async def complete_task(
         self, info: strawberry.Info, input: CompleteTaskInput
     ) -> CompleteTaskPayload:
-        result = await call(
-            info,
-            tasks.complete_task,
-            task_id=input.task_id,
-            response=input.response,
-            idempotency_key=input.idempotency_key,
-        )
+        result = await call_with(info, tasks.complete_task, input)
         return CompleteTaskPayload(task=HumanTask.from_model(result.task), replayed=result.replayed)
 
     @strawberry.mutation(description="Integrations: how an accepted (202) action ended.")
     async def report_action_result(
         self, info: strawberry.Info, input: ReportActionResultInput
     ) -> ReportActionResultPayload:
-        result = await call(
+        result = await call_with(
             info,
             results.report_action_result,
-            proposal_id=input.proposal_id,
-            operation_key=input.operation_key,
-            payload_digest=input.payload_digest,
+            input,
+            omit=("error_code", "provider_request_id", "retry_after_seconds", "status", "terminal"),
             result=results.ActionResult(
                 status=results.ResultStatus(input.status),
                 terminal=input.terminal,
@@ -575,13 +453,7 @@ class Mutation:
     async def retry_proposal(
         self, info: strawberry.Info, input: RetryProposalInput
     ) -> RetryProposalPayload:
-        result = await call(
-            info,
-            retries.retry_proposal,
-            proposal_id=input.proposal_id,
-            payload_digest=input.payload_digest,
-            idempotency_key=input.idempotency_key,
-        )
+        result = await call_with(info, retries.retry_proposal, input)
         return RetryProposalPayload(
             proposal=Proposal.from_model(result.proposal), replayed=result.replayed
         )
@@ -590,35 +462,14 @@ class Mutation:
     async def propose_compensation(
         self, info: strawberry.Info, input: ProposeCompensationInput
     ) -> ProposeActionPayload:
-        result = await call(
-            info,
-            compensations.propose_compensation,
-            proposal_id=input.proposal_id,
-            target_id=input.target_id,
-            action_code=input.action_code,
-            payload=input.payload,
-            idempotency_key=input.idempotency_key,
-            subject=input.subject,
-            preconditions=input.preconditions,
-        )
-        return ProposeActionPayload(
-            proposal=Proposal.from_model(result.proposal),
-            task=_task(result.task),
-            replayed=result.replayed,
-        )
+        return _proposed(await call_with(info, compensations.propose_compensation, input))
 
     @strawberry.mutation(description="Operators: take an incident up.")
     async def acknowledge_incident(
         self, info: strawberry.Info, input: AcknowledgeIncidentInput
     ) -> IncidentPayload:
-        result = await call(
-            info,
-            incident_response.acknowledge_incident,
-            incident_id=input.incident_id,
-            idempotency_key=input.idempotency_key,
-        )
-        return IncidentPayload(
-            incident=Incident.from_model(result.incident), replayed=result.replayed
+        return _incident_payload(
+            await call_with(info, incident_response.acknowledge_incident, input)
         )
 
     @strawberry.mutation(
@@ -630,12 +481,7 @@ class Mutation:
     async def retry_incident(
         self, info: strawberry.Info, input: RetryIncidentInput
     ) -> RetryIncidentPayload:
-        result = await call(
-            info,
-            incident_response.retry_incident,
-            incident_id=input.incident_id,
-            idempotency_key=input.idempotency_key,
-        )
+        result = await call_with(info, incident_response.retry_incident, input)
         return RetryIncidentPayload(
             incident=Incident.from_model(result.incident),
             repair_action=RepairAction.from_model(result.repair_action),
@@ -646,17 +492,7 @@ class Mutation:
     async def resolve_incident(
         self, info: strawberry.Info, input: ResolveIncidentInput
     ) -> IncidentPayload:
-        result = await call(
-            info,
-            incident_response.resolve_incident,
-            incident_id=input.incident_id,
-            code=input.code,
-            summary=input.summary,
-            idempotency_key=input.idempotency_key,
-        )
-        return IncidentPayload(
-            incident=Incident.from_model(result.incident), replayed=result.replayed
-        )
+        return _incident_payload(await call_with(info, incident_response.resolve_incident, input))
 
     @strawberry.mutation(
         description=(
@@ -667,33 +503,14 @@ class Mutation:
     async def open_incident(
         self, info: strawberry.Info, input: OpenIncidentInput
     ) -> OpenIncidentPayload:
-        result = await call(
-            info,
-            incident_response.open_incident,
-            key=input.key,
-            severity=input.severity,
-            category=input.category,
-            title=input.title,
-            summary=input.summary,
-            entity_type=input.entity_type,
-            entity_id=input.entity_id,
-        )
+        result = await call_with(info, incident_response.open_incident, input)
         return OpenIncidentPayload(
             incident=Incident.from_model(result.incident), deduplicated=result.deduplicated
         )
 
     @strawberry.mutation(description="Agents: prepare a draft for a person (requestId replays).")
     async def prepare_draft(self, info: strawberry.Info, input: PrepareDraftInput) -> DraftPayload:
-        result = await call(
-            info,
-            drafts.prepare_draft,
-            request_id=input.request_id,
-            session_id=input.session_id,
-            account_id=input.account_id,
-            owner=input.owner,
-            values=input.values,
-        )
-        return _draft_payload(result)
+        return _draft_payload(await call_with(info, drafts.prepare_draft, input))
 
     @strawberry.mutation(
         description=(
@@ -702,45 +519,21 @@ class Mutation:
         )
     )
     async def update_draft(self, info: strawberry.Info, input: UpdateDraftInput) -> DraftPayload:
-        result = await call(
-            info,
-            drafts.update_draft,
-            request_id=input.request_id,
-            draft_id=input.draft_id,
-            session_id=input.session_id,
-            expected_revision=input.expected_revision,
-            source=input.source,
-            patch=input.patch,
-            remove=input.remove,
-        )
-        return _draft_payload(result)
+        return _draft_payload(await call_with(info, drafts.update_draft, input))
 
     @strawberry.mutation(description="The person: cancel a draft, or an undispatched reservation.")
     async def cancel_draft(self, info: strawberry.Info, input: CancelDraftInput) -> DraftPayload:
-        result = await call(
-            info,
-            drafts.cancel_draft,
-            request_id=input.request_id,
-            draft_id=input.draft_id,
-            session_id=input.session_id,
-            expected_revision=input.expected_revision,
-        )
-        return _draft_payload(result)
+        return _draft_payload(await call_with(info, drafts.cancel_draft, input))
 
     @strawberry.mutation(
         description="The person: fix the reviewed values; the draft gets its operation key."
     )
     async def reserve_draft(self, info: strawberry.Info, input: ReserveDraftInput) -> DraftPayload:
-        result = await call(
-            info,
-            drafts.reserve_draft,
-            request_id=input.request_id,
-            draft_id=input.draft_id,
-            session_id=input.session_id,
-            expected_revision=input.expected_revision,
-            values_digest_=input.values_digest,
+        return _draft_payload(
+            await call_with(
+                info, drafts.reserve_draft, input, renamed={"values_digest": "values_digest_"}
+            )
         )
-        return _draft_payload(result)
 
     @strawberry.mutation(
         description=(
@@ -751,28 +544,11 @@ class Mutation:
     async def check_draft_dispatch(
         self, info: strawberry.Info, input: CheckDraftDispatchInput
     ) -> DraftDispatchCheck:
-        result = await call(
-            info,
-            drafts.check_draft_dispatch,
-            owner=input.owner,
-            draft_id=input.draft_id,
-            operation_key=input.operation_key,
-            values_digest_=input.values_digest,
+        result = await call_with(
+            info, drafts.check_draft_dispatch, input, renamed={"values_digest": "values_digest_"}
         )
         return DraftDispatchCheck(allowed=result.allowed, managed=result.managed)
 
     @strawberry.mutation(description="Integrations: what became of a reservation.")
     async def observe_draft(self, info: strawberry.Info, input: ObserveDraftInput) -> DraftPayload:
-        result = await call(
-            info,
-            drafts.observe_draft,
-            request_id=input.request_id,
-            draft_id=input.draft_id,
-            session_id=input.session_id,
-            expected_revision=input.expected_revision,
-            operation_key=input.operation_key,
-            outcome=input.outcome,
-            receipt=input.receipt,
-            owner_execution_ref=input.owner_execution_ref,
-        )
-        return _draft_payload(result)
+        return _draft_payload(await call_with(info, drafts.observe_draft, input))

@@ -22,15 +22,15 @@ class PageInfo:
     end_cursor: str | None
 
 
-@strawberry.type
-class Edge(Generic[T]):
+@strawberry.type(name="Edge")
+class PageEdge(Generic[T]):
     cursor: str
     node: T
 
 
-@strawberry.type
-class Connection(Generic[T]):
-    edges: list[Edge[T]]
+@strawberry.type(name="Connection")
+class PageConnection(Generic[T]):
+    edges: list[PageEdge[T]]
     page_info: PageInfo
 
     @strawberry.field
@@ -38,10 +38,10 @@ class Connection(Generic[T]):
         return [edge.node for edge in self.edges]
 
 
-def connection(page: Page[M], convert: Callable[[M], T]) -> Connection[T]:
-    return Connection(
+def connection(page: Page[M], convert: Callable[[M], T]) -> PageConnection[T]:
+    return PageConnection(
         edges=[
-            Edge(cursor=c, node=convert(item))
+            PageEdge(cursor=c, node=convert(item))
             for c, item in zip(page.cursors, page.items, strict=True)
         ],
         page_info=PageInfo(

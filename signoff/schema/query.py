@@ -41,7 +41,7 @@ from signoff.schema.drafts.draft import Draft
 from signoff.schema.drafts.draft_reference import DraftReference
 from signoff.schema.lookahead import selected
 from signoff.schema.node import Node
-from signoff.schema.pagination import Connection, connection, nodes_selected
+from signoff.schema.pagination import PageConnection, connection, nodes_selected
 from signoff.schema.reach.approval_link import ApprovalLink
 from signoff.schema.reach.delegation import Delegation
 from signoff.schema.reach.notification import NotificationChannel
@@ -123,7 +123,7 @@ class Query:
         name: str | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> Connection[Actor]:
+    ) -> PageConnection[Actor]:
         page = await call(info, actors.list_actors, role=role, name=name, first=first, after=after)
         return connection(page, Actor.from_model)
 
@@ -204,7 +204,7 @@ class Query:
         queue_id: strawberry.ID | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> Connection[Proposal]:
+    ) -> PageConnection[Proposal]:
         page = await call(
             info, proposals.list_proposals, state=state, queue_id=queue_id, first=first, after=after
         )
@@ -223,7 +223,7 @@ class Query:
         state: models.TaskState | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> Connection[HumanTask]:
+    ) -> PageConnection[HumanTask]:
         page = await call(
             info, tasks.list_tasks, queue_id=queue_id, state=state, first=first, after=after
         )
@@ -237,7 +237,7 @@ class Query:
         target_id: strawberry.ID | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> Connection[AuditEvent]:
+    ) -> PageConnection[AuditEvent]:
         page = await call(
             info,
             audit.list_audit_events,
@@ -259,7 +259,7 @@ class Query:
         category: str | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> Connection[Incident]:
+    ) -> PageConnection[Incident]:
         page = await call(
             info,
             incident_response.list_incidents,
@@ -289,7 +289,7 @@ class Query:
         state: models.DeadLetterState | None = None,
         first: int | None = None,
         after: str | None = None,
-    ) -> Connection[DeadLetter]:
+    ) -> PageConnection[DeadLetter]:
         page = await call(info, operations.list_dead_letters, state=state, first=first, after=after)
         return connection(page, DeadLetter.from_model)
 

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff.config import Settings, load_sealer
 from signoff.database import create_sessionmaker
-from signoff.jobs.context import CTX_KEY, Services, open_http_client
+from signoff.jobs.context import CTX_KEY, WorkerServices, open_http_client
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.resolvers.core.work import Services as WorkServices
 from signoff.resolvers.core.work import WorkMaker, delivery_job_id, notification_job_id
@@ -43,8 +43,8 @@ class Worker:
     jobs: RecordingJobs
 
     @property
-    def services(self) -> Services:
-        services: Services = self.ctx[CTX_KEY]
+    def services(self) -> WorkerServices:
+        services: WorkerServices = self.ctx[CTX_KEY]
         return services
 
     async def deliver(self, proposal_id: str) -> str:
@@ -62,6 +62,6 @@ async def worker(
     work = WorkMaker(
         create_sessionmaker(engine), WorkServices(jobs=jobs, sealer=load_sealer(settings))
     )
-    services = Services(settings=settings, work=work, http=http, jitter=lambda: 1.0)
+    services = WorkerServices(settings=settings, work=work, http=http, jitter=lambda: 1.0)
     yield Worker(ctx={CTX_KEY: services}, jobs=jobs)
     await http.close()

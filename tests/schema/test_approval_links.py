@@ -11,7 +11,6 @@ import httpx
 from sqlmodel import func, select
 
 from signoff import clock
-from signoff.approval_pages import RateLimiter
 from signoff.models import (
     Approval,
     ApprovalLink,
@@ -22,6 +21,7 @@ from signoff.models import (
     Role,
 )
 from signoff.models.proposal import payload_digest_of
+from signoff.ratelimit import RateLimiter
 from tests.helpers import GraphQLClient, World, build_world
 
 CREATE_LINK = """
@@ -263,7 +263,7 @@ async def test_concurrent_posts_decide_once(gql: GraphQLClient) -> None:
 
 
 async def test_posts_count_toward_the_rate_limit_and_decide_nothing_beyond_it(
-    gql: GraphQLClient,
+    gql: GraphQLClient, frozen_clock: clock.FrozenClock
 ) -> None:
     world = await build_world(gql)
     proposed, created = await linked(gql, world)
@@ -277,7 +277,8 @@ async def test_posts_count_toward_the_rate_limit_and_decide_nothing_beyond_it(
 
 
 def test_the_link_rate_limiter_remembers_a_bounded_number_of_clients() -> None:
-    limiter = RateLimiter(limit=1, window=60, max_clients=2)
-    assert [limiter.allow(c) for c in ("a", "a", "b", "c")] == [True, False, True, True]
-    assert limiter.allow("a")  # forgotten as the least recently seen: a fresh window
-    assert not limiter.allow("c")
+    limiter = RateLimiter(1 / 60, 1, max_keys=2)
+    allowed = [limiter.retry_after(c) is None for c in ("a", "a", "b", "c")]
+    assert allowed == [True, False, True, True]
+    assert limiter.retry_after("a") is None  # forgotten as the least recently seen: a full bucket
+    assert limiter.retry_after("c") is not None

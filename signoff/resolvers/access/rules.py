@@ -10,6 +10,33 @@ from signoff.models import Actor, Role
 STAFF = frozenset({Role.OPERATOR, Role.ADMIN})
 
 
+def sees(
+    role: Role,
+    queue_ids: frozenset[str],
+    actor_id: str | None,
+    *,
+    queue_id: str | None,
+    owner_id: str | None,
+) -> bool:
+    """The one read rule, for a viewer and for a feed subscriber alike: staff see
+    everything; reviewers what is in their queues; agents what they made."""
+    if role in STAFF:
+        return True
+    if role is Role.REVIEWER:
+        return queue_id is not None and queue_id in queue_ids
+    if role is Role.AGENT:
+        return owner_id is not None and owner_id == actor_id
+    return False
+
+
+def sees_now_in(role: Role, queue_ids: frozenset[str], queue_id: str | None) -> bool:
+    """Whether what the viewer was shown may still be shown, now in ``queue_id``: a
+    reviewer's sight is bounded by queue (an escalated task leaves it); other roles' is not."""
+    return role is not Role.REVIEWER or sees(
+        role, queue_ids, None, queue_id=queue_id, owner_id=None
+    )
+
+
 @dataclass(frozen=True)
 class Viewer:
     """An authenticated actor with the queues it belongs to."""
@@ -28,6 +55,10 @@ class Viewer:
     @property
     def sees_everything(self) -> bool:
         return self.role in STAFF
+
+    def sees(self, *, queue_id: str | None, owner_id: str | None) -> bool:
+        """Whether the viewer may read an object in ``queue_id`` made by ``owner_id``."""
+        return sees(self.role, self.queue_ids, self.id, queue_id=queue_id, owner_id=owner_id)
 
     def can_see_queue(self, queue_id: str | None) -> bool:
         return self.sees_everything or (queue_id is not None and queue_id in self.queue_ids)

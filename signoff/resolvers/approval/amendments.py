@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import case
 from sqlmodel import col
 
 from signoff.constants import REASON_MAX_CHARS, REASON_MIN_CHARS
@@ -24,7 +23,6 @@ from signoff.errors import (
     AmendmentNotAllowed,
     Forbidden,
     NoAmendmentPending,
-    NotFound,
     PayloadDigestMismatch,
     TaskClaimedByOther,
     ValidationFailed,
@@ -36,10 +34,16 @@ from signoff.models.task import workable_by
 from signoff.patches import diff, merge_patch
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
 from signoff.resolvers.approval import policies as approval_policies
-from signoff.resolvers.approval.approvals import approval_task, held_by_other, require_awaiting
+from signoff.resolvers.approval.approvals import (
+    approval_task,
+    held_by_other,
+    queue_if_reached,
+    require_awaiting,
+)
 from signoff.resolvers.approval.proposals import check_payload, get_proposal
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.validation import require_text
@@ -113,21 +117,15 @@ async def amend_proposal(
             raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
         return await _apply(work, viewer, proposal, target, task, amended, reason, now)
 
-    async def replay(stored: dict[str, Any]) -> AmendResult:
-        revision = await work.session.get(ProposalRevision, stored["revision_id"])
+    async def replay(work: UnitOfWork, revision_id: str) -> AmendResult:
+        revision = await work.session.get(ProposalRevision, revision_id)
         assert revision is not None  # revisions are never deleted
         proposal = await work.session.get(Proposal, revision.proposal_id, populate_existing=True)
         assert proposal is not None
         return AmendResult(proposal=proposal, revision=revision, replayed=True)
 
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        amend,
-        result_of=lambda done: {"revision_id": done.revision.id},
-        replay=replay,
-    )
+    kept = idempotency.Kept.row("revision_id", lambda done: done.revision.id, replay)
+    result, _ = await idempotency.once(work, viewer, call, amend, kept)
     return result
 
 
@@ -282,20 +280,14 @@ async def accept_amendment(
             )
         return AcceptResult(proposal=await _accept(work, viewer, proposal, now), replayed=False)
 
-    async def replay(stored: dict[str, Any]) -> AcceptResult:
-        proposal = await work.session.get(Proposal, stored["proposal_id"], populate_existing=True)
-        if proposal is None:
-            raise NotFound("No such proposal.")
+    async def replay(work: UnitOfWork, proposal_id: str) -> AcceptResult:
+        proposal = await require_row(
+            work.session, Proposal, proposal_id, "No such proposal.", refresh=True
+        )
         return AcceptResult(proposal=proposal, replayed=True)
 
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        accept,
-        result_of=lambda done: {"proposal_id": done.proposal.id},
-        replay=replay,
-    )
+    kept = idempotency.Kept.row("proposal_id", lambda done: done.proposal.id, replay)
+    result, _ = await idempotency.once(work, viewer, call, accept, kept)
     return result
 
 
@@ -313,9 +305,7 @@ async def _accept(work: UnitOfWork, viewer: Viewer, proposal: Proposal, now: dat
         ),
         values={
             "awaiting_proposer": False,
-            "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
-            "decided_at": case((reached, now), else_=None),
-            "next_attempt_at": case((reached, now), else_=None),
+            **queue_if_reached(reached, now),
         },
         details={"revision": proposal.revision, "payload_digest": proposal.payload_digest},
     )

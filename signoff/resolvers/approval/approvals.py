@@ -19,7 +19,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import case
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -75,17 +74,7 @@ async def decide_proposal(
     async def decide() -> DecideResult:
         return await decide_named(work, viewer, proposal_id, payload_digest, decision, reason)
 
-    async def replay(stored: dict[str, Any]) -> DecideResult:
-        return await load_result(work.session, stored["approval_id"], replayed=True)
-
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        decide,
-        result_of=lambda done: {"approval_id": done.approval.id},
-        replay=replay,
-    )
+    result, _ = await idempotency.once(work, viewer, call, decide, DECIDED)
     return result
 
 
@@ -157,14 +146,9 @@ async def apply_decision(
         reason=reason,
         created_at=now,
     )
-    session.add(approval)
-    try:
-        # The unique (proposal, revision, reviewer) row is the check that a reviewer decides
-        # each revision once: a look beforehand would cost every decision a query and race.
-        await session.flush()
-    except IntegrityError:
-        await work.rollback()
-        raise AlreadyDecided("You have already decided this proposal.") from None
+    # The unique (proposal, revision, reviewer) row is the check that a reviewer decides
+    # each revision once: a look beforehand would cost every decision a query and race.
+    await work.add_unique(approval, AlreadyDecided("You have already decided this proposal."))
     _audit_approval(work, viewer, approval, bulk)
 
     updated = await _advance(work, viewer, proposal.id, approval, now)
@@ -240,6 +224,16 @@ def _audit_approval(
     )
 
 
+def queue_if_reached(reached: sa.ColumnElement[bool], now: datetime) -> dict[str, Any]:
+    """The values that queue a proposal for delivery, in the statement that counts toward
+    its quorum, where ``reached`` holds: the check and the move are one compare-and-set."""
+    return {
+        "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
+        "decided_at": case((reached, now), else_=None),
+        "next_attempt_at": case((reached, now), else_=None),
+    }
+
+
 async def _advance(
     work: UnitOfWork, viewer: Viewer, proposal_id: str, approval: Approval, now: datetime
 ) -> Proposal | None:
@@ -256,9 +250,7 @@ async def _advance(
             lifecycles.COUNT_APPROVAL,
             {
                 "approval_count": count + 1,
-                "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
-                "decided_at": case((reached, now), else_=None),
-                "next_attempt_at": case((reached, now), else_=None),
+                **queue_if_reached(reached, now),
             },
         )
     return await PROPOSAL.move(
@@ -308,6 +300,14 @@ async def _settle_task(
         await work.rollback()
         raise TaskClaimedByOther("Another reviewer claimed this approval task just now.")
     return settled
+
+
+# A keyed decision answers with the approval it recorded, as it stands now.
+DECIDED = idempotency.Kept.row(
+    "approval_id",
+    lambda done: done.approval.id,
+    lambda work, row_id: load_result(work.session, row_id, replayed=True),
+)
 
 
 async def load_result(session: AsyncSession, approval_id: str, *, replayed: bool) -> DecideResult:

@@ -29,6 +29,7 @@ from signoff.models import Decision, Proposal, Role, Target
 from signoff.models.base import new_id
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.approvals import (
+    DECIDED,
     DecideResult,
     check_decidable,
     decide_named,
@@ -124,13 +125,12 @@ async def decide_proposals(
         )
         return BulkResult(bulk_id=bulk_id, items=results, replayed=False)
 
-    async def replay(stored: dict[str, Any]) -> BulkResult:
+    async def replay(work: UnitOfWork, stored: dict[str, Any]) -> BulkResult:
         results = [await _as_it_is_now(work.session, entry) for entry in stored["items"]]
         return BulkResult(bulk_id=stored["bulk_id"], items=results, replayed=True)
 
-    result, _ = await idempotency.once(
-        work, viewer, call, run, result_of=_stored_result, replay=replay
-    )
+    kept = idempotency.Kept(result_of=_stored_result, replay=replay)
+    result, _ = await idempotency.once(work, viewer, call, run, kept)
     return result
 
 
@@ -174,14 +174,7 @@ async def _decide_item(
         )
 
     try:
-        decided, _ = await idempotency.once(
-            work,
-            viewer,
-            call,
-            decide,
-            result_of=lambda done: {"approval_id": done.approval.id},
-            replay=lambda stored: load_result(work.session, stored["approval_id"], replayed=True),
-        )
+        decided, _ = await idempotency.once(work, viewer, call, decide, DECIDED)
     except SignoffError as refused:  # ``once`` has rolled the item back
         return ItemResult(item.proposal_id, None, refused.code, refused.message)
     # Out of the session, so that a later item's rollback cannot expire what it answers.

@@ -10,19 +10,20 @@ from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import CompensationUnavailable, NotFound
+from signoff.errors import CompensationUnavailable
 from signoff.models import Proposal, ProposalState, Role, Target
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.proposals import (
+    PROPOSED,
     ProposeResult,
     add_proposal,
     check_payload,
     checked_request,
     new_proposal,
-    proposed_once,
 )
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.retries import load_proposal
 from signoff.validation import require_text
@@ -73,7 +74,8 @@ async def propose_compensation(
         await _require_compensation(work, viewer, original.id, proposal)
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
-    return await proposed_once(work, viewer, call, compensate)
+    done, _ = await idempotency.once(work, viewer, call, compensate, PROPOSED)
+    return done
 
 
 async def _compensation_target(session: AsyncSession, original: Proposal, target_id: str) -> Target:
@@ -82,9 +84,7 @@ async def _compensation_target(session: AsyncSession, original: Proposal, target
             f"Only an applied action can be compensated; this one is {original.state}.",
             state=original.state,
         )
-    target = await session.get(Target, target_id)
-    if target is None:
-        raise NotFound("No such target.", field="targetId")
+    target = await require_row(session, Target, target_id, "No such target.", field="targetId")
     if not target.is_active:
         raise CompensationUnavailable(f"Target {target.name!r} is retired.")
     if target.queue_id is None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -45,6 +44,7 @@ from signoff.resolvers.approval import policies as approval_policies
 from signoff.resolvers.core import idempotency
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.core.pagination import Equals, OneOf, Order, Page, Where, paginate
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach import reminders
@@ -175,7 +175,8 @@ async def propose_action(
         )
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
-    return await proposed_once(work, viewer, call, propose)
+    done, _ = await idempotency.once(work, viewer, call, propose, PROPOSED)
+    return done
 
 
 # Built once, as every proposal reads its target so.
@@ -200,24 +201,6 @@ async def target_and_queue(
     none, and then a new task needs no read of them."""
     found = (await session.exec(_TARGET_AND_QUEUE, params={"target_id": target_id})).first()
     return (None, None, False) if found is None else (found[0], found[1], bool(found[2]))
-
-
-async def proposed_once(
-    work: UnitOfWork,
-    viewer: Viewer,
-    call: idempotency.Keyed,
-    propose: Callable[[], Awaitable[ProposeResult]],
-) -> ProposeResult:
-    """``propose`` once per key; a replay answers with the proposal the key made."""
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        propose,
-        result_of=lambda done: {"proposal_id": done.proposal.id},
-        replay=lambda stored: load_result(work.session, stored["proposal_id"]),
-    )
-    return result
 
 
 async def add_proposal(
@@ -278,11 +261,17 @@ async def add_proposal(
         await notify(work, task, "task.created", any_channels=queue_has_channels)
 
 
+# A keyed proposal answers with the proposal the key made, and its approval task.
+PROPOSED = idempotency.Kept.row(
+    "proposal_id",
+    lambda done: done.proposal.id,
+    lambda work, row_id: load_result(work.session, row_id),
+)
+
+
 async def load_result(session: AsyncSession, proposal_id: str) -> ProposeResult:
     """A stored proposal and its approval task, answered as a replay."""
-    proposal = await session.get(Proposal, proposal_id, populate_existing=True)
-    if proposal is None:
-        raise NotFound("No such proposal.")
+    proposal = await require_row(session, Proposal, proposal_id, "No such proposal.", refresh=True)
     task = (
         await session.exec(select(HumanTask).where(HumanTask.proposal_id == proposal.id))
     ).first()
@@ -364,21 +353,9 @@ def new_proposal(
     return proposal, task
 
 
-def can_see_proposal(viewer: Viewer, proposal: Proposal) -> bool:
-    if viewer.sees_everything:
-        return True
-    if viewer.role is Role.AGENT:
-        return proposal.proposed_by_id == viewer.id
-    if viewer.role is Role.REVIEWER:
-        return proposal.queue_id is not None and proposal.queue_id in viewer.queue_ids
-    return False
-
-
 async def get_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: str) -> Proposal:
-    proposal = await session.get(Proposal, proposal_id)
-    if proposal is None:
-        raise NotFound("No such proposal.")
-    if not can_see_proposal(viewer, proposal):
+    proposal = await require_row(session, Proposal, proposal_id, "No such proposal.")
+    if not viewer.sees(queue_id=proposal.queue_id, owner_id=proposal.proposed_by_id):
         raise Forbidden("This proposal is not in a queue you review.")
     return proposal
 

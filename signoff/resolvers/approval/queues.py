@@ -6,15 +6,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import QUEUE_CLAIM_TTL_DEFAULT_SECONDS, QUEUE_DUE_DEFAULT_SECONDS
-from signoff.errors import AlreadyExists, Forbidden, NotFound, ValidationFailed
+from signoff.errors import AlreadyExists, Forbidden, ValidationFailed
 from signoff.models import Actor, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach.reminders import checked_percents
@@ -48,8 +48,7 @@ async def create_queue(
         viewer,
         idempotency.Keyed.of("createQueue", idempotency_key, request),
         lambda: _create_queue(work, viewer, **request),
-        result_of=lambda queue: {"queue_id": queue.id},
-        replay=lambda stored: _stored_queue(work, stored["queue_id"]),
+        idempotency.Kept.row("queue_id", lambda queue: queue.id, _stored_queue),
     )
     return queue
 
@@ -80,12 +79,9 @@ async def _create_queue(
         ),
         reminder_percents=checked_percents(reminder_percents),
     )
-    work.session.add(queue)
-    try:
-        await work.session.flush()
-    except IntegrityError:
-        await work.rollback()
-        raise AlreadyExists(f"A queue with slug {slug!r} already exists.", field="slug") from None
+    await work.add_unique(
+        queue, AlreadyExists(f"A queue with slug {slug!r} already exists.", field="slug")
+    )
     record(
         work,
         Happening(
@@ -103,16 +99,11 @@ async def _create_queue(
 
 
 async def _stored_queue(work: UnitOfWork, queue_id: str) -> Queue:
-    queue = await work.session.get(Queue, queue_id)
-    if queue is None:
-        raise NotFound("No such queue.")
-    return queue
+    return await require_row(work.session, Queue, queue_id, "No such queue.")
 
 
 async def get_queue(*, session: AsyncSession, viewer: Viewer, queue_id: str) -> Queue:
-    queue = await session.get(Queue, queue_id)
-    if queue is None:
-        raise NotFound("No such queue.")
+    queue = await require_row(session, Queue, queue_id, "No such queue.")
     if viewer.role is Role.REVIEWER and queue.id not in viewer.queue_ids:
         raise Forbidden("You are not a reviewer of this queue.")
     return queue
@@ -174,12 +165,8 @@ async def _queue_and_reviewer(
     session: AsyncSession, viewer: Viewer, queue_id: str, actor_id: str
 ) -> tuple[Queue, Actor]:
     require_role(viewer, Role.OPERATOR)
-    queue = await session.get(Queue, queue_id)
-    if queue is None:
-        raise NotFound("No such queue.", field="queueId")
-    actor = await session.get(Actor, actor_id)
-    if actor is None:
-        raise NotFound("No such actor.", field="actorId")
+    queue = await require_row(session, Queue, queue_id, "No such queue.", field="queueId")
+    actor = await require_row(session, Actor, actor_id, "No such actor.", field="actorId")
     if actor.role != Role.REVIEWER:
         raise ValidationFailed("Only reviewers are members of queues.", field="actorId")
     return queue, actor

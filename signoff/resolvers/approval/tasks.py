@@ -15,7 +15,6 @@ from signoff import clock
 from signoff.errors import (
     AlreadyDecided,
     Forbidden,
-    NotFound,
     ResponseInvalid,
     SelfApprovalForbidden,
     TaskClaimedByOther,
@@ -41,6 +40,7 @@ from signoff.resolvers.approval.approvals import apply_decision
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import TASK
 from signoff.resolvers.core.pagination import Equals, Matches, OneOf, Order, Page, Where, paginate
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach import reminders
 from signoff.resolvers.reach.notifications import notify
@@ -83,8 +83,7 @@ async def create_task(
         viewer,
         idempotency.Keyed.of("createTask", idempotency_key, request),
         lambda: _create_task(work, viewer, **request),
-        result_of=lambda task: {"task_id": task.id},
-        replay=lambda stored: _stored_task(work, stored["task_id"]),
+        idempotency.Kept.row("task_id", lambda task: task.id, _stored_task),
     )
     return task
 
@@ -104,9 +103,7 @@ async def _create_task(
     kind = require_text(kind, "kind", 1, 64).upper()
     if kind == APPROVAL_KIND:
         raise ValidationFailed("APPROVAL tasks are created by proposeAction.", field="kind")
-    queue = await work.session.get(Queue, queue_id)
-    if queue is None:
-        raise NotFound("No such queue.", field="queueId")
+    queue = await require_row(work.session, Queue, queue_id, "No such queue.", field="queueId")
     now = work.now()
     due = require_range(due_in_seconds, "dueInSeconds", 60, 31 * 86_400, queue.default_due_seconds)
     task = HumanTask(
@@ -137,27 +134,14 @@ async def _create_task(
 
 
 async def _stored_task(work: UnitOfWork, task_id: str) -> HumanTask:
-    task = await work.session.get(HumanTask, task_id)
-    if task is None:
-        raise NotFound("No such task.")
-    return task
+    return await require_row(work.session, HumanTask, task_id, "No such task.")
 
 
 async def get_task(*, session: AsyncSession, viewer: Viewer, task_id: str) -> HumanTask:
-    task = await session.get(HumanTask, task_id)
-    if task is None:
-        raise NotFound("No such task.")
-    if not _can_see(viewer, task):
+    task = await require_row(session, HumanTask, task_id, "No such task.")
+    if not viewer.sees(queue_id=task.queue_id, owner_id=task.created_by_id):
         raise Forbidden("This task is not in a queue you work.")
     return task
-
-
-def _can_see(viewer: Viewer, task: HumanTask) -> bool:
-    if viewer.sees_everything:
-        return True
-    if viewer.role is Role.REVIEWER:
-        return task.queue_id in viewer.queue_ids
-    return viewer.role is Role.AGENT and task.created_by_id == viewer.id
 
 
 async def claim_task(*, work: UnitOfWork, viewer: Viewer, task_id: str) -> HumanTask:
@@ -272,12 +256,10 @@ async def complete_task(
             return await _complete_approval(work, viewer, task, response)
         return await _complete_free(work, viewer, task, response, now)
 
-    async def replay(stored: dict[str, Any]) -> HumanTask:
-        return await _reload(work.session, stored["task_id"])
-
-    done, replayed = await idempotency.once(
-        work, viewer, call, complete, result_of=lambda task: {"task_id": task.id}, replay=replay
+    kept = idempotency.Kept.row(
+        "task_id", lambda task: task.id, lambda work, row_id: _reload(work.session, row_id)
     )
+    done, replayed = await idempotency.once(work, viewer, call, complete, kept)
     return CompleteResult(task=done, replayed=replayed)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import bindparam
@@ -61,6 +61,29 @@ class Keyed:
         return cls(operation, key, sha256_digest(request))
 
 
+@dataclass(frozen=True)
+class Kept(Generic[R]):
+    """What a keyed call's record keeps of its result (ids, never whole objects), and how
+    a replay reads the result back from it."""
+
+    result_of: Callable[[R], dict[str, Any]]
+    replay: Callable[[UnitOfWork, dict[str, Any]], Awaitable[R]]
+
+    @classmethod
+    def row(
+        cls,
+        name: str,
+        id_of: Callable[[R], str],
+        load: Callable[[UnitOfWork, str], Awaitable[R]],
+    ) -> Kept[R]:
+        """The usual record: the id of the one row that answers for the result, under
+        ``name``, and that row read again."""
+        return cls(
+            result_of=lambda result: {name: id_of(result)},
+            replay=lambda work, stored: load(work, stored[name]),
+        )
+
+
 def check_key(key: str | None, field: str = "idempotencyKey") -> None:
     if key is not None and not 1 <= len(key) <= KEY_MAX_CHARS:
         raise ValidationFailed(f"{field} must be 1 to {KEY_MAX_CHARS} characters.", field=field)
@@ -71,19 +94,14 @@ async def once(
     viewer: Viewer,
     call: Keyed,
     run: Callable[[], Awaitable[R]],
-    *,
-    result_of: Callable[[R], dict[str, Any]],
-    replay: Callable[[dict[str, Any]], Awaitable[R]],
+    kept: Kept[R],
 ) -> tuple[R, bool]:
-    """Run ``run`` and commit, or replay what the same call returned before.
-
-    Returns the result and whether it was replayed. ``result_of`` says what to store
-    (ids, never whole objects); ``replay`` turns a stored result back into one.
-    """
+    """Run ``run`` and commit, or replay what the same call returned before, as ``kept``
+    says; returns the result and whether it was replayed."""
     check_key(call.key, call.field)
     stored = await _stored(work, viewer, call)
     if stored is not None:
-        return await replay(stored), True
+        return await kept.replay(work, stored), True
     try:
         result = await run()
     except (SignoffError, IntegrityError):
@@ -96,18 +114,18 @@ async def once(
         stored = await _stored(work, viewer, call)
         if stored is None:
             raise
-        return await replay(stored), True
+        return await kept.replay(work, stored), True
     try:
         await work.session.flush()
         if call.key is not None:
-            await _store(work, viewer, call, result_of(result))
+            await _store(work, viewer, call, kept.result_of(result))
     except IntegrityError:
         # The same key at the same moment: the other call won; answer as its replay.
         await work.rollback()
         stored = await _stored(work, viewer, call)
         if stored is None:
             raise
-        return await replay(stored), True
+        return await kept.replay(work, stored), True
     await work.commit()
     return result, False
 

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -169,6 +170,16 @@ class UnitOfWork:
         await connection.execute(statement, {column: getattr(row, key) for key, column in columns})
         make_transient_to_detached(row)
         self.session.add(row)
+
+    async def add_unique(self, row: SQLModel, refused: Exception) -> None:
+        """Add ``row`` and flush it now; if a unique key refuses it, roll back and raise
+        ``refused``. The key is the check: a look beforehand would race another writer."""
+        self.session.add(row)
+        try:
+            await self.session.flush()
+        except IntegrityError:
+            await self.rollback()
+            raise refused from None
 
     async def commit(self) -> None:
         """Commit, then run the after-commit hooks; a failing hook is logged, never raised."""

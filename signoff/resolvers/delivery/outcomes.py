@@ -19,7 +19,7 @@ from sqlalchemy import tuple_
 from sqlmodel import col
 
 from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
-from signoff.delivery import Jitter, Outcome, backoff_seconds
+from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
 from signoff.models.base import new_id
 from signoff.resolvers.core import lifecycles
@@ -48,14 +48,14 @@ class Attempted:
 
     proposal: Proposal
     target: Target
-    outcome: Outcome
+    outcome: AttemptOutcome
 
 
 async def record_outcome(
     work: UnitOfWork,
     proposal: Proposal,
     target: Target,
-    outcome: Outcome,
+    outcome: AttemptOutcome,
     *,
     jitter: Jitter | None = None,
 ) -> ProposalState | None:
@@ -140,7 +140,7 @@ async def _settle(
     work: UnitOfWork,
     proposal: Proposal,
     target: Target,
-    outcome: Outcome,
+    outcome: AttemptOutcome,
     jitter: Jitter | None,
 ) -> Proposal | None:
     """docs/design.md section 4.6, rows D4-D7: applied, accepted (202), retrying, or failed."""

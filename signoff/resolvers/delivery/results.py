@@ -18,7 +18,6 @@ from sqlmodel import col
 from signoff.constants import DELIVERY_BACKOFF_MAX_SECONDS
 from signoff.delivery import Jitter, backoff_seconds
 from signoff.errors import (
-    NotFound,
     ResultIdentityMismatch,
     ResultNotExpected,
     ResultTerminal,
@@ -26,6 +25,7 @@ from signoff.errors import (
 )
 from signoff.models import Proposal, ProposalState, Role, Target
 from signoff.resolvers.access.rules import Viewer, require_role
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.outcomes import fail_terminally, mark_applied, schedule_retry
@@ -77,9 +77,7 @@ async def report_action_result(
     require_role(viewer, Role.INTEGRATION)
     _check(result)
     session = work.session
-    proposal = await session.get(Proposal, proposal_id)
-    if proposal is None:
-        raise NotFound("No such proposal.")
+    proposal = await require_row(session, Proposal, proposal_id, "No such proposal.")
     if proposal.operation_key != operation_key or proposal.payload_digest != payload_digest:
         raise ResultIdentityMismatch("operationKey and payloadDigest must be the proposal's own.")
     replayed = _replay(proposal, result)

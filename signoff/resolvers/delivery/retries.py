@@ -8,11 +8,12 @@ from typing import Any
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import NotFound, NotRetryable, RetryDigestMismatch
+from signoff.errors import NotRetryable, RetryDigestMismatch
 from signoff.models import Proposal, ProposalState, Role
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.work import UnitOfWork
 
 
@@ -46,14 +47,12 @@ async def retry_proposal(
             )
         return await _requeue(work, viewer, proposal)
 
-    retried, replayed = await idempotency.once(
-        work,
-        viewer,
-        call,
-        retry,
-        result_of=lambda proposal: {"proposal_id": proposal.id},
-        replay=lambda stored: load_proposal(work.session, stored["proposal_id"]),
+    kept = idempotency.Kept.row(
+        "proposal_id",
+        lambda proposal: proposal.id,
+        lambda work, row_id: load_proposal(work.session, row_id),
     )
+    retried, replayed = await idempotency.once(work, viewer, call, retry, kept)
     return RetryResult(proposal=retried, replayed=replayed)
 
 
@@ -96,7 +95,4 @@ async def requeue_terminal(
 
 async def load_proposal(session: AsyncSession, proposal_id: str) -> Proposal:
     """The proposal as the database has it now (operators see every proposal)."""
-    proposal = await session.get(Proposal, proposal_id, populate_existing=True)
-    if proposal is None:
-        raise NotFound("No such proposal.")
-    return proposal
+    return await require_row(session, Proposal, proposal_id, "No such proposal.", refresh=True)

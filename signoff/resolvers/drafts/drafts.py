@@ -21,7 +21,6 @@ Every state change goes through the draft's transition table (docs/design.md sec
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -75,6 +74,7 @@ from signoff.models import (
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import DRAFT
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Edge
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.validation import require_text
@@ -253,8 +253,7 @@ async def prepare_draft(
     )
 
     async def prepare() -> DraftResult:
-        if await work.session.get(Actor, account_id) is None:
-            raise NotFound("No such account.", field="accountId")
+        await require_row(work.session, Actor, account_id, "No such account.", field="accountId")
         key = owner_identity(owner, session_id)
         holder = await lock_owner(work, key)
         if holder.manual_submitted_at is not None and owner["kind"] != OwnerKind.REFERENCE:
@@ -272,7 +271,8 @@ async def prepare_draft(
         holder.draft_id, holder.updated_at = draft.id, work.now()
         return DraftResult(draft, replayed=False)
 
-    return await _once(work, viewer, call, prepare)
+    done, _ = await idempotency.once(work, viewer, call, prepare, _KEPT)
+    return done
 
 
 async def _keep_or_supersede(
@@ -424,7 +424,8 @@ async def update_draft(
             details={"source": source.value, "fields": sorted(set(patch_) | set(removed_))},
         )
 
-    return await _once(work, viewer, call, update)
+    done, _ = await idempotency.once(work, viewer, call, update, _KEPT)
+    return done
 
 
 async def cancel_draft(
@@ -459,7 +460,8 @@ async def cancel_draft(
             values={"cancel_reason": CancelReason.USER.value},
         )
 
-    return await _once(work, viewer, call, cancel)
+    done, _ = await idempotency.once(work, viewer, call, cancel, _KEPT)
+    return done
 
 
 async def reserve_draft(
@@ -505,7 +507,8 @@ async def reserve_draft(
             },
         )
 
-    return await _once(work, viewer, call, reserve)
+    done, _ = await idempotency.once(work, viewer, call, reserve, _KEPT)
+    return done
 
 
 async def _editable(
@@ -711,7 +714,8 @@ async def observe_draft(
             details={"outcome": outcome.value},
         )
 
-    return await _once(work, viewer, call, observe)
+    done, _ = await idempotency.once(work, viewer, call, observe, _KEPT)
+    return done
 
 
 def _require_reservation(draft: Draft, operation_key: str, outcome: DraftOutcome) -> None:
@@ -762,24 +766,16 @@ def _keyed(operation: str, request_id: str, request: dict[str, Any]) -> idempote
     )
 
 
-async def _once(
-    work: UnitOfWork,
-    viewer: Viewer,
-    call: idempotency.Keyed,
-    change: Callable[[], Awaitable[DraftResult]],
-) -> DraftResult:
-    async def replay(stored: dict[str, Any]) -> DraftResult:
-        draft = await work.session.get(Draft, stored["draft_id"], populate_existing=True)
-        if draft is None:
-            raise NotFound("The draft this request made is gone (retention).")
-        return DraftResult(draft, replayed=True)
-
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        change,
-        result_of=lambda done: {"draft_id": done.draft.id},
-        replay=replay,
+async def _replayed(work: UnitOfWork, draft_id: str) -> DraftResult:
+    draft = await require_row(
+        work.session,
+        Draft,
+        draft_id,
+        "The draft this request made is gone (retention).",
+        refresh=True,
     )
-    return result
+    return DraftResult(draft, replayed=True)
+
+
+# A draft request answers with the draft as it is now.
+_KEPT = idempotency.Kept.row("draft_id", lambda done: done.draft.id, _replayed)

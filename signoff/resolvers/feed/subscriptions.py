@@ -19,15 +19,16 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.database import SessionMaker
-from signoff.errors import CursorExpired, CursorInvalid, Forbidden, NotFound
+from signoff.errors import CursorExpired, CursorInvalid, Forbidden
 from signoff.events import feed
 from signoff.events.hub import Change
 from signoff.models import ChangeEvent, Queue, Role
 from signoff.models.change_event import ACCESS_KINDS
-from signoff.resolvers.access.rules import STAFF, Viewer, require_role
+from signoff.resolvers.access.rules import STAFF, Viewer, require_role, sees, sees_now_in
 from signoff.resolvers.access.viewer_cache import ViewerCache
 from signoff.resolvers.approval.proposals import get_proposal
 from signoff.resolvers.core.lifecycles import draft_session_key
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.drafts.reads import check_session_id
 
 CURSOR_PREFIX = "feed:"
@@ -129,22 +130,17 @@ class Visibility:
         reviewer's events show it only while it is in one of their queues (an escalated
         task has left the queue its earlier events were about); other roles are not
         limited by queue."""
-        if self.role is not Role.REVIEWER:
-            return True
-        return queue_id is not None and queue_id in self.queue_ids
+        return sees_now_in(self.role, self.queue_ids, queue_id)
 
     def allows(self, change: Change) -> bool:
         """Staff see everything; reviewers their queues' events; agents their own proposals';
         in a drafts subscription, every role sees its own account's drafts and nothing else."""
         if self.drafts_of is not None:
             return change.entity_type == "draft" and _account_of(change) == self.drafts_of
-        if self.sees_everything:
-            return True
-        if self.role is Role.REVIEWER:
-            return change.queue_id is not None and change.queue_id in self.queue_ids
-        if self.role is Role.AGENT:
-            return change.snapshot.get("proposedById") == self.actor_id
-        return False
+        owner_id = change.snapshot.get("proposedById")
+        return sees(
+            self.role, self.queue_ids, self.actor_id, queue_id=change.queue_id, owner_id=owner_id
+        )
 
 
 def _account_of(change: Change) -> str | None:
@@ -167,8 +163,7 @@ async def authorize_scope(session: AsyncSession, viewer: Viewer, scope: FeedScop
     require_scope_role(viewer, scope)
     if scope.queue_id is not None and scope.queue_id not in viewer.queue_ids:
         # A queue the viewer is a member of exists: no need to read it.
-        if await session.get(Queue, scope.queue_id) is None:
-            raise NotFound("No such queue.", field="queueId")
+        await require_row(session, Queue, scope.queue_id, "No such queue.", field="queueId")
         if not viewer.can_see_queue(scope.queue_id):
             raise Forbidden("You are not a reviewer of this queue.")
     elif scope.proposal_id is not None:

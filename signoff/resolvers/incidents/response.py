@@ -11,14 +11,13 @@ Every mutation here takes an idempotency key.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlmodel import col, or_, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import IncidentResolved, NotFound, NotRepairable, ResolutionInvalid
+from signoff.errors import IncidentResolved, NotRepairable, ResolutionInvalid
 from signoff.models import (
     AuditEvent,
     DeadLetter,
@@ -35,6 +34,7 @@ from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import DEAD_LETTER, INCIDENT
 from signoff.resolvers.core.pagination import Equals, Order, Page, Where, paginate
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Edge
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.retries import requeue_terminal
@@ -60,7 +60,7 @@ class IncidentResult:
 
 
 @dataclass(frozen=True)
-class RetryResult:
+class IncidentRetryResult:
     incident: Incident
     repair_action: RepairAction
     replayed: bool
@@ -153,7 +153,7 @@ async def acknowledge_incident(
     call = idempotency.Keyed.of(
         "acknowledgeIncident", idempotency_key, {"incident_id": incident_id}
     )
-    incident, replayed = await _once(work, viewer, call, acknowledge)
+    incident, replayed = await idempotency.once(work, viewer, call, acknowledge, _KEPT)
     return IncidentResult(incident, replayed)
 
 
@@ -196,7 +196,7 @@ async def resolve_incident(
         idempotency_key,
         {"incident_id": incident_id, "code": code, "summary": summary},
     )
-    incident, replayed = await _once(work, viewer, call, resolve)
+    incident, replayed = await idempotency.once(work, viewer, call, resolve, _KEPT)
     return IncidentResult(incident, replayed)
 
 
@@ -221,14 +221,14 @@ def _check_resolution(code: str, summary: str) -> tuple[str, str]:
 
 async def retry_incident(
     *, work: UnitOfWork, viewer: Viewer, incident_id: str, idempotency_key: str | None = None
-) -> RetryResult:
+) -> IncidentRetryResult:
     """Send the incident's failed work again: its proposal goes back to pending with its
     attempts reset and its delivery is enqueued; the incident and its dead letters are
     acknowledged, and a repair action records the before and after. If the work fails
     again, the same incident counts the occurrence and re-opens."""
     require_role(viewer, Role.OPERATOR)
 
-    async def retry() -> RetryResult:
+    async def retry() -> IncidentRetryResult:
         incident = await _load_unresolved(work.session, incident_id)
         proposal = await _repairable_proposal(work.session, incident)
         before = _delivery_state(proposal)
@@ -262,26 +262,23 @@ async def retry_incident(
             await work.rollback()
             raise IncidentResolved()
         await _letters(work, moved, lifecycles.TAKE_UP_LETTER)
-        return RetryResult(moved, repair, replayed=False)
+        return IncidentRetryResult(moved, repair, replayed=False)
 
-    async def replay(stored: dict[str, Any]) -> RetryResult:
+    async def replay(work: UnitOfWork, stored: dict[str, Any]) -> IncidentRetryResult:
         incident = await _load(work.session, stored["incident_id"], refresh=True)
         repair = await work.session.get(RepairAction, stored["repair_action_id"])
         assert repair is not None  # repair actions are never deleted
-        return RetryResult(incident, repair, replayed=True)
+        return IncidentRetryResult(incident, repair, replayed=True)
 
     call = idempotency.Keyed.of("retryIncident", idempotency_key, {"incident_id": incident_id})
-    result, _ = await idempotency.once(
-        work,
-        viewer,
-        call,
-        retry,
+    kept = idempotency.Kept(
         result_of=lambda done: {
             "incident_id": done.incident.id,
             "repair_action_id": done.repair_action.id,
         },
         replay=replay,
     )
+    result, _ = await idempotency.once(work, viewer, call, retry, kept)
     return result
 
 
@@ -367,26 +364,10 @@ async def open_incident(
 # --- shared ------------------------------------------------------------------------
 
 
-async def _once(
-    work: UnitOfWork,
-    viewer: Viewer,
-    call: idempotency.Keyed,
-    change: Callable[[], Awaitable[Incident]],
-) -> tuple[Incident, bool]:
-    return await idempotency.once(
-        work,
-        viewer,
-        call,
-        change,
-        result_of=lambda incident: {"incident_id": incident.id},
-        replay=lambda stored: _load(work.session, stored["incident_id"], refresh=True),
-    )
-
-
 async def _load(session: AsyncSession, incident_id: str, *, refresh: bool = False) -> Incident:
-    incident = await session.get(Incident, incident_id, populate_existing=refresh)
-    if incident is None:
-        raise NotFound("No such incident.")
+    incident = await require_row(
+        session, Incident, incident_id, "No such incident.", refresh=refresh
+    )
     return incident
 
 
@@ -397,6 +378,14 @@ async def _load_unresolved(
     if incident.state == IncidentState.RESOLVED:
         raise IncidentResolved()
     return incident
+
+
+# A keyed change to an incident answers with the incident as it is now.
+_KEPT = idempotency.Kept.row(
+    "incident_id",
+    lambda incident: incident.id,
+    lambda work, row_id: _load(work.session, row_id, refresh=True),
+)
 
 
 async def _letters(work: UnitOfWork, incident: Incident, edge: Edge[DeadLetterState]) -> None:

@@ -18,7 +18,7 @@ from signoff.constants import (
     CHANNEL_DISABLED_CODE,
     CHANNEL_REMOVED_CODE,
 )
-from signoff.errors import NotFound, NotificationChannelRemoved, ValidationFailed
+from signoff.errors import NotificationChannelRemoved, ValidationFailed
 from signoff.models import (
     Actor,
     ChannelKind,
@@ -32,6 +32,7 @@ from signoff.models import (
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import NOTIFICATION
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.targets.targets import check_url, iso, new_signing_secret
@@ -59,8 +60,7 @@ async def add_notification_channel(
     is returned here once and never again. A channel addressed to one reviewer of the
     queue may carry approval links for them, valid ``link_ttl_seconds``."""
     require_role(viewer, Role.OPERATOR)
-    if await work.session.get(Queue, queue_id) is None:
-        raise NotFound("No such queue.", field="queueId")
+    await require_row(work.session, Queue, queue_id, "No such queue.", field="queueId")
     if reviewer_id is not None:
         await _require_queue_reviewer(work, queue_id, reviewer_id)
     if link_ttl_seconds is not None:
@@ -111,9 +111,9 @@ async def add_notification_channel(
 
 
 async def _require_queue_reviewer(work: UnitOfWork, queue_id: str, reviewer_id: str) -> None:
-    actor = await work.session.get(Actor, reviewer_id)
-    if actor is None:
-        raise NotFound("No such actor.", field="reviewerId")
+    actor = await require_row(
+        work.session, Actor, reviewer_id, "No such actor.", field="reviewerId"
+    )
     member = await work.session.get(QueueMembership, (queue_id, reviewer_id))
     if actor.role != Role.REVIEWER or member is None:
         raise ValidationFailed(
@@ -223,9 +223,13 @@ async def _switch(
 
 
 async def _channel(work: UnitOfWork, channel_id: str) -> NotificationChannel:
-    channel = await work.session.get(NotificationChannel, channel_id)
-    if channel is None:
-        raise NotFound("No such notification channel.", field="channelId")
+    channel = await require_row(
+        work.session,
+        NotificationChannel,
+        channel_id,
+        "No such notification channel.",
+        field="channelId",
+    )
     return channel
 
 

@@ -26,7 +26,7 @@ from signoff.constants import (
     REASON_MIN_CHARS,
     SWEEP_BATCH_SIZE,
 )
-from signoff.errors import DeadlinePolicyOutOfBounds, NotFound, ValidationFailed
+from signoff.errors import DeadlinePolicyOutOfBounds, ValidationFailed
 from signoff.models import (
     ChangeKind,
     DeadlineAction,
@@ -39,6 +39,7 @@ from signoff.models import (
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach.notifications import notify
@@ -93,8 +94,13 @@ async def checked_policy(
     chain: list[dict[str, Any]] = []
     previous = first_queue_id
     for queue_id, seconds in steps:
-        if await work.session.get(Queue, queue_id) is None:
-            raise NotFound("No such queue.", field="deadlinePolicy.escalation.queueId")
+        await require_row(
+            work.session,
+            Queue,
+            queue_id,
+            "No such queue.",
+            field="deadlinePolicy.escalation.queueId",
+        )
         if queue_id == previous:
             raise ValidationFailed(
                 "Each escalation step goes to a queue other than the one before it.",

@@ -19,7 +19,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import DELEGATION_MAX_SECONDS
-from signoff.errors import AssigneeNotEligible, NotFound, TaskNotClaimed, ValidationFailed
+from signoff.errors import AssigneeNotEligible, TaskNotClaimed, ValidationFailed
 from signoff.models import (
     APPROVAL_KIND,
     Actor,
@@ -35,6 +35,7 @@ from signoff.resolvers.access.rules import Viewer, require_reviewer_of, require_
 from signoff.resolvers.approval.tasks import get_task
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import TASK
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.validation import optional_text
@@ -55,9 +56,9 @@ async def set_delegate(
     starts_at = starts_at or now
     if delegate_id == viewer.id:
         raise ValidationFailed("Name someone other than yourself.", field="delegateId")
-    delegate = await work.session.get(Actor, delegate_id)
-    if delegate is None:
-        raise NotFound("No such actor.", field="delegateId")
+    delegate = await require_row(
+        work.session, Actor, delegate_id, "No such actor.", field="delegateId"
+    )
     if delegate.role not in (Role.REVIEWER.value, Role.ADMIN.value):
         raise AssigneeNotEligible(f"{delegate.name} is not a reviewer.", field="delegateId")
     if not starts_at < ends_at or ends_at <= now:
@@ -196,9 +197,7 @@ async def _require_eligible(
     session: AsyncSession, viewer: Viewer, task: HumanTask, holder_id: str, offered_to: str
 ) -> None:
     """The new holder must be a reviewer of the task's queue who may decide it."""
-    holder = await session.get(Actor, holder_id)
-    if holder is None:
-        raise NotFound("No such actor.", field="assigneeId")
+    holder = await require_row(session, Actor, holder_id, "No such actor.", field="assigneeId")
     via = "" if holder_id == offered_to else " (the delegate of the reviewer you chose)"
     if holder_id == viewer.id:
         raise AssigneeNotEligible(f"You would hand the task to yourself{via}.")

@@ -20,7 +20,6 @@ from signoff.constants import APPROVAL_LINK_TTL_MAX_SECONDS
 from signoff.errors import (
     AlreadyDecided,
     NotAwaitingApproval,
-    NotFound,
     SelfApprovalForbidden,
     SignoffError,
 )
@@ -38,6 +37,7 @@ from signoff.models import (
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import APPROVAL_LINK
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 
@@ -60,9 +60,7 @@ class CreatedLink:
 
 async def reviewer_as_now(session: AsyncSession, actor_id: str) -> Viewer:
     """The reviewer with their queue memberships as they stand now."""
-    actor = await session.get(Actor, actor_id)
-    if actor is None:
-        raise NotFound("No such actor.", field="reviewerId")
+    actor = await require_row(session, Actor, actor_id, "No such actor.", field="reviewerId")
     queues = await session.exec(
         select(QueueMembership.queue_id).where(QueueMembership.actor_id == actor_id)
     )

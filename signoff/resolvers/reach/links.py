@@ -47,6 +47,7 @@ from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.approvals import DecideResult, apply_decision
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import APPROVAL_LINK
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach.link_minting import (
     CreatedLink,
@@ -103,9 +104,7 @@ async def create_approval_link(
 
 async def revoke_approval_link(*, work: UnitOfWork, viewer: Viewer, link_id: str) -> ApprovalLink:
     """Revoke a link (its reviewer, its maker, operators and admins)."""
-    link = await work.session.get(ApprovalLink, link_id)
-    if link is None:
-        raise NotFound("No such approval link.")
+    link = await require_row(work.session, ApprovalLink, link_id, "No such approval link.")
     if viewer.id not in (link.reviewer_id, link.created_by_id):
         require_role(viewer, Role.OPERATOR)
     state = str(link.state)  # read before a rollback expires the row

@@ -25,7 +25,7 @@ from signoff.constants import (
     CIRCUIT_PROBE_MAX_SECONDS,
     CIRCUIT_PROBE_SECONDS,
 )
-from signoff.delivery import Outcome
+from signoff.delivery import AttemptOutcome
 from signoff.models import ChangeKind, CircuitState, Proposal, ResponseClass, Target
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
@@ -38,20 +38,22 @@ from signoff.resolvers.targets.targets import iso
 ENDPOINT_FAILURE_CODES = frozenset({"INVALID_URL"})
 
 
-def breaks_circuit(outcome: Outcome) -> bool:
+def breaks_circuit(outcome: AttemptOutcome) -> bool:
     return (
         outcome.response_class is ResponseClass.RETRYABLE
         or outcome.error_code in ENDPOINT_FAILURE_CODES
     )
 
 
-def last_error_of(outcome: Outcome) -> str:
+def last_error_of(outcome: AttemptOutcome) -> str:
     """How the target's last error reads: the code, and the status when there was one."""
     code = outcome.error_code or "UNKNOWN"
     return code if outcome.status_code is None else f"{code} (HTTP {outcome.status_code})"
 
 
-async def note_attempts(work: UnitOfWork, target_id: str, outcomes: Sequence[Outcome]) -> None:
+async def note_attempts(
+    work: UnitOfWork, target_id: str, outcomes: Sequence[AttemptOutcome]
+) -> None:
     """Count a batch of one target's recorded attempts (in the order they finished) and
     open, re-open or close its circuit accordingly."""
     if not outcomes:
@@ -84,7 +86,7 @@ async def note_attempts(work: UnitOfWork, target_id: str, outcomes: Sequence[Out
         await _reopen(work, target)
 
 
-def _trailing_failures(outcomes: Sequence[Outcome]) -> int:
+def _trailing_failures(outcomes: Sequence[AttemptOutcome]) -> int:
     count = 0
     for outcome in reversed(outcomes):
         if not breaks_circuit(outcome):
@@ -104,7 +106,7 @@ async def _set_circuit(work: UnitOfWork, target_id: str, when: Any, **values: An
     return (await work.session.exec(stmt)).scalars().first()
 
 
-async def _open(work: UnitOfWork, target: Target, last: Outcome) -> None:
+async def _open(work: UnitOfWork, target: Target, last: AttemptOutcome) -> None:
     now = work.now()
     opened = await _set_circuit(
         work,

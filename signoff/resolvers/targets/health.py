@@ -28,7 +28,7 @@ from signoff.constants import (
     TARGET_INCIDENT_FINGERPRINT,
     TARGET_INCIDENT_KIND,
 )
-from signoff.delivery import Outcome
+from signoff.delivery import AttemptOutcome
 from signoff.models import (
     DeliveryAttempt,
     Incident,
@@ -83,7 +83,7 @@ async def recent_health(work: UnitOfWork, target_id: str) -> Health:
     return Health(attempts=len(classes), failures=failures)
 
 
-async def judge_target_health(work: UnitOfWork, target: Target, outcome: Outcome) -> None:
+async def judge_target_health(work: UnitOfWork, target: Target, outcome: AttemptOutcome) -> None:
     """After a failed attempt is stored: open, count again, or refresh the target's incident."""
     if outcome.response_class not in FAILED_CLASSES:
         return

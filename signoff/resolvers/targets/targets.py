@@ -11,7 +11,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import update
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -115,8 +114,7 @@ async def register_target(
         idempotency.Keyed.of("registerTarget", idempotency_key, request),
         lambda: _register_target(work, viewer, **request),
         # Never the secret: the target's sealed copy is opened again for a replay.
-        result_of=lambda registered: {"target_id": registered.target.id},
-        replay=lambda stored: _registered(work, stored["target_id"]),
+        idempotency.Kept.row("target_id", lambda registered: registered.target.id, _registered),
     )
     return registered
 
@@ -209,12 +207,9 @@ async def _register_target(
         deadline_reason=deadline.reason,
         escalation_chain=deadline.escalation_chain,
     )
-    work.session.add(target)
-    try:
-        await work.session.flush()
-    except IntegrityError:
-        await work.rollback()
-        raise AlreadyExists(f"A target named {name!r} already exists.", field="name") from None
+    await work.add_unique(
+        target, AlreadyExists(f"A target named {name!r} already exists.", field="name")
+    )
     announce(
         work,
         viewer,
@@ -347,14 +342,8 @@ async def keyed_change(
     work: UnitOfWork, viewer: Viewer, call: idempotency.Keyed, run: Callable[[], Awaitable[Target]]
 ) -> TargetResult:
     """Run a keyed change to one target, or replay it: the target as it is now."""
-    target, replayed = await idempotency.once(
-        work,
-        viewer,
-        call,
-        run,
-        result_of=lambda target: {"target_id": target.id},
-        replay=lambda stored: load(work, stored["target_id"]),
-    )
+    kept = idempotency.Kept.row("target_id", lambda target: target.id, load)
+    target, replayed = await idempotency.once(work, viewer, call, run, kept)
     return TargetResult(target=target, replayed=replayed)
 
 
