@@ -1,6 +1,6 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
-from signoff.models.actor import Actor, ApiToken, QueueMembership, Role
+from signoff.models.actor import Actor, ActorAccess, ApiToken, QueueMembership, Role, TokenState
 from signoff.models.approval import Approval, Decision
 from signoff.models.approval_link import ApprovalLink, ApprovalLinkState
 from signoff.models.audit import AuditEvent
@@ -39,7 +39,7 @@ from signoff.models.notification import (
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
 from signoff.models.revision import ProposalRevision
-from signoff.models.target import ApprovalMode, CircuitState, Target
+from signoff.models.target import ApprovalMode, CircuitState, Target, TargetHold, TargetService
 from signoff.models.task import APPROVAL_KIND, APPROVAL_RESPONSE_SCHEMA, HumanTask, TaskState
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "SEVERITY_RANK",
     "SIGNING_SECRETS",
     "Actor",
+    "ActorAccess",
     "ApiToken",
     "Approval",
     "ApprovalLink",
@@ -92,5 +93,8 @@ __all__ = [
     "Role",
     "Severity",
     "Target",
+    "TargetHold",
+    "TargetService",
     "TaskState",
+    "TokenState",
 ]
