@@ -6,7 +6,7 @@ from signoff.models.approval_link import ApprovalLink, ApprovalLinkState
 from signoff.models.audit import AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.deadline import DeadlineAction
-from signoff.models.delegation import Delegation
+from signoff.models.delegation import Delegation, DelegationState
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.draft import (
     CancelReason,
@@ -32,6 +32,8 @@ from signoff.models.incident import (
 from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
 from signoff.models.notification import (
     ChannelKind,
+    ChannelPresence,
+    ChannelSwitch,
     Notification,
     NotificationChannel,
     NotificationState,
@@ -60,12 +62,15 @@ __all__ = [
     "ChangeFeedState",
     "ChangeKind",
     "ChannelKind",
+    "ChannelPresence",
+    "ChannelSwitch",
     "CircuitState",
     "DeadLetter",
     "DeadLetterState",
     "DeadlineAction",
     "Decision",
     "Delegation",
+    "DelegationState",
     "DeliveryAttempt",
     "Draft",
     "DraftOutcome",

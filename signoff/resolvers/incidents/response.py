@@ -34,11 +34,11 @@ from signoff.models import (
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import DEAD_LETTER, INCIDENT
+from signoff.resolvers.core.occurrences import announce_occurrence, upsert_incident
 from signoff.resolvers.core.pagination import Equals, Order, Page, Where, paginate
 from signoff.resolvers.core.transitions import Edge
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.retries import requeue_terminal
-from signoff.resolvers.incidents.incidents import announce_occurrence, upsert_incident
 from signoff.validation import optional_text, require_text
 
 CODE = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
