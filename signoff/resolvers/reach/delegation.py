@@ -184,8 +184,13 @@ async def reassign_task(
         },
     )
     if moved is None:
-        await work.rollback()
-        raise TaskNotClaimed("You do not hold a live claim on this task, so cannot hand it on.")
+        await TASK.refuse(
+            work,
+            task.id,
+            lambda _: TaskNotClaimed(
+                "You do not hold a live claim on this task, so cannot hand it on."
+            ),
+        )
     await work.commit()
     return Reassigned(moved, assignee_id, delegate_id is not None)
 
