@@ -116,9 +116,11 @@ def _written(node: ast.AST, named: dict[str, list[ast.expr]]) -> Iterator[str]:
     if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
-            if isinstance(target, ast.Attribute) and target.attr in COLUMNS:
-                if not (isinstance(target.value, ast.Name) and target.value.id == "self"):
-                    yield target.attr
+            on_self = (
+                isinstance(target, ast.Attribute) and getattr(target.value, "id", "") == "self"
+            )
+            if isinstance(target, ast.Attribute) and target.attr in COLUMNS and not on_self:
+                yield target.attr
             if isinstance(target, ast.Subscript):
                 key = target.slice
                 if isinstance(key, ast.Constant) and key.value in COLUMNS:

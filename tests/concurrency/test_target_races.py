@@ -104,8 +104,9 @@ async def test_pauses_and_resumes_at_once_alternate(gql: GraphQLClient) -> None:
             return True
 
     won = await asyncio.gather(*(flip(i % 2 == 0) for i in range(2 * RACERS)))
-    pauses, resumes = await counts(gql, world, "target.paused"), await counts(
-        gql, world, "target.resumed"
+    pauses, resumes = (
+        await counts(gql, world, "target.paused"),
+        await counts(gql, world, "target.resumed"),
     )
     assert pauses[0] == pauses[1] and resumes[0] == resumes[1]
     assert pauses[0] + resumes[0] == sum(won)
