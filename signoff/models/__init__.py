@@ -1,12 +1,12 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
-from signoff.models.actor import Actor, ApiToken, QueueMembership, Role
+from signoff.models.actor import Actor, ActorAccess, ApiToken, QueueMembership, Role, TokenState
 from signoff.models.approval import Approval, Decision
 from signoff.models.approval_link import ApprovalLink, ApprovalLinkState
 from signoff.models.audit import AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.deadline import DeadlineAction
-from signoff.models.delegation import Delegation
+from signoff.models.delegation import Delegation, DelegationState
 from signoff.models.delivery import DeliveryAttempt, ResponseClass
 from signoff.models.draft import (
     CancelReason,
@@ -32,6 +32,8 @@ from signoff.models.incident import (
 from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
 from signoff.models.notification import (
     ChannelKind,
+    ChannelPresence,
+    ChannelSwitch,
     Notification,
     NotificationChannel,
     NotificationState,
@@ -39,7 +41,7 @@ from signoff.models.notification import (
 from signoff.models.proposal import Proposal, ProposalState
 from signoff.models.queue import Queue
 from signoff.models.revision import ProposalRevision
-from signoff.models.target import ApprovalMode, CircuitState, Target
+from signoff.models.target import ApprovalMode, CircuitState, Target, TargetHold, TargetService
 from signoff.models.task import APPROVAL_KIND, APPROVAL_RESPONSE_SCHEMA, HumanTask, TaskState
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "SEVERITY_RANK",
     "SIGNING_SECRETS",
     "Actor",
+    "ActorAccess",
     "ApiToken",
     "Approval",
     "ApprovalLink",
@@ -59,12 +62,15 @@ __all__ = [
     "ChangeFeedState",
     "ChangeKind",
     "ChannelKind",
+    "ChannelPresence",
+    "ChannelSwitch",
     "CircuitState",
     "DeadLetter",
     "DeadLetterState",
     "DeadlineAction",
     "Decision",
     "Delegation",
+    "DelegationState",
     "DeliveryAttempt",
     "Draft",
     "DraftOutcome",
@@ -92,5 +98,8 @@ __all__ = [
     "Role",
     "Severity",
     "Target",
+    "TargetHold",
+    "TargetService",
     "TaskState",
+    "TokenState",
 ]

@@ -19,6 +19,20 @@ class Role(StrEnum):
     ADMIN = "admin"
 
 
+class ActorAccess(StrEnum):
+    """Whether the actor's tokens authenticate; stored as ``disabled_at``."""
+
+    ENABLED = "ENABLED"
+    DISABLED = "DISABLED"
+
+
+class TokenState(StrEnum):
+    """An API token's life; stored as ``revoked_at``."""
+
+    LIVE = "LIVE"
+    REVOKED = "REVOKED"
+
+
 class Actor(SQLModel, table=True):
     __tablename__ = "actors"
 

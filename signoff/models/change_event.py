@@ -57,6 +57,7 @@ class ChangeKind(StrEnum):
     TARGET_RESUMED = "target.resumed"
     TARGET_CIRCUIT_OPENED = "target.circuit_opened"
     TARGET_CIRCUIT_CLOSED = "target.circuit_closed"
+    TARGET_CIRCUIT_HALF_OPENED = "target.circuit_half_opened"
     TARGET_LIMITS_CHANGED = "target.limits_changed"
     DRAFT_PREPARED = "draft.prepared"
     DRAFT_UPDATED = "draft.updated"

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
 import sqlalchemy as sa
 from sqlmodel import SQLModel
 
 from signoff.models.base import fk_field, id_field, time_field
+
+
+class DelegationState(StrEnum):
+    """Whether a delegation still stands; stored as ``revoked_at``."""
+
+    STANDING = "STANDING"
+    REVOKED = "REVOKED"
 
 
 class Delegation(SQLModel, table=True):

@@ -33,6 +33,20 @@ class NotificationState(StrEnum):
     CANCELLED = "CANCELLED"  # never sent: its channel was disabled or removed first
 
 
+class ChannelSwitch(StrEnum):
+    """Whether a channel gets notifications; stored as ``disabled_at``."""
+
+    ON = "ON"
+    OFF = "OFF"
+
+
+class ChannelPresence(StrEnum):
+    """Whether a channel is still the queue's; stored as ``removed_at`` (for good)."""
+
+    LISTED = "LISTED"
+    REMOVED = "REMOVED"
+
+
 class NotificationChannel(SQLModel, table=True):
     __tablename__ = "notification_channels"
 

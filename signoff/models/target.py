@@ -36,6 +36,20 @@ class CircuitState(StrEnum):
     HALF_OPEN = "HALF_OPEN"  # one probe is in flight; its outcome closes or reopens
 
 
+class TargetService(StrEnum):
+    """Whether the target takes new proposals; stored as ``retired_at`` (section 3)."""
+
+    ACTIVE = "ACTIVE"
+    RETIRED = "RETIRED"  # no new proposals; what was proposed still delivers
+
+
+class TargetHold(StrEnum):
+    """Whether the target's deliveries may start; stored as ``paused_at`` (section 6.5)."""
+
+    FLOWING = "FLOWING"
+    PAUSED = "PAUSED"  # its proposals stay QUEUED until it resumes
+
+
 class Target(SQLModel, table=True):
     __tablename__ = "targets"
 

@@ -196,6 +196,27 @@ async def test_a_failed_probe_reopens_the_circuit_for_as_long_as_it_has_been_ope
     # One attempt per probe, nothing in between.
     assert len(receiver.requests) == OPENS + 7
     assert await attempt_counts(world, proposals) == [2] * 7 + [1] * 3
+    # Each probe and each reopening is a move of the circuit, audited and in the feed.
+    half_opened = await circuit_records(worker, world, "target.circuit_half_opened")
+    assert [snapshot["circuitState"] for _, snapshot in half_opened] == ["HALF_OPEN"] * 7
+    async with worker.services.sessionmaker() as session:
+        reopened = (
+            await session.exec(
+                select(AuditEvent.id).where(
+                    AuditEvent.target_id == world.target_id,
+                    AuditEvent.action == "target.circuit_reopened",
+                )
+            )
+        ).all()
+        opened_events = (
+            await session.exec(
+                select(ChangeEvent.id).where(
+                    ChangeEvent.entity_id == world.target_id,
+                    ChangeEvent.kind == "target.circuit_opened",
+                )
+            )
+        ).all()
+    assert (len(reopened), len(opened_events)) == (7, 1 + 7)
 
 
 async def test_a_rejected_request_is_no_endpoint_failure_and_resets_the_count(

@@ -7,9 +7,20 @@ from sqlmodel import col, select
 
 from signoff.database import SessionMaker
 from signoff.errors import TransitionNotAllowed
-from signoff.models import AuditEvent, ChangeEvent, ProposalState, TaskState
+from signoff.models import (
+    Actor,
+    ActorAccess,
+    AuditEvent,
+    ChangeEvent,
+    CircuitState,
+    ProposalState,
+    Role,
+    TaskState,
+)
 from signoff.resolvers.core import lifecycles
+from signoff.resolvers.core.actor_lifecycle import ACTOR_ACCESS, ACTOR_ROLE, DISABLE, ENABLE
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
+from signoff.resolvers.core.target_lifecycle import TARGET_CIRCUIT, TARGET_HOLD, TARGET_SERVICE
 from signoff.resolvers.core.work import UnitOfWork
 from tests.models.test_versions import task_row
 
@@ -116,3 +127,54 @@ async def test_a_row_not_in_a_source_state_does_not_move_and_writes_nothing(
             await session.exec(select(col(AuditEvent.id)).where(AuditEvent.target_id == task.id))
         ).all()
     assert events == [] and audits == []
+
+
+def test_every_change_of_a_target_or_an_actor_is_announced() -> None:
+    """Only a move that leaves the state as it was (deferring a probe) may go unannounced."""
+    for lifecycle in (TARGET_SERVICE, TARGET_HOLD, TARGET_CIRCUIT, ACTOR_ACCESS, ACTOR_ROLE):
+        for edge in lifecycle.edges:
+            for target, outcome in edge.outcomes.items():
+                if edge.sources != {target}:
+                    assert outcome.kind is not None and outcome.action is not None, edge.name
+    reached = {target for edge in TARGET_CIRCUIT.edges for target in edge.outcomes}
+    assert reached == set(CircuitState)
+
+
+async def test_a_switch_is_stamped_by_its_move_and_cleared_by_the_reverse(
+    sessionmaker: SessionMaker,
+) -> None:
+    async with sessionmaker() as session:
+        actor = Actor(name="switched", role=Role.REVIEWER)
+        session.add(actor)
+        await session.commit()
+        actor_id = actor.id
+    async with sessionmaker() as session:
+        work = UnitOfWork(session)
+        before = work.now()
+        disabled = await ACTOR_ACCESS.move(work, DISABLE, actor_id, actor_id=None)
+        assert disabled is not None and disabled.disabled_at is not None
+        assert before <= disabled.disabled_at <= work.now()
+        assert ACTOR_ACCESS.state_of(disabled) == ActorAccess.DISABLED
+        assert await ACTOR_ACCESS.move(work, DISABLE, actor_id, actor_id=None) is None
+        enabled = await ACTOR_ACCESS.move(work, ENABLE, actor_id, actor_id=None)
+        assert enabled is not None and enabled.disabled_at is None
+        await work.commit()
+    async with sessionmaker() as session:
+        kinds = (
+            await session.exec(
+                select(ChangeEvent.kind)
+                .where(ChangeEvent.entity_id == actor_id)
+                .order_by(col(ChangeEvent.occurred_at), col(ChangeEvent.id))
+            )
+        ).all()
+    assert sorted(kinds) == ["actor.disabled", "actor.enabled"]
+
+
+async def test_a_refused_move_is_explained_from_the_row_as_it_now_is(
+    sessionmaker: SessionMaker,
+) -> None:
+    task = await task_row(sessionmaker)
+    async with sessionmaker() as session:
+        work = UnitOfWork(session)
+        with pytest.raises(ValueError, match="OPEN"):
+            await TASK.refuse(work, task.id, lambda now: ValueError(str(now.state)))

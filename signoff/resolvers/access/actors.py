@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, update
+from sqlalchemy import ColumnElement
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -31,6 +31,16 @@ from signoff.errors import (
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.queues import membership_changed
+from signoff.resolvers.core.actor_lifecycle import (
+    ACTOR_ACCESS,
+    ACTOR_ROLE,
+    API_TOKEN,
+    CHANGE_ROLE,
+    DISABLE,
+    ENABLE,
+    REVOKE_TOKEN,
+    announce_revoked,
+)
 from signoff.resolvers.core.pagination import Equals, Order, Page, Where, paginate
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
@@ -135,21 +145,6 @@ def _about(actor: Actor, action: str, **details: object) -> Happening:
     )
 
 
-def _access_changed(actor: Actor, kind: ChangeKind, **details: object) -> Happening:
-    """A change to what the actor may do, made from the command line: audited, and in the
-    feed, where its live subscriptions read it again. The snapshot holds the actor's
-    access as it now is, never a token or its hash."""
-    return Happening(
-        entity_type="actor",
-        entity_id=actor.id,
-        actor_id=None,
-        action=kind.value,
-        kind=kind,
-        details=details,
-        snapshot={"role": Role(actor.role).value, "disabled": actor.disabled_at is not None},
-    )
-
-
 @dataclass(frozen=True)
 class RevokedTokens:
     """The actor whose tokens were revoked, and the ids of the tokens this call revoked."""
@@ -178,23 +173,12 @@ async def revoke_actor_tokens(*, work: UnitOfWork, name: str) -> RevokedTokens:
 
 
 async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) -> RevokedTokens:
-    """One conditional UPDATE: of two revocations at once, each token is revoked and
-    audited by one of them. The feed gets one event for the call, with the first token's
-    audit row: what a subscription needs is that the actor's tokens changed."""
-    revoked = (
-        await work.session.exec(
-            update(ApiToken)
-            .where(which, col(ApiToken.revoked_at).is_(None))
-            .values(revoked_at=work.now())
-            .returning(col(ApiToken.id))
-        )
-    ).scalars()
-    token_ids = sorted(revoked.all())
+    """One compare-and-set: of two revocations at once, each token is revoked and audited
+    by one of them."""
+    revoked = await API_TOKEN.move_where(work, REVOKE_TOKEN, which, actor_id=None)
+    token_ids = sorted(token.id for token in revoked)
     if token_ids:
-        first, *others = token_ids
-        record(work, _access_changed(actor, ChangeKind.ACTOR_TOKEN_REVOKED, token_id=first))
-        for token_id in others:
-            record(work, _about(actor, ChangeKind.ACTOR_TOKEN_REVOKED.value, token_id=token_id))
+        await announce_revoked(work, actor, token_ids)
     await work.commit()
     return RevokedTokens(actor=actor, token_ids=token_ids)
 
@@ -206,19 +190,34 @@ class RoleChange:
 
 
 async def set_actor_role(*, work: UnitOfWork, name: str, role: Role) -> RoleChange:
-    """Give the actor named another role; its tokens act with the new role from now on."""
+    """Give the actor named another role; its tokens act with the new role from now on.
+
+    A compare-and-set on the role it read: a concurrent change to the same role finds it
+    done and writes nothing; to another role, it is refused (``ROLE_CONFLICT``)."""
     actor = await _actor_named(work.session, name)
     before = Role(actor.role)
-    if before != role:
-        actor.role = role
-        record(
-            work,
-            _access_changed(
-                actor, ChangeKind.ACTOR_ROLE_CHANGED, before=before.value, after=role.value
-            ),
+    if before == role:
+        return RoleChange(actor=actor, before=before)
+    moved = await ACTOR_ROLE.move(
+        work,
+        CHANGE_ROLE,
+        actor.id,
+        actor_id=None,
+        guard=col(Actor.role) == before.value,
+        values={"role": role.value},
+        details={"before": before.value, "after": role.value},
+    )
+    if moved is None:
+        current = await ACTOR_ROLE.reread(work, actor.id)
+        if Role(current.role) == role:
+            return RoleChange(actor=current, before=role)
+        raise RoleConflict(
+            f"{current.name} became {role_phrase(Role(current.role))} just now; nothing was "
+            "changed.",
+            field="role",
         )
-        await work.commit()
-    return RoleChange(actor=actor, before=before)
+    await work.commit()
+    return RoleChange(actor=moved, before=before)
 
 
 @dataclass(frozen=True)
@@ -242,26 +241,14 @@ async def enable_actor(*, work: UnitOfWork, name: str) -> Switched:
 
 
 async def _switch(work: UnitOfWork, name: str, *, disable: bool) -> Switched:
-    """One conditional UPDATE: of two callers at once, one changes the actor and writes its
-    audit row and event; the other finds it done (PostgreSQL re-checks the condition on the
-    locked row) and writes nothing."""
+    """One compare-and-set: of two callers at once, one changes the actor and writes its
+    audit row and event; the other finds it done and writes nothing."""
     actor = await _actor_named(work.session, name)
-    disabled_at = col(Actor.disabled_at)
-    statement = (
-        update(Actor)
-        .where(
-            col(Actor.id) == actor.id,
-            disabled_at.is_(None) if disable else disabled_at.is_not(None),
-        )
-        .values(disabled_at=work.now() if disable else None)
-        .returning(Actor)
-        .execution_options(populate_existing=True)
+    switched = await ACTOR_ACCESS.move(
+        work, DISABLE if disable else ENABLE, actor.id, actor_id=None
     )
-    switched = (await work.session.exec(statement)).scalars().first()
     if switched is None:
-        return Switched(actor=actor, changed=False)
-    kind = ChangeKind.ACTOR_DISABLED if disable else ChangeKind.ACTOR_ENABLED
-    record(work, _access_changed(switched, kind))
+        return Switched(actor=await ACTOR_ACCESS.reread(work, actor.id), changed=False)
     await work.commit()
     return Switched(actor=switched, changed=True)
 

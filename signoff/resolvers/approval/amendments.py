@@ -11,6 +11,7 @@ count for a later one, whichever commits first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -183,15 +184,7 @@ async def _apply(
         published={"diff": changes, "payloadDigest": digest},
     )
     if updated is None:
-        proposal_id = proposal.id  # before the rollback expires it
-        await work.rollback()
-        current = await work.session.get(Proposal, proposal_id, populate_existing=True)
-        assert current is not None  # proposals are never deleted
-        require_awaiting(current, now)  # decided (or expired) meanwhile
-        raise PayloadDigestMismatch(
-            "The proposal was amended by someone else just now; reload it.",
-            expected=current.payload_digest,
-        )
+        await PROPOSAL.refuse(work, proposal.id, _amended_meanwhile(now))
     session = work.session
     if old_revision == 1:  # the revision as proposed, kept once there is a second
         session.add(
@@ -245,8 +238,11 @@ async def _reopen_task(
         },
     )
     if reopened is None:
-        await work.rollback()
-        raise TaskClaimedByOther("Another reviewer claimed this approval task just now.")
+        await TASK.refuse(
+            work,
+            task.id,
+            lambda _: TaskClaimedByOther("Another reviewer claimed this approval task just now."),
+        )
 
 
 async def accept_amendment(
@@ -310,17 +306,7 @@ async def _accept(work: UnitOfWork, viewer: Viewer, proposal: Proposal, now: dat
         details={"revision": proposal.revision, "payload_digest": proposal.payload_digest},
     )
     if updated is None:
-        proposal_id = proposal.id  # before the rollback expires it
-        await work.rollback()
-        current = await work.session.get(Proposal, proposal_id, populate_existing=True)
-        assert current is not None  # proposals are never deleted
-        require_awaiting(current, now)
-        if not current.awaiting_proposer:
-            raise NoAmendmentPending("The amendment was accepted just now.")
-        raise PayloadDigestMismatch(
-            "The proposal was amended again just now; review the new revision.",
-            expected=current.payload_digest,
-        )
+        await PROPOSAL.refuse(work, proposal.id, _accepted_meanwhile(now))
     if updated.state == ProposalState.QUEUED:
         # The quorum was already in: the acceptance queued it. Audit the acceptance too,
         # and close the approval task with the decision the reviewers made.
@@ -349,3 +335,31 @@ async def _accept(work: UnitOfWork, viewer: Viewer, proposal: Proposal, now: dat
                 },
             )
     return updated
+
+
+def _amended_meanwhile(now: datetime) -> Callable[[Proposal], Exception]:
+    """Why an amendment did not apply, given the proposal as it now is."""
+
+    def explain(current: Proposal) -> Exception:
+        require_awaiting(current, now)  # decided (or expired) meanwhile: raises
+        return PayloadDigestMismatch(
+            "The proposal was amended by someone else just now; reload it.",
+            expected=current.payload_digest,
+        )
+
+    return explain
+
+
+def _accepted_meanwhile(now: datetime) -> Callable[[Proposal], Exception]:
+    """Why accepting an amendment did not apply, given the proposal as it now is."""
+
+    def explain(current: Proposal) -> Exception:
+        require_awaiting(current, now)
+        if not current.awaiting_proposer:
+            return NoAmendmentPending("The amendment was accepted just now.")
+        return PayloadDigestMismatch(
+            "The proposal was amended again just now; review the new revision.",
+            expected=current.payload_digest,
+        )
+
+    return explain

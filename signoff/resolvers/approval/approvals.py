@@ -13,6 +13,7 @@ proposal changes state exactly once, whatever the concurrency, because:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -153,20 +154,26 @@ async def apply_decision(
 
     updated = await _advance(work, viewer, proposal.id, approval, now)
     if updated is None:
-        decided_digest, proposal_id = approval.payload_digest, proposal.id  # before rollback
-        await work.rollback()
-        current = await work.session.get(Proposal, proposal_id, populate_existing=True)
-        if current is not None and current.payload_digest != decided_digest:
-            raise PayloadDigestMismatch(
-                "The proposal changed just now (amended, or escalated with a new deadline), "
-                "so its digest is new; reload it and review it again.",
-                expected=current.payload_digest,
-            )
-        raise NotAwaitingApproval("The proposal was decided by someone else just now.")
+        await PROPOSAL.refuse(work, proposal.id, _decided_meanwhile(approval.payload_digest))
     decided = updated.state != ProposalState.APPROVAL_REQUIRED
     if task is not None:
         task = await _settle_task(work, viewer, task, decision, reason, decided, now)
     return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)
+
+
+def _decided_meanwhile(decided_digest: str) -> Callable[[Proposal], Exception]:
+    """Why a decision on ``decided_digest`` did not count, given the proposal as it now is."""
+
+    def explain(current: Proposal) -> Exception:
+        if current.payload_digest != decided_digest:
+            return PayloadDigestMismatch(
+                "The proposal changed just now (amended, or escalated with a new deadline), "
+                "so its digest is new; reload it and review it again.",
+                expected=current.payload_digest,
+            )
+        return NotAwaitingApproval("The proposal was decided by someone else just now.")
+
+    return explain
 
 
 def require_awaiting(proposal: Proposal, now: datetime) -> None:
@@ -297,8 +304,11 @@ async def _settle_task(
         values=values,
     )
     if settled is None:
-        await work.rollback()
-        raise TaskClaimedByOther("Another reviewer claimed this approval task just now.")
+        await TASK.refuse(
+            work,
+            task.id,
+            lambda _: TaskClaimedByOther("Another reviewer claimed this approval task just now."),
+        )
     return settled
 
 

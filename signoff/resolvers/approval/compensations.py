@@ -107,5 +107,6 @@ async def _require_compensation(
         details={"compensation_id": compensation.id},
     )
     if marked is None:
-        await work.rollback()
-        raise CompensationUnavailable("The action is no longer applied.")
+        await PROPOSAL.refuse(
+            work, original_id, lambda _: CompensationUnavailable("The action is no longer applied.")
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -169,9 +170,7 @@ async def claim_task(*, work: UnitOfWork, viewer: Viewer, task_id: str) -> Human
         },
     )
     if claimed is None:
-        await work.rollback()
-        await _raise_not_claimable(session, viewer, task_id)
-    assert claimed is not None
+        await TASK.refuse(work, task_id, _not_claimable(viewer))
     await work.commit()
     return claimed
 
@@ -192,15 +191,21 @@ async def _require_may_decide(session: AsyncSession, viewer: Viewer, task: Human
         raise AlreadyDecided("You have already decided this proposal.")
 
 
-async def _raise_not_claimable(session: AsyncSession, viewer: Viewer, task_id: str) -> None:
-    task = await session.get(HumanTask, task_id)
-    assert task is not None
-    if task.state == TaskState.CLAIMED and task.assignee_id != viewer.id:
-        raise TaskClaimedByOther(
-            "Another reviewer holds this task.",
-            claimExpiresAt=task.claim_expires_at.isoformat() if task.claim_expires_at else None,
+def _not_claimable(viewer: Viewer) -> Callable[[HumanTask], Exception]:
+    """Why the viewer's claim (or completion) of the task, as it now is, was refused."""
+
+    def explain(task: HumanTask) -> Exception:
+        if task.state == TaskState.CLAIMED and task.assignee_id != viewer.id:
+            expires = task.claim_expires_at
+            return TaskClaimedByOther(
+                "Another reviewer holds this task.",
+                claimExpiresAt=expires.isoformat() if expires else None,
+            )
+        return TaskNotClaimable(
+            f"The task is {task.state} and cannot be claimed.", state=task.state
         )
-    raise TaskNotClaimable(f"The task is {task.state} and cannot be claimed.", state=task.state)
+
+    return explain
 
 
 async def release_task(
@@ -226,8 +231,7 @@ async def release_task(
         details={"holder": task.assignee_id, "reason": reason},
     )
     if released is None:
-        await work.rollback()
-        raise TaskNotClaimed()
+        await TASK.refuse(work, task.id, lambda _: TaskNotClaimed())
     await work.commit()
     return released
 
@@ -308,9 +312,7 @@ async def _complete_free(
         details={"response": response},
     )
     if done is None:
-        await work.rollback()
-        await _raise_not_claimable(work.session, viewer, task.id)
-    assert done is not None
+        await TASK.refuse(work, task.id, _not_claimable(viewer))
     return done
 
 

@@ -1,5 +1,7 @@
 """The transition tables: every state change a proposal, its delivery, a task or an
-incident can make, with the change event and the audit action each one writes.
+incident can make, with the change event and the audit action each one writes. Targets'
+and actors' tables are in ``target_lifecycle`` and ``actor_lifecycle``, notification
+channels' and delegations' in ``reach_lifecycles``.
 
 ``docs/design.md`` sections 4.5, 4.6, 5.2 and 6.2 show the same tables;
 ``tests/resolvers/test_lifecycles.py`` checks that they agree with each other and that
@@ -262,7 +264,7 @@ TASK: Lifecycle[HumanTask, TaskState] = Lifecycle(
 # --- incidents ---------------------------------------------------------------------
 
 # An incident is opened, and re-opened by each recurrence, by one upsert per fingerprint
-# (``signoff.resolvers.incidents.incidents``), not by a compare-and-set; operators move it on.
+# (``signoff.resolvers.core.occurrences``), not by a compare-and-set; operators move it on.
 I = IncidentState  # noqa: E741 - the table reads better with one-letter state names
 
 ACKNOWLEDGE = Edge.of(

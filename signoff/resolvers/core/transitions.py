@@ -16,7 +16,13 @@ and, per resulting state, the change-event kind and the audit action it writes.
   of work and runs after commit.
 
 An edge that is not in the lifecycle's table, or an update that would lead
-somewhere the edge does not allow, is refused with ``TRANSITION_NOT_ALLOWED``.
+somewhere the edge does not allow, is refused with ``TRANSITION_NOT_ALLOWED``. A move
+that matches nothing (someone else got there first) is explained by ``Lifecycle.refuse``:
+the call's writes are rolled back and the row is read as the winner left it.
+
+A state is stored in an enum column (``state``), or, for a switch such as a target's
+pause or an actor's disabling, as a nullable time (``Stamp``): one state while it is NULL,
+the other from the moment it was set.
 The tables are in ``signoff.resolvers.core.lifecycles``; docs/design.md section 7 describes
 the rule and sections 4.5, 4.6, 5.2 and 6.2 show the tables.
 """
@@ -26,14 +32,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import update
 from sqlmodel import SQLModel
 
 from signoff import clock
-from signoff.errors import TransitionNotAllowed
+from signoff.errors import NotFound, TransitionNotAllowed
 from signoff.models import AuditEvent, ChangeEvent, ChangeKind
 from signoff.models.base import new_id
 from signoff.resolvers.core.work import UnitOfWork
@@ -141,6 +147,15 @@ class Edge(Generic[S]):
 
 
 @dataclass(frozen=True)
+class Stamp(Generic[S]):
+    """A two-state switch stored as a nullable time: ``unset`` while the column is NULL,
+    ``stamped`` from the time a move set it (a target's ``paused_at``)."""
+
+    unset: S
+    stamped: S
+
+
+@dataclass(frozen=True)
 class Subject:
     """How an aggregate's row appears in the feed: its scope and its snapshot."""
 
@@ -166,17 +181,44 @@ class Lifecycle(Generic[M, S]):
         describe: Describe,
         follow_up: FollowUp | None = None,
         state_field: str = "state",
+        stamp: Stamp[S] | None = None,
     ) -> None:
         self.entity_type = entity_type
         self.state_field = state_field  # the column the table's states are stored in
+        self.stamp = stamp
         self.model = model
         self.edges = tuple(edges)
+        if stamp is not None and any(len(e.sources) > 1 for e in self.edges):
+            raise ValueError(f"{entity_type}: an edge of a switch leaves from one state")
         self._describe = describe
         self._follow_up = follow_up
         self._table: Any = model.__table__  # type: ignore[attr-defined]
 
     def allows(self, source: S, target: S) -> bool:
         return any(source in e.sources and target in e.outcomes for e in self.edges)
+
+    def state_of(self, row: M) -> Any:
+        """The row's state in this lifecycle's table."""
+        stored = getattr(row, self.state_field)
+        if self.stamp is None:
+            return stored
+        return self.stamp.unset if stored is None else self.stamp.stamped
+
+    async def reread(self, work: UnitOfWork, entity_id: str) -> M:
+        """After a move that matched nothing: roll back what the call wrote and read the row
+        as whoever got there first left it (``NOT_FOUND`` if it is gone)."""
+        await work.rollback()
+        row = await work.session.get(self.model, entity_id, populate_existing=True)
+        if row is None:
+            raise NotFound(f"No such {self.entity_type.replace('_', ' ')}.")
+        return row
+
+    async def refuse(
+        self, work: UnitOfWork, entity_id: str, explain: Callable[[M], Exception]
+    ) -> NoReturn:
+        """Refuse a call whose move matched nothing, with the error ``explain`` makes of the
+        row as it now is: the one way a lost race or a stale expectation is answered."""
+        raise explain(await self.reread(work, entity_id))
 
     async def move(
         self,
@@ -319,10 +361,10 @@ class Lifecycle(Generic[M, S]):
         table = self._table
         state = table.c[self.state_field]
         if self.state_field not in values:
-            values[self.state_field] = edge.target.value if len(edge.outcomes) == 1 else state
+            values[self.state_field] = self._entered(edge, state, work)
         if "updated_at" in table.c:
             values.setdefault("updated_at", work.now())
-        conditions = [which, state.in_([source.value for source in edge.sources])]
+        conditions = [which, self._in(state, edge.sources)]
         if guard is not None:
             conditions.append(guard)
         stmt = (
@@ -334,8 +376,24 @@ class Lifecycle(Generic[M, S]):
         )
         return list((await work.session.exec(stmt)).scalars().all())
 
+    def _entered(self, edge: Edge[S], state: Any, work: UnitOfWork) -> Any:
+        """What the state column is set to: the edge's one target, or left as it is."""
+        if len(edge.outcomes) != 1:
+            return state
+        if self.stamp is None:
+            return edge.target.value
+        if edge.target == self.stamp.unset:
+            return None
+        return state if edge.target in edge.sources else work.now()
+
+    def _in(self, state: Any, sources: frozenset[S]) -> Any:
+        if self.stamp is None:
+            return state.in_([source.value for source in sources])
+        (source,) = sources
+        return state.is_(None) if source == self.stamp.unset else state.is_not(None)
+
     def _outcome(self, edge: Edge[S], row: M) -> Outcome:
-        state = getattr(row, self.state_field)
+        state = self.state_of(row)
         for target, outcome in edge.outcomes.items():
             if state == target.value:
                 return outcome

@@ -28,10 +28,11 @@ from sqlalchemy import exists, func, tuple_, union_all, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.models import Approval, CircuitState, Decision, Proposal, ProposalState, Target
+from signoff.models import Approval, Decision, Proposal, ProposalState, Target
 from signoff.models.proposal import payload_digest_of
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
+from signoff.resolvers.core.target_lifecycle import PROBE, TARGET_CIRCUIT
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.due import due, due_rows
 from signoff.resolvers.delivery.outcomes import refuse_attempt
@@ -173,8 +174,10 @@ async def _charge(
     now: datetime,
     lease_seconds: int,
 ) -> None:
-    """Spend the targets' rate allowance, and mark a probe in flight (``HALF_OPEN``, until
-    its lease would lapse, so a probe whose worker died is followed by another)."""
+    """Spend the targets' rate allowance, one statement per target that needs it. A probe
+    is the circuit's move to ``HALF_OPEN`` (until its lease would lapse, so a probe whose
+    worker died is followed by another), made by the same statement; the claim holds the
+    target's row, so the move cannot miss."""
     taken: dict[str, int] = {}
     for proposal in claimed:
         taken[proposal.target_id] = taken.get(proposal.target_id, 0) + 1
@@ -184,9 +187,9 @@ async def _charge(
         if count and entry.target.rate_per_second is not None:
             values["rate_available_at"] = rate_available_after(entry.target, count, now)
         if count and entry.probe:
-            values["circuit_state"] = CircuitState.HALF_OPEN.value
             values["circuit_probe_at"] = now + timedelta(seconds=lease_seconds)
-        if values:
+            await TARGET_CIRCUIT.move(work, PROBE, entry.target.id, actor_id=None, values=values)
+        elif values:
             await work.session.exec(
                 update(Target).where(col(Target.id) == entry.target.id).values(**values)
             )

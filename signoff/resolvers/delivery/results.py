@@ -25,6 +25,7 @@ from signoff.errors import (
 )
 from signoff.models import Proposal, ProposalState, Role, Target
 from signoff.resolvers.access.rules import Viewer, require_role
+from signoff.resolvers.core.lifecycles import PROPOSAL
 from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
@@ -86,9 +87,7 @@ async def report_action_result(
     moved = await _apply(work, viewer, proposal, result, jitter)
     if moved is None:
         # Another report or a worker settled it first: answer as of what it is now.
-        await work.rollback()
-        current = await session.get(Proposal, proposal_id, populate_existing=True)
-        assert current is not None
+        current = await PROPOSAL.reread(work, proposal_id)
         replayed = _replay(current, result)
         if replayed is None:
             raise ResultTerminal("The proposal changed while this result was recorded; retry.")

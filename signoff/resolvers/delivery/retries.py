@@ -57,16 +57,19 @@ async def retry_proposal(
 
 
 async def _requeue(work: UnitOfWork, viewer: Viewer, proposal: Proposal) -> Proposal:
-    seen = ProposalState(proposal.state)
     retried = await requeue_terminal(work, proposal, actor_id=viewer.id)
     if retried is None:
-        await work.rollback()
-        raise NotRetryable(
-            f"Only a terminally failed proposal can be retried; it was {seen} "
-            "when asked (another retry may have just queued it).",
-            state=seen,
-        )
+        await PROPOSAL.refuse(work, proposal.id, _not_retryable)
     return retried
+
+
+def _not_retryable(current: Proposal) -> Exception:
+    state = ProposalState(current.state)
+    return NotRetryable(
+        f"Only a terminally failed proposal can be retried; it is {state} "
+        "(another retry may have just queued it).",
+        state=state,
+    )
 
 
 async def requeue_terminal(

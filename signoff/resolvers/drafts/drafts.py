@@ -565,8 +565,11 @@ async def _move(
         details=details,
     )
     if moved is None:
-        await work.rollback()
-        raise StaleRevision("The draft changed just now; reload it and try again.")
+        await DRAFT.refuse(
+            work,
+            draft.id,
+            lambda _: StaleRevision("The draft changed just now; reload it and try again."),
+        )
     return DraftResult(moved, replayed=False)
 
 
@@ -612,8 +615,9 @@ async def check_draft_dispatch(
         values={"dispatched_at": work.now()},
     )
     if dispatched is None:
-        await work.rollback()
-        raise DispatchConsumed("This reservation was dispatched already.")
+        await DRAFT.refuse(
+            work, draft.id, lambda _: DispatchConsumed("This reservation was dispatched already.")
+        )
     await work.commit()
     return DispatchCheck(allowed=True, managed=True)
 

@@ -4,7 +4,7 @@ incidents raised by people or integrations (``openIncident``).
 An incident moves ``OPEN`` → ``ACKNOWLEDGED`` → ``RESOLVED`` through the transition core
 (docs/design.md section 6.2); its dead letters follow it. A resolved incident is
 closed to everything but a recurrence, which re-opens it
-(``signoff.resolvers.incidents.incidents``).
+(``signoff.resolvers.core.occurrences``).
 Every mutation here takes an idempotency key.
 """
 
@@ -32,13 +32,13 @@ from signoff.models import (
 )
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency, lifecycles
-from signoff.resolvers.core.lifecycles import DEAD_LETTER, INCIDENT
+from signoff.resolvers.core.lifecycles import DEAD_LETTER, INCIDENT, PROPOSAL
+from signoff.resolvers.core.occurrences import announce_occurrence, upsert_incident
 from signoff.resolvers.core.pagination import Equals, Order, Page, Where, paginate
 from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Edge
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.retries import requeue_terminal
-from signoff.resolvers.incidents.incidents import announce_occurrence, upsert_incident
 from signoff.validation import optional_text, require_text
 
 CODE = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
@@ -146,7 +146,10 @@ async def acknowledge_incident(
             values={"acknowledged_at": work.now(), "acknowledged_by_id": viewer.id},
         )
         if moved is None:  # acknowledged already, or resolved meanwhile
-            return await _load_unresolved(work.session, incident_id, refresh=True)
+            current = await INCIDENT.reread(work, incident_id)
+            if current.state == IncidentState.RESOLVED:
+                raise IncidentResolved()
+            return current
         await _letters(work, moved, lifecycles.TAKE_UP_LETTER)
         return moved
 
@@ -186,8 +189,7 @@ async def resolve_incident(
             details={"code": code, "summary": summary},
         )
         if moved is None:
-            await work.rollback()
-            raise IncidentResolved()
+            await INCIDENT.refuse(work, incident_id, lambda _: IncidentResolved())
         await _letters(work, moved, lifecycles.SETTLE_LETTER)
         return moved
 
@@ -236,8 +238,11 @@ async def retry_incident(
             work, proposal, actor_id=viewer.id, incident_id=incident.id
         )
         if requeued is None:
-            await work.rollback()
-            raise NotRepairable("The delivery was retried or changed just now; reload it.")
+            await PROPOSAL.refuse(
+                work,
+                proposal.id,
+                lambda _: NotRepairable("The delivery was retried or changed just now; reload it."),
+            )
         repair = RepairAction(
             incident_id=incident.id,
             action_type="retry_delivery",
@@ -259,8 +264,7 @@ async def retry_incident(
             details={"repair_action_id": repair.id, "proposal_id": proposal.id},
         )
         if moved is None:
-            await work.rollback()
-            raise IncidentResolved()
+            await INCIDENT.refuse(work, incident_id, lambda _: IncidentResolved())
         await _letters(work, moved, lifecycles.TAKE_UP_LETTER)
         return IncidentRetryResult(moved, repair, replayed=False)
 

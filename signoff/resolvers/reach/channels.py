@@ -3,14 +3,10 @@ enabling and removing it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy import update
-from sqlmodel import col, select
+from sqlmodel import col
 
 from signoff.constants import (
     APPROVAL_LINK_TTL_MAX_SECONDS,
@@ -32,8 +28,15 @@ from signoff.models import (
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import NOTIFICATION
+from signoff.resolvers.core.reach_lifecycles import (
+    CHANNEL_PRESENCE,
+    CHANNEL_SWITCH,
+    REMOVE_CHANNEL,
+    SWITCH_OFF,
+    SWITCH_ON,
+)
 from signoff.resolvers.core.rows import require_row
-from signoff.resolvers.core.transitions import Happening, record
+from signoff.resolvers.core.transitions import Edge, Happening, Lifecycle, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.targets.targets import check_url, iso, new_signing_secret
 from signoff.validation import require_range
@@ -123,33 +126,22 @@ async def _require_queue_reviewer(work: UnitOfWork, queue_id: str, reviewer_id: 
 
 @dataclass(frozen=True)
 class Switch:
-    """One way to switch a channel: the row it applies to, what it sets, what it audits,
-    and the error code its cancelled notifications keep (``None``: it cancels none)."""
+    """One way to switch a channel: its move, what it audits, and the error code its
+    cancelled notifications keep (``None``: it cancels none)."""
 
     action: str
-    applies: Any  # a condition on the channel's row
-    values: Callable[[datetime], dict[str, Any]]  # the columns set, given now
+    lifecycle: Lifecycle[NotificationChannel, Any]
+    edge: Edge[Any]
     cancels_as: str | None
 
 
-_DISABLED, _REMOVED = col(NotificationChannel.disabled_at), col(NotificationChannel.removed_at)
+_LISTED = col(NotificationChannel.removed_at).is_(None)
 DISABLE = Switch(
-    "queue.notification_channel_disabled",
-    sa.and_(_DISABLED.is_(None), _REMOVED.is_(None)),
-    lambda now: {"disabled_at": now},
-    CHANNEL_DISABLED_CODE,
+    "queue.notification_channel_disabled", CHANNEL_SWITCH, SWITCH_OFF, CHANNEL_DISABLED_CODE
 )
-ENABLE = Switch(
-    "queue.notification_channel_enabled",
-    sa.and_(_DISABLED.is_not(None), _REMOVED.is_(None)),
-    lambda now: {"disabled_at": None},
-    None,
-)
+ENABLE = Switch("queue.notification_channel_enabled", CHANNEL_SWITCH, SWITCH_ON, None)
 REMOVE = Switch(
-    "queue.notification_channel_removed",
-    _REMOVED.is_(None),
-    lambda now: {"removed_at": now},
-    CHANNEL_REMOVED_CODE,
+    "queue.notification_channel_removed", CHANNEL_PRESENCE, REMOVE_CHANNEL, CHANNEL_REMOVED_CODE
 )
 
 
@@ -186,23 +178,19 @@ async def _switch(
     it done and writes nothing, or is refused if it was removed."""
     require_role(viewer, Role.OPERATOR)
     await _channel(work, channel_id)  # NOT_FOUND before anything is written
-    now = work.now()
-    statement = (
-        update(NotificationChannel)
-        .where(col(NotificationChannel.id) == channel_id, switch.applies)
-        .values(**switch.values(now))
-        .returning(NotificationChannel)
-        .execution_options(populate_existing=True)
+    switched = await switch.lifecycle.move(
+        work,
+        switch.edge,
+        channel_id,
+        actor_id=viewer.id,
+        guard=None if switch.lifecycle is CHANNEL_PRESENCE else _LISTED,
     )
-    switched: NotificationChannel | None = (await work.session.exec(statement)).scalars().first()
     if switched is None:
-        current = await _current(work, channel_id)
+        current = await switch.lifecycle.reread(work, channel_id)
         if current.removed_at is not None:
-            removed_at = iso(current.removed_at)  # read before the rollback expires it
-            await work.rollback()
             raise NotificationChannelRemoved(
                 "The notification channel was removed; add a new one instead.",
-                removedAt=removed_at,
+                removedAt=iso(current.removed_at),
             )
         return current
     cancelled = 0
@@ -230,16 +218,6 @@ async def _channel(work: UnitOfWork, channel_id: str) -> NotificationChannel:
         "No such notification channel.",
         field="channelId",
     )
-    return channel
-
-
-async def _current(work: UnitOfWork, channel_id: str) -> NotificationChannel:
-    statement = (
-        select(NotificationChannel)
-        .where(col(NotificationChannel.id) == channel_id)
-        .execution_options(populate_existing=True)
-    )
-    channel: NotificationChannel = (await work.session.exec(statement)).one()
     return channel
 
 

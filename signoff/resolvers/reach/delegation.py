@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from sqlalchemy import update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -35,6 +34,7 @@ from signoff.resolvers.access.rules import Viewer, require_reviewer_of, require_
 from signoff.resolvers.approval.tasks import get_task
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import TASK
+from signoff.resolvers.core.reach_lifecycles import DELEGATION, REVOKE_DELEGATION
 from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
@@ -96,17 +96,15 @@ async def clear_delegate(*, work: UnitOfWork, viewer: Viewer) -> bool:
 
 
 async def _revoke(work: UnitOfWork, viewer: Viewer, now: datetime) -> bool:
-    stmt = (
-        update(Delegation)
-        .where(
-            col(Delegation.actor_id) == viewer.id,
-            col(Delegation.revoked_at).is_(None),
-            col(Delegation.ends_at) > now,
-        )
-        .values(revoked_at=now)
-        .returning(col(Delegation.id))
+    """End the viewer's standing delegation, if any; ``False`` if there was none."""
+    revoked = await DELEGATION.move_where(
+        work,
+        REVOKE_DELEGATION,
+        col(Delegation.actor_id) == viewer.id,
+        actor_id=viewer.id,
+        guard=col(Delegation.ends_at) > now,
     )
-    return bool((await work.session.exec(stmt)).all())
+    return bool(revoked)
 
 
 def _audit(work: UnitOfWork, viewer: Viewer, action: str, **details: str) -> None:
@@ -187,8 +185,13 @@ async def reassign_task(
         },
     )
     if moved is None:
-        await work.rollback()
-        raise TaskNotClaimed("You do not hold a live claim on this task, so cannot hand it on.")
+        await TASK.refuse(
+            work,
+            task.id,
+            lambda _: TaskNotClaimed(
+                "You do not hold a live claim on this task, so cannot hand it on."
+            ),
+        )
     await work.commit()
     return Reassigned(moved, assignee_id, delegate_id is not None)
 

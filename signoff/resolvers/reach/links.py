@@ -107,13 +107,16 @@ async def revoke_approval_link(*, work: UnitOfWork, viewer: Viewer, link_id: str
     link = await require_row(work.session, ApprovalLink, link_id, "No such approval link.")
     if viewer.id not in (link.reviewer_id, link.created_by_id):
         require_role(viewer, Role.OPERATOR)
-    state = str(link.state)  # read before a rollback expires the row
     revoked = await APPROVAL_LINK.move(work, lifecycles.REVOKE_LINK, link.id, actor_id=viewer.id)
     if revoked is None:
-        await work.rollback()
-        raise ApprovalLinkUnusable(f"The link is already {state.lower()}.", reason=state)
+        await APPROVAL_LINK.refuse(work, link.id, _unusable)
     await work.commit()
     return revoked
+
+
+def _unusable(link: ApprovalLink) -> Exception:
+    state = str(link.state)
+    return ApprovalLinkUnusable(f"The link is already {state.lower()}.", reason=state)
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,8 @@ from signoff.models import (
 )
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import NOTIFICATION
+from signoff.resolvers.core.occurrences import announce_occurrence, upsert_incident
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.resolvers.incidents.incidents import announce_occurrence, upsert_incident
 from signoff.resolvers.reach.link_minting import CreatedLink, link_for_notification
 from signoff.webhooks import sign
 

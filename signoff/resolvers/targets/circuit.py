@@ -26,12 +26,17 @@ from signoff.constants import (
     CIRCUIT_PROBE_SECONDS,
 )
 from signoff.delivery import AttemptOutcome
-from signoff.models import ChangeKind, CircuitState, Proposal, ResponseClass, Target
-from signoff.resolvers.core.transitions import Happening, record
+from signoff.models import CircuitState, Proposal, ResponseClass, Target
+from signoff.resolvers.core.target_lifecycle import (
+    CLOSE_CIRCUIT,
+    DEFER_PROBE,
+    OPEN_CIRCUIT,
+    REOPEN_CIRCUIT,
+    TARGET_CIRCUIT,
+)
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.due import due
 from signoff.resolvers.targets.health import raise_target_incident
-from signoff.resolvers.targets.targets import iso
 
 # Failures of the endpoint rather than of one message: no answer, or an answer that says
 # "not now". A 4xx about one message (REQUEST_REJECTED) means the receiver is up.
@@ -81,7 +86,7 @@ async def note_attempts(
         if target.consecutive_failures >= CIRCUIT_FAILURE_THRESHOLD:
             await _open(work, target, failures[-1])
     elif trailing == 0:
-        await _close(work, target)
+        await close_circuit(work, target.id, actor_id=None, details=_counts(target))
     elif failures:
         await _reopen(work, target)
 
@@ -95,30 +100,26 @@ def _trailing_failures(outcomes: Sequence[AttemptOutcome]) -> int:
     return count
 
 
-async def _set_circuit(work: UnitOfWork, target_id: str, when: Any, **values: Any) -> Target | None:
-    stmt = (
-        update(Target)
-        .where(col(Target.id) == target_id, when)
-        .values(**values)
-        .returning(Target)
-        .execution_options(populate_existing=True)
-    )
-    return (await work.session.exec(stmt)).scalars().first()
+def _counts(target: Target) -> dict[str, Any]:
+    """The audit details of a move the breaker makes by itself."""
+    return {"consecutive_failures": target.consecutive_failures, "last_error": target.last_error}
 
 
 async def _open(work: UnitOfWork, target: Target, last: AttemptOutcome) -> None:
     now = work.now()
-    opened = await _set_circuit(
+    opened = await TARGET_CIRCUIT.move(
         work,
+        OPEN_CIRCUIT,
         target.id,
-        col(Target.circuit_state) == CircuitState.CLOSED.value,
-        circuit_state=CircuitState.OPEN.value,
-        circuit_opened_at=now,
-        circuit_probe_at=now + timedelta(seconds=CIRCUIT_PROBE_SECONDS),
+        actor_id=None,
+        values={
+            "circuit_opened_at": now,
+            "circuit_probe_at": now + timedelta(seconds=CIRCUIT_PROBE_SECONDS),
+        },
+        details=_counts(target),
     )
     if opened is None:
         return  # another worker's flush opened it first
-    _announce(work, opened, "target.circuit_opened", ChangeKind.TARGET_CIRCUIT_OPENED)
     error = last_error_of(last)
     await raise_target_incident(
         work,
@@ -141,40 +142,39 @@ async def _open(work: UnitOfWork, target: Target, last: AttemptOutcome) -> None:
 
 
 async def _reopen(work: UnitOfWork, target: Target) -> None:
-    """The probe failed: wait as long as the circuit has been open (at least one probe
-    interval, at most the maximum) before the next."""
+    """The probe failed (or a delivery in flight when the circuit opened): wait as long as
+    the circuit has been open (at least one probe interval, at most the maximum) before
+    the next. The statement that counted the failures holds the row, so its state is
+    exact."""
     now = work.now()
     opened_at = target.circuit_opened_at or now
     wait = min(
         max((now - opened_at).total_seconds(), float(CIRCUIT_PROBE_SECONDS)),
         float(CIRCUIT_PROBE_MAX_SECONDS),
     )
-    await _set_circuit(
+    edge = REOPEN_CIRCUIT if target.circuit_state == CircuitState.HALF_OPEN else DEFER_PROBE
+    await TARGET_CIRCUIT.move(
         work,
+        edge,
         target.id,
-        col(Target.circuit_state) != CircuitState.CLOSED.value,
-        circuit_state=CircuitState.OPEN.value,
-        circuit_probe_at=now + timedelta(seconds=wait),
+        actor_id=None,
+        values={"circuit_probe_at": now + timedelta(seconds=wait)},
+        details=_counts(target),
     )
 
 
-async def _close(work: UnitOfWork, target: Target) -> None:
-    closed = await close_circuit(work, target.id)
-    if closed is not None:
-        _announce(work, closed, "target.circuit_closed", ChangeKind.TARGET_CIRCUIT_CLOSED)
-
-
-async def close_circuit(work: UnitOfWork, target_id: str) -> Target | None:
+async def close_circuit(
+    work: UnitOfWork, target_id: str, *, actor_id: str | None, details: dict[str, Any]
+) -> Target | None:
     """Close an open circuit (compare-and-set; ``None`` if it was closed) and, after commit,
     wake delivery for the deliveries that waited."""
-    closed = await _set_circuit(
+    closed = await TARGET_CIRCUIT.move(
         work,
+        CLOSE_CIRCUIT,
         target_id,
-        col(Target.circuit_state) != CircuitState.CLOSED.value,
-        circuit_state=CircuitState.CLOSED.value,
-        consecutive_failures=0,
-        circuit_opened_at=None,
-        circuit_probe_at=None,
+        actor_id=actor_id,
+        values={"consecutive_failures": 0, "circuit_opened_at": None, "circuit_probe_at": None},
+        details=details,
     )
     if closed is not None:
         await _wake_waiting(work, target_id)
@@ -193,36 +193,6 @@ async def _wake_waiting(work: UnitOfWork, target_id: str) -> None:
     ).first()
     if oldest is not None:
         work.schedule_delivery(oldest[0], oldest[1] + 1)
-
-
-def _announce(work: UnitOfWork, target: Target, action: str, kind: ChangeKind) -> None:
-    record(
-        work,
-        Happening(
-            entity_type="target",
-            entity_id=target.id,
-            actor_id=None,
-            action=action,
-            kind=kind,
-            details={
-                "consecutive_failures": target.consecutive_failures,
-                "last_error": target.last_error,
-            },
-            queue_id=target.queue_id,
-            snapshot=circuit_snapshot(target),
-        ),
-    )
-
-
-def circuit_snapshot(target: Target) -> dict[str, Any]:
-    """What the feed says about a target's circuit."""
-    return {
-        "name": target.name,
-        "circuitState": str(target.circuit_state),
-        "consecutiveFailures": target.consecutive_failures,
-        "lastError": target.last_error,
-        "nextProbeAt": iso(target.circuit_probe_at),
-    }
 
 
 def accepting(now: Any) -> Any:

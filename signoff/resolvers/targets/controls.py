@@ -11,20 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import update
-from sqlmodel import col, select
+from sqlmodel import col
 
 from signoff.constants import REASON_MAX_CHARS, REASON_MIN_CHARS
-from signoff.errors import NotFound, TargetCircuitNotOpen, ValidationFailed
+from signoff.errors import TargetCircuitNotOpen, ValidationFailed
 from signoff.models import ChangeKind, CircuitState, Role, Target
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency
+from signoff.resolvers.core.target_lifecycle import TARGET_CIRCUIT
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.resolvers.targets.circuit import circuit_snapshot, close_circuit
+from signoff.resolvers.targets.circuit import close_circuit
 from signoff.resolvers.targets.targets import (
     TargetResult,
     announce,
     iso,
     keyed_change,
+    locked,
     require_max_concurrency,
     require_rate,
 )
@@ -59,7 +61,7 @@ async def set_target_limits(
     )
 
     async def change() -> Target:
-        before = _limits(await _locked(work, target_id))
+        before = _limits(await locked(work, target_id))
         stmt = (
             update(Target)
             .where(col(Target.id) == target_id)
@@ -130,46 +132,28 @@ async def close_target_circuit(
     )
 
     async def close() -> Target:
-        before = await _locked(work, target_id)
-        was = {
-            "circuit_state": str(before.circuit_state),  # a plain string once loaded
-            "consecutive_failures": before.consecutive_failures,
-            "circuit_opened_at": iso(before.circuit_opened_at),
-        }
-        closed = await close_circuit(work, target_id)
-        if closed is None:
-            name = before.name  # before the rollback expires it
-            await work.rollback()
-            raise TargetCircuitNotOpen(
-                f"The circuit of target {name!r} is closed: deliveries already flow (another "
-                "operator, or a successful probe, may have just closed it).",
-                circuitState=CircuitState.CLOSED.value,
-            )
-        announce(
+        before = await locked(work, target_id)
+        closed = await close_circuit(
             work,
-            viewer,
-            closed,
-            "target.circuit_closed",
-            ChangeKind.TARGET_CIRCUIT_CLOSED,
-            circuit_snapshot(closed),
-            reason=reason,
-            **was,
+            target_id,
+            actor_id=viewer.id,
+            details={
+                "reason": reason,
+                "circuit_state": str(before.circuit_state),  # a plain string once loaded
+                "consecutive_failures": before.consecutive_failures,
+                "circuit_opened_at": iso(before.circuit_opened_at),
+            },
         )
+        if closed is None:
+            await TARGET_CIRCUIT.refuse(work, target_id, _not_open)
         return closed
 
     return await keyed_change(work, viewer, call, close)
 
 
-async def _locked(work: UnitOfWork, target_id: str) -> Target:
-    """The target as stored now, locked until commit on PostgreSQL (SQLite's write lock is
-    already held), so that what the audit calls its state before stays true."""
-    stmt = (
-        select(Target)
-        .where(col(Target.id) == target_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
+def _not_open(current: Target) -> Exception:
+    return TargetCircuitNotOpen(
+        f"The circuit of target {current.name!r} is closed: deliveries already flow (another "
+        "operator, or a successful probe, may have just closed it).",
+        circuitState=CircuitState.CLOSED.value,
     )
-    target = (await work.session.exec(stmt)).first()
-    if target is None:
-        raise NotFound("No such target.")
-    return target

@@ -38,13 +38,10 @@ from signoff.models import (
     Severity,
     Target,
 )
+from signoff.resolvers.core.occurrences import announce_occurrence, upsert_incident
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.resolvers.incidents.incidents import (
-    announce_occurrence,
-    refresh_incident,
-    upsert_incident,
-)
+from signoff.resolvers.incidents.incidents import refresh_incident
 
 FAILED_CLASSES = frozenset({ResponseClass.RETRYABLE, ResponseClass.TERMINAL})
 

@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -39,9 +38,16 @@ from signoff.models import ApprovalMode, ChangeKind, DeadlineAction, Proposal, Q
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.policies import check_policy
 from signoff.resolvers.core import idempotency
+from signoff.resolvers.core.target_lifecycle import (
+    PAUSE,
+    RESUME,
+    RETIRE,
+    TARGET_HOLD,
+    TARGET_SERVICE,
+)
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.resolvers.delivery.due import due
+from signoff.resolvers.delivery.due import due_rows
 from signoff.resolvers.reach.deadlines import checked_policy
 from signoff.validation import require_range, require_text
 
@@ -254,14 +260,17 @@ def check_url(url: str) -> str:
 
 
 async def retire_target(*, work: UnitOfWork, viewer: Viewer, target_id: str) -> Target:
-    """Retire a target: it takes no new proposals; what was approved still delivers."""
+    """Retire a target: it takes no new proposals; what was approved still delivers.
+
+    Retiring a retired target changes nothing and answers it as it is: of two concurrent
+    retires exactly one is audited and announced."""
     require_role(viewer, Role.OPERATOR)
-    target = await get_target(session=work.session, viewer=viewer, target_id=target_id)
-    if target.retired_at is None:
-        target.retired_at = work.now()
-        announce(work, viewer, target, "target.retired", ChangeKind.TARGET_RETIRED)
-        await work.commit()
-    return target
+    await get_target(session=work.session, viewer=viewer, target_id=target_id)
+    retired = await TARGET_SERVICE.move(work, RETIRE, target_id, actor_id=viewer.id)
+    if retired is None:
+        return await TARGET_SERVICE.reread(work, target_id)
+    await work.commit()
+    return retired
 
 
 @dataclass(frozen=True)
@@ -289,16 +298,11 @@ async def pause_target(
 
     async def pause() -> Target:
         await load(work, target_id)  # NOT_FOUND before anything is written
-        paused = await _set_paused_at(work, target_id, paused=False, to=work.now())
+        paused = await TARGET_HOLD.move(
+            work, PAUSE, target_id, actor_id=viewer.id, details={"reason": reason}
+        )
         if paused is None:
-            await work.rollback()
-            current = await load(work, target_id)  # as the pause that won left it
-            raise TargetAlreadyPaused(
-                f"Target {current.name!r} has been paused since {iso(current.paused_at)}; "
-                "resumeTarget first to pause it with another reason.",
-                pausedAt=iso(current.paused_at),
-            )
-        announce(work, viewer, paused, "target.paused", ChangeKind.TARGET_PAUSED, reason=reason)
+            await TARGET_HOLD.refuse(work, target_id, _already_paused)
         return paused
 
     return await keyed_change(work, viewer, call, pause)
@@ -314,28 +318,34 @@ async def resume_target(
     call = idempotency.Keyed.of("resumeTarget", idempotency_key, {"target_id": target_id})
 
     async def resume() -> Target:
-        target = await load(work, target_id)
-        paused_at = target.paused_at
-        resumed = await _set_paused_at(work, target_id, paused=True, to=None)
-        if resumed is None:
-            name = target.name  # before the rollback expires it
-            await work.rollback()
-            raise TargetNotPaused(
-                f"Target {name!r} is not paused (another operator may have just resumed it)."
-            )
+        paused_at = iso((await locked(work, target_id)).paused_at)
         scheduled = await schedule_due_deliveries(work, target_id)
-        announce(
+        resumed = await TARGET_HOLD.move(
             work,
-            viewer,
-            resumed,
-            "target.resumed",
-            ChangeKind.TARGET_RESUMED,
-            paused_at=iso(paused_at),
-            scheduled=scheduled,
+            RESUME,
+            target_id,
+            actor_id=viewer.id,
+            details={"paused_at": paused_at, "scheduled": scheduled},
         )
+        if resumed is None:
+            await TARGET_HOLD.refuse(work, target_id, _not_paused)
         return resumed
 
     return await keyed_change(work, viewer, call, resume)
+
+
+def _already_paused(current: Target) -> Exception:
+    return TargetAlreadyPaused(
+        f"Target {current.name!r} has been paused since {iso(current.paused_at)}; "
+        "resumeTarget first to pause it with another reason.",
+        pausedAt=iso(current.paused_at),
+    )
+
+
+def _not_paused(current: Target) -> Exception:
+    return TargetNotPaused(
+        f"Target {current.name!r} is not paused (another operator may have just resumed it)."
+    )
 
 
 async def keyed_change(
@@ -349,11 +359,12 @@ async def keyed_change(
 
 async def schedule_due_deliveries(work: UnitOfWork, target_id: str) -> int:
     """Enqueue, after commit, the target's proposals that are due now (up to a sweep batch;
-    the sweep takes any more): for a change that lets waiting deliveries go at once."""
+    the sweep takes any more), for a resume: they are counted before its move, while the
+    target is still paused, so the resume's audit record can say how many."""
     waiting = (
         await work.session.exec(
             select(Proposal.id, Proposal.delivery_attempt_count)
-            .where(col(Proposal.target_id) == target_id, due(work.now()))
+            .where(col(Proposal.target_id) == target_id, due_rows(work.now()))
             .order_by(col(Proposal.next_attempt_at))
             .limit(SWEEP_BATCH_SIZE)
         )
@@ -363,20 +374,20 @@ async def schedule_due_deliveries(work: UnitOfWork, target_id: str) -> int:
     return len(waiting)
 
 
-async def _set_paused_at(
-    work: UnitOfWork, target_id: str, *, paused: bool, to: datetime | None
-) -> Target | None:
-    """Compare-and-set on ``paused_at``: the target, if it was (not) paused and now is not
-    (is); ``None`` if a concurrent pause or resume got there first."""
-    column = col(Target.paused_at)
+async def locked(work: UnitOfWork, target_id: str) -> Target:
+    """The target as stored now, locked until commit on PostgreSQL (SQLite's write lock is
+    taken by the first write), so that what the audit calls its state before stays true
+    (``NOT_FOUND`` if there is none)."""
     stmt = (
-        update(Target)
-        .where(col(Target.id) == target_id, column.is_not(None) if paused else column.is_(None))
-        .values(paused_at=to)
-        .returning(Target)
+        select(Target)
+        .where(col(Target.id) == target_id)
+        .with_for_update()
         .execution_options(populate_existing=True)
     )
-    return (await work.session.exec(stmt)).scalars().first()
+    target = (await work.session.exec(stmt)).first()
+    if target is None:
+        raise NotFound("No such target.")
+    return target
 
 
 def announce(
@@ -388,8 +399,8 @@ def announce(
     snapshot: dict[str, Any] | None = None,
     **details: Any,
 ) -> None:
-    """A change to a target, audited and in the feed (targets have no state column: their
-    changes are facts, not transitions of a table)."""
+    """A change to a target that is not a move of its lifecycles (registering it, its
+    limits), audited and in the feed."""
     record(
         work,
         Happening(
