@@ -12,7 +12,7 @@ import pytest
 from sqlmodel import func, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.delivery import Outcome
+from signoff.delivery import AttemptOutcome
 from signoff.models import Actor, AuditEvent, ChangeEvent, CircuitState, ResponseClass, Target
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core.work import WorkMaker
@@ -43,12 +43,14 @@ async def admin_of(gql: GraphQLClient) -> Viewer:
     return Viewer(admin, frozenset())
 
 
-def failure(at: datetime = AT) -> Outcome:
-    return Outcome(ResponseClass.RETRYABLE, "RECEIVER_ERROR", 503, None, "d", None, at, at, 1)
+def failure(at: datetime = AT) -> AttemptOutcome:
+    return AttemptOutcome(
+        ResponseClass.RETRYABLE, "RECEIVER_ERROR", 503, None, "d", None, at, at, 1
+    )
 
 
-def success(at: datetime = AT) -> Outcome:
-    return Outcome(ResponseClass.APPLIED, None, 200, None, "d", "r", at, at, 1)
+def success(at: datetime = AT) -> AttemptOutcome:
+    return AttemptOutcome(ResponseClass.APPLIED, None, 200, None, "d", "r", at, at, 1)
 
 
 @requires_postgres
