@@ -1,50 +1,9 @@
 """The change feed in the database: stamping cursors in commit order, reading, pruning.
 
-Why cursors are safe against commit order
------------------------------------------
-A writer inserts its ``ChangeEvent`` with ``cursor`` NULL, in its own transaction.
-Cursors are handed out later by ``stamp_pending``, which
-
-1. locks the single ``change_feed_state`` row (``SELECT … FOR UPDATE`` on
-   PostgreSQL; on SQLite every write transaction is already exclusive), so stamping
-   runs one at a time across every process;
-2. only then reads the unstamped rows. A statement sees exactly the transactions
-   committed before it started, so this reads committed events only, never one
-   whose transaction is still open;
-3. numbers them ``last_cursor + 1 …`` and commits the stamps with the new
-   ``last_cursor``.
-
-A transaction that commits later is stamped by a later run, which starts after this
-run committed and therefore numbers above everything this run stamped. Events are
-published only after their stamps commit. So no event can ever appear below a cursor
-that a subscriber has already been given, however writers' commits cross. Cursors are
-also dense (no holes), which lets each process detect a lost or late message and fill
-the gap from this table.
-
-An insert-time sequence would not do: on PostgreSQL a transaction that took number
-10 can commit after number 11 is already visible and delivered.
-
-Why one entity's events never invert
-------------------------------------
-Within a run, events are numbered by ``(occurred_at, id)``: the writers' clocks. Clocks
-of different processes differ, so a later transition of a proposal can carry an
-earlier ``occurred_at`` than the one before it, and by that order alone it would be
-stamped first, or the ``limit`` could even leave the earlier one for the next run.
-So each event carries its entity's ``version`` and a run
-
-1. takes, besides its batch, every other pending event of the batch's versioned
-   entities (the batch is closed under entity: the limit never splits one; a batch
-   under the limit holds every pending event the statement saw, so it is closed
-   already and needs no second read); then
-2. reorders each entity's events among the places they hold, by version, and
-   leaves every other position as the clocks put it (``in_entity_order``).
-
-This needs no more than the events the run sees. Transitions of one row are
-serialised by its row lock (SQLite serialises every write): the transaction that
-writes version n+1 updates the row only after the one that wrote version n
-committed. So when a stamper sees version n+1 committed, version n is committed too,
-hence visible to the same statement: it is either in this run or was stamped by an
-earlier one, below every cursor this run hands out. Never by a later one.
+Writers insert events unstamped; cursors are handed out after commit, one run at a time
+across processes, so no event ever appears below a cursor a subscriber already has,
+cursors are dense, and one entity's events are numbered in version order whatever the
+writers' clocks. docs/design.md section 8.2 says why each step of a run is needed.
 """
 
 from __future__ import annotations
@@ -218,18 +177,10 @@ def as_unstamped(rows: Sequence[Mapping[str, Any]]) -> list[ChangeEvent]:
 async def written_objects(
     session: AsyncSession, events: Sequence[ChangeEvent], *, only_written: bool = False
 ) -> list[dict[str, Any]]:
-    """Per event, records of the proposal, task or draft it points at, read in the
-    writer's transaction: the state the event's commit leaves, the same records a read
-    just after the commit gives. One select per kind of object.
-
-    The session is flushed first: what the ORM still holds (a task added, a state set)
-    is what the commit will write, and a read before the flush would miss it.
-
-    ``only_written``: only objects that are the entity of one of ``events``, which
-    their transaction wrote (a transition's update, an insert) and so holds until it
-    commits. Where writers run concurrently (PostgreSQL), a row the transaction only
-    points at (the proposal of a ``task.claimed``) could be changed by another one
-    between this read and the commit; its frame reads it, as other events' frames do."""
+    """Per event, records of the proposal, task or draft it points at, read in the writer's
+    transaction after a flush: the state its commit leaves, so its frame reads nothing.
+    ``only_written`` keeps only the events' own entities, which the transaction holds until
+    it commits; a row it only points at could change first (docs/design.md section 8.4)."""
     await session.flush()
     pointed = [_points_at(event) for event in events]
     if only_written:

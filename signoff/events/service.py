@@ -1,24 +1,10 @@
-"""The per-process event service: the sequencer, the relay and retention, in two tasks.
+"""The per-process event service: the sequencer and the upkeep, in two tasks.
 
-Every committed change event is stamped (``feed.stamp_pending``) and published
-after commit. A local commit kicks the publisher, which stamps at once; on SQLite,
-where writers are serialised, a writer stamps its own events in its transaction
-(``_stamp_in``) and the publisher only publishes them. Where the process has
-subscribers, a writer also reads the objects its events point at, so that their frames
-read nothing: on SQLite they travel with the events it stamps; on PostgreSQL it hands
-them over by event id (``WrittenObjects``), and the sequencer attaches them when it
-stamps those events. The upkeep task ticks every
-``relay_seconds``, however often commits kick (a busy process is exactly the one
-that must not stop relaying and pruning): it stamps what no one stamped,
-republishes stamped events whose publish failed (a crash between commit and
-publish, Redis down), lets the local fanout catch up from the database and, every
-``prune_seconds``, applies retention. So a crash or an outage delays events; it
-never loses them.
-
-The two are separate tasks so that a round of upkeep waiting on the database (on
-SQLite, behind every writer for the write lock) never holds back what writers have
-just committed, and its reads go through read-only sessions, which on SQLite never
-wait for that lock at all.
+A commit kicks the sequencer to stamp and publish its events. The upkeep ticks every
+``relay_seconds`` however busy the process: it stamps what nobody stamped, republishes
+what failed to publish, catches the fanout up and applies retention, so a crash or an
+outage delays events but never loses them. Two tasks, so that upkeep waiting on the
+database never holds back fresh commits (docs/design.md sections 8.2 and 8.6).
 """
 
 from __future__ import annotations
@@ -100,19 +86,10 @@ class EventService:
     async def before_commit(
         self, session: AsyncSession, events: Sequence[Mapping[str, Any]]
     ) -> Callable[[], Awaitable[None]]:
-        """Just before a writer commits ``events`` (its change events' rows): the
-        after-commit hook that gets them published.
-
-        Where this process has subscribers, the events carry the objects they point at,
-        read in the writer's transaction (``feed.written_objects``), so that rendering
-        their frames reads nothing. On SQLite the writer also stamps them
-        (``_stamp_in``). On PostgreSQL the objects are handed over by event id, and the
-        sequencer attaches them when it stamps the events here; the hook wakes it.
-
-        Handed over now, not in the hook: once the commit is visible, a round of the
-        sequencer already under way may stamp the events before the writer's hooks run.
-        An entry whose commit then fails is never taken, and ages out.
-        """
+        """Just before a writer commits ``events``: attach or hand over what their frames show
+        (``feed.written_objects``) and return the after-commit hook that publishes them. Handed
+        over now, not in the hook: once the commit is visible, a sequencer round already under
+        way may stamp the events before the hook runs (docs/design.md section 8.4)."""
         if self.stamps_in_writers:
             return await self._stamp_in(session)
         if events and self.hub.fanout.subscriber_count:
@@ -128,16 +105,10 @@ class EventService:
         return {event.id: objects for event, objects in zip(events, found, strict=True) if objects}
 
     async def _stamp_in(self, session: AsyncSession) -> Callable[[], Awaitable[None]]:
-        """Stamp a writer's events in its own transaction, where writers are serialised.
-
-        On SQLite every write transaction holds the database's one write lock from its
-        first statement to its commit, so the order of write transactions is the commit
-        order, and numbering inside one is the same as numbering just after it: the
-        invariants of ``feed.stamp_pending`` hold. It saves the stamping transaction
-        after every commit (seven statements, each a hop to SQLite's thread), which was
-        most of the time from a commit to its subscribers' frames. The returned hook
-        hands the stamped events to the loop to publish, without making the writer wait.
-        """
+        """Stamp a writer's events in its own transaction, where writers are serialised (SQLite):
+        transaction order is commit order there, so ``feed.stamp_pending``'s rules hold and a
+        stamping transaction per commit is saved (docs/design.md section 8.2). The returned hook
+        hands the events to the loop to publish without making the writer wait."""
         rows = await feed.stamp_pending(session)
         # Only worth a read where a local subscriber will render the events.
         if rows and self.hub.fanout.subscriber_count:
@@ -235,15 +206,10 @@ class EventService:
             await self.prune()
 
     async def sequence(self, *, committed: bool = False) -> int:
-        """Stamp every committed, unstamped event in commit order and publish it.
-
-        One transaction per round: it records what the last round published, checks for
-        pending events and stamps them (three transactions per kick before, which under a
-        steady stream of commits was most of a worker's database work). ``committed``: a
-        commit of this process kicked the round, so its events are most likely pending
-        and the first round goes straight to stamping (if another process stamped them
-        first, it stamps nothing), leaving what was published for the upkeep to record
-        once a tick: a statement fewer between a commit and its frames."""
+        """Stamp every committed, unstamped event in commit order and publish it, one transaction
+        a round. ``committed`` (a local commit kicked the round) goes straight to stamping and
+        leaves recording what was published to the upkeep's next tick: a statement fewer between
+        a commit and its frames."""
         if not committed and not await self._has_pending():
             await self.mark_published()
             return 0

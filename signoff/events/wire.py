@@ -1,20 +1,9 @@
 """The format of change events between processes (Redis pub/sub), and how it may change.
 
-A message is a JSON array of changes, each an object of ``Change.to_wire``'s fields
-plus ``"v"``: the major version of that format (``EVENTS_WIRE_VERSION``). During a
-rolling deploy processes of two releases read each other's messages, so:
-
-- Readers ignore fields they do not know, and missing optional fields take their
-  defaults: adding a field is not a new version.
-- Anything an older reader would misread (a field removed, renamed, retyped or given
-  another meaning) is a new major version. A release first learns to read it
-  (``READABLE_VERSIONS``); only a later release writes it.
-- Readers log and skip changes of a version they cannot read, never logging their
-  content. Nothing is lost: cursors are dense, so the fanout fills the gap from the
-  database at the next change it can read, or at the relay's next catch-up.
-- A change without ``"v"`` is version 1, the format from before the marker, which it
-  matches field for field: processes of the previous release are still read.
-- The message stays an array: readers of every release iterate it.
+A message is a JSON array of changes, each marked with its format's major version
+(``"v"``), so that processes of two releases read each other's messages during a rolling
+deploy. What may change within a version, and what needs a new one: docs/design.md
+section 8.6.
 """
 
 from __future__ import annotations
@@ -30,7 +19,7 @@ from signoff.events.hub import Change
 logger = logging.getLogger("signoff.events.wire")
 
 VERSION_KEY = "v"
-# The version of a change that carries no marker (see the module docstring).
+# The version of a change that carries no marker (docs/design.md section 8.6).
 UNMARKED_VERSION = 1
 READABLE_VERSIONS = frozenset({EVENTS_WIRE_VERSION})
 
