@@ -1,19 +1,9 @@
 """Async engine, sessions, and the commit that runs after-commit hooks.
 
-PostgreSQL sessions are pinned to READ COMMITTED, whatever the server's or the
-database's default: every state transition is a compare-and-set (``UPDATE … WHERE
-state = expected``), which relies on a racing loser re-reading the committed row and
-updating nothing. Under REPEATABLE READ or SERIALIZABLE the loser fails with a
-serialization error (SQLSTATE 40001) instead, and clients see errors, not refusals.
-
-SQLite (embedded default) gets WAL and a busy timeout. Sessions that write begin
-with ``BEGIN IMMEDIATE``, so concurrent writers queue up instead of failing with
-"database is locked" when a read lock cannot be upgraded. Sessions made from
-``read_only(engine)`` open no transaction on either database: on SQLite each
-statement reads a WAL snapshot of its own and never takes the write lock, so a slow
-reader (a query, a subscription frame) cannot hold up a writer; on PostgreSQL they
-read in autocommit. SQLite statements go through ``signoff.sqlite_driver``, one trip
-to the connection's thread each.
+PostgreSQL sessions are pinned to READ COMMITTED, which the compare-and-set transitions
+rely on. SQLite gets WAL, a busy timeout and ``BEGIN IMMEDIATE`` for writers, so writers
+queue instead of failing. ``read_only(engine)`` sessions open no transaction, so a slow
+reader never holds up a writer (docs/design.md section 12, SQLite and PostgreSQL).
 """
 
 from __future__ import annotations
@@ -51,7 +41,7 @@ PING_AFTER_IDLE_SECONDS = 1.0
 _IDLE_SINCE = "signoff_idle_since"
 # A connection's record: how many database outages had ended when it was opened.
 _OUTAGES_ENDED = "signoff_outages_ended"
-# What the compare-and-set transitions assume (see the module docstring).
+# What the compare-and-set transitions assume (docs/design.md section 12, PostgreSQL).
 POSTGRES_ISOLATION_LEVEL = "READ COMMITTED"
 # An execution option: connections of ``read_only(engine)`` carry it.
 READ_ONLY = "signoff_read_only"
@@ -178,15 +168,9 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
 
 def read_only(engine: AsyncEngine) -> AsyncEngine:
     """The same engine and pool, for work that only reads (queries, subscription frames).
-
-    It runs without a transaction of its own: each statement reads its own snapshot.
-    On PostgreSQL (autocommit) that is what READ COMMITTED gives inside a transaction as
-    well, so nothing changes for the reader but two round trips fewer (BEGIN,
-    ROLLBACK). On SQLite each statement is its own deferred transaction: under WAL it
-    never waits for, nor holds, the write lock, and it saves the same two trips to the
-    connection's thread. Code that needs one snapshot across statements uses a write
-    session.
-    """
+    Each statement reads its own snapshot, with no transaction around it: two round trips
+    fewer, and on SQLite it never waits for nor holds the write lock. Code that needs one
+    snapshot across statements uses a write session."""
     if engine.dialect.name != "sqlite":
         return engine.execution_options(isolation_level="AUTOCOMMIT")
     return engine.execution_options(**{READ_ONLY: True})

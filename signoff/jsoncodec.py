@@ -1,18 +1,9 @@
 """JSON on the hot paths: values read from the database, and GraphQL responses.
 
-orjson decodes and encodes about three times as fast as the standard library; on a
-page of 20 proposals with their tasks, the standard library's decoding of JSON
-columns and encoding of the response were a tenth of the request. Where orjson would
-answer differently, the standard library answers instead, so that what clients and
-business rules see never depends on the codec:
-
-- orjson reads an integer of more than 64 bits as a float (a target's schema may opt
-  in to large numbers: ``signoff.jsonvalues``), and refuses to write one;
-- orjson refuses what the standard library accepts (``1e400``, dictionary keys that
-  are not strings).
-
-Checks on what clients send stay in ``signoff.jsonvalues``; digests use canonical JSON
-(``signoff.digest``), never this.
+orjson, for speed; where it would answer differently (integers beyond 64 bits, ``1e400``,
+keys that are not strings) the standard library answers, so what clients and rules see
+never depends on the codec. Checks on client input stay in ``signoff.jsonvalues``, and
+digests use canonical JSON (``signoff.digest``), never this.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """SQLite through aiosqlite, one trip to the connection's thread per statement.
 
-aiosqlite runs each sqlite3 call on the connection's own thread and hands the result
-back to the event loop. SQLAlchemy's adapter makes three or four such calls for every
-statement (open a cursor, execute, fetch the rows, close), and every trip is a queue
-put, a thread wake-up, a ``call_soon_threadsafe`` and a GIL hand-over. Measured on a
-``createTask`` (eleven statements), those trips were a fifth of the request's CPU and
-most of the kernel time under fan-out load.
-
-``OneTripCursor`` runs a statement whole in one trip: it opens a sqlite3 cursor,
-executes, fetches every row, keeps ``description``, ``rowcount`` and ``lastrowid``,
-and closes the cursor, all in one function on the connection's thread. Everything
-else (transactions, errors, closing, server-side cursors) is SQLAlchemy's adapter as
-it ships, except that ending a transaction that is not open makes no trip either.
-``signoff.database.create_engine`` passes ``dbapi()`` as the engine's DBAPI module.
+SQLAlchemy's adapter makes three or four trips a statement (cursor, execute, fetch,
+close), each a hand-over between threads; ``OneTripCursor`` runs the statement whole in
+one, and ending a transaction that is not open makes none. Everything else is the adapter
+as it ships; ``signoff.database.create_engine`` passes ``dbapi()`` as the engine's DBAPI.
 """
 
 from __future__ import annotations

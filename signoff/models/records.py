@@ -1,28 +1,10 @@
-"""Records: a row's columns as attributes, standing in for a model instance where a
-row is only read.
+"""Records: a row's columns as attributes, standing in for a model instance where a row is
+only read (pages, DataLoaders). Read-only by convention: never add one to a session.
 
-Read paths (a page of proposals, the DataLoaders behind nested fields) read a model's
-columns and nothing else. An ORM instance costs three times as much to build and read
-(identity map, instrumented attributes), and a Core ``Row`` is slower to read than
-either; on a page of 20 proposals with their targets, approvals and tasks that was a
-fifth of the request. A record is read-only by convention: never add it to a session.
-
-A JSON column is selected as its text and decoded when first read (``_JSONText``): a
-page selects every column of its rows and shows a few, and decoding all of a page's
-JSON (its proposals' payloads and preconditions, its tasks' contexts and schemas, its
-targets' schemas and policies: some 240 values) was a tenth of the request.
-
-Reads by key (``rows_where``, ``read_all``) and selects of a fixed shape
-(``select_records``: a page of a list) are built and compiled once per kind. On a
-PostgreSQL connection in autocommit (the read sessions) they go to psycopg directly,
-several in one round trip (a pipeline): SQLAlchemy's execution around a statement,
-with building and keying it, cost more than psycopg's own, and a page's relations are
-independent reads that need not wait for each other. They keep what SQLAlchemy gives:
-the same statement text, the same parameters and values (its bind processors run on
-every parameter, its result processors on every row), ``before_cursor_execute``
-listeners (metrics, tests that count statements). A failure is not handled here: the
-reads run again through SQLAlchemy, whose error handling (wrapping, the outage log,
-replacing a broken connection) then applies as to any other statement.
+Cheaper to build and read than ORM instances or Core rows. JSON columns are decoded when
+first read; reads by key and fixed-shape selects are compiled once per kind and, in a
+PostgreSQL read session, go to psycopg in one pipeline, falling back to SQLAlchemy if that
+fails (docs/design.md section 12, Read paths).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Keyed mutations: the same request under the same key is done once.
 
-Every mutation that takes an idempotency key (or, for ``proposeAction``, an operation
-key) runs through ``once``. It stores the digest of the request beside the result, in
-the transaction that makes the change; a later call with the same key and the same
-digest gets that result back (``replayed``), and a call with the same key and a
-different request is refused with ``IDEMPOTENCY_KEY_REUSED``, changing nothing. Two
-calls racing with one key meet at the unique key, or at the compare-and-set of the
-change itself (the loser is refused by a state check): either way the loser rolls back
-and answers as the winner's replay. Keys are per actor and per mutation (docs/design.md section 11).
+``once`` stores the request's digest beside the result, in the transaction that makes the
+change: the same key and digest replays the result, another request under the key is
+``IDEMPOTENCY_KEY_REUSED``, and of two racing calls the loser rolls back and answers as the
+winner's replay (docs/design.md section 11).
 """
 
 from __future__ import annotations

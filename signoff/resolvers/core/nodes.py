@@ -1,13 +1,8 @@
 """Global object identification (Relay's ``node``): find an object by its id alone.
 
-Every row id is a UUIDv7 and unique across tables, so an id names one object whatever its
-type. A proposal's revision has no row of its own until the proposal is amended, so its id
-is made from the proposal's id and the revision's number (``revision_node_id``).
-
-Looking one up applies the same visibility rules as that type's own read path. An object
-the viewer may not see is ``NOT_FOUND``, exactly like an id no object has or a malformed
-one, so that ``node`` tells nobody which ids exist. ``nodes`` reads each table once for the
-whole list of ids, not once per id.
+A lookup applies the visibility of the type's own read path, and what the viewer may not
+see is ``NOT_FOUND`` like an unknown id, so ``node`` tells nobody which ids exist
+(docs/design.md section 3).
 """
 
 from __future__ import annotations

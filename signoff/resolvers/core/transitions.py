@@ -1,30 +1,10 @@
 """The transition core: the one way state changes, is audited and reaches the change feed.
 
-Each aggregate (proposal, delivery, task, incident) has a ``Lifecycle``: an explicit
-table of ``Edge``s, each naming the states it leaves from, the states it may lead to,
-and, per resulting state, the change-event kind and the audit action it writes.
-``Lifecycle.move`` is the only compare-and-set on an aggregate's state:
-
-* one ``UPDATE … WHERE id = :id AND state IN (<edge sources>) AND <guard> RETURNING``,
-  so of concurrent callers exactly those whose expectation still holds win
-  (PostgreSQL at READ COMMITTED re-checks the condition on the locked row; SQLite
-  writers hold the database lock). The row's ``version`` is bumped by the same
-  statement, so the change event carries the version of exactly this transition;
-* the audit record and the change event are written from the same ``Happening``,
-  in the same transaction;
-* follow-up work (a delivery job, waking the event relay) is scheduled on the unit
-  of work and runs after commit.
-
-An edge that is not in the lifecycle's table, or an update that would lead
-somewhere the edge does not allow, is refused with ``TRANSITION_NOT_ALLOWED``. A move
-that matches nothing (someone else got there first) is explained by ``Lifecycle.refuse``:
-the call's writes are rolled back and the row is read as the winner left it.
-
-A state is stored in an enum column (``state``), or, for a switch such as a target's
-pause or an actor's disabling, as a nullable time (``Stamp``): one state while it is NULL,
-the other from the moment it was set.
-The tables are in ``signoff.resolvers.core.lifecycles``; docs/design.md section 7 describes
-the rule and sections 4.5, 4.6, 5.2 and 6.2 show the tables.
+Each aggregate's ``Lifecycle`` is a table of ``Edge``s (signoff.resolvers.core.lifecycles).
+``Lifecycle.move`` is its only compare-and-set: one conditional ``UPDATE … RETURNING`` that
+bumps the version, with the audit record and change event written from one ``Happening``
+and follow-up work run after commit; ``Lifecycle.refuse`` explains a lost race
+(docs/design.md section 7).
 """
 
 from __future__ import annotations

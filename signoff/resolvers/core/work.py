@@ -1,13 +1,9 @@
 """The unit of work: one transaction, and the services its business rules may use.
 
-A write resolver takes a ``UnitOfWork`` instead of a bare session. It carries the
-session, the clock, the job queue, the event publisher and the sealer, typed, so a
-rule never looks a service up by name; and it holds what must happen after the
-transaction commits (enqueue a delivery, wake the event relay), so nothing is sent
-for a change that rolled back (docs/design.md section 7).
-
-After-commit work only speeds things up: the database is the source of truth, and
-the periodic sweeps and the event relay repair anything a hook failed to do.
+It carries the session, clock, job queue, event publisher and sealer, typed, so a rule
+never looks a service up by name, and holds what must happen after commit, so nothing is
+sent for a change that rolled back. After-commit work only speeds things up: the sweeps
+and the relay repair what a hook failed to do (docs/design.md section 7).
 """
 
 from __future__ import annotations

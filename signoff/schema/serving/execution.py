@@ -1,29 +1,9 @@
 """graphql-core's executor, with short paths for the fields that make most of a response.
 
-Most fields of a response are plain columns: a scalar or an enum read off the object its
-parent resolved, with Strawberry's basic resolver (no arguments, no permission, no field
-extension). graphql-core still runs each of them as it runs any field: it builds a
-``GraphQLResolveInfo`` of fourteen entries, calls Strawberry's wrapper, checks the result
-for an awaitable twice and completes it through the non-null, list and leaf cases. On a
-page of 20 proposals that is some 400 fields.
-
-``PlainFieldExecutor`` answers such a field with the attribute read and the type's own
-output coercion, and nothing else. Anything out of the ordinary (a missing or null value
-where the type is non-null, a value the type refuses, an exception) goes to
-graphql-core's own ``execute_field``, which reads the field again and reports the error
-exactly as it would have; reading a plain attribute twice changes nothing.
-
-Most of the other fields of a page are relations (a proposal's target, approvals, task),
-resolvers that take no GraphQL argument. Strawberry calls each through a wrapper that
-converts arguments and chains field extensions even when there are none; such a field
-gets a direct call of its resolver instead, with the same parameters.
-
-Both are decided once, when the schema is built (``plan_plain_fields``): a plain field
-keeps its ``PlainField`` in its ``extensions``, where graphql-core keeps data of its
-users, and a relation's ``resolve`` becomes the direct call.
-
-Last, an operation without directives collects each object's sub-fields once for all its
-executions (``shared_collections``), where graphql-core collects them in every one.
+Planned once per schema (``plan_plain_fields``): a plain leaf field is answered with its
+attribute and its type's coercion, falling back to graphql-core's ``execute_field`` for
+anything unusual; a relation without arguments calls its resolver directly. Sub-field
+collections are shared across executions (docs/design.md section 12, Execution).
 """
 
 from __future__ import annotations
