@@ -1,20 +1,9 @@
 """The dispatcher: one per worker process, it claims due deliveries in batches, sends them
-concurrently and records their outcomes in batches.
+concurrently and records their outcomes in batches (docs/design.md section 4.14).
 
-docs/design.md section 4.14 and docs/delivery-throughput.md. Three loops:
-
-* **claim**: when woken (a delivery job came due, outcomes were recorded) or every
-  ``DISPATCH_POLL_SECONDS``, claim as many due deliveries as there are free slots, in one
-  transaction (``claim_deliveries``), and start sending each;
-* **flush**: outcomes wait in a buffer and are written in one transaction
-  (``record_outcomes``) when ``OUTCOME_FLUSH_SIZE`` wait or ``OUTCOME_FLUSH_SECONDS`` after
-  the first; each is still fenced by its own lease. A crash before the flush loses only
-  the record: the lease lapses and the delivery is sent again with the same
-  ``webhook-id``, which receivers deduplicate on (section 4.13);
-* **renew**: leases of deliveries still in flight (sent or waiting to be recorded) are
-  renewed together, every third of the lease.
-
-No session is open while a request is in flight or while a loop waits.
+Three loops: **claim** (when woken, or every ``DISPATCH_POLL_SECONDS``), **flush** (the
+buffered outcomes, each still fenced by its lease) and **renew** (the leases in flight,
+every third of the lease). No session is open while a request is in flight or a loop waits.
 """
 
 from __future__ import annotations

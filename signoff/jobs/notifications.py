@@ -1,13 +1,9 @@
-"""The notification jobs: claim due notifications, send them with no transaction open, record
-each outcome (docs/design.md section 5.6).
+"""The notification jobs: claim due notifications, send them with no transaction open, and
+record each outcome (docs/design.md section 5.6).
 
-``send_one_notification`` (the arq job ``send_notification``) is enqueued for each
-notification after the transaction that wrote it commits, and again for each retry at
-its time, so a notification goes out at once (the in-process runner instead wakes one
-sender that runs ``send_notifications``);
-``send_notifications`` runs every sweep interval and sends whatever those jobs missed (a
-lost enqueue, a sender that died). Both claim by compare-and-set: a notification is sent
-once per attempt whichever job gets there first.
+``send_one_notification`` runs after the commit that wrote a notification (and at each
+retry's time), so it goes out at once; ``send_notifications`` sweeps up whatever those
+missed. Both claim by compare-and-set, so each attempt is sent once.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Broadcast groups: a subscription's selection is executed once per event for every
 subscriber who would see the same thing, and the encoded payload is shared.
 
-A group is keyed by the subscription's document and variables without ``after``
-(``live.selection``), its scope and the subscriber's ``Visibility`` (role, reachable
-queues, identity where it matters). For each change event the group checks visibility
-once, executes the selection once in a short-lived read session that is closed before
-anything is sent, encodes the payload once, keeps it in its log of newest frames
-(``live.history``) and hands the same text to every member's connection.
-
-A member that resumes (``after``) joins its group at once, with live frames held back,
-and catches up from the group's log; only what lies before the log is read from the
-feed, once for every member that needs it (or by the member alone, when more than the
-log holds). Then the held frames follow, deduplicated by cursor at the seam.
-
-When a member's access changes (a membership, its role, its disabling or a token:
-events the group sees in feed order), the member stops receiving at once, re-reads
-its viewer, and either ends (``FORBIDDEN``; a token that is gone closes the socket
-with 4403) or rejoins the group that matches its new visibility, replaying from the
-last cursor it was sent.
+A group is keyed by document, variables without ``after``, scope and ``Visibility``; it
+keeps its newest frames (``live.history``) for members that resume, and a member whose
+access changes stops at once, then rejoins or ends (docs/design.md sections 8.3, 8.4).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Prepared frames: a broadcast frame is framed once and its bytes written to every socket.
 
-Server-to-client websocket frames are not masked, so without per-message deflate two
-connections that receive the same message receive the same bytes. A broadcast group
-sends one payload to thousands of connections whose subscriptions nearly always share
-an operation id, so the frame is framed once per distinct opening (``Payload.framed``)
-and the bytes are handed straight to each connection's transport, as ``websockets``'
-own ``broadcast()`` and gorilla's ``PreparedMessage`` do. Through ASGI each of those
-writes would pass the framework's send wrappers and frame the text again, most of
-the cost of a broadcast that is not the socket write.
-
-Only uvicorn's sans-I/O websockets protocol (what ``signoff serve`` runs) is written to
-directly, and only while the connection is open, its handshake done, no close sent,
-no extension negotiated and its transport not paused. Anything else (another server,
-per-message deflate, a paused socket) takes the ordinary ASGI send.
+Server frames are not masked, so without per-message deflate every connection gets the
+same bytes, and framing once spares each connection the ASGI send path. Only uvicorn's
+sans-I/O websockets protocol, on an open connection with no extension and an unpaused
+transport, is written to directly; anything else takes the ASGI send (docs/design.md 8.5).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The websocket side of subscriptions: one writer per connection, and the two protocols.
 
-Everything a connection sends (acks, pongs, errors, completes and live frames) leaves
-in order. While the client keeps up, a frame is written at once by whoever sends it
-(a broadcast group sends one frame to many connections in one pass, as a plain
-broadcast would). A send that would have to wait for the client is never started
-from such a shared task: the frame goes into the connection's own bounded queue,
-drained by the connection's own writer task. Live frames queued count against
-``frame_limit``; a connection that falls that far behind is cut off with 4429
-("subscriber too slow; resume with after") and its queue is freed at once, whether
-or not the client ever reads the close.
+Everything a connection sends leaves in order. A frame is written at once while the
+client keeps up; one that would wait goes into the connection's bounded queue, drained by
+its own writer, so a shared broadcast never waits for one client. A connection that falls
+``frame_limit`` behind is closed with 4429 (docs/design.md section 8.5).
 """
 
 from __future__ import annotations

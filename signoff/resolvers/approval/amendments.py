@@ -1,12 +1,8 @@
 """Amending a proposal, and the proposing agent accepting an amendment (docs/design.md
 section 4.17).
 
-A reviewer of the queue fixes a proposal instead of rejecting it. The amendment names the
-digest it was based on, and is one compare-and-set on that digest: the proposal gets a
-new revision, payload and digest, and its approval count starts again from zero. An
-approval records the revision and digest it approved, and counts only by a
-compare-and-set on that same digest, so an approval of an earlier revision can never
-count for a later one, whichever commits first.
+An amendment and an approval are each a compare-and-set on the payload digest, so an
+approval of an earlier revision never counts for a later one, whichever commits first.
 """
 
 from __future__ import annotations

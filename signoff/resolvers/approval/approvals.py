@@ -1,14 +1,8 @@
 """Deciding a proposal: the one rule behind ``decideProposal`` and completing an approval task.
 
-Four eyes and quorum: ``required_approvals`` distinct reviewers, never the
-proposer, must approve; one rejection rejects; each reviewer decides once. The
-proposal changes state exactly once, whatever the concurrency, because:
-
-* the approval row is unique per (proposal, reviewer), so a reviewer's second
-  decision fails in the database even when both arrive at once;
-* the proposal's counter and state move in one conditional ``UPDATE … WHERE
-  state = 'APPROVAL_REQUIRED' RETURNING``; PostgreSQL serialises updates of one
-  row and re-checks the condition, so late callers match nothing and roll back.
+Four eyes and quorum (docs/design.md section 4.4). The proposal changes state exactly once
+whatever the concurrency: each reviewer's approval row is unique, and the count and state
+move in one conditional ``UPDATE … RETURNING`` that late callers fail to match.
 """
 
 from __future__ import annotations

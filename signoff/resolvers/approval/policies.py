@@ -1,13 +1,9 @@
 """Approval policies: how many approvals a proposal needs, decided by its payload with rules
 written as JSON Schema (docs/design.md section 4.19).
 
-A target's policy is ``{"rules": [{"when": <schema>, "approvals": n, "queue"?: slug,
-"name"?: text}, ...], "default"?: {"approvals": n, "queue"?: slug}}``. The first rule
-whose ``when`` the payload meets wins; otherwise the default applies, and without one the
-target's own approval mode, quorum and queue. ``approvals: 0`` lets the proposal through
-without a person (bounded auto-approval): the audit attributes it to the policy's rule.
-Rules are checked when the target is registered (``POLICY_INVALID``); queue slugs are
-resolved to ids then, so proposing never looks a queue up.
+The first rule whose ``when`` the payload meets wins, else the default, else the target's
+own settings. Rules are checked, and queue slugs resolved, when the target is registered,
+so proposing never looks a queue up.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Claiming deliveries: a worker takes a batch of due deliveries in one transaction.
 
-docs/design.md section 4.14. One claim, sized to the worker's free slots:
-
-1. locks the targets that have due deliveries and may take some now
-   (``FOR UPDATE SKIP LOCKED`` on PostgreSQL: two workers never claim for the same
-   target at once, so its concurrency and rate are counted exactly; on SQLite the
-   write lock serialises claims);
-2. gives each target its allowance (``target_limits``: concurrency, rate, circuit) and
-   shares the free slots among them round-robin;
-3. moves the chosen proposals to ``APPLYING`` in one ``UPDATE … WHERE id IN (<per-target
-   selections>) AND <still due> RETURNING``, each with a new lease generation and one
-   more attempt (``START_ATTEMPT``, audited and in the feed);
-4. runs the checks made before every send on the whole batch (attempts left, not
-   expired, the approvals name this digest; one query for all approvals) and refuses,
-   in the same transaction, any that fail; and unseals each target's secret once.
+One claim, sized to the worker's free slots, locks the targets that may take deliveries,
+shares the slots among them within their limits, moves the chosen proposals to
+``APPLYING`` in one statement and runs the checks made before sending on the whole batch
+(docs/design.md section 4.14, Claim).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Reconciliation: one periodic pass that puts right what dead workers, lapsed claims and
 lost messages left behind (docs/design.md section 6.6).
 
-A pass is a ``ReconciliationRun``. Each repair is one short transaction: a transition
-through the core (a compare-and-set) and the ``RepairAction`` recording it, whose
-``operation_key`` names exactly the thing repaired (``release_lease:<proposal id>:<lease
-generation>``). Two runs at once find the same candidates, but only one compare-and-set
-matches; the other writes nothing, so nothing is repaired twice. No transaction is held
-across the network: delivery jobs and the event relay's kick run after commit, and
-republishing opens its own sessions.
+Each repair is one short transaction: a move of the transition core and the
+``RepairAction`` naming exactly what it repaired, so two runs at once never repair one
+thing twice. No transaction is held across the network.
 """
 
 from __future__ import annotations

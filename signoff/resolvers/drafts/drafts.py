@@ -1,21 +1,9 @@
 """Drafts: an agent prepares, the person edits and reserves, the executor dispatches once.
 
-An **owner** is what a draft would create: a FORM submission, an APPROVAL request, or a
-REFERENCE to an object owned elsewhere. Its identity (``owner_identity``) keys one row
-of ``draft_owners``; every decision about an owner locks that row first, so they are
-made one at a time. Where an owner's current draft stands (``owner_state``):
-
-* **blocked**: its operation reached the executor (the dispatch check passed and was not
-  released by a ``NOT_SUBMITTED`` observation), or the executor reported it: a second
-  submission could duplicate it, so nothing replaces it;
-* **live**: an unexpired draft, or a reservation being dispatched: it belongs to its
-  session;
-* **stale**: cancelled, expired, or a reservation that never reached the executor: it
-  is superseded when a new draft (or the ordinary form) comes for the owner.
-
-The ordinary form (``checkDraftDispatch`` without a draft) supersedes an unsent draft
-and leaves a marker that stops a draft prepared later from submitting the same thing.
-Every state change goes through the draft's transition table (docs/design.md section 7).
+Every decision about an owner (what a draft would create) locks its ``draft_owners`` row
+first, so decisions are made one at a time; whether its current draft is blocked, live or
+stale decides what a new draft may do. Every change goes through the draft's transition
+table (docs/design.md sections 7 and 13).
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """Reading drafts: one draft, a session's newest drafts, and a session's references.
 
-Who reads what:
-
-* a draft belongs to one account (the person's actor id). Whoever holds that actor id,
-  whatever its role, reads its own drafts; an admin reads anyone's (the lists take an
-  ``account_id`` for that). Everyone else is answered ``NOT_FOUND``, exactly as for an id
-  that does not exist, so a draft id never tells another account that it exists
-  (``ACCOUNT_MISMATCH`` stays the mutations' answer to a request naming an account that is
-  not the caller's);
-* a draft is read within its session: the same id under another ``sessionId`` is
-  ``NOT_FOUND``, as in the reference store;
-* a ``REFERENCE`` draft is read like any other (it is only read-only to the mutations).
-
-The lists return the newest drafts of one session, oldest first (a conversation reads
-top to bottom). ``list_drafts`` loads values, so it is short and refused with
-``TOO_LARGE`` past ``DRAFT_LIST_MAX_BYTES``; ``list_draft_references`` selects only the
-columns a reference needs and never reads values, which may be up to 2 MiB a draft.
+A draft is read only by its own account (or an admin) and within its session; anyone else
+is answered ``NOT_FOUND``, so a draft id reveals nothing (docs/design.md section 13,
+Reading).
 """
 
 from __future__ import annotations

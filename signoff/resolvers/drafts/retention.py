@@ -1,32 +1,8 @@
 """Draft retention: what is kept of a draft once it has expired, and for how long.
 
-A draft expires ``DRAFT_TTL_SECONDS`` after it was prepared. Nothing is written then:
-an expired draft is simply stale (it can no longer be edited, reserved or dispatched).
-``DRAFT_RETAIN_SECONDS`` after its expiry, retention handles it, by what it did:
-
-* **It reached the executor** (its dispatch check passed: ``dispatched_at`` is set, even
-  if the executor later reported ``NOT_SUBMITTED``; or it was reported ``OBSERVED``,
-  ``PARTIAL`` or ``OUTCOME_UNKNOWN``). Its values and its list of user-edited fields are
-  dropped (``values`` NULL, ``updated_by_user`` empty, ``values_dropped_at`` set, one
-  more ``revision``) through the draft's ``DROP_DRAFT_VALUES`` move. Everything that
-  stops a duplicate is kept forever: the row and its owner key, the ``draft_owners``
-  row, the reservation (``operation_key``, ``reserved_digest``), the dispatch tombstone
-  (``dispatched_at``), the receipt and the values digest. A released reservation is
-  kept as well: keeping it costs one small row, and deciding otherwise would rest on
-  the executor's report alone.
-* **It never did.** The draft is deleted, audited as ``draft.deleted`` (there is no
-  change event: nobody follows a conversation five weeks old). Its ``draft_owners`` row
-  goes with it when the row still points at it, unless the ordinary form was submitted
-  for the owner: that marker is what stops a later draft from submitting the same thing
-  again, so the row stays, pointing at nothing. The owner rows are locked before the
-  drafts are deleted, in the order the draft mutations take them.
-
-Idempotency records of draft requests (operations named ``draft…``) are deleted once
-they are older than ``DRAFT_REQUEST_REPLAY_SECONDS``: a request retried after that is
-answered as a new request, and meets an expired draft (or the revision check) instead.
-
-Each run handles at most ``limit`` drafts of each kind and ``limit`` records, each kind
-in a transaction of its own; a backlog is worked off over the following runs.
+A draft that reached the executor loses its values but keeps everything that stops a
+duplicate; one that never did is deleted. Old idempotency records of draft requests go
+too, a bounded batch a run (docs/design.md section 13, Retention).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Single-use approval links (docs/design.md section 5.7).
 
-A link is made for one approval task, one reviewer and the digest the proposal has now.
-Its token is shown once and stored as a SHA-256 hash. Reading it (``read_link``) never
-changes anything, so mail scanners and link previews that fetch it decide nothing.
-Deciding through it (``decide_by_link``) names the digest the page showed and goes
-through ``apply_decision`` as that reviewer, with their memberships as they are now: four
-eyes, quorum and the deadline all apply. The link is spent by a compare-and-set in the
-same transaction as the decision, so it decides at most once.
+Reading a link changes nothing, so mail scanners and previews decide nothing. Deciding
+through it goes through ``apply_decision`` as its reviewer (four eyes, quorum and the
+deadline apply) and spends the link by compare-and-set in the same transaction.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Queue notifications (docs/design.md section 5.6): a queue's channels hear when a task
 enters the queue, is due soon or escalates to it.
 
-A notification is written to an outbox row in the transaction of the change it reports,
-so nothing is sent for a change that rolled back. A periodic job claims due rows with a
-lease (``claim_notifications``), sends them with no transaction open
-(``send_notification``), and records each outcome (``record_attempt``): sent, retried
-later with the deliveries' backoff, or after ``NOTIFICATION_MAX_ATTEMPTS`` failed and
-made an incident. Channels are added in ``signoff.resolvers.reach.channels``. A
-notification carries the task's title, due time and digest, never
-the proposal's payload unless the channel was added with ``includePayload``.
-
-Each notification is also enqueued as a job of its own after commit, so it goes out at
-once; the periodic job is the safety net. A channel addressed to a reviewer with
-``link_ttl_seconds`` gets a single-use approval link for that reviewer in each
-notification of an approval task: made as the attempt is claimed (the links the channel
-sent before for that task are revoked), its token only in memory and in the request sent,
-never in the outbox row.
+A notification is an outbox row written with the change it reports, so nothing is sent
+for a change that rolled back. It is sent after commit (and by a periodic sweep) with no
+transaction open; an approval link's token lives only in memory and in the request sent.
 """
 
 from __future__ import annotations

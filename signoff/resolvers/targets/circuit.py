@@ -1,14 +1,7 @@
 """The circuit breaker: a target that keeps failing stops being sent to, without spending
 its proposals' attempts, and is probed until it answers again.
 
-docs/design.md section 4.16. Each recorded batch of attempts updates the target's
-``consecutive_failures`` (reset by any attempt the receiver answered) and
-``last_error``. At ``CIRCUIT_FAILURE_THRESHOLD`` consecutive failures the circuit opens:
-claims take none of the target's deliveries (their attempt counts do not move) until
-``circuit_probe_at``, when one delivery is claimed as a probe (``HALF_OPEN``). The
-probe's success closes the circuit; its failure opens it again for as long as it has
-now been open (so probes back off, doubling, up to ``CIRCUIT_PROBE_MAX_SECONDS``).
-Opening raises the target's incident (``target:<id>``), the one its failure rate raises.
+The rules and the circuit's lifecycle are in docs/design.md section 4.16.
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""Target health: a target whose deliveries keep failing is one incident, not one per proposal.
-
-The rule (docs/design.md section 6.4), judged each time a failed attempt is recorded:
-of the target's last ``TARGET_HEALTH_SAMPLE`` attempts that started within
-``TARGET_HEALTH_WINDOW_SECONDS``, at least ``TARGET_HEALTH_MIN_ATTEMPTS`` were made and at
-least ``TARGET_HEALTH_FAILURE_PERCENT`` of them failed (``RETRYABLE`` or ``TERMINAL``).
-
-An unhealthy target upserts the incident ``target:<target id>``. It is counted (and
-re-opened, ``incident.recurred``) only for a new bout of failures: when it was resolved,
-or when it was last judged unhealthy more than a window ago. While it stays open, later
-failures only refresh its failure rate and last error, without an event.
+"""Target health: a target whose deliveries keep failing is one incident, not one per
+proposal, counted once per bout of failures (docs/design.md section 6.4).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Per-target limits: how many of a target's deliveries a claim may take now.
 
-docs/design.md section 4.15. A target allows at most ``max_concurrency`` deliveries in
-flight (claimed, not yet recorded; a 202 that waits for ``reportActionResult`` is not in
-flight) and, if it has a ``rate_per_second``, at most that many per second, with a burst
-of one second's worth (at least one). The rate is a GCRA limiter kept on the target's
-row (``rate_available_at``, its "theoretical arrival time"), so every worker shares it:
-claims lock the target's row, so two workers never spend the same allowance.
-
-A target whose circuit is not closed allows only a probe (section 4.16).
+At most ``max_concurrency`` in flight, a GCRA rate limiter kept on the target's row so
+every worker shares it, and only a probe while the circuit is not closed (docs/design.md
+sections 4.15 and 4.16).
 """
 
 from __future__ import annotations
