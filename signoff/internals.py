@@ -1,12 +1,9 @@
 """Every private part of a dependency that Signoff relies on, in one place.
 
 Strawberry, graphql-core and uvicorn offer no public way to do a few things the executor
-and the live runtime need: reach graphql-core's schema and resolve info behind
-Strawberry's, execute a subscription's selection for one event, collect sub-fields
-once for many executions, and write a prepared frame straight to uvicorn's websocket
-transport. Each such use goes through a name here, and ``tests/unit/test_internals.py``
-checks every one against the installed versions, so that an upgrade that changes one
-fails there, with a message naming it, rather than somewhere in a live stream.
+and the live runtime need. Each such use goes through a name here, checked against the
+installed versions by ``tests/unit/test_internals.py``, so an upgrade that changes one
+fails there, naming it, rather than somewhere in a live stream.
 """
 
 from __future__ import annotations

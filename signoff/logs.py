@@ -1,14 +1,9 @@
 """Logging: one line per request and per job, JSON for machines, plain text in a terminal.
 
-``configure`` sends every logger (Signoff's, uvicorn's, arq's, alembic's) to stderr: one
-JSON object a line when stderr is not a terminal (a container, a file, a pipe), or
-``time LEVEL logger message key=value…`` when it is; ``SIGNOFF_LOG_FORMAT`` (``json`` or
-``text``) overrides the guess. Neither format ever prints a traceback or an exception's
-message (they can carry SQL, values or secrets): only the exception's type.
-
-``RequestLogging`` (ASGI) writes the line per request. What it knows only later (the
-actor, the GraphQL operation, the error code) the layers below note on the request's
-``RequestLog`` through ``note``.
+Never a traceback or an exception's message (they can carry SQL, values or secrets), only
+its type. ``RequestLogging`` writes the request's line, and the layers below note on its
+``RequestLog`` what they learn later: the actor, the operation, the error code
+(docs/design.md section 14, Logs).
 """
 
 from __future__ import annotations

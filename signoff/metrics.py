@@ -1,21 +1,9 @@
 """Prometheus metrics: every name Signoff exports is defined here.
 
-Two kinds:
-
-* **Events counted by this process** (``REGISTRY``): deliveries by outcome and their
-  latency (where a delivery runs: ``signoff worker``, or ``signoff serve`` on the
-  embedded default), GraphQL operations and errors (API processes), reconciliation
-  repairs (where the reconciliation job runs). Counters start at zero with the process;
-  Prometheus sums them across processes.
-* **Gauges read from the database at scrape time** (``OperationsCollector``): proposals
-  by state, open incidents by severity, outbox depths and oldest due ages, computed by
-  ``signoff.resolvers.incidents.operations`` in one short read session, plus the live subscribers
-  of this API process. Served by API processes only; every one of them reports the same
-  database figures, so aggregate them with ``max``, not ``sum``.
-
-``signoff_reconciliation_repairs_total{action_type}`` is incremented by the
-reconciliation job (``RECONCILIATION_REPAIRS.labels(action_type=...).inc()``) after the
-repair is committed.
+Counters (``REGISTRY``) count what this process did and start at zero with it; Prometheus
+sums them across processes. Gauges (``OperationsCollector``) are read from the database at
+scrape time by every API process alike, so aggregate them with ``max``, not ``sum``
+(docs/operating.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Persisted queries: Apollo's automatic persisted queries protocol, and an optional
 allow-list so that production runs only known documents.
 
-A client sends ``extensions.persistedQuery = {"version": 1, "sha256Hash": "<hex>"}``
-without ``query``; an unknown hash is answered ``PERSISTED_QUERY_NOT_FOUND``, and the
-client sends the hash again with the text, which is kept (per process, the most recent
-``PERSISTED_QUERY_CACHE_SIZE``). With an allow-list (``SIGNOFF_PERSISTED_QUERIES_FILE``, a
-JSON object of hash to document) those documents are always known; with
-``SIGNOFF_PERSISTED_QUERIES_ONLY=1`` nothing else runs (``PERSISTED_QUERY_NOT_ALLOWED``).
-The middleware below covers HTTP; the websocket handlers (``signoff.live.websocket``) ask
-the same ``PersistedQueries`` about each subscribe message.
+An unknown hash is answered ``PERSISTED_QUERY_NOT_FOUND`` and the client sends the text,
+kept per process; an allow-list's documents are always known, and with ``ONLY`` nothing
+else runs (docs/configuration.md). The middleware covers HTTP; the websocket handlers ask
+the same ``PersistedQueries``.
 """
 
 from __future__ import annotations

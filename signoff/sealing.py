@@ -1,14 +1,9 @@
 """Encryption at rest for the secrets Signoff must read back: webhook signing secrets.
 
-Tokens are hashed; signing secrets cannot be, because every delivery signs with
-them. They are sealed with AES-256-GCM under a key that never enters the
-database, so a copy of the database alone reveals no secret. The key comes from
-``SIGNOFF_SECRET_KEY`` (base64, 32 bytes); without it, a key file beside the
-working directory (``SIGNOFF_SECRET_KEY_FILE``, default ``./signoff.key``) is
-created on first use, readable by its owner only. Processes that share a
-database must share the key: the database records a check value of the key it
-was first used with (``signoff.resolvers.core.key_check``), and processes started with
-another key refuse to run.
+Tokens are hashed; signing secrets cannot be, since every delivery signs with them, so
+they are sealed with AES-256-GCM under a key that never enters the database. Processes that
+share a database must share the key, and refuse to start with another (docs/design.md
+section 10).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Standard Webhooks signatures: how Signoff signs a delivery, and how a receiver checks it.
 
-A receiver needs only this module and the target's ``whsec_`` secret::
-
-    from signoff.webhooks import WebhookVerificationError, verify
-
-    try:
-        verify(secret, headers=request.headers, body=await request.body())
-    except WebhookVerificationError:
-        return Response(status_code=401)
-
-The signed content is ``"<webhook-id>.<webhook-timestamp>.<body>"``; ``webhook-id`` is
-``msg_<proposal id>``, unique across agents and the same on every attempt at one
-proposal, so it is the receiver's deduplication key (the agent's operation key is in
-the body).
+A receiver needs only this module and the target's ``whsec_`` secret: ``verify`` checks a
+request's signature and freshness (else ``WebhookVerificationError``) and returns its
+``webhook-id``, the same on every attempt at a proposal and so the receiver's
+deduplication key (docs/design.md section 4.7; docs/delivery.md shows a receiver).
 """
 
 from __future__ import annotations

@@ -21,16 +21,10 @@ from signoff.schema.subscription import Subscription
 
 
 class CachedParse(ParserCache):
-    """Strawberry's ``ParserCache``, except for a document that does not parse.
-
-    ``ParserCache`` parses before the parsing hook yields, so its syntax error escapes
-    the operation's extensions and reaches the client without ``ErrorMapping``
-    (``FinishOperation``; no code). A document that fails here is left to Strawberry's
-    own parse, whose error goes through ``ErrorMapping`` like any other.
-
-    It also bounds the document's tokens (what Strawberry's ``MaxTokensLimiter`` does in
-    a hook of its own), for this parse and Strawberry's.
-    """
+    """Strawberry's ``ParserCache``, except that a document that does not parse is left to
+    Strawberry's own parse, so its syntax error is coded by ``ErrorMapping`` instead of
+    escaping the extensions. It also bounds the document's tokens, for this parse and
+    Strawberry's (what ``MaxTokensLimiter`` does in a hook of its own)."""
 
     def on_parse(self) -> Iterator[None]:
         context = self.execution_context

@@ -1,13 +1,9 @@
 """Per-request context: the database sessions, the viewer, and the DataLoaders.
 
-A request has up to two sessions, opened on first use and closed when the operation
-ends: ``db()`` for a mutation's writes and ``read()`` for everything that only reads
-(queries, nested fields, a mutation's payload after it committed). On SQLite a read
-session never takes the write lock, so a slow reader cannot hold up writers.
-
-Strawberry resolves sibling fields concurrently, but an ``AsyncSession`` allows one
-operation at a time, so each session is used under its own lock. DataLoaders still
-batch: one query per loader per tick.
+Up to two sessions, opened on first use and closed when the operation ends: ``db()`` for a
+mutation's writes, ``read()`` for everything that only reads. Strawberry resolves sibling
+fields concurrently and an ``AsyncSession`` allows one operation at a time, so each session
+is used under its own lock; DataLoaders still batch, one query per loader per tick.
 """
 
 from __future__ import annotations
@@ -54,18 +50,10 @@ class SharedViewerError(RuntimeError):
 
 
 class Admission:
-    """An HTTP operation's turn at the database: taken when it first opens a session,
-    given back when the operation ends.
-
-    A process takes in many more requests at once than its pool holds connections. Past
-    the pool, each request that asks opens a connection of its own and closes it when
-    done: a PostgreSQL backend started and stopped for one request, which at 50 clients
-    was one request in ten and cost a quarter of the page's throughput. Waiting for a
-    turn costs nothing while the process is busy with others, keeps the connections
-    that exist in use, and serves requests in the order they came. An operation that never reads the
-    database (its viewer found in the cache) never waits, and one turn covers all of an
-    operation's sessions, so no operation holds a connection while it waits.
-    """
+    """An HTTP operation's turn at the database, taken when it first opens a session and given
+    back when it ends. Past the pool each request would open a connection of its own; turns
+    keep the pool's connections busy and serve requests in order. One turn covers all of an
+    operation's sessions, so none holds a connection while it waits (docs/design.md 12)."""
 
     def __init__(self, turns: asyncio.Semaphore) -> None:
         self._turns = turns

@@ -1,13 +1,9 @@
 """DataLoaders: nested fields cost one query per kind of object, not one per row.
 
-A list field that knows what its items' nested fields will ask (``signoff.schema.
-lookahead``) loads it up front with ``warm``; the nested fields then answer with
-``now_or_later``, a plain value when it is loaded already. graphql-core completes a
-plain value in place, where each awaitable costs a coroutine, a future and a trip
-through the event loop: on a page of 20 proposals that was a third of the request.
-
-Loaders answer records (``signoff.models.records``), not ORM instances: the GraphQL
-types read a model's columns and nothing else.
+A list field that knows what its items' nested fields will ask (``schema.lookahead``) loads
+it up front with ``warm``; the fields then answer with ``now_or_later``, a plain value when
+loaded, which graphql-core completes in place instead of awaiting. Loaders answer records
+(``signoff.models.records``), not ORM instances.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""What a query selects below a field, read before the field's value is resolved.
+"""What a query selects below a field, read before the field's value is resolved, so that a
+list loads its items' nested objects in one go (``loaders.warm``).
 
-A list field uses it to load its items' nested objects in one go (``loaders.warm``)
-before graphql-core walks the items. Fields are merged by name across aliases and
-fragments, whatever their type conditions or ``@skip``/``@include``: looking ahead
-may load something the query then skips, never miss what it selects.
-
-Strawberry's ``info.selected_fields`` would do, but it expands every fragment spread
-again at each use (a fragment spread twice, spreading one spread twice, … grows
-exponentially) and converts every argument; this walk visits each fragment once and
-stops at the depth its caller needs.
+Fields merge by name across aliases, fragments and ``@skip``/``@include``: looking ahead
+may load what the query skips, never miss what it selects. Unlike Strawberry's
+``info.selected_fields``, it visits each fragment once, not once per spread.
 """
 
 from __future__ import annotations

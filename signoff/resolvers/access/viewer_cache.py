@@ -1,13 +1,8 @@
-"""Who a bearer token is, remembered for a few seconds.
+"""Who a bearer token is, remembered for a few seconds (``SIGNOFF_AUTH_CACHE_SECONDS``).
 
-Reading the viewer (actor, role and queues) was one query on every request, and the
-largest single cost of a small one (BENCHMARKS.md, API speed). A token's viewer is kept
-for ``seconds`` after it was read (``SIGNOFF_AUTH_CACHE_SECONDS``; 0 reads on every
-request); an access change event makes every process forget the actor at once, and live
-subscriptions share the cache with their own period.
-
-Only successes are kept: a token that does not authenticate is read again every time,
-so a token created a moment ago works at once.
+Reading the viewer was the largest cost of a small request. An access change event makes
+every process forget the actor at once, and only successes are kept, so a new token works
+at once (docs/design.md section 10).
 """
 
 from __future__ import annotations

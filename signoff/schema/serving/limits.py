@@ -1,15 +1,9 @@
 """Query limits checked before execution: depth, aliases and cost, in time linear in the document.
 
-Strawberry's ``QueryDepthLimiter`` walks a fragment again at every spread, so a chain of
-fragments that each spread the previous one twice costs twice as much per fragment (a
-short document could block the event loop). Here each fragment is measured once, after
-the fragments it spreads, and a spread only adds the measured sizes: every selection of
-the document is visited once however the fragments are spread. The sizes themselves may
-still be huge numbers (a spread counts each time it is executed); Python's integers
-hold them, and the limits refuse them.
-
-Introspection fields (``__schema``, ``__type``, ``__typename``) count one field each and
-nothing below them, like Strawberry's limiter, so GraphiQL and schema tools keep working.
+Each fragment is measured once, after the fragments it spreads, and a spread adds the sizes
+measured (Strawberry's ``QueryDepthLimiter`` walks a fragment again at every spread). Sizes
+may be huge numbers, which Python's integers hold and the limits refuse. Introspection
+fields count one each, so schema tools keep working (docs/design.md section 9, Limits).
 """
 
 from __future__ import annotations

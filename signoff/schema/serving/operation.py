@@ -11,16 +11,10 @@ from signoff.schema.serving.request_log import note_operation
 
 
 class FinishOperation(ErrorMapping):
-    """Code and mask the operation's errors (``ErrorMapping``), then count the operation
-    and its error codes (``/metrics``), note its name and code on the request's log line,
-    and return the request's database connections to the pool.
-
-    One extension with one operation hook rather than one per concern: a subscription
-    keeps its operation's hooks alive for as long as it lasts, every hook costs each
-    subscriber memory and every request time (Strawberry wraps each hook of each
-    extension in a context manager per request), and the codes are counted and logged
-    as sent.
-    """
+    """Code and mask the operation's errors (``ErrorMapping``), count them and the operation,
+    note them on the request's log line, and return its connections to the pool. One hook for
+    all of it: a subscription keeps its hooks alive while it lasts, and every hook of every
+    extension costs each subscriber memory and each request time."""
 
     async def on_operation(self) -> AsyncIterator[None]:  # type: ignore[override]
         mapping = super().on_operation()
