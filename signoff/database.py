@@ -89,14 +89,10 @@ def create_engine(
 
 
 def _ping_idle_connections(engine: AsyncEngine) -> None:
-    """Ping a pooled connection before use when it sat unused for a while, and replace it
-    if it is dead (a database restart, an idle timeout on the way).
-
-    SQLAlchemy's ``pool_pre_ping`` pings on every checkout: a round trip more for every
-    request, a tenth of a small query's time. A connection in steady use has just shown
-    that it works; only one idle for longer than ``PING_AFTER_IDLE_SECONDS`` is pinged
-    (PgBouncer's ``server_check_delay`` does the same).
-    """
+    """Ping a pooled connection before use when it sat unused for a while, and replace it if it
+    is dead (a database restart, an idle timeout on the way). ``pool_pre_ping`` pings on
+    every checkout, but a connection in steady use has just shown that it works: only one
+    idle past ``PING_AFTER_IDLE_SECONDS`` is pinged (as PgBouncer's ``server_check_delay``)."""
 
     @event.listens_for(engine.sync_engine, "checkin")
     def on_checkin(_dbapi_connection: Any, record: Any) -> None:

@@ -25,14 +25,10 @@ class PortInUse(Exception):
 
 
 def check_port_free(host: str, port: int) -> None:
-    """Refuse a busy port in one line, before migrations and start-up run.
-
-    uvicorn finds out only after the app has started, and then logs the error among the
-    start-up lines and exits with status 3. Binding a probe the way it binds (with
-    SO_REUSEADDR, on each address the host resolves to) and closing it again leaves
-    uvicorn's own binding as it was; a process that takes the port in between still gets
-    uvicorn's message.
-    """
+    """Refuse a busy port in one line, before migrations and start-up run (uvicorn finds out only
+    after start-up, logs it among the start-up lines and exits with status 3). The probe binds
+    as uvicorn does (SO_REUSEADDR, each address the host resolves to) and closes again, leaving
+    uvicorn's own binding as it was."""
     for family, kind, proto, _, address in socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     ):

@@ -115,14 +115,10 @@ class OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class OneTripConnection(AsyncAdapt_aiosqlite_connection):
-    """Hands out ``OneTripCursor``s, and makes no trip to end a transaction that is not open.
-
-    SQLAlchemy rolls back every connection it returns to the pool, after a commit too,
-    and read-only sessions (which never begin one, see ``signoff.database``) still
-    commit or roll back at the end: a trip each that sqlite3 would answer with nothing.
-    Nothing else runs on the connection meanwhile (SQLAlchemy awaits each call), so its
-    ``in_transaction`` is read from here, as aiosqlite's own property reads it.
-    """
+    """Hands out ``OneTripCursor``s, and makes no trip to end a transaction that is not open:
+    SQLAlchemy rolls back every connection it returns to the pool, even after a commit, and
+    read-only sessions, which never begin one, still end one: a trip each for nothing.
+    SQLAlchemy awaits each call, so ``in_transaction`` is read here, as aiosqlite reads it."""
 
     __slots__ = ()
     _cursor_cls: type[AsyncAdapt_aiosqlite_cursor] = OneTripCursor

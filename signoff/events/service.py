@@ -285,14 +285,10 @@ class EventService:
         return deleted
 
     async def _publish_ready(self, *, everything: bool = False) -> None:
-        """Publish what writers stamped, in cursor order; if that fails, the relay re-sends
-        it later.
-
-        Writers stamp in commit order, but hand their events over after their commit
-        returns, which may be after the next writer's: events behind a missing cursor
-        wait for it, at most ``FEED_REORDER_SECONDS`` (a writer cancelled after its
-        commit never hands over; the relay re-sends its events).
-        """
+        """Publish what writers stamped, in cursor order; if that fails, the relay re-sends it.
+        Writers hand their events over after their commit returns, which may be after the next
+        writer's, so events behind a missing cursor wait for it, at most ``FEED_REORDER_SECONDS``
+        (a writer cancelled after its commit never hands over; the relay re-sends its events)."""
         pending = sorted([*self._held, *self._ready], key=lambda stamped: stamped[1].cursor)
         self._ready = []
         in_order = _without_gap(pending, self._sent_through)

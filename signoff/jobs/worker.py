@@ -223,15 +223,10 @@ def sweeps(
 
 
 def logged(job: Callable[..., Awaitable[Any]]) -> WorkerCoroutine:
-    """The job with one log line per run (job, job id, try, duration, error code): INFO,
-    or DEBUG for a run that found nothing to do (it returned 0), so an idle worker's
-    sweeps, every few seconds, stay out of the log.
-
-    While the database or Redis is unreachable the job does nothing, instead of failing
-    with a traceback every tick: the outage is logged once (by the engine, or the
-    worker's poll), and the next run after it does the work (the sweep finds whatever
-    waited).
-    """
+    """The job with one log line per run (job, job id, try, duration, error code): INFO, or
+    DEBUG when it found nothing to do (returned 0), so idle sweeps stay out of the log. While
+    the database or Redis is unreachable it does nothing instead of failing every tick: the
+    outage is logged once (by the engine or the worker's poll) and the next run does the work."""
 
     @functools.wraps(job)
     async def run(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
@@ -268,13 +263,10 @@ def logged(job: Callable[..., Awaitable[Any]]) -> WorkerCoroutine:
 class ResilientWorker(Worker):
     """An arq ``Worker`` that rides out a Redis outage instead of exiting.
 
-    arq's poll raises on the first failed Redis call, which ends ``main``; ``close`` then
-    fails again on the health-check key, and the worker is gone. Here a poll that cannot
-    reach Redis logs the outage once, waits and polls again; Redis's client reconnects
-    by itself when the server is back. Jobs that were running keep running; one whose
-    bookkeeping in Redis failed is picked again (deliveries are fenced by their leases in
-    the database, so a repeat sends nothing twice that was recorded).
-    """
+    arq's poll raises on the first failed Redis call, ending ``main``, and ``close`` then fails
+    on the health-check key. Here a failed poll logs the outage once, waits and polls again
+    (Redis's client reconnects by itself) while running jobs carry on; a job whose bookkeeping
+    in Redis failed runs again, and delivery leases keep it from sending twice."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -211,15 +211,11 @@ class Connection(ASGIWebSocketAdapter):
         return True
 
     def _send_without_waiting(self, text: str) -> bool:
-        """Send ``text`` if the socket takes it at once; ``False``, with nothing sent, if the
-        send would wait for a client that is not reading (the caller may be sending one
-        frame to a thousand sockets and must not wait for any one of them).
-
-        The send is stepped once by hand, as an eager task would be. A send that can go
-        completes in that step. The only place it can suspend is the server's wait for the
-        socket to drain (uvicorn's ``writable``), before it writes anything; then the
-        coroutine is closed there, which unregisters the wait and writes nothing.
-        """
+        """Send ``text`` if the socket takes it at once; ``False``, with nothing sent, if the send
+        would wait for a client that is not reading (the caller may be sending to a thousand
+        sockets). The send is stepped once by hand, as an eager task would be: it can suspend only
+        at the server's wait for the socket to drain (uvicorn's ``writable``), before writing
+        anything, and is then closed there, which unregisters the wait and writes nothing."""
         send = self.ws.send_text(text)
         try:
             send.send(None)

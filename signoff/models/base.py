@@ -85,12 +85,10 @@ M = TypeVar("M", bound=SQLModel)
 def built(model: type[M], **values: Any) -> M:
     """A new row of ``model``: ``values``, and its fields' defaults for the rest.
 
-    Made the way SQLAlchemy makes a row it loads, with the values put straight into the
-    instance's dictionary. SQLModel's constructor sets every field through the ORM's
-    attribute instrumentation instead, a visible part of a ``proposeAction``. The row
-    is transient, as a constructed one is; nothing is
-    validated, as a table model's constructor validates nothing either.
-    """
+    Made as SQLAlchemy makes a row it loads, the values put straight into the instance's
+    dictionary, where SQLModel's constructor sets each field through the ORM's instrumentation.
+    The row is transient, as a constructed one is, and nothing is validated (a table model's
+    constructor validates nothing either)."""
     fields = _fields_of(model)
     unknown = values.keys() - fields.keys()
     if unknown:
@@ -132,12 +130,9 @@ VERSIONED: dict[str, Any] = {"eager_defaults": True}
 def version_field() -> Any:
     """The row's version: 1 when inserted, one more on every UPDATE SQLAlchemy issues.
 
-    The bump is a SQL expression, so it applies alike to compare-and-set statements
-    (``update(...).values(...).returning(...)``) and to ORM attribute changes, and two
-    concurrent updates of a row can never produce the same version: the row lock
-    serialises them and the second reads the first's value. An ``ON CONFLICT DO
-    UPDATE`` does not apply ``onupdate``: such a statement sets the version itself.
-    """
+    The bump is a SQL expression, so it applies alike to compare-and-set statements and to ORM
+    attribute changes, and the row lock keeps two updates from producing one version. An
+    ``ON CONFLICT DO UPDATE`` does not apply ``onupdate``: such a statement sets it itself."""
     return Field(
         default=1,
         sa_column=sa.Column(

@@ -91,15 +91,11 @@ class FeedScope:
 
 @dataclass(frozen=True)
 class Visibility:
-    """What one viewer may see of the feed, reduced to what decides it.
-
-    Two subscribers with equal visibilities (and the same document and variables)
-    receive exactly the same frames, so a frame is computed once for all of them.
-    Everything that changes what a viewer may see is in here: the role, a reviewer's
-    queues (only those the subscription can reach), an agent's identity, the
-    viewer's identity whenever the selection reads it (``identity``), and for a drafts
-    subscription the account whose drafts it may see (always the viewer's own).
-    """
+    """What one viewer may see of the feed, reduced to what decides it: the role, a reviewer's
+    reachable queues, an agent's identity, the viewer's identity where the selection reads it
+    (``identity``), and for drafts the account (always the viewer's own). Subscribers with
+    equal visibilities (and the same document and variables) get the same frames, so a frame
+    is computed once for all of them."""
 
     role: Role
     queue_ids: frozenset[str] = frozenset()
@@ -199,14 +195,10 @@ async def read_feed_bounds(sessionmaker: SessionMaker) -> FeedBounds:
 
 
 class SharedFeedBounds:
-    """The feed's bounds, read once for every resume that asks within ``seconds`` of a
-    read (or while it is under way): a thousand consoles resuming after a restart read
-    them once, not once each.
-
-    Bounds a moment old are safe. A cursor above them is read again (it may be newer
-    than the read); and a cursor retention deletes after the read is caught by the
-    replay, which checks pruning after every page it reads (``replay``).
-    """
+    """The feed's bounds, read once for every resume that asks within ``seconds`` of a read (or
+    during it), so a thousand consoles resuming read them once. Bounds a moment old are safe:
+    a cursor above them is read again, and one that retention deletes after the read is caught
+    by ``replay``, which checks pruning after every page."""
 
     def __init__(
         self,

@@ -260,15 +260,10 @@ SHARED_OPERATIONS = 512
 def shared_collections(
     operation: OperationDefinitionNode, fragments: dict[str, FragmentDetails]
 ) -> SharedCollections | None:
-    """Where an operation's sub-field collections are kept across executions, or None
-    where a collection may differ between them.
-
-    graphql-core collects an object's sub-fields (merging fragments and aliases) once per
-    execution; for a page of proposals that is a twentieth of the request. What it
-    collects depends on the variables only through directives (``@skip``, ``@include``,
-    ``@defer``): without any, every execution of the operation collects the same fields,
-    and parsing is cached (``CachedParse``), so the same nodes.
-    """
+    """Where an operation's sub-field collections are kept across executions, or None where a
+    collection may differ between them. What graphql-core collects depends on the variables
+    only through ``@skip``, ``@include`` and ``@defer``: without them, and with parsing cached
+    (``CachedParse``), every execution collects the same fields of the same nodes."""
     entry = _SHARED.get(id(operation))
     if entry is None:
         if len(_SHARED) >= SHARED_OPERATIONS:
