@@ -1,11 +1,9 @@
 """A broadcast group's newest frames, for subscribers that resume.
 
-After a restart every console resumes after the last cursor it saw, and consoles that
-were away for different spans hold different cursors. Each used to replay on its own:
-one read and one execution per missed event per socket. A group instead keeps the
-frames it rendered for its newest events (live, or read back once for the first
-subscriber that needed them), so everyone resuming within them catches up from here,
-and only a subscriber resuming from further back than the log reaches reads on its own.
+After a restart every console resumes from its own last cursor. A group keeps the frames
+it rendered for its newest events (live, or read back once for the first subscriber that
+needed them), so everyone resuming within them catches up from here, and only one resuming
+from further back than the log reaches reads on its own (docs/design.md section 8.3).
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 incidents raised by people or integrations (``openIncident``).
 
 An incident moves ``OPEN`` → ``ACKNOWLEDGED`` → ``RESOLVED`` through the transition core
-(docs/design.md section 6.2); its dead letters follow it. A resolved incident is
-closed to everything but a recurrence, which re-opens it
-(``signoff.resolvers.core.occurrences``).
+(docs/design.md section 6.2), and its dead letters follow it. A resolved incident is closed
+to everything but a recurrence, which re-opens it (``signoff.resolvers.core.occurrences``).
 Every mutation here takes an idempotency key.
 """
 

@@ -1,11 +1,10 @@
 """Validating a document: Signoff's limits first, graphql-core's rules only after them.
 
-Signoff's limits (``signoff/schema/serving/limits.py``) are measured in one walk, linear in the
-document. Some of graphql-core's
-rules are not: ``OverlappingFieldsCanBeMergedRule`` compares fields of one response name,
-and fragments spread into one place, pairwise. Running them only on documents that passed
-the linear checks (which bound those merges, ``QUERY_MAX_MERGED``) keeps validation of any
-document the token limit lets through to milliseconds. Verdicts are cached per document.
+Signoff's limits (``signoff/schema/serving/limits.py``) are linear in the document; some of
+graphql-core's rules are not (``OverlappingFieldsCanBeMergedRule`` compares the fields of
+one response name pairwise). Running those only on documents within the limits, which bound
+such merges (``QUERY_MAX_MERGED``), keeps any document cheap to validate. Verdicts are
+cached per document.
 """
 
 from __future__ import annotations
