@@ -35,6 +35,10 @@ from tests.redis_keys import delete_under, unique_channel, unique_queue
 os.environ.setdefault("SIGNOFF_SECRET_KEY", "c2lnbm9mZi10ZXN0LWtleS0zMi1ieXRlcy1sb25nISE=")
 
 PG_URL = os.environ.get("SIGNOFF_TEST_DATABASE_URL")
+# Under pytest-xdist (``make test`` runs it) each worker is a process of its own: its
+# PostgreSQL databases carry its name ("gw0", ...), like its Redis prefix
+# (``tests/redis_keys.py``); SQLite files are in its own temporary directories.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 REDIS_URL = os.environ.get("SIGNOFF_TEST_REDIS_URL")
 
 requires_postgres = pytest.mark.skipif(PG_URL is None, reason="needs SIGNOFF_TEST_DATABASE_URL")
@@ -62,7 +66,7 @@ def fresh_database(directory: Path) -> Iterator[str]:
         yield f"sqlite+aiosqlite:///{directory / 'signoff.db'}"
         return
     base = make_url(normalise_database_url(PG_URL))
-    name = f"signoff_test_{uuid.uuid4().hex[:10]}"
+    name = f"signoff_test_{XDIST_WORKER}_{uuid.uuid4().hex[:10]}"
     admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
