@@ -251,12 +251,14 @@ async def open_transport_ws(
     Unlike ``Subscription`` (the gql library re-prints documents), the caller sends
     the exact text of a document, comments and all; ``options`` go to ``connect``.
     """
+    # Deadlines for a busy machine (a thousand sockets opening at once beside other
+    # pytest-xdist workers): a server that never answers still fails the test.
     ws = await connect(
-        ws_url, subprotocols=[TRANSPORT_WS], open_timeout=10, close_timeout=2, **options
+        ws_url, subprotocols=[TRANSPORT_WS], open_timeout=30, close_timeout=2, **options
     )
     try:
         await ws.send(json.dumps({"type": "connection_init", "payload": init_payload}))
-        message = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
+        message = json.loads(await asyncio.wait_for(ws.recv(), timeout=30))
         if message.get("type") != "connection_ack":
             raise AssertionError(f"expected connection_ack, got {message}")
     except BaseException:

@@ -167,7 +167,7 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
             await asyncio.sleep(0.02)
         assert await fast_task == total
         # The slow client now reads what the server managed to send, then the close.
-        assert await _close_code(slow, within=20) == 4429
+        assert await _close_code(slow, within=60) == 4429  # a deadline for a busy machine
         assert slow.close_reason == "subscriber too slow; resume with after"
 
 
