@@ -143,6 +143,21 @@ def frozen_clock() -> Iterator[clock.FrozenClock]:
     clock.set_clock(None)
 
 
+def server_env(**env: str) -> dict[str, str]:
+    """The environment of a test's ``signoff serve``, with ``env`` over it."""
+    # These servers test the API and its events: nothing delivers their approved
+    # proposals, in-process or through a queue shared with other test runs.
+    env = {"SIGNOFF_EMBEDDED_WORKER": "0", **env}
+    if REDIS_URL is not None:  # with Redis configured, every server uses it
+        env = {
+            "SIGNOFF_REDIS_URL": REDIS_URL,
+            "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
+            "SIGNOFF_ARQ_QUEUE": unique_queue(),
+            **env,
+        }
+    return env
+
+
 @pytest.fixture
 async def serve(
     database_url: str, clean_database: None, tmp_path: Path
@@ -151,20 +166,23 @@ async def serve(
     servers: list[Server] = []
 
     async def start(**env: str) -> Server:
-        # These servers test the API and its events: nothing delivers their approved
-        # proposals, in-process or through a queue shared with other test runs.
-        env = {"SIGNOFF_EMBEDDED_WORKER": "0", **env}
-        if REDIS_URL is not None:  # with Redis configured, every server uses it
-            env = {
-                "SIGNOFF_REDIS_URL": REDIS_URL,
-                "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
-                "SIGNOFF_ARQ_QUEUE": unique_queue(),
-                **env,
-            }
-        server = await start_server(database_url, tmp_path, **env)
+        server = await start_server(database_url, tmp_path, **server_env(**env))
         servers.append(server)
         return server
 
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+async def shared_server(
+    database_url: str, engine: AsyncEngine, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Server]:
+    """One ``signoff serve`` (as ``serve()`` starts it) for those tests of a module that
+    write nothing and keep no state on the server, such as a connection refused at the
+    door: a process start each saved. It stops after the module's last test (on each
+    pytest-xdist worker that ran one)."""
+    server = await start_server(database_url, tmp_path_factory.mktemp("server"), **server_env())
+    yield server
+    server.stop()
