@@ -41,9 +41,9 @@ TEST_WORKERS ?= 3
 
 test: $(VENV)/.test-tools
 	@if [ -z "$$SIGNOFF_TEST_DATABASE_URL" ]; then \
-		echo "make test: SQLite only, about 3 min on 2 cores, $(TEST_WORKERS) workers (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
+		echo "make test: SQLite only, $(TEST_WORKERS) workers: about 4 min on 2 free cores, up to 10 when other work shares them (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
 	else \
-		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}, about 4 min on 2 cores, $(TEST_WORKERS) workers"; \
+		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}, $(TEST_WORKERS) workers: about 5 min on 2 free cores, up to 14 when other work shares them"; \
 	fi
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
