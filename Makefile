@@ -35,13 +35,20 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt
 serve: $(BIN)/signoff
 	$(BIN)/signoff serve
 
+# The tests run in TEST_WORKERS pytest-xdist processes (each its own databases, Redis
+# prefix and ports; `make test TEST_WORKERS=0` runs them in this one), handed out as
+# workers come free. Most tests wait on sockets and child processes, so a 2-core machine
+# keeps more workers than cores busy. pytest prints a line of dots per batch of tests with
+# the share done; PYTEST_ARGS adds to pytest's own (`-x`, `-k NAME`, a file, ...).
+TEST_WORKERS ?= 3
+
 test: $(VENV)/.test-tools
 	@if [ -z "$$SIGNOFF_TEST_DATABASE_URL" ]; then \
-		echo "make test: SQLite only (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
+		echo "make test: SQLite only, $(TEST_WORKERS) workers: about 4 min on 2 free cores, up to 10 when other work shares them (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
 	else \
-		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}"; \
+		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}, $(TEST_WORKERS) workers: about 5 min on 2 free cores, up to 14 when other work shares them"; \
 	fi
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 lint: $(VENV)/.test-tools
 	$(BIN)/ruff check signoff tests $(wildcard bench) $(wildcard examples)

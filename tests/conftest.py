@@ -35,6 +35,10 @@ from tests.redis_keys import delete_under, unique_channel, unique_queue
 os.environ.setdefault("SIGNOFF_SECRET_KEY", "c2lnbm9mZi10ZXN0LWtleS0zMi1ieXRlcy1sb25nISE=")
 
 PG_URL = os.environ.get("SIGNOFF_TEST_DATABASE_URL")
+# Under pytest-xdist (``make test`` runs it) each worker is a process of its own: its
+# PostgreSQL databases carry its name ("gw0", ...), like its Redis prefix
+# (``tests/redis_keys.py``); SQLite files are in its own temporary directories.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 REDIS_URL = os.environ.get("SIGNOFF_TEST_REDIS_URL")
 
 requires_postgres = pytest.mark.skipif(PG_URL is None, reason="needs SIGNOFF_TEST_DATABASE_URL")
@@ -62,7 +66,7 @@ def fresh_database(directory: Path) -> Iterator[str]:
         yield f"sqlite+aiosqlite:///{directory / 'signoff.db'}"
         return
     base = make_url(normalise_database_url(PG_URL))
-    name = f"signoff_test_{uuid.uuid4().hex[:10]}"
+    name = f"signoff_test_{XDIST_WORKER}_{uuid.uuid4().hex[:10]}"
     admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -139,6 +143,21 @@ def frozen_clock() -> Iterator[clock.FrozenClock]:
     clock.set_clock(None)
 
 
+def server_env(**env: str) -> dict[str, str]:
+    """The environment of a test's ``signoff serve``, with ``env`` over it."""
+    # These servers test the API and its events: nothing delivers their approved
+    # proposals, in-process or through a queue shared with other test runs.
+    env = {"SIGNOFF_EMBEDDED_WORKER": "0", **env}
+    if REDIS_URL is not None:  # with Redis configured, every server uses it
+        env = {
+            "SIGNOFF_REDIS_URL": REDIS_URL,
+            "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
+            "SIGNOFF_ARQ_QUEUE": unique_queue(),
+            **env,
+        }
+    return env
+
+
 @pytest.fixture
 async def serve(
     database_url: str, clean_database: None, tmp_path: Path
@@ -147,20 +166,23 @@ async def serve(
     servers: list[Server] = []
 
     async def start(**env: str) -> Server:
-        # These servers test the API and its events: nothing delivers their approved
-        # proposals, in-process or through a queue shared with other test runs.
-        env = {"SIGNOFF_EMBEDDED_WORKER": "0", **env}
-        if REDIS_URL is not None:  # with Redis configured, every server uses it
-            env = {
-                "SIGNOFF_REDIS_URL": REDIS_URL,
-                "SIGNOFF_EVENTS_CHANNEL": unique_channel(),
-                "SIGNOFF_ARQ_QUEUE": unique_queue(),
-                **env,
-            }
-        server = await start_server(database_url, tmp_path, **env)
+        server = await start_server(database_url, tmp_path, **server_env(**env))
         servers.append(server)
         return server
 
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+async def shared_server(
+    database_url: str, engine: AsyncEngine, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Server]:
+    """One ``signoff serve`` (as ``serve()`` starts it) for those tests of a module that
+    write nothing and keep no state on the server, such as a connection refused at the
+    door: a process start each saved. It stops after the module's last test (on each
+    pytest-xdist worker that ran one)."""
+    server = await start_server(database_url, tmp_path_factory.mktemp("server"), **server_env())
+    yield server
+    server.stop()

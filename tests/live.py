@@ -66,6 +66,28 @@ class Listening:
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/graphql"
 
+    async def subscriptions_live(self, count: int, within: float = 15) -> None:
+        """Until the server counts ``count`` live subscriptions (``signoff_live_subscribers``
+        on its ``/metrics``): a subscription joins its group asynchronously after
+        ``subscribe`` is sent, and an event committed before that would not reach it."""
+        live = -1.0
+        async with httpx.AsyncClient(base_url=self.url, timeout=5) as http:
+            try:
+                async with asyncio.timeout(within):
+                    while live != count:
+                        text = (await http.get("/metrics")).text
+                        live = next(
+                            float(line.split()[1])
+                            for line in text.splitlines()
+                            if line.startswith("signoff_live_subscribers ")
+                        )
+                        if live != count:
+                            await asyncio.sleep(0.02)
+            except TimeoutError:
+                raise AssertionError(
+                    f"{self.url}: {live:g} live subscriptions after {within} s, not {count}"
+                ) from None
+
 
 @dataclass
 class Server(Listening):
@@ -101,10 +123,33 @@ def _spawn(argv: list[str], environ: dict[str, str], log: Path) -> subprocess.Po
         return subprocess.Popen(argv, env=environ, stdout=out, stderr=subprocess.STDOUT)
 
 
+# A free port can be taken by another process (another pytest-xdist worker's server, a
+# client's outgoing connection) between ``free_port`` and the server's bind: a server
+# that finds its port busy is started again on another one, this many times at most.
+PORT_TRIES = 3
+# Signoff's own refusal, and uvicorn's when the port was taken after Signoff's check.
+PORT_BUSY = ("is in use", "address already in use")
+
+
+class PortBusy(RuntimeError):
+    """The port chosen for a server was taken before it could listen there."""
+
+
 async def start_server(database_url: str, log_dir: Path, **env: str) -> Server:
     """Start ``python -m signoff serve`` and wait until ``/healthz`` answers (on
-    ``SIGNOFF_PORT`` when ``env`` names one, to restart a server where it was)."""
-    port = int(env["SIGNOFF_PORT"]) if "SIGNOFF_PORT" in env else free_port()
+    ``SIGNOFF_PORT`` when ``env`` names one, to restart a server where it was; on a free
+    port otherwise, another one if that was taken in the meantime)."""
+    if "SIGNOFF_PORT" in env:
+        return await _start_server(database_url, log_dir, int(env["SIGNOFF_PORT"]), **env)
+    for _ in range(PORT_TRIES - 1):
+        try:
+            return await _start_server(database_url, log_dir, free_port(), **env)
+        except PortBusy:
+            continue
+    return await _start_server(database_url, log_dir, free_port(), **env)
+
+
+async def _start_server(database_url: str, log_dir: Path, port: int, **env: str) -> Server:
     log = log_dir / f"serve-{port}.log"
     environ = {
         **os.environ,
@@ -119,7 +164,10 @@ async def start_server(database_url: str, log_dir: Path, **env: str) -> Server:
     async with httpx.AsyncClient() as http:
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise RuntimeError(f"signoff serve exited: {log.read_text()[-2000:]}")
+                output = log.read_text()[-2000:]
+                if any(busy in output for busy in PORT_BUSY) and "SIGNOFF_PORT" not in env:
+                    raise PortBusy(output)
+                raise RuntimeError(f"signoff serve exited: {output}")
             with contextlib.suppress(httpx.HTTPError):
                 if (await http.get(f"{server.url}/healthz")).status_code == 200:
                     return server
@@ -203,12 +251,14 @@ async def open_transport_ws(
     Unlike ``Subscription`` (the gql library re-prints documents), the caller sends
     the exact text of a document, comments and all; ``options`` go to ``connect``.
     """
+    # Deadlines for a busy machine (a thousand sockets opening at once beside other
+    # pytest-xdist workers): a server that never answers still fails the test.
     ws = await connect(
-        ws_url, subprotocols=[TRANSPORT_WS], open_timeout=10, close_timeout=2, **options
+        ws_url, subprotocols=[TRANSPORT_WS], open_timeout=30, close_timeout=2, **options
     )
     try:
         await ws.send(json.dumps({"type": "connection_init", "payload": init_payload}))
-        message = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
+        message = json.loads(await asyncio.wait_for(ws.recv(), timeout=30))
         if message.get("type") != "connection_ack":
             raise AssertionError(f"expected connection_ack, got {message}")
     except BaseException:

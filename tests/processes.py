@@ -52,6 +52,18 @@ def run_cli(
     )
 
 
+# Another process (another pytest-xdist worker's server, a client's outgoing connection)
+# can take a free port before the server binds it: then the server is started again on
+# another port, this many times at most. Signoff's refusal, or uvicorn's if the port was
+# taken after Signoff's own check, says so.
+PORT_TRIES = 3
+PORT_BUSY = ("is in use", "address already in use")
+
+
+class PortBusy(RuntimeError):
+    """The port chosen for a server was taken before it could listen there."""
+
+
 @contextmanager
 def serving(
     env: dict[str, str],
@@ -61,27 +73,34 @@ def serving(
 ) -> Iterator[str]:
     """Start ``signoff serve`` (``command serve``) on a free port; yield its base URL once
     /readyz answers."""
-    port = free_port()
-    with tempfile.TemporaryFile(mode="w+") as output:
-        process = subprocess.Popen(
-            [*command, "serve", "--port", str(port)],
-            env=env,
-            cwd=cwd,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            _wait_ready(process, base, output, timeout)
-            yield base
-        finally:
-            process.terminate()
+    for attempt in range(1, PORT_TRIES + 1):
+        port = free_port()
+        with tempfile.TemporaryFile(mode="w+") as output:
+            process = subprocess.Popen(
+                [*command, "serve", "--port", str(port)],
+                env=env,
+                cwd=cwd,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            base = f"http://127.0.0.1:{port}"
             try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                try:
+                    _wait_ready(process, base, output, timeout)
+                except PortBusy:
+                    if attempt == PORT_TRIES:
+                        raise
+                    continue
+                yield base
+                return
+            finally:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def _wait_ready(process: subprocess.Popen[str], base: str, output: IO[str], timeout: float) -> None:
@@ -89,7 +108,10 @@ def _wait_ready(process: subprocess.Popen[str], base: str, output: IO[str], time
     while True:
         if process.poll() is not None:
             output.seek(0)
-            raise RuntimeError(f"signoff serve exited: {output.read()}")
+            printed = output.read()
+            if any(busy in printed for busy in PORT_BUSY):
+                raise PortBusy(f"signoff serve exited: {printed}")
+            raise RuntimeError(f"signoff serve exited: {printed}")
         try:
             if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
                 return

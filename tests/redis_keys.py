@@ -16,6 +16,8 @@ import uuid
 
 from redis import Redis
 
+# Made once per process: each pytest-xdist worker ("make test" runs them) has its own
+# prefix, and cleans what it left under it when its session ends.
 RUN_PREFIX = f"signoff:test:{uuid.uuid4().hex[:12]}"
 ARQ_JOB_KEYS = ("arq:job:", "arq:retry:", "arq:in-progress:", "arq:result:")
 

@@ -573,9 +573,9 @@ async def test_watching_a_queue_as_printed_while_the_example_runs(
                     {"id": "1", "type": "subscribe", "payload": {"query": subscription.text}}
                 )
             )
-            # The subscription is live once an event that commits after it arrives; the
-            # queue is quiet until then, so give the server a moment to register it.
-            await asyncio.sleep(1.0)
+            # The subscription sees what commits once the server counts it live; the
+            # queue is quiet until then.
+            await server.subscriptions_live(1)
             expected = {
                 "proposeAction": 2,
                 "proposeAction again": 2,

@@ -23,13 +23,16 @@ from tests.live import InProcessServer, open_transport_ws
 
 AT_ONCE = 50
 WARM_UP = 1_000
-DISTINCT = 10_000
+# Each set of variables used to leave an entry behind: 4,000 sets leave 4,000 objects,
+# four times what the assertion allows (the test ran 10,000 before the suite ran in
+# parallel; fewer cost a worker less and fail the same way).
+DISTINCT = 4_000
 
 BY_VARIABLE = "subscription($s: String!) { draftEvents(sessionId: $s) { cursor kind } }"
 WRITTEN_IN = 'subscription {{ draftEvents(sessionId: "{}") {{ cursor kind }} }}'
 
 
-async def test_ten_thousand_distinct_variable_sets_leave_memory_where_it_was(
+async def test_thousands_of_distinct_variable_sets_leave_memory_where_it_was(
     app: Starlette, live: InProcessServer, gql: GraphQLClient
 ) -> None:
     agent = await gql.token(Role.AGENT)
@@ -38,15 +41,17 @@ async def test_ten_thousand_distinct_variable_sets_leave_memory_where_it_was(
     answering = asyncio.create_task(_answer_pings(ws))
     try:
         await _subscribe_in_turn(ws, broadcaster, range(WARM_UP))
-        before = _tracked_objects()
+        before = await _settled_objects()
         await _subscribe_in_turn(ws, broadcaster, range(WARM_UP, WARM_UP + DISTINCT))
-        after = _tracked_objects()
+        # Each set of variables used to leave an entry behind (about DISTINCT objects
+        # here): the count comes back under the bound once the last batch is torn down,
+        # or never.
+        after = await _settled_objects(below=before + 1_000)
     finally:
         await ws.close()
         await answering
     assert broadcaster.group_count == 0
     assert broadcaster.selections.cached <= 2 * LIVE_SELECTION_CACHE_SIZE
-    # Each set of variables used to leave an entry behind (about 10,000 objects here).
     assert after - before < 1_000, after - before
 
 
@@ -93,3 +98,20 @@ async def _until(done: Callable[[], bool], within: float = 10) -> None:
 def _tracked_objects() -> int:
     gc.collect()
     return len(gc.get_objects())
+
+
+async def _settled_objects(below: int | None = None, within: float = 5) -> int:
+    """Objects tracked once the server has let go of the subscriptions just completed:
+    their groups are gone at once, but on a busy machine (pytest-xdist workers beside
+    this one) their connections' tasks can still be finishing. The fewest seen over a
+    few samples, until one is ``below`` or ``within`` seconds have passed."""
+    fewest = _tracked_objects()
+    deadline = asyncio.get_running_loop().time() + within
+    samples = 1
+    while asyncio.get_running_loop().time() < deadline:
+        if (below is None and samples >= 3) or (below is not None and fewest < below):
+            break
+        await asyncio.sleep(0.05)
+        fewest = min(fewest, _tracked_objects())
+        samples += 1
+    return fewest

@@ -38,16 +38,16 @@ async def _close_code(ws: ClientConnection, within: float = 10) -> int | None:
     [{}, {"authorization": "Bearer so_not-a-token"}, {"authorization": "so_missing-scheme"}],
 )
 async def test_connection_init_without_a_valid_token_closes_4403(
-    serve: Serve, payload: dict[str, Any]
+    shared_server: Server, payload: dict[str, Any]
 ) -> None:
-    server = await serve()
+    server = shared_server
     async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
         await ws.send(json.dumps({"type": "connection_init", "payload": payload}))
         assert await _close_code(ws) == 4403
 
 
-async def test_subscribing_before_connection_init_closes_4401(serve: Serve) -> None:
-    server = await serve()
+async def test_subscribing_before_connection_init_closes_4401(shared_server: Server) -> None:
+    server = shared_server
     async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
         await ws.send(
             json.dumps({"type": "subscribe", "id": "1", "payload": {"query": QUEUE_EVENTS}})
@@ -55,8 +55,8 @@ async def test_subscribing_before_connection_init_closes_4401(serve: Serve) -> N
         assert await _close_code(ws) == 4401
 
 
-async def test_no_connection_init_within_five_seconds_closes_4408(serve: Serve) -> None:
-    server = await serve()
+async def test_no_connection_init_within_five_seconds_closes_4408(shared_server: Server) -> None:
+    server = shared_server
     async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
         assert await _close_code(ws, within=8) == 4408
 
@@ -167,12 +167,12 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
             await asyncio.sleep(0.02)
         assert await fast_task == total
         # The slow client now reads what the server managed to send, then the close.
-        assert await _close_code(slow, within=20) == 4429
+        assert await _close_code(slow, within=60) == 4429  # a deadline for a busy machine
         assert slow.close_reason == "subscriber too slow; resume with after"
 
 
-async def test_legacy_graphql_ws_refuses_a_bad_token_with_4403(serve: Serve) -> None:
-    server = await serve()
+async def test_legacy_graphql_ws_refuses_a_bad_token_with_4403(shared_server: Server) -> None:
+    server = shared_server
     async with connect(server.ws_url, subprotocols=["graphql-ws"]) as ws:  # type: ignore[list-item]
         await ws.send(
             json.dumps({"type": "connection_init", "payload": {"authorization": "Bearer so_wrong"}})

@@ -100,7 +100,7 @@ async def test_events_committed_while_redis_is_down_reach_other_processes(
     )
     world = await build_world(gql)
     async with queue_subscription(server, world.admin, queue_id=world.queue_id) as watching:
-        await asyncio.sleep(0.5)  # subscribed before the first event
+        await server.subscriptions_live(1)  # subscribed before the first event
         created = [await _create_task(gql, world, "before")]
         await eventually(lambda: _tasks_seen(watching.events), 15, until=created)
         redis_server.kill()

@@ -67,11 +67,11 @@ WORST_DOCUMENTS = [
 
 
 def validation_seconds(document: str) -> tuple[float, list[str]]:
-    """Seconds the limits take on ``document`` (the best of three runs: the machine is
-    shared), and the code they refuse it with."""
+    """Seconds the limits take on ``document`` (the best of five runs: the machine is
+    shared, also by the suite's other workers), and the code they refuse it with."""
     ast = parse(document, max_tokens=QUERY_MAX_TOKENS * 10)
     timings = []
-    for _ in range(3):
+    for _ in range(5):
         started = time.perf_counter()
         error = limits_refusal(SCHEMA._schema, ast)
         timings.append(time.perf_counter() - started)
@@ -110,7 +110,7 @@ async def test_the_worst_documents_are_refused_before_graphql_cores_rules_run(
     guarded; now every such document is refused by the linear checks first."""
     await SCHEMA.execute("{ __typename }")  # warm
     totals, parses = [], []
-    for run in range(3):  # the best of three: the machine is shared
+    for run in range(7):  # the best of seven: the machine is shared, also by other workers
         text = document + " " * (run + 1)  # a new text each time, past the caches
         started = time.perf_counter()
         result = await SCHEMA.execute(text)
