@@ -4,6 +4,12 @@
 from enum import Enum
 
 
+class ApprovalLinkState(str, Enum):
+    ACTIVE = "ACTIVE"
+    USED = "USED"
+    REVOKED = "REVOKED"
+
+
 class ApprovalMode(str, Enum):
     HUMAN = "HUMAN"
     BOUNDED_AUTO = "BOUNDED_AUTO"
@@ -13,6 +19,11 @@ class CancelReason(str, Enum):
     USER = "USER"
     SUPERSEDED = "SUPERSEDED"
     NOT_SUBMITTED = "NOT_SUBMITTED"
+
+
+class ChannelKind(str, Enum):
+    WEBHOOK = "WEBHOOK"
+    SLACK = "SLACK"
 
 
 class CircuitState(str, Enum):
@@ -25,6 +36,12 @@ class DeadLetterState(str, Enum):
     OPEN = "OPEN"
     ACKNOWLEDGED = "ACKNOWLEDGED"
     RESOLVED = "RESOLVED"
+
+
+class DeadlineAction(str, Enum):
+    EXPIRE = "EXPIRE"
+    REJECT = "REJECT"
+    ESCALATE = "ESCALATE"
 
 
 class Decision(str, Enum):
