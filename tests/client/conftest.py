@@ -4,6 +4,7 @@ target, an agent and two reviewers made through the API."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,13 +57,24 @@ class Stage:
 async def stage(
     serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path
 ) -> AsyncIterator[Stage]:
+    async with staged(serve, sessionmaker, database_url, tmp_path) as made:
+        yield made
+
+
+@contextlib.asynccontextmanager
+async def staged(
+    serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path, **target: Any
+) -> AsyncIterator[Stage]:
+    """A delivering server and its world; ``target`` overrides the target's fields."""
     queue = unique_queue()
     server = await serve(
         SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue, SIGNOFF_SWEEP_INTERVAL_SECONDS="1"
     )
     receiver = Receiver()
     async with serve_receiver(receiver), http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=2, url=receiver.url, amendmentsNeedProposer=True)
+        world = await build_world(
+            gql, reviewers=2, url=receiver.url, amendmentsNeedProposer=True, **target
+        )
         receiver.secret = world.signing_secret
         with delivering(database_url, queue, tmp_path), server_log_on_failure(server):
             yield Stage(server, world, gql, receiver, database_url, queue, tmp_path)
