@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from signoff_client.errors import CursorExpired, StillWaiting
 from signoff_client.generated.fragments import ProposalFields
 from signoff_client.generated.input_types import AcceptAmendmentInput
-from signoff_client.outcomes import FINAL_KINDS, Amended, Outcome, implied_outcomes
+from signoff_client.outcomes import FINAL_KINDS, Outcome, implied_outcomes
 from signoff_client.transport import StreamInterrupted, WebsocketsUnavailable
 
 if TYPE_CHECKING:
@@ -124,8 +124,3 @@ class Proposal:
             outcome = self.pending()
             if outcome is not None:
                 return outcome
-
-
-def needs_acceptance(outcome: Outcome) -> bool:
-    """Whether the agent must accept (or give up) before the proposal can go on."""
-    return isinstance(outcome, Amended)

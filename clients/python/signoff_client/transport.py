@@ -151,18 +151,12 @@ class GraphQLApi(GeneratedClient):
                 response = await self.http.post(
                     self.url, content=json.dumps(body), headers=headers, **kwargs
                 )
-                refusal = refusal_of(response)
             except httpx.TransportError as exc:
-                response = None
-                refusal = Unreachable(f"{self.url}: {exc!r}")
-            retryable = refusal is not None and (
-                refusal.code in RETRYABLE_CODES or isinstance(refusal, Unreachable)
-            )
-            if refusal is None or not retryable:
-                assert response is not None or refusal is not None
-                if response is None:
-                    raise refusal  # type: ignore[misc]
-                return response
+                refusal: SignoffError | None = Unreachable(f"{self.url}: {exc!r}")
+            else:
+                refusal = refusal_of(response)
+                if refusal is None or refusal.code not in RETRYABLE_CODES:
+                    return response  # get_data raises the refusal, if any
             assert refusal is not None
             delay = refusal.retry_after
             if delay is None:
