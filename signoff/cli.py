@@ -238,6 +238,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     schema_cmd.set_defaults(run=_schema)
 
+    mcp = _command(
+        commands,
+        "mcp",
+        "run the MCP server for agents (signoff-client's signoff-mcp), a client of "
+        "SIGNOFF_URL as SIGNOFF_TOKEN",
+        "Needs the signoff-client package with its mcp extra (pip install "
+        "'signoff-client[mcp]'); docs/agents.md says how to configure an MCP client.",
+    )
+    mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="for http (default: %(default)s)")
+    mcp.add_argument("--port", default="8765", help="for http (default: %(default)s)")
+    mcp.set_defaults(run=_mcp, log_migrations=False)
+
     _token_commands(commands)
     _actor_commands(commands)
     return parser
@@ -394,6 +407,19 @@ def _migrate(_: argparse.Namespace, settings: Settings) -> None:
     print("database is up to date")
 
 
+def _mcp(args: argparse.Namespace, _: Settings) -> None:
+    """Hand over to signoff-client's MCP server (a client of a running Signoff, so it
+    needs no database: it is never a dependency of the server itself)."""
+    try:
+        from signoff_client.mcp_server import main as mcp_main
+    except ImportError as exc:
+        raise SystemExit(
+            f"error: signoff mcp needs signoff-client with its mcp extra ({exc}); "
+            "pip install 'signoff-client[mcp]'"
+        ) from None
+    mcp_main(["--transport", args.transport, "--host", args.host, "--port", args.port])
+
+
 def _schema(_: argparse.Namespace, __: Settings) -> None:
     from signoff.schema import build_schema
 
@@ -531,5 +557,5 @@ def _actor_switch(args: argparse.Namespace, settings: Settings, *, disable: bool
 
 # Commands that never open the database.
 _NO_DATABASE: frozenset[Callable[[argparse.Namespace, Settings], None]] = frozenset(
-    {_schema, _receiver}
+    {_schema, _receiver, _mcp}
 )

@@ -1,0 +1,312 @@
+"""``signoff-mcp`` (and ``signoff mcp``): Signoff's approval step as MCP tools, for any
+agent that speaks the Model Context Protocol.
+
+A client of a running Signoff: ``SIGNOFF_URL`` names it and ``SIGNOFF_TOKEN`` is an agent's
+token. Every tool answers with structured content (its output schema) and readable text.
+A decision can take hours, so ``wait_for_decision`` waits a bounded time and then answers
+``still_waiting`` with the proposal's id, for the model to come back to it later.
+
+    signoff-mcp                          # stdio, for a desktop MCP client
+    signoff-mcp --transport http --port 8765   # streamable HTTP at /mcp
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, Literal, cast
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from signoff_client.client import AsyncSignoff
+from signoff_client.errors import PayloadSchemaInvalid, SignoffError, StillWaiting
+from signoff_client.generated.fragments import DraftFields, ProposalFields
+from signoff_client.generated.input_types import PrepareDraftInput
+from signoff_client.outcomes import Outcome, implied_outcomes
+
+MAX_WAIT_SECONDS = 55.0  # below the usual MCP client's request timeout
+PROPOSING_ROLES = frozenset({"AGENT", "ADMIN"})
+
+INSTRUCTIONS = (
+    "Signoff puts a human review step before side-effecting actions. Call list_targets to "
+    "see what can be proposed and each payload's JSON Schema, propose_action to ask, then "
+    "wait_for_decision (again later if it answers still_waiting). An amended proposal goes "
+    "on only after accept_amendment with its new digest."
+)
+
+
+class TargetView(BaseModel):
+    id: str
+    name: str
+    input_schema: dict[str, Any] = Field(description="The payload's JSON Schema.")
+    approval_mode: str
+    required_approvals: int
+
+
+class TargetList(BaseModel):
+    targets: list[TargetView]
+
+
+class ProposalView(BaseModel):
+    proposal_id: str
+    state: str
+    target: str
+    payload: dict[str, Any]
+    payload_digest: str
+    revision: int
+    awaiting_proposer: bool = Field(description="An amendment waits for accept_amendment.")
+    replayed: bool = False
+
+
+Status = Literal["still_waiting", "approved", "rejected", "amended", "applied", "failed", "expired"]
+
+
+class Decision(BaseModel):
+    proposal_id: str
+    status: Status
+    message: str
+    reason: str | None = None
+    payload: dict[str, Any] | None = Field(
+        default=None, description="approved, amended: the payload as it stands."
+    )
+    payload_digest: str | None = Field(
+        default=None, description="amended: pass it to accept_amendment."
+    )
+    result: dict[str, Any] | None = Field(
+        default=None, description="applied: what Signoff recorded of the receiver's answer."
+    )
+
+
+class DraftView(BaseModel):
+    draft_id: str
+    status: str
+    revision: int
+    values: dict[str, Any] | None
+    values_digest: str | None
+    updated_by_user: list[str]
+    session_id: str
+    replayed: bool = False
+
+
+class Tools:
+    """The tools' shared state: one client of Signoff, and whether its token may propose."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url
+        self.token = token
+        self._client: AsyncSignoff | None = None
+        self._checked = False
+
+    async def client(self) -> AsyncSignoff:
+        """The client, once its token is known to be an agent's (``FORBIDDEN`` if not)."""
+        if self._client is None:
+            self._client = AsyncSignoff(self.url, self.token)
+        if not self._checked:
+            actor = await call(self._client.viewer())
+            if actor.role.value not in PROPOSING_ROLES:
+                raise ToolError(
+                    f"FORBIDDEN: the token in SIGNOFF_TOKEN is {actor.name}'s, a "
+                    f"{actor.role.value.lower()}; signoff mcp needs an agent's token."
+                )
+            self._checked = True
+        return self._client
+
+
+async def call(awaitable: Any) -> Any:
+    """Await a client call; a Signoff refusal becomes a tool error naming its code."""
+    try:
+        return await awaitable
+    except PayloadSchemaInvalid as exc:
+        fields = "; ".join(f"{p['pointer'] or '/'}: {p['message']}" for p in exc.problems)
+        raise ToolError(f"{exc.code}: the payload does not meet the schema: {fields}") from exc
+    except SignoffError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def proposal_view(proposal: ProposalFields, replayed: bool = False) -> ProposalView:
+    return ProposalView(
+        proposal_id=proposal.id,
+        state=proposal.state.value,
+        target=proposal.target.name,
+        payload=dict(proposal.payload),
+        payload_digest=proposal.payload_digest,
+        revision=proposal.revision,
+        awaiting_proposer=proposal.awaiting_proposer,
+        replayed=replayed,
+    )
+
+
+def decision_of(outcome: Outcome) -> Decision:
+    """An outcome as the model reads it."""
+    found = Decision(proposal_id=outcome.proposal_id, status=cast(Status, outcome.kind), message="")
+    match outcome.kind:
+        case "approved":
+            found.payload = getattr(outcome, "payload", None)
+            found.message = "Approved: Signoff delivers it; wait again for how delivery ends."
+        case "rejected":
+            found.reason = getattr(outcome, "reason", None)
+            found.message = f"Rejected: {found.reason or 'no reason given'}. Do not retry as is."
+        case "amended":
+            found.payload = getattr(outcome, "payload", None)
+            found.payload_digest = getattr(outcome, "payload_digest", None)
+            found.reason = getattr(outcome, "reason", None)
+            found.message = (
+                "A reviewer amended the payload; call accept_amendment with payload_digest "
+                "to go on with it."
+            )
+        case "applied":
+            found.result = getattr(outcome, "result", None)
+            found.message = "Applied: the receiver took the action."
+        case "failed":
+            found.reason = getattr(outcome, "error_code", None)
+            found.message = f"Delivery failed ({found.reason}); an operator may retry it."
+        case "expired":
+            found.message = "Expired: nobody decided in time."
+    return found
+
+
+def build(url: str, token: str) -> MCPServer[Any]:
+    """The MCP server with Signoff's tools, for the server at ``url`` as ``token``."""
+    server: MCPServer[Any] = MCPServer("signoff", instructions=INSTRUCTIONS)
+    tools = Tools(url, token)
+
+    @server.tool()
+    async def list_targets() -> TargetList:
+        """The targets actions can be proposed to, with each payload's JSON Schema."""
+        client = await tools.client()
+        found = await call(client.targets())
+        return TargetList(
+            targets=[
+                TargetView(
+                    id=t.id,
+                    name=t.name,
+                    input_schema=dict(t.input_schema),
+                    approval_mode=t.approval_mode.value,
+                    required_approvals=t.required_approvals,
+                )
+                for t in found
+                if t.active
+            ]
+        )
+
+    @server.tool()
+    async def propose_action(
+        target: str,
+        payload: dict[str, Any],
+        subject: dict[str, Any] | None = None,
+        operation_key: str | None = None,
+    ) -> ProposalView:
+        """Propose an action to a target (its name); it waits for human approval. The same
+        proposal sent again answers with the first one (replayed)."""
+        client = await tools.client()
+        made = await call(client.propose(target, payload, subject=subject or {}, key=operation_key))
+        return proposal_view(made.state, made.replayed)
+
+    @server.tool()
+    async def get_proposal(proposal_id: str) -> ProposalView:
+        """A proposal as it is now."""
+        client = await tools.client()
+        handle = await call(client.proposal(proposal_id))
+        return proposal_view(handle.state)
+
+    @server.tool()
+    async def wait_for_decision(proposal_id: str, timeout_seconds: float = 25.0) -> Decision:
+        """Wait up to timeout_seconds (at most 55) for the proposal's decision or, once
+        approved, for its delivery; answers still_waiting otherwise: call again later."""
+        client = await tools.client()
+        handle = await call(client.proposal(proposal_id))
+        known = implied_outcomes(handle.state)
+        if known and known[-1].kind != "approved":
+            return decision_of(known[-1])
+        handle.returned = list(known)
+        try:
+            outcome = await call(handle.wait(min(max(timeout_seconds, 0.0), MAX_WAIT_SECONDS)))
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, StillWaiting):
+                raise
+            if known:
+                return decision_of(known[-1])
+            return Decision(
+                proposal_id=proposal_id,
+                status="still_waiting",
+                message=(
+                    f"No decision yet on {proposal_id} ({handle.state.state.value}); call "
+                    "wait_for_decision again later."
+                ),
+            )
+        return decision_of(outcome)
+
+    @server.tool()
+    async def accept_amendment(proposal_id: str, payload_digest: str) -> ProposalView:
+        """Accept a reviewer's amendment (its payload_digest) so the proposal may go on."""
+        client = await tools.client()
+        handle = await call(client.proposal(proposal_id))
+        await call(handle.accept_amendment(payload_digest))
+        return proposal_view(handle.state)
+
+    @server.tool()
+    async def prepare_draft(
+        request_id: str,
+        session_id: str,
+        account_id: str,
+        owner: dict[str, Any],
+        values: dict[str, Any] | None = None,
+    ) -> DraftView:
+        """Prepare a draft for a person to review and send (request_id replays)."""
+        client = await tools.client()
+        answer = await call(
+            client.api.prepare_draft(
+                input=PrepareDraftInput(
+                    requestId=request_id,
+                    sessionId=session_id,
+                    accountId=account_id,
+                    owner=owner,
+                    values=values,
+                )
+            )
+        )
+        return draft_view(answer.prepare_draft.draft, answer.prepare_draft.replayed)
+
+    @server.tool()
+    async def get_draft(draft_id: str, session_id: str) -> DraftView:
+        """One of this agent's drafts as it is now (the person may have edited it)."""
+        client = await tools.client()
+        return draft_view(await call(client.draft(draft_id, session_id)))
+
+    return server
+
+
+def draft_view(draft: DraftFields, replayed: bool = False) -> DraftView:
+    return DraftView(
+        draft_id=draft.id,
+        status=draft.status.value,
+        revision=draft.revision,
+        values=dict(draft.values) if draft.values is not None else None,
+        values_digest=draft.values_digest,
+        updated_by_user=list(draft.updated_by_user),
+        session_id=draft.session_id,
+        replayed=replayed,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the MCP server on stdio (the default) or streamable HTTP."""
+    parser = argparse.ArgumentParser(prog="signoff-mcp", description=__doc__.splitlines()[0])
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args(argv)
+    url, token = os.environ.get("SIGNOFF_URL"), os.environ.get("SIGNOFF_TOKEN")
+    if not url or not token:
+        parser.error("set SIGNOFF_URL (the Signoff server) and SIGNOFF_TOKEN (an agent's token)")
+    server = build(url, token)
+    if args.transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=args.host, port=args.port)
+
+
+if __name__ == "__main__":
+    main()

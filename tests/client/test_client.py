@@ -1,0 +1,227 @@
+"""signoff-client against a real ``signoff serve``: propose, follow the decision over
+graphql-transport-ws (or by polling), and the delivery's end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from signoff_client import (
+    Amended,
+    Applied,
+    Approved,
+    AsyncSignoff,
+    Expired,
+    PayloadSchemaInvalid,
+    Rejected,
+    StillWaiting,
+)
+from sqlmodel import col, update
+
+from signoff.database import SessionMaker
+from signoff.models import Proposal as ProposalRow
+from tests.client.blocking_proxy import refusing_websockets
+from tests.client.conftest import Serve, Stage
+from tests.helpers import build_world
+from tests.live import http_gql
+
+PAYLOAD = {"amount": 120, "currency": "EUR"}
+
+
+async def agent(stage: Stage, **options: Any) -> AsyncSignoff:
+    return AsyncSignoff(stage.server.url, stage.world.agent, **options)
+
+
+async def test_wait_returns_approved_then_applied(stage: Stage) -> None:
+    async with await agent(stage) as signoff:
+        proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-1"})
+        with pytest.raises(StillWaiting) as still:
+            await proposal.wait(timeout=0.5)
+        assert still.value.proposal_id == proposal.id
+        await stage.decide(proposal.id)
+        approved = await proposal.wait(timeout=20)
+        assert isinstance(approved, Approved)
+        assert approved.payload == PAYLOAD and approved.approvers == ["reviewer-0"]
+        applied = await proposal.wait(timeout=20)
+        assert isinstance(applied, Applied)
+        assert applied.result["statusCode"] == 200
+        assert [r.body["payload"] for r in stage.receiver.requests] == [PAYLOAD]
+
+
+async def test_a_rejection_comes_with_its_reason(stage: Stage) -> None:
+    async with await agent(stage) as signoff:
+        proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-2"})
+        waiting = asyncio.create_task(proposal.wait(timeout=20))
+        await asyncio.sleep(0.3)
+        await stage.decide(proposal.id, "REJECTED", reason="Refund exceeds the order total")
+        outcome = await waiting
+        assert outcome == Rejected(proposal.id, "Refund exceeds the order total", "reviewer-0")
+
+
+async def test_an_amendment_is_accepted_then_approved_as_amended(stage: Stage) -> None:
+    async with await agent(stage) as signoff:
+        proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-3"})
+        made = await stage.proposal(proposal.id)
+        await stage.gql(
+            "mutation($input: AmendProposalInput!) { amendProposal(input: $input) { replayed } }",
+            {
+                "input": {
+                    "proposalId": proposal.id,
+                    "basedOnDigest": made["payloadDigest"],
+                    "reason": "Only the train fare",
+                    "patch": {"amount": 90},
+                }
+            },
+            stage.world.reviewers[0],
+        )
+        amended = await proposal.wait(timeout=20)
+        assert isinstance(amended, Amended)
+        assert amended.payload == {"amount": 90, "currency": "EUR"}
+        assert amended.revision == 2 and amended.reason == "Only the train fare"
+        await proposal.accept_amendment(amended.payload_digest)
+        await stage.world.decide(stage.world.reviewers[1], await stage.proposal(proposal.id))
+        approved = await proposal.wait(timeout=20)
+        assert isinstance(approved, Approved) and approved.payload == amended.payload
+        assert isinstance(await proposal.wait(timeout=20), Applied)
+        assert [r.body["payload"] for r in stage.receiver.requests] == [amended.payload]
+
+
+async def test_an_expired_proposal_says_so(stage: Stage) -> None:
+    async with await agent(stage) as signoff:
+        proposal = await signoff.propose(
+            stage.world.target_id, PAYLOAD, subject={"order": "o-4"}, expires_in=60
+        )
+        # The deadline moved into the past, as an hour's wait would: the server's sweep
+        # (every second here) expires it.
+        async with stage.gql.sessionmaker() as session:
+            past = datetime.now(UTC) - timedelta(minutes=1)
+            await session.exec(
+                update(ProposalRow)
+                .where(col(ProposalRow.id) == proposal.id)
+                .values(expires_at=past)
+            )
+            await session.commit()
+        outcome = await proposal.wait(timeout=30)
+        assert isinstance(outcome, Expired)
+
+
+async def test_a_payload_that_fails_the_schema_names_the_field(stage: Stage) -> None:
+    async with await agent(stage) as signoff:
+        with pytest.raises(PayloadSchemaInvalid) as refused:
+            await signoff.propose(
+                stage.world.target_id, {"amount": "lots", "currency": "EUR"}, subject={}
+            )
+        assert refused.value.code == "PAYLOAD_SCHEMA_INVALID"
+        assert [p["pointer"] for p in refused.value.problems] == ["/amount"]
+
+
+async def test_the_same_call_proposes_once(stage: Stage) -> None:
+    async with await agent(stage) as signoff:
+        first = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-5"})
+        again = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-5"})
+        assert not first.replayed and again.replayed and again.id == first.id
+        assert await stage.proposals_count() == 1
+
+
+async def test_a_server_restart_during_wait_loses_no_event(stage: Stage, serve: Serve) -> None:
+    async with await agent(stage) as signoff:
+        proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-6"})
+        waiting = asyncio.create_task(proposal.wait(timeout=60))
+        await asyncio.sleep(1)
+        stage.server.stop()
+        await asyncio.sleep(0.5)
+        stage.server = await serve(
+            SIGNOFF_PORT=str(stage.server.port),
+            SIGNOFF_EMBEDDED_WORKER="1",
+            SIGNOFF_ARQ_QUEUE=stage.queue,
+        )
+        await stage.decide(proposal.id)
+        assert isinstance(await waiting, Approved)
+        assert isinstance(await proposal.wait(timeout=30), Applied)
+        kinds = [kind for _, kind in proposal.events]
+        assert kinds.count("proposal.approved") == 1, kinds
+        cursors = [cursor for cursor, _ in proposal.events]
+        assert len(cursors) == len(set(cursors)), "no event twice"
+
+
+async def test_rate_limited_requests_wait_the_retry_after(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    server = await serve(SIGNOFF_RATE_LIMIT="4", SIGNOFF_RATE_LIMIT_BURST="4")
+    retried: list[tuple[str, float]] = []
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1)
+        async with AsyncSignoff(
+            server.url, world.agent, on_retry=lambda e, d: retried.append((e.code, d))
+        ) as signoff:
+            proposal = await signoff.propose(world.target_id, PAYLOAD, subject={})
+            for _ in range(6):
+                await proposal.refresh()
+    assert retried and {code for code, _ in retried} == {"RATE_LIMITED"}
+    assert all(0 < delay <= 1 for _, delay in retried)
+
+
+async def test_wait_polls_when_websockets_are_refused(stage: Stage) -> None:
+    async with (
+        refusing_websockets(stage.server.port) as port,
+        AsyncSignoff(f"http://127.0.0.1:{port}", stage.world.agent, poll_interval=0.2) as signoff,
+    ):
+        proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-7"})
+        await stage.decide(proposal.id)
+        assert isinstance(await proposal.wait(timeout=20), Approved)
+        assert proposal.polling and proposal.events == []
+        assert isinstance(await proposal.wait(timeout=20), Applied)
+
+
+async def read_json(process: asyncio.subprocess.Process) -> dict[str, Any]:
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), 30)
+    assert line, "the agent ended early"
+    found: dict[str, Any] = json.loads(line)
+    return found
+
+
+async def test_a_decorated_call_retried_after_a_crash_proposes_once(stage: Stage) -> None:
+    async with await agent(stage) as signoff:
+        target = (await signoff.target(stage.world.target_id)).name
+    env = {**os.environ, "SIGNOFF_URL": stage.server.url, "SIGNOFF_TOKEN": stage.world.agent}
+
+    async def run_agent() -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(Path(__file__).parent / "decorated_agent.py"),
+            target,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+        )
+
+    first = await run_agent()
+    assert await read_json(first) == {"started": True}
+    async with asyncio.timeout(20):
+        while await stage.proposals_count() == 0:  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+    first.kill()  # the agent crashes while it waits
+    await first.communicate()
+
+    again = await run_agent()
+    assert await read_json(again) == {"started": True}
+    await asyncio.sleep(1)
+    assert await stage.proposals_count() == 1
+    proposals = await stage.gql("query { proposals { nodes { id } } }", {}, stage.world.admin)
+    proposal_id = proposals["proposals"]["nodes"][0]["id"]
+    await stage.decide(proposal_id)  # a reviewer, in another process than the agent
+    assert await read_json(again) == {"ran": PAYLOAD}
+    assert await read_json(again) == {"result": "refunded 120 EUR"}
+    await asyncio.wait_for(again.communicate(), 10)
+    assert again.returncode == 0
+    assert await stage.proposals_count() == 1
+    # The target is delivered too (its receiver is Signoff's to call): let it finish.
+    async with asyncio.timeout(20):
+        while (await stage.proposal(proposal_id))["state"] != "APPLIED":  # noqa: ASYNC110
+            await asyncio.sleep(0.1)

@@ -1,0 +1,5 @@
+"""The MCP tests use the client tests' stage: a delivering server, a target, tokens."""
+
+from __future__ import annotations
+
+from tests.client.conftest import stage as stage
