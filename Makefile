@@ -43,15 +43,18 @@ serve: $(BIN)/signoff
 # The tests run in TEST_WORKERS pytest-xdist processes (each its own databases, Redis
 # prefix and ports; `make test TEST_WORKERS=0` runs them in this one), handed out as
 # workers come free. Most tests wait on sockets and child processes, so a 2-core machine
-# keeps more workers than cores busy. pytest prints a line of dots per batch of tests with
-# the share done; PYTEST_ARGS adds to pytest's own (`-x`, `-k NAME`, a file, ...).
-TEST_WORKERS ?= 3
+# keeps more workers than cores busy: 4 took 3 min 10 s where 3 took 5 min 16 s (SQLite,
+# one after the other, with other work on the cores). On PostgreSQL 3, as each worker
+# and its servers hold up to ~25 connections and PostgreSQL allows 100 by default.
+# pytest prints a line of dots per batch of tests with the share done; PYTEST_ARGS adds
+# to pytest's own (`-x`, `-k NAME`, a file, ...).
+TEST_WORKERS ?= $(if $(SIGNOFF_TEST_DATABASE_URL),3,4)
 
 test: $(VENV)/.test-tools
 	@if [ -z "$$SIGNOFF_TEST_DATABASE_URL" ]; then \
-		echo "make test: SQLite only, $(TEST_WORKERS) workers: about 4 min on 2 free cores, up to 10 when other work shares them (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
+		echo "make test: SQLite only, $(TEST_WORKERS) workers: about 3 min on 2 cores, longer when other work shares them (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
 	else \
-		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}, $(TEST_WORKERS) workers: about 5 min on 2 free cores, up to 14 when other work shares them"; \
+		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}, $(TEST_WORKERS) workers: about 4 min on 2 cores, longer when other work shares them"; \
 	fi
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
