@@ -10,6 +10,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -186,3 +187,31 @@ async def shared_server(
     server = await start_server(database_url, tmp_path_factory.mktemp("server"), **server_env())
     yield server
     server.stop()
+
+
+@dataclass(frozen=True)
+class ModuleServer:
+    """A ``signoff serve`` on a database of its own, and a way into that database."""
+
+    server: Server
+    sessionmaker: SessionMaker
+
+
+@pytest.fixture(scope="module")
+async def module_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ModuleServer]:
+    """One ``signoff serve`` (as ``serve()`` starts it) on a fresh database that no test
+    cleans, for the tests of a module that each build a world of their own (their own
+    queue, target and reviewer names) and so never see each other's: a process start
+    each saved. It stops, and its database goes, after the module's last test."""
+    with fresh_database(tmp_path_factory.mktemp("module-db")) as url:
+        engine = create_engine(url)
+        try:
+            await migrate(engine)
+            directory = tmp_path_factory.mktemp("module-server")
+            server = await start_server(url, directory, **server_env())
+            try:
+                yield ModuleServer(server, create_sessionmaker(engine))
+            finally:
+                server.stop()
+        finally:
+            await engine.dispose()

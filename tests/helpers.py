@@ -196,6 +196,11 @@ async def create_tasks(
     return ids
 
 
+def unique_name(prefix: str) -> str:
+    """A name no other test gives, for actors of a world that shares its database."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
 async def build_world(
     gql: GraphQLClient,
     *,
@@ -205,8 +210,11 @@ async def build_world(
     url: str = "http://127.0.0.1:9/hook",
     output_schema: dict[str, Any] | None = None,
     queue_options: dict[str, Any] | None = None,
+    reviewer_names: str = "reviewer",
     **target: Any,
 ) -> World:
+    """A queue with a target and ``reviewers`` reviewers named ``<reviewer_names>-0``, ...
+    (worlds that share a database give theirs names of their own)."""
     admin = await gql.token(Role.ADMIN, name="admin")
     slug = f"q-{uuid.uuid4().hex[:8]}"
     queue = (
@@ -239,7 +247,7 @@ async def build_world(
         admin=admin,
         agent=await gql.token(Role.AGENT, name="agent"),
         reviewers=[
-            await gql.token(Role.REVIEWER, name=f"reviewer-{i}", queues=[slug])
+            await gql.token(Role.REVIEWER, name=f"{reviewer_names}-{i}", queues=[slug])
             for i in range(reviewers)
         ],
         queue_id=queue["id"],

@@ -38,7 +38,8 @@ from signoff.pages import STATIC_DIR
 from signoff.resolvers.access.actors import set_actor_role
 from signoff.resolvers.core.work import UnitOfWork
 from tests.browser import browser, console_errors, offline_context, screenshot_path
-from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world
+from tests.conftest import ModuleServer
+from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world, unique_name
 from tests.live import Server, http_gql, server_log_on_failure
 from tests.receivers import Receiver
 from tests.receivers import serve as serve_receiver
@@ -76,8 +77,8 @@ def test_every_refusal_code_has_a_message_in_the_console() -> None:
     assert not missing, f"the console has no message for {sorted(missing)}"
 
 
-async def test_console_page_is_served_from_the_package(serve: Serve) -> None:
-    server = await serve()
+async def test_console_page_is_served_from_the_package(module_server: ModuleServer) -> None:
+    server = module_server.server
     async with httpx.AsyncClient(base_url=server.url) as http:
         page = await http.get("/")
         assert page.status_code == 200
@@ -287,14 +288,15 @@ async def test_console_resumes_after_its_server_restarts(
 
 
 async def test_what_a_reviewer_types_survives_live_updates_of_the_task(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
     """Every live event about the open task draws its page again. The amend form stays
     open with what was typed in it, and the reason box keeps its text; only when the
     payload itself changes is the edited payload set aside, and the reviewer is told."""
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=2)
+        world = await build_world(gql, reviewers=2, reviewer_names=names)
         made = await world.propose({"amount": 100, "currency": "EUR"})
         context, page, errors = await signed_in(browser, server, world.reviewers[0])
         try:
@@ -308,7 +310,7 @@ async def test_what_a_reviewer_types_survives_live_updates_of_the_task(
 
             await gql(CLAIM, {"id": made["task"]["id"]}, world.reviewers[1])
             await expect(page.locator(".facts")).to_contain_text(
-                "Claimed byreviewer-1", timeout=LIVE_WITHIN
+                f"Claimed by{names}-1", timeout=LIVE_WITHIN
             )
             await expect(page.locator("#amend-payload")).to_be_visible()
             await expect(page.locator("#amend-payload")).to_have_value(edited)
@@ -340,13 +342,14 @@ PROPOSAL_STATE = """query($id: ID!) {
 
 
 async def test_a_reviewer_amends_a_proposal_then_approves_two_at_once(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
     """Issue 14 in the console: amend instead of rejecting, then one bulk decision whose
     items each name the digest the list showed (the amended one's new digest)."""
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=2)
+        world = await build_world(gql, reviewers=2, reviewer_names=names)
         small = await world.propose({"amount": 100, "currency": "EUR"})
         other = await world.propose({"amount": 200, "currency": "EUR"})
         context, page, errors = await signed_in(browser, server, world.reviewers[0])
@@ -406,14 +409,15 @@ async def assert_signed_out_naming_the_roles(page: Page) -> None:
 
 
 async def test_an_agent_token_is_told_who_may_use_the_console_and_not_retried(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
     """Issue 35: an agent's queueEvents is refused; the console looped, resubscribing and
     reloading the list dozens of times a second under a "Live" header. Now it says who
     may use it and signs out, having asked the server next to nothing."""
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=0)
+        world = await build_world(gql, reviewers=0, reviewer_names=names)
     context = await offline_context(browser, viewport=DESKTOP)
     try:
         page = await context.new_page()
@@ -432,13 +436,14 @@ async def test_an_agent_token_is_told_who_may_use_the_console_and_not_retried(
 
 
 async def test_a_reviewer_demoted_while_watching_is_signed_out_once(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
     """The server ends the feed with FORBIDDEN when the role changes under an open console:
     one refusal, one sign-out, no retry."""
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=1)
+        world = await build_world(gql, reviewers=1, reviewer_names=names)
     traffic: Traffic | None = None
 
     def count(socket: WebSocket) -> None:
@@ -449,7 +454,7 @@ async def test_a_reviewer_demoted_while_watching_is_signed_out_once(
     try:
         traffic = Traffic(page)
         async with sessionmaker() as session:
-            await set_actor_role(work=UnitOfWork(session), name="reviewer-0", role=Role.AGENT)
+            await set_actor_role(work=UnitOfWork(session), name=f"{names}-0", role=Role.AGENT)
         await expect(page.get_by_label("API token")).to_be_visible(timeout=LIVE_WITHIN)
         await asyncio.sleep(2)
         assert len(traffic.requests) <= 3 and len(traffic.sockets) <= 1, traffic
@@ -479,11 +484,12 @@ async def test_only_roles_that_decide_get_bulk_checkboxes(
 
 
 async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=2)
+        world = await build_world(gql, reviewers=2, reviewer_names=names)
         made = await world.propose()
         await gql(CLAIM, {"id": made["task"]["id"]}, world.reviewers[1])
     context, page, errors = await signed_in(browser, server, world.reviewers[0])
@@ -500,13 +506,14 @@ async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
 
 
 async def test_task_rows_tell_proposals_apart_and_the_payload_comes_before_the_decision(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
     """Issue 35: every row read "Approve refund.create on refunds-… · OPEN …". A row now
     shows the target's summary field, the subject, the proposer and the age."""
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=1, summaryField="amount")
+        world = await build_world(gql, reviewers=1, summaryField="amount", reviewer_names=names)
         small = await world.propose({"amount": 100, "currency": "EUR"})
         await world.propose({"amount": 2500, "currency": "EUR"}, subject={"order": "o-2"})
     context, page, errors = await signed_in(browser, server, world.reviewers[0])
@@ -538,14 +545,15 @@ async def test_task_rows_tell_proposals_apart_and_the_payload_comes_before_the_d
 
 
 async def test_a_socket_that_keeps_dropping_is_retried_less_and_less_often(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
     """A websocket that is acknowledged and then drops at once (a proxy cutting it, a
     server failing each subscription) was retried every 250 ms for ever, since each
     acknowledgement reset the delay. Retries now back off exponentially."""
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql, reviewers=1)
+        world = await build_world(gql, reviewers=1, reviewer_names=names)
     opened: list[float] = []
     drops: set[asyncio.Task[None]] = set()
 

@@ -17,7 +17,8 @@ from signoff.models import ApiToken, ChangeKind, Role
 from signoff.resolvers.access.actors import hash_token
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.feed.subscriptions import decode_cursor, encode_cursor
-from tests.helpers import CLAIM, build_world, create_tasks, record_event
+from tests.conftest import ModuleServer
+from tests.helpers import CLAIM, build_world, create_tasks, record_event, unique_name
 from tests.live import (
     QUEUE_EVENTS,
     Server,
@@ -32,12 +33,11 @@ from tests.live import (
 Serve = Callable[..., Awaitable[Server]]
 
 
-async def test_subscriber_sees_propose_claim_decide_in_order(
-    serve: Serve, sessionmaker: SessionMaker
-) -> None:
-    server = await serve()
+async def test_subscriber_sees_propose_claim_decide_in_order(module_server: ModuleServer) -> None:
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql)
+        world = await build_world(gql, reviewer_names=names)
         reviewer = world.reviewers[0]
         await feed_settled(sessionmaker)
         after = await head_cursor(gql, reviewer)
@@ -59,17 +59,17 @@ async def test_subscriber_sees_propose_claim_decide_in_order(
     assert cursors == sorted(set(cursors))  # strictly increasing
     assert all(e["queueId"] == world.queue_id for e in events)
     assert events[3]["snapshot"]["state"] == "QUEUED"
-    assert events[2]["actor"]["name"] == "reviewer-0"
+    assert events[2]["actor"]["name"] == f"{names}-0"
     # Each entity's version after the change: the proposal 1, 2; its task 1, 2, 3.
     assert [e["entityVersion"] for e in events] == [1, 1, 2, 2, 3]
 
 
 async def test_resume_replays_exactly_what_was_missed_then_goes_live(
-    serve: Serve, sessionmaker: SessionMaker
+    module_server: ModuleServer,
 ) -> None:
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql)
+        world = await build_world(gql, reviewer_names=unique_name("reviewer"))
         reviewer = world.reviewers[0]
         await feed_settled(sessionmaker)
         start = await head_cursor(gql, reviewer)
@@ -124,14 +124,14 @@ async def test_resuming_from_a_pruned_cursor_is_cursor_expired(
                 await sub.wait_for(1, within=5)
 
 
-async def test_a_reviewer_never_receives_another_queues_events(
-    serve: Serve, sessionmaker: SessionMaker
-) -> None:
-    server = await serve()
+async def test_a_reviewer_never_receives_another_queues_events(module_server: ModuleServer) -> None:
+    server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
-        mine = await build_world(gql)
-        theirs = await build_world(gql)
-        reviewer = await gql.token(Role.REVIEWER, name="only-mine", queues=[mine.queue_slug])
+        mine = await build_world(gql, reviewer_names=unique_name("reviewer"))
+        theirs = await build_world(gql, reviewer_names=unique_name("reviewer"))
+        reviewer = await gql.token(
+            Role.REVIEWER, name=unique_name("only-mine"), queues=[mine.queue_slug]
+        )
         await feed_settled(sessionmaker)
         after = await head_cursor(gql, reviewer)
         async with (
@@ -154,11 +154,11 @@ mutation($input: QueueMemberInput!) { removeQueueMember(input: $input) { id } }
 
 
 async def test_a_reviewer_removed_from_a_queue_stops_receiving_it(
-    serve: Serve, sessionmaker: SessionMaker
+    module_server: ModuleServer,
 ) -> None:
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql)
+        world = await build_world(gql, reviewer_names=unique_name("reviewer"))
         reviewer = world.reviewers[0]
         me = (await gql("query { viewer { actor { id } } }", token=reviewer))["viewer"]
         await feed_settled(sessionmaker)
@@ -182,10 +182,10 @@ async def test_a_reviewer_removed_from_a_queue_stops_receiving_it(
     assert [e["kind"] for e in events] == ["task.created"]
 
 
-async def test_agents_follow_their_own_proposal(serve: Serve, sessionmaker: SessionMaker) -> None:
-    server = await serve()
+async def test_agents_follow_their_own_proposal(module_server: ModuleServer) -> None:
+    server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql)
+        world = await build_world(gql, reviewer_names=unique_name("reviewer"))
         proposed = await world.propose()
         proposal_id = proposed["proposal"]["id"]
         query = """subscription($id: ID!, $after: String) {
@@ -207,11 +207,11 @@ async def test_agents_follow_their_own_proposal(serve: Serve, sessionmaker: Sess
     assert events[3]["task"] == {"state": "COMPLETED"}
 
 
-async def test_incident_events_are_for_operators(serve: Serve, sessionmaker: SessionMaker) -> None:
-    server = await serve()
+async def test_incident_events_are_for_operators(module_server: ModuleServer) -> None:
+    server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql)
-        operator = await gql.token(Role.OPERATOR, name="operator")
+        world = await build_world(gql, reviewer_names=unique_name("reviewer"))
+        operator = await gql.token(Role.OPERATOR, name=unique_name("operator"))
         query = "subscription($after: String) { incidentEvents(after: $after) { kind entityId } }"
         async with (
             Subscription(server.ws_url, operator, query, {"after": encode_cursor(0)}) as ops,
