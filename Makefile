@@ -37,6 +37,20 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt 
 	$(PIP) install --no-deps --no-build-isolation -e clients/python
 	touch $@
 
+# The OpenAI Agents SDK recipe's venv (examples/agents/openai_agents): openai-agents pins an
+# older websockets than Signoff serves with, so it gets a venv of its own from its own
+# hashed lock, with signoff-client installed into it (its dependencies are in that lock).
+.venv-openai-agents/bin/python: requirements/build.txt requirements/openai-agents.txt \
+		clients/python/pyproject.toml
+	test -d .venv-openai-agents || $(PYTHON) -m venv .venv-openai-agents
+	.venv-openai-agents/bin/python -m pip --quiet --disable-pip-version-check install \
+		--require-hashes -r requirements/build.txt
+	.venv-openai-agents/bin/python -m pip --quiet --disable-pip-version-check install \
+		--require-hashes -r requirements/openai-agents.txt
+	.venv-openai-agents/bin/python -m pip --quiet --disable-pip-version-check install \
+		--no-deps --no-build-isolation -e clients/python
+	touch $@
+
 serve: $(BIN)/signoff
 	$(BIN)/signoff serve
 
@@ -100,8 +114,11 @@ lock:
 	$(UV_COMPILE) $(LOCK_ARGS) pyproject.toml --extra test -c requirements/serve.txt \
 		-o requirements/test.txt
 	$(UV_COMPILE) $(LOCK_ARGS) requirements/docs.in -c requirements/test.txt -o requirements/docs.txt
-	$(UV_COMPILE) $(LOCK_ARGS) requirements/agents.in -c requirements/docs.txt -o requirements/agents.txt
+	$(UV_COMPILE) $(LOCK_ARGS) requirements/agents.in -c requirements/test.txt -c requirements/docs.txt \
+		-o requirements/agents.txt
+	$(UV_COMPILE) $(LOCK_ARGS) requirements/openai-agents.in clients/python/pyproject.toml \
+		-o requirements/openai-agents.txt
 	$(UV_COMPILE) $(LOCK_ARGS) requirements/codegen.in -o requirements/codegen.txt
 
 clean:
-	rm -rf $(VENV) .venv-lock .venv-codegen *.egg-info .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) .venv-lock .venv-codegen .venv-openai-agents *.egg-info .pytest_cache .mypy_cache .ruff_cache site
