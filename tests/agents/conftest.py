@@ -86,7 +86,9 @@ async def review(
                         stage.world.reviewers[1], node, "REJECTED", reason=step[1]
                     )
                 else:
-                    await stage.gql(AMEND, {"input": amendment(node, step[1])}, stage.world.reviewers[0])
+                    await stage.gql(
+                        AMEND, {"input": amendment(node, step[1])}, stage.world.reviewers[0]
+                    )
             await asyncio.sleep(0.2)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 
+import pytest
+
 from tests.agents.conftest import Decision, approve_each, fenced, review
 from tests.client.conftest import Stage
 from tests.processes import ROOT
@@ -39,19 +41,25 @@ DECISIONS: dict[str, list[Decision]] = {
 }
 
 
-async def run_as_printed(stage: Stage, recipe: str, env: dict[str, str] | None = None) -> None:
+async def run_as_printed(stage: Stage, recipe: str) -> None:
     """Run the recipe's command as its README prints it, decide as the README says, and
     compare what it prints with the README's lines (in any order)."""
     readme = (ROOT / "examples" / "agents" / recipe / "README.md").read_text()
     *setup, command = fenced(readme, "sh")
     printed = fenced(readme, "text")[0].splitlines()
+    for step in setup:  # building the recipe's venv, where it has one
+        built = await asyncio.create_subprocess_exec(
+            "bash", "-c", step, cwd=ROOT, stderr=asyncio.subprocess.PIPE
+        )
+        _, err = await built.communicate()
+        assert built.returncode == 0, err.decode()
     command = command.replace("127.0.0.1:8000", f"127.0.0.1:{stage.server.port}")
     process = await asyncio.create_subprocess_exec(
         "bash",
         "-c",
         command,
         cwd=ROOT,
-        env={**os.environ, **(env or {}), "AGENT": stage.world.agent},
+        env={**os.environ, "AGENT": stage.world.agent},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -68,3 +76,8 @@ async def test_the_pydantic_ai_agent_runs_as_printed(refunds: Stage) -> None:
 
 async def test_the_langgraph_graph_runs_as_printed(refunds: Stage) -> None:
     await run_as_printed(refunds, "langgraph")
+
+
+@pytest.mark.timeout(300)  # a first run builds the recipe's venv
+async def test_the_openai_agents_sdk_agent_runs_as_printed(refunds: Stage) -> None:
+    await run_as_printed(refunds, "openai_agents")
