@@ -1,5 +1,6 @@
 """The recipes in examples/agents, each run as its README prints it against a real
-``signoff serve``, with a reviewer approving what the agent proposes."""
+``signoff serve``, with a reviewer deciding what the agent proposes as the README says
+(approving, amending, rejecting)."""
 
 from __future__ import annotations
 
