@@ -7,6 +7,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,57 @@ async def approve_each(
                     approved.append(node["id"])
             await asyncio.sleep(0.2)
     return approved
+
+
+Decision = tuple[str, str] | tuple[str, dict[str, Any]] | str
+
+
+async def review(
+    stage: Stage,
+    decisions: dict[str, list[Decision]],
+    agent: asyncio.subprocess.Process,
+    within: float = 60,
+) -> None:
+    """Decide each ticket's proposal as a reviewer would, in turn as it comes up for review:
+    ``"approve"``, ``("reject", reason)`` or ``("amend", patch)`` (the agent accepts an
+    amendment, then it comes up again for the next decision), until every decision was
+    made (or the ``agent`` process ended)."""
+    done: set[tuple[str, int]] = set()
+    left = {ticket: list(steps) for ticket, steps in decisions.items()}
+    query = (
+        "query { proposals(state: APPROVAL_REQUIRED) { nodes { id subject revision "
+        "awaitingProposer payloadDigest } } }"
+    )
+    async with asyncio.timeout(within):
+        while any(left.values()) and agent.returncode is None:
+            data = await stage.gql(query, {}, stage.world.admin)
+            for node in data["proposals"]["nodes"]:
+                seen = (node["id"], node["revision"])
+                steps = left.get(node["subject"].get("ticket"), [])
+                if node["awaitingProposer"] or seen in done or not steps:
+                    continue
+                done.add(seen)
+                step = steps.pop(0)
+                if step == "approve":
+                    await stage.world.decide(stage.world.reviewers[1], node)
+                elif step[0] == "reject":
+                    await stage.world.decide(
+                        stage.world.reviewers[1], node, "REJECTED", reason=step[1]
+                    )
+                else:
+                    await stage.gql(
+                        AMEND, {"input": amendment(node, step[1])}, stage.world.reviewers[0]
+                    )
+            await asyncio.sleep(0.2)
+
+
+AMEND = "mutation($input: AmendProposalInput!) { amendProposal(input: $input) { replayed } }"
+
+
+def amendment(node: dict[str, Any], patch: Any) -> dict[str, Any]:
+    return {
+        "proposalId": node["id"],
+        "basedOnDigest": node["payloadDigest"],
+        "reason": "Only the unused part",
+        "patch": patch,
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import time
@@ -12,9 +13,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, InputRequiredResult
+from signoff_client.mcp_server import MULTI_ROUND_VERSION
 
 from tests.client.conftest import Stage
 from tests.processes import free_port
@@ -35,17 +40,30 @@ def mcp_env(stage: Stage, token: str) -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def over_stdio(stage: Stage, token: str) -> AsyncIterator[ClientSession]:
+async def over_stdio(
+    stage: Stage, token: str, modern: bool = False
+) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "signoff_client.mcp_server"], env=mcp_env(stage, token)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        await connect(session, modern)
         yield session
 
 
+async def connect(session: ClientSession, modern: bool) -> None:
+    """The ``initialize`` handshake, or (``modern``) ``server/discover`` on the protocol
+    revision with the multi round-trip flow."""
+    if not modern:
+        await session.initialize()
+        return
+    found = await session.discover()
+    assert MULTI_ROUND_VERSION in found.supported_versions
+    assert session.protocol_version == MULTI_ROUND_VERSION
+
+
 @contextlib.asynccontextmanager
-async def over_http(stage: Stage, token: str) -> AsyncIterator[ClientSession]:
+async def over_http(stage: Stage, token: str, modern: bool = False) -> AsyncIterator[ClientSession]:
     port = free_port()
     # Through the server's command line, which hands over to signoff-client's server.
     command = ["-m", "signoff", "mcp", "--transport", "http", "--port", str(port)]
@@ -71,7 +89,7 @@ async def over_http(stage: Stage, token: str) -> AsyncIterator[ClientSession]:
             streamable_http_client(url) as (read, write),
             ClientSession(read, write) as session,
         ):
-            await session.initialize()
+            await connect(session, modern)
             yield session
     finally:
         process.terminate()
@@ -152,3 +170,86 @@ async def test_a_token_without_the_agent_role_is_refused(stage: Stage) -> None:
     async with over_stdio(stage, stage.world.reviewers[0]) as session:
         refused = await session.call_tool("list_targets", {})
         assert "FORBIDDEN" in error_text(refused) and "agent" in error_text(refused)
+
+
+@pytest.mark.parametrize("transport", [over_stdio, over_http], ids=["stdio", "http"])
+async def test_a_long_decision_is_waited_for_in_rounds_the_client_calls_again(
+    stage: Stage, transport: Any
+) -> None:
+    """Multi round-trip: while undecided, wait_for_decision answers "input required" with a
+    request state and no question; each call again with it holds for a bounded time only,
+    until the decision (then the delivery) ends the rounds with a structured result."""
+    async with transport(stage, stage.world.agent, modern=True) as session:
+        proposed = structured(
+            await session.call_tool(
+                "propose_action",
+                {"target": stage.world.target_id, "payload": {"amount": 60, "currency": "EUR"}},
+            )
+        )
+        arguments = {"proposal_id": proposed["proposal_id"], "timeout_seconds": 1}
+        rounds: list[InputRequiredResult] = []
+        for _ in range(2):
+            started = time.monotonic()
+            answer = await session.call_tool(
+                "wait_for_decision",
+                arguments,
+                request_state=rounds[-1].request_state if rounds else None,
+                allow_input_required=True,
+            )
+            assert 1 <= time.monotonic() - started < 5, "a round holds the call a bounded time"
+            assert isinstance(answer, InputRequiredResult), answer
+            assert answer.request_state and not answer.input_requests
+            rounds.append(answer)
+
+        await stage.decide(proposed["proposal_id"])
+        statuses: list[str] = []
+        state = rounds[-1].request_state
+        while not statuses or statuses[-1] != "applied":
+            answer = await session.call_tool(
+                "wait_for_decision", arguments, request_state=state, allow_input_required=True
+            )
+            if isinstance(answer, InputRequiredResult):
+                rounds.append(answer)
+                state = answer.request_state
+                continue
+            statuses.append(structured(answer)["status"])
+            state = None
+            assert len(statuses) <= 2 and len(rounds) < 60, statuses
+        # Delivery may have ended before the call that learns of the approval.
+        assert statuses in (["approved", "applied"], ["applied"])
+
+        # The state is the server's own: one it did not seal is refused.
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await session.call_tool(
+                "wait_for_decision",
+                arguments,
+                request_state=json.dumps({"waiting_on": proposed["proposal_id"]}),
+                allow_input_required=True,
+            )
+
+
+async def test_the_sdk_client_calls_again_by_itself_until_decided(stage: Stage) -> None:
+    """The official high-level ``Client`` speaks the flow: one ``call_tool`` of
+    wait_for_decision returns the decision, however many bounded rounds it took."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "signoff_client.mcp_server"],
+        env=mcp_env(stage, stage.world.agent),
+    )
+    async with Client(params) as client:
+        assert client.session.protocol_version == MULTI_ROUND_VERSION
+        made = await client.call_tool(
+            "propose_action",
+            {"target": stage.world.target_id, "payload": {"amount": 45, "currency": "EUR"}},
+        )
+        proposal_id = structured(made)["proposal_id"]
+        waiting = asyncio.create_task(
+            client.call_tool(
+                "wait_for_decision", {"proposal_id": proposal_id, "timeout_seconds": 1}
+            )
+        )
+        await asyncio.sleep(2.5)  # more than two rounds
+        assert not waiting.done()
+        await stage.decide(proposal_id)
+        decided = structured(await asyncio.wait_for(waiting, 20))
+        assert decided["status"] in ("approved", "applied")

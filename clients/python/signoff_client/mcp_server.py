@@ -1,23 +1,24 @@
-"""``signoff-mcp`` (and ``signoff mcp``): Signoff's approval step as MCP tools, for any
-agent that speaks the Model Context Protocol.
+"""``signoff-mcp`` (and ``signoff mcp``): Signoff's approval step as MCP tools.
 
-A client of a running Signoff: ``SIGNOFF_URL`` names it and ``SIGNOFF_TOKEN`` is an agent's
-token. Every tool answers with structured content (its output schema) and readable text.
-A decision can take hours, so ``wait_for_decision`` waits a bounded time and then answers
-``still_waiting`` with the proposal's id, for the model to come back to it later.
-
-    signoff-mcp                          # stdio, for a desktop MCP client
-    signoff-mcp --transport http --port 8765   # streamable HTTP at /mcp
+A client of the Signoff named by ``SIGNOFF_URL``, as the agent whose token is
+``SIGNOFF_TOKEN``; every result is structured and readable. No call is held for long:
+``wait_for_decision`` waits a bounded time, then asks a client that speaks the multi
+round-trip flow to call again with a request state, and tells any other ``still_waiting``.
+Run ``signoff-mcp`` (stdio) or ``signoff-mcp --transport http --port 8765`` (at /mcp).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from typing import Any, Literal, cast
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.request_state import RequestStateSecurity
+from mcp_types import InputRequiredResult
+from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
 from signoff_client.client import AsyncSignoff
@@ -27,6 +28,12 @@ from signoff_client.generated.input_types import PrepareDraftInput
 from signoff_client.outcomes import Outcome, implied_outcomes
 
 MAX_WAIT_SECONDS = 55.0  # below the usual MCP client's request timeout
+# The first protocol revision with the multi round-trip flow (an "input required" result
+# the client answers by calling again with its request state).
+MULTI_ROUND_VERSION = "2026-07-28"
+# How long a round's request state stays valid: it names only the proposal, bound by the
+# SDK to the same tool, arguments and caller, so a client may come back to it much later.
+REQUEST_STATE_TTL_SECONDS = 24 * 3600.0
 PROPOSING_ROLES = frozenset({"AGENT", "ADMIN"})
 
 INSTRUCTIONS = (
@@ -169,7 +176,11 @@ def decision_of(outcome: Outcome) -> Decision:
 
 def build(url: str, token: str) -> MCPServer[Any]:
     """The MCP server with Signoff's tools, for the server at ``url`` as ``token``."""
-    server: MCPServer[Any] = MCPServer("signoff", instructions=INSTRUCTIONS)
+    server: MCPServer[Any] = MCPServer(
+        "signoff",
+        instructions=INSTRUCTIONS,
+        request_state_security=RequestStateSecurity.ephemeral(ttl=REQUEST_STATE_TTL_SECONDS),
+    )
     tools = Tools(url, token)
 
     @server.tool()
@@ -212,31 +223,20 @@ def build(url: str, token: str) -> MCPServer[Any]:
         return proposal_view(handle.state)
 
     @server.tool()
-    async def wait_for_decision(proposal_id: str, timeout_seconds: float = 25.0) -> Decision:
+    async def wait_for_decision(
+        proposal_id: str, ctx: Context, timeout_seconds: float = 25.0
+    ) -> Decision | InputRequiredResult:
         """Wait up to timeout_seconds (at most 55) for the proposal's decision or, once
-        approved, for its delivery; answers still_waiting otherwise: call again later."""
-        client = await tools.client()
-        handle = await call(client.proposal(proposal_id))
-        known = implied_outcomes(handle.state)
-        if known and known[-1].kind != "approved":
-            return decision_of(known[-1])
-        handle.returned = list(known)
-        try:
-            outcome = await call(handle.wait(min(max(timeout_seconds, 0.0), MAX_WAIT_SECONDS)))
-        except ToolError as exc:
-            if not isinstance(exc.__cause__, StillWaiting):
-                raise
-            if known:
-                return decision_of(known[-1])
-            return Decision(
-                proposal_id=proposal_id,
-                status="still_waiting",
-                message=(
-                    f"No decision yet on {proposal_id} ({handle.state.state.value}); call "
-                    "wait_for_decision again later."
-                ),
-            )
-        return decision_of(outcome)
+        approved, for its delivery. Still undecided: the client is asked to call again
+        (multi round-trip), or the answer is still_waiting: call again later."""
+        decision = await next_decision(await tools.client(), proposal_id, timeout_seconds)
+        if decision.status != "still_waiting":
+            return decision
+        if is_version_at_least(ctx.protocol_version or "", MULTI_ROUND_VERSION):
+            # Nothing to ask: the state (the SDK seals it) says what to call again for.
+            state = json.dumps({"waiting_on": proposal_id})
+            return InputRequiredResult(request_state=state, result_type="input_required")
+        return decision
 
     @server.tool()
     async def accept_amendment(proposal_id: str, payload_digest: str) -> ProposalView:
@@ -276,6 +276,31 @@ def build(url: str, token: str) -> MCPServer[Any]:
         return draft_view(await call(client.draft(draft_id, session_id)))
 
     return server
+
+
+async def next_decision(client: AsyncSignoff, proposal_id: str, within: float) -> Decision:
+    """The proposal's next outcome, waited for a bounded time, or ``still_waiting``."""
+    handle = await call(client.proposal(proposal_id))
+    known = implied_outcomes(handle.state)
+    if known and known[-1].kind != "approved":
+        return decision_of(known[-1])
+    handle.returned = list(known)
+    try:
+        outcome = await call(handle.wait(min(max(within, 0.0), MAX_WAIT_SECONDS)))
+    except ToolError as exc:
+        if not isinstance(exc.__cause__, StillWaiting):
+            raise
+        if known:
+            return decision_of(known[-1])
+        return Decision(
+            proposal_id=proposal_id,
+            status="still_waiting",
+            message=(
+                f"No decision yet on {proposal_id} ({handle.state.state.value}); call "
+                "wait_for_decision again later."
+            ),
+        )
+    return decision_of(outcome)
 
 
 def draft_view(draft: DraftFields, replayed: bool = False) -> DraftView:
