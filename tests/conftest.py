@@ -195,23 +195,30 @@ class ModuleServer:
 
     server: Server
     sessionmaker: SessionMaker
+    database_url: str
 
 
-@pytest.fixture(scope="module")
-async def module_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ModuleServer]:
-    """One ``signoff serve`` (as ``serve()`` starts it) on a fresh database that no test
-    cleans, for the tests of a module that each build a world of their own (their own
-    queue, target and reviewer names) and so never see each other's: a process start
-    each saved. It stops, and its database goes, after the module's last test."""
-    with fresh_database(tmp_path_factory.mktemp("module-db")) as url:
+@contextlib.asynccontextmanager
+async def server_on_its_own_database(directory: Path, **env: str) -> AsyncIterator[ModuleServer]:
+    """A ``signoff serve`` (as ``serve()`` starts it, ``env`` over its environment) on a
+    fresh database that no test cleans; both go on the way out."""
+    with fresh_database(directory) as url:
         engine = create_engine(url)
         try:
             await migrate(engine)
-            directory = tmp_path_factory.mktemp("module-server")
-            server = await start_server(url, directory, **server_env())
+            server = await start_server(url, directory, **server_env(**env))
             try:
-                yield ModuleServer(server, create_sessionmaker(engine))
+                yield ModuleServer(server, create_sessionmaker(engine), url)
             finally:
                 server.stop()
         finally:
             await engine.dispose()
+
+
+@pytest.fixture(scope="module")
+async def module_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ModuleServer]:
+    """One server for the tests of a module that each build a world of their own (their
+    own queue, target and reviewer names) and so never see each other's: a process start
+    each saved. It stops, and its database goes, after the module's last test."""
+    async with server_on_its_own_database(tmp_path_factory.mktemp("module-server")) as shared:
+        yield shared

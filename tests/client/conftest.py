@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from signoff.database import SessionMaker
-from tests.helpers import GraphQLClient, World, build_world
+from tests.conftest import ModuleServer, server_on_its_own_database
+from tests.helpers import GraphQLClient, World, build_world, unique_name
 from tests.live import Server, http_gql, server_log_on_failure
 from tests.receivers import Receiver
 from tests.receivers import serve as serve_receiver
@@ -34,6 +35,10 @@ class Stage:
     database_url: str
     queue: str
     logs: Path
+    reviewer_names: str
+
+    def reviewer_name(self, number: int) -> str:
+        return f"{self.reviewer_names}-{number}"
 
     async def proposal(self, proposal_id: str) -> dict[str, Any]:
         data = await self.gql(
@@ -49,32 +54,93 @@ class Stage:
         await self.world.decide(self.world.reviewers[0], proposal, decision, **extra)
 
     async def proposals_count(self) -> int:
-        data = await self.gql("query { proposals { nodes { id } } }", {}, self.world.admin)
+        """The proposals of this stage's queue (others may share the database)."""
+        data = await self.gql(
+            "query($q: ID) { proposals(queueId: $q) { nodes { id } } }",
+            {"q": self.world.queue_id},
+            self.world.admin,
+        )
         return len(data["proposals"]["nodes"])
 
 
+@dataclass(frozen=True)
+class DeliveringServer:
+    """A delivering server shared by a module's tests, and its arq queue."""
+
+    shared: ModuleServer
+    queue: str
+
+
+@pytest.fixture(scope="module")
+async def delivering_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[DeliveringServer]:
+    queue = unique_queue()
+    directory = tmp_path_factory.mktemp("delivering-server")
+    async with server_on_its_own_database(directory, **delivering_env(queue)) as shared:
+        yield DeliveringServer(shared, queue)
+
+
 @pytest.fixture
-async def stage(
+async def stage(delivering_server: DeliveringServer, tmp_path: Path) -> AsyncIterator[Stage]:
+    """A world of the test's own (queue, target, reviewers, receiver) on the module's
+    delivering server."""
+    shared = delivering_server.shared
+    async with staged_on(
+        shared.server, shared.sessionmaker, shared.database_url, delivering_server.queue, tmp_path
+    ) as made:
+        yield made
+
+
+@pytest.fixture
+async def own_stage(
     serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path
 ) -> AsyncIterator[Stage]:
+    """A stage whose delivering server is the test's alone (to stop and start it)."""
     async with staged(serve, sessionmaker, database_url, tmp_path) as made:
         yield made
+
+
+def delivering_env(queue: str) -> dict[str, str]:
+    return {
+        "SIGNOFF_EMBEDDED_WORKER": "1",
+        "SIGNOFF_ARQ_QUEUE": queue,
+        "SIGNOFF_SWEEP_INTERVAL_SECONDS": "1",
+    }
 
 
 @contextlib.asynccontextmanager
 async def staged(
     serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path, **target: Any
 ) -> AsyncIterator[Stage]:
-    """A delivering server and its world; ``target`` overrides the target's fields."""
+    """A delivering server of its own and its world; ``target`` overrides the target's
+    fields."""
     queue = unique_queue()
-    server = await serve(
-        SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue, SIGNOFF_SWEEP_INTERVAL_SECONDS="1"
-    )
-    receiver = Receiver()
+    server = await serve(**delivering_env(queue))
+    async with staged_on(server, sessionmaker, database_url, queue, tmp_path, **target) as made:
+        yield made
+
+
+@contextlib.asynccontextmanager
+async def staged_on(
+    server: Server,
+    sessionmaker: SessionMaker,
+    database_url: str,
+    queue: str,
+    tmp_path: Path,
+    **target: Any,
+) -> AsyncIterator[Stage]:
+    """A world on ``server`` (reviewers named apart) delivering to a receiver of its own."""
+    receiver, names = Receiver(), unique_name("reviewer")
     async with serve_receiver(receiver), http_gql(server, sessionmaker) as gql:
         world = await build_world(
-            gql, reviewers=2, url=receiver.url, amendmentsNeedProposer=True, **target
+            gql,
+            reviewers=2,
+            url=receiver.url,
+            amendmentsNeedProposer=True,
+            reviewer_names=names,
+            **target,
         )
         receiver.secret = world.signing_secret
         with delivering(database_url, queue, tmp_path), server_log_on_failure(server):
-            yield Stage(server, world, gql, receiver, database_url, queue, tmp_path)
+            yield Stage(server, world, gql, receiver, database_url, queue, tmp_path, names)

@@ -47,7 +47,7 @@ async def test_wait_returns_approved_then_applied(stage: Stage) -> None:
         await stage.decide(proposal.id)
         approved = await proposal.wait(timeout=20)
         assert isinstance(approved, Approved)
-        assert approved.payload == PAYLOAD and approved.approvers == ["reviewer-0"]
+        assert approved.payload == PAYLOAD and approved.approvers == [stage.reviewer_name(0)]
         applied = await proposal.wait(timeout=20)
         assert isinstance(applied, Applied)
         assert applied.result["statusCode"] == 200
@@ -61,7 +61,9 @@ async def test_a_rejection_comes_with_its_reason(stage: Stage) -> None:
         await asyncio.sleep(0.3)
         await stage.decide(proposal.id, "REJECTED", reason="Refund exceeds the order total")
         outcome = await waiting
-        assert outcome == Rejected(proposal.id, "Refund exceeds the order total", "reviewer-0")
+        assert outcome == Rejected(
+            proposal.id, "Refund exceeds the order total", stage.reviewer_name(0)
+        )
 
 
 async def test_an_amendment_is_accepted_then_approved_as_amended(stage: Stage) -> None:
@@ -129,7 +131,8 @@ async def test_the_same_call_proposes_once(stage: Stage) -> None:
         assert await stage.proposals_count() == 1
 
 
-async def test_a_server_restart_during_wait_loses_no_event(stage: Stage, serve: Serve) -> None:
+async def test_a_server_restart_during_wait_loses_no_event(own_stage: Stage, serve: Serve) -> None:
+    stage = own_stage
     async with await agent(stage) as signoff:
         proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-6"})
         waiting = asyncio.create_task(proposal.wait(timeout=60))
@@ -213,7 +216,11 @@ async def test_a_decorated_call_retried_after_a_crash_proposes_once(stage: Stage
     assert await read_json(again) == {"started": True}
     await asyncio.sleep(1)
     assert await stage.proposals_count() == 1
-    proposals = await stage.gql("query { proposals { nodes { id } } }", {}, stage.world.admin)
+    proposals = await stage.gql(
+        "query($q: ID) { proposals(queueId: $q) { nodes { id } } }",
+        {"q": stage.world.queue_id},
+        stage.world.admin,
+    )
     proposal_id = proposals["proposals"]["nodes"][0]["id"]
     await stage.decide(proposal_id)  # a reviewer, in another process than the agent
     assert await read_json(again) == {"ran": PAYLOAD}

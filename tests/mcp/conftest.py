@@ -2,4 +2,5 @@
 
 from __future__ import annotations
 
+from tests.client.conftest import delivering_server as delivering_server
 from tests.client.conftest import stage as stage
