@@ -11,9 +11,9 @@ from typing import Any
 
 from playwright.async_api import Browser, Page, expect
 
-from signoff.database import SessionMaker
 from tests.browser import browser, console_errors, offline_context, screenshot_path
-from tests.helpers import GraphQLClient, World, build_world
+from tests.conftest import ModuleServer
+from tests.helpers import GraphQLClient, World, build_world, unique_name
 from tests.live import Server, http_gql
 from tests.schema.test_approval_links import CREATE_LINK, actor_id, counts, proposal_state
 
@@ -58,11 +58,11 @@ async def look_of(page: Page) -> dict[str, Any]:
 
 
 async def test_a_link_opened_twice_then_approved_decides_once(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql)
+        world = await build_world(gql, reviewer_names=unique_name("reviewer"))
         proposed, created = await make_link(gql, world, {"amount": 321, "currency": "EUR"})
         context = await offline_context(browser)
         page = await context.new_page()
@@ -95,13 +95,13 @@ async def test_a_link_opened_twice_then_approved_decides_once(
 
 
 async def test_the_link_page_wears_the_consoles_stylesheet(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker, tmp_path: Path
+    browser: Browser, module_server: ModuleServer, tmp_path: Path
 ) -> None:
     """Issue 35: the link page was unstyled (the browser's serif defaults). It now loads
     the console's own stylesheet, so its fonts, colours and buttons are the console's."""
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql)
+        world = await build_world(gql, reviewer_names=unique_name("reviewer"))
         _, created = await make_link(gql, world, {"amount": 321, "currency": "EUR"})
     context = await offline_context(browser, viewport={"width": 1000, "height": 900})
     try:

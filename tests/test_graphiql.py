@@ -12,9 +12,9 @@ import httpx
 from playwright.async_api import Browser, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from signoff.database import SessionMaker
 from signoff.pages import STATIC_DIR
 from tests.browser import browser, console_errors, offline_context
+from tests.conftest import ModuleServer
 from tests.helpers import CREATE_QUEUE
 from tests.live import Server, http_gql, server_log_on_failure
 
@@ -62,8 +62,8 @@ def test_the_vendored_files_are_the_pinned_versions() -> None:
         assert "MIT License" in (STATIC_DIR / "graphiql" / licence).read_text()
 
 
-async def test_graphiql_page_loads_only_local_files(serve: Serve) -> None:
-    server = await serve()
+async def test_graphiql_page_loads_only_local_files(shared_server: Server) -> None:
+    server = shared_server
     async with httpx.AsyncClient(base_url=server.url) as http:
         page = await http.get("/graphql", headers={"Accept": "text/html"})
         assert page.status_code == 200
@@ -76,9 +76,9 @@ async def test_graphiql_page_loads_only_local_files(serve: Serve) -> None:
 
 
 async def test_headers_tab_token_authenticates_queries_and_subscriptions(
-    browser: Browser, serve: Serve, sessionmaker: SessionMaker
+    browser: Browser, module_server: ModuleServer
 ) -> None:
-    server = await serve()
+    server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
         admin = await gql.token("admin", name="graphiql-admin")
         context = await offline_context(browser)
