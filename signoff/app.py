@@ -66,7 +66,8 @@ from signoff.logs import RequestLogging
 from signoff.pages import graphiql_page, page_routes
 from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
 from signoff.ratelimit import RateLimiter
-from signoff.resolvers.access.actors import authenticate_in
+from signoff.resolvers.access.authenticator import Authenticator
+from signoff.resolvers.access.provider import OpenIdProvider
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.access.viewer_cache import ViewerCache
 from signoff.resolvers.core.work import Services, WorkMaker
@@ -118,6 +119,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
         self.viewers = ViewerCache(settings.auth_cache_seconds)
+        provider = None if settings.oidc is None else OpenIdProvider(settings.oidc)
+        self.authenticator = Authenticator(work, read_sessionmaker, provider)
         if hub is not None:
             # A revoked token or a changed role takes effect on the next request at once.
             hub.fanout.listen(functools.partial(forget_changed_viewers, self.viewers))
@@ -131,6 +134,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 read_sessionmaker,
                 buffer=settings.subscriber_buffer,
                 refresh_seconds=settings.events_auth_refresh_seconds,
+                authenticate=self.authenticator.viewer,
             )
         )
 
@@ -186,13 +190,14 @@ class SignoffGraphQL(GraphQL[Context, None]):
             response=response,
             viewers=self.viewers,
             admission=request.scope.get(ADMISSION),
+            authenticator=self.authenticator,
         )
 
     async def _connecting_viewer(self, token: str | None) -> Viewer:
         """The viewer of a ``connection_init``, through the same short cache as requests:
         a burst of dashboards reconnecting with one token reads it once, not once each."""
 
-        read = functools.partial(authenticate_in, self.read_sessionmaker, token)
+        read = functools.partial(self.authenticator.viewer, token)
         if token is None:
             return await read()  # refused: nothing to share
         return await self.viewers.viewer(token, read)
@@ -367,6 +372,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             if jobs is not None:
                 await jobs.stop()
             await events.stop()
+            await view.authenticator.close()
             await engine.dispose()
 
     graphql: Any = BodySizeLimit(
