@@ -84,7 +84,8 @@ class OidcIdentity(SQLModel, table=True):
 
 class ConsoleSession(SQLModel, table=True):
     """A reviewer signed in to the console through the provider. The browser holds only
-    the session's token (stored here as its hash); the provider's refresh token is sealed."""
+    the session's token (stored here as its hash; its CSRF token is derived from it); the
+    provider's refresh token is sealed."""
 
     __tablename__ = "console_sessions"
 
@@ -92,7 +93,6 @@ class ConsoleSession(SQLModel, table=True):
     actor_id: str = fk_field("actors.id")
     identity_id: str = fk_field("oidc_identities.id")
     token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
-    csrf_token: str = Field(sa_column=sa.Column(sa.String(64), nullable=False))
     refresh_token: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     id_token: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     created_at: datetime = time_field(default_now=True)

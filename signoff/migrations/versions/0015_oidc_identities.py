@@ -41,7 +41,6 @@ def upgrade() -> None:
             nullable=False,
         ),
         sa.Column("token_hash", sa.String(length=64), nullable=False, unique=True),
-        sa.Column("csrf_token", sa.String(length=64), nullable=False),
         sa.Column("refresh_token", sa.Text(), nullable=True),
         sa.Column("id_token", sa.Text(), nullable=True),
         sa.Column("created_at", TIME, nullable=False),

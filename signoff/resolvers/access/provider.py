@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from authlib.common.security import generate_token
+from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 from joserfc import jws, jwt
 from joserfc.errors import (
     BadSignatureError,
@@ -32,12 +34,31 @@ from signoff.constants import (
     OIDC_LEEWAY_SECONDS,
     OIDC_METADATA_MAX_AGE_SECONDS,
 )
-from signoff.errors import IdentityProviderUnavailable, IdentityTokenRefused
+from signoff.errors import IdentityProviderUnavailable, IdentityTokenRefused, SignInRefused
 from signoff.oidc_settings import OidcSettings
 
 # RFC 9068: a JWT access token says so in its header, so an ID token (whose audience is
 # the client id, the audience's default) is never taken for one.
 ACCESS_TOKEN_TYPES = frozenset({"at+jwt", "application/at+jwt"})
+
+
+@dataclass(frozen=True)
+class ProviderTokens:
+    """What the provider's token endpoint answered the console's backend: the ID token
+    (who signed in, their groups) and the refresh token (to read them again later)."""
+
+    id_token: str
+    refresh_token: str | None
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    """Where to send the browser, and what the callback must find again."""
+
+    url: str
+    state: str
+    nonce: str
+    code_verifier: str
 
 
 @dataclass(frozen=True)
@@ -123,6 +144,87 @@ class OpenIdProvider:
         if not isinstance(document, dict):
             raise IdentityProviderUnavailable()
         return document
+
+    def _client(self, redirect_uri: str | None = None) -> AsyncOAuth2Client:
+        """Authlib's OAuth 2 client (PKCE with S256), for one exchange."""
+        return AsyncOAuth2Client(
+            client_id=self.settings.client_id,
+            client_secret=self.settings.client_secret,
+            redirect_uri=redirect_uri,
+            scope="openid profile email groups offline_access",
+            code_challenge_method="S256",
+            timeout=OIDC_HTTP_TIMEOUT_SECONDS,
+        )
+
+    async def authorization_request(self, redirect_uri: str) -> AuthorizationRequest:
+        """A new Authorization Code request with PKCE, a state and a nonce."""
+        discovery = await self.discovery()
+        verifier = generate_token(64)
+        nonce = generate_token(32)
+        async with self._client(redirect_uri) as client:
+            url, state = client.create_authorization_url(
+                discovery.authorization_endpoint, code_verifier=verifier, nonce=nonce
+            )
+        return AuthorizationRequest(url=url, state=state, nonce=nonce, code_verifier=verifier)
+
+    async def exchange_code(
+        self, *, code: str, code_verifier: str, redirect_uri: str
+    ) -> ProviderTokens:
+        """The code for tokens; a code the provider refuses (used already, or not for
+        this verifier) is ``SIGN_IN_REFUSED``."""
+        discovery = await self.discovery()
+        async with self._client(redirect_uri) as client:
+            answer = await self._token_call(
+                client.fetch_token(
+                    discovery.token_endpoint,
+                    grant_type="authorization_code",
+                    code=code,
+                    code_verifier=code_verifier,
+                )
+            )
+        return answer
+
+    async def refresh(self, refresh_token: str) -> ProviderTokens:
+        """Read the directory again: the refresh token for a new ID token."""
+        discovery = await self.discovery()
+        async with self._client() as client:
+            return await self._token_call(
+                client.refresh_token(discovery.token_endpoint, refresh_token=refresh_token)
+            )
+
+    async def _token_call(self, call: Awaitable[Mapping[str, Any]]) -> ProviderTokens:
+        try:
+            answer = await call
+        except OAuthError as exc:
+            raise SignInRefused(
+                f"The identity provider refused: {exc.error or 'no reason given'}.",
+                reason=exc.error,
+            ) from None
+        except (httpx.HTTPError, ValueError):
+            raise IdentityProviderUnavailable() from None
+        id_token = answer.get("id_token")
+        if not isinstance(id_token, str):
+            raise IdentityProviderUnavailable("The identity provider sent no ID token.")
+        refresh_token = answer.get("refresh_token")
+        return ProviderTokens(
+            id_token=id_token,
+            refresh_token=refresh_token if isinstance(refresh_token, str) else None,
+        )
+
+    async def end_session_url(
+        self, id_token: str | None, post_logout_redirect_uri: str
+    ) -> str | None:
+        """The provider's end-session endpoint, for the browser (none if it has none)."""
+        discovery = await self.discovery()
+        if discovery.end_session_endpoint is None:
+            return None
+        query = {
+            "client_id": self.settings.client_id,
+            "post_logout_redirect_uri": post_logout_redirect_uri,
+        }
+        if id_token is not None:
+            query["id_token_hint"] = id_token
+        return str(httpx.URL(discovery.end_session_endpoint, params=query))
 
     async def verify_access_token(self, token: str) -> dict[str, Any]:
         """The claims of an API access token: an ``at+jwt`` for ``SIGNOFF_OIDC_AUDIENCE``."""
