@@ -143,7 +143,9 @@ async def test_reviewers_sign_in_at_the_provider_and_see_only_their_queues(
         await expect(page.get_by_role("link", name=PROVIDER_BUTTON)).to_be_visible()
         # With a provider, pasting a token is off unless SIGNOFF_CONSOLE_TOKEN_SIGN_IN allows it.
         await expect(page.get_by_label("API token")).to_have_count(0)
-        await page.screenshot(path=screenshot_path("console-sign-in", world.provider.folder))
+        await page.screenshot(
+            path=screenshot_path("console-sign-in-provider", world.provider.folder)
+        )
 
         await sign_in(page, server, "alice")
         await expect(page.locator("#who")).to_have_text("Alice Ng (reviewer)")

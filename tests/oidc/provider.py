@@ -25,33 +25,9 @@ PROVIDER_DIR = Path(__file__).resolve().parent.parent / "oidc_provider"
 AUDIENCE = "https://signoff.test/api"
 OTHER_AUDIENCE = "https://elsewhere.test/api"
 CONSOLE_SECRET = "console-secret-for-tests"
-MAPPING = """\
-groups-claim groups
-signoff-payments-reviewers  reviewer  payments
-signoff-refunds-reviewers   reviewer  refunds
-signoff-operators           operator
-signoff-agents              agent
-"""
-DIRECTORY: dict[str, Any] = {
-    "users": {
-        "alice": {
-            "name": "Alice Ng",
-            "email": "alice@example.com",
-            "groups": ["signoff-payments-reviewers"],
-        },
-        "bob": {
-            "name": "Bob Ruiz",
-            "email": "bob@example.com",
-            "groups": ["signoff-refunds-reviewers"],
-        },
-        "eve": {"name": "Eve Outsider", "email": "eve@example.com", "groups": ["marketing"]},
-    },
-    "clients": {
-        "agent-payments": {"secret": "agent-payments-secret", "groups": ["signoff-agents"]},
-        "ops-bot": {"secret": "ops-bot-secret", "groups": ["signoff-operators"]},
-        "stranger": {"secret": "stranger-secret", "groups": []},
-    },
-}
+# The example directory and claim mapping (the README's worked example uses them too).
+MAPPING = (PROVIDER_DIR / "claims.txt").read_text()
+DIRECTORY: dict[str, Any] = json.loads((PROVIDER_DIR / "directory.json").read_text())
 
 
 def signing_key(kid: str) -> RSAKey:
@@ -127,7 +103,11 @@ class TestProvider:
         }
         with (self.folder / "provider.log").open("ab") as log:
             self.process = subprocess.Popen(
-                ["node", "provider.mjs"], cwd=PROVIDER_DIR, env=env, stdout=log, stderr=log
+                ["node", "provider.mjs", "--port", str(self.port)],
+                cwd=PROVIDER_DIR,
+                env=env,
+                stdout=log,
+                stderr=log,
             )
         deadline = time.monotonic() + 20
         url = f"{self.issuer}/.well-known/openid-configuration"

@@ -1,21 +1,34 @@
-// The OpenID provider the tests sign in against: panva's certified oidc-provider, run
-// as `node provider.mjs` with its whole setup in the environment.
+// The OpenID provider the tests sign in against (and the README's worked example): panva's
+// certified oidc-provider, run as `node tests/oidc_provider/provider.mjs [--port 9400]
+// [--signoff http://127.0.0.1:8000/]`, the rest of its setup in the environment:
 //
-//   OIDC_PORT          port on 127.0.0.1; the issuer is http://127.0.0.1:<port>
 //   OIDC_JWKS_FILE     private JWKS; its first key signs (a test rotates keys by starting
-//                      the provider again with another file)
+//                      the provider again with another file). Unset: oidc-provider's
+//                      development key.
 //   OIDC_DIRECTORY     JSON: {"users": {id: {name, email, groups}}, "clients": {id:
-//                      {secret, groups}}}, read again on every use (a test edits groups)
-//   OIDC_AUDIENCES     resource indicators (audiences) the provider issues JWTs for
+//                      {secret, groups}}}, read again on every use (a test edits groups);
+//                      directory.json beside this file unless set
+//   OIDC_AUDIENCES     resource indicators (audiences) it issues JWT access tokens for;
+//                      unset: <signoff>graphql
 //   OIDC_CONSOLE_SECRET, OIDC_REDIRECT_URI, OIDC_POST_LOGOUT_URI: the console's client
+//                      (signoff-console-secret, <signoff>auth/callback and <signoff>)
 import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 import Provider, { errors } from 'oidc-provider';
 
 const env = process.env;
-const port = Number(env.OIDC_PORT);
+const { values: args } = parseArgs({
+  options: {
+    port: { type: 'string', default: env.OIDC_PORT || '9400' },
+    signoff: { type: 'string', default: 'http://127.0.0.1:8000/' },
+  },
+});
+const port = Number(args.port);
+const signoff = args.signoff.endsWith('/') ? args.signoff : `${args.signoff}/`;
 const issuer = `http://127.0.0.1:${port}`;
-const audiences = (env.OIDC_AUDIENCES || '').split(',').filter(Boolean);
-const directory = () => JSON.parse(readFileSync(env.OIDC_DIRECTORY, 'utf8'));
+const audiences = (env.OIDC_AUDIENCES || `${signoff}graphql`).split(',').filter(Boolean);
+const directoryFile = env.OIDC_DIRECTORY || new URL('directory.json', import.meta.url);
+const directory = () => JSON.parse(readFileSync(directoryFile, 'utf8'));
 const machineClients = Object.entries(directory().clients || {}).map(([id, c]) => ({
   client_id: id,
   client_secret: c.secret,
@@ -24,20 +37,21 @@ const machineClients = Object.entries(directory().clients || {}).map(([id, c]) =
   redirect_uris: [],
   scope: 'signoff',
 }));
+const jwks = env.OIDC_JWKS_FILE ? JSON.parse(readFileSync(env.OIDC_JWKS_FILE, 'utf8')) : undefined;
 
 const provider = new Provider(issuer, {
   clients: [
     {
       client_id: 'signoff-console',
-      client_secret: env.OIDC_CONSOLE_SECRET,
+      client_secret: env.OIDC_CONSOLE_SECRET || 'signoff-console-secret',
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
-      redirect_uris: [env.OIDC_REDIRECT_URI],
-      post_logout_redirect_uris: [env.OIDC_POST_LOGOUT_URI],
+      redirect_uris: [env.OIDC_REDIRECT_URI || `${signoff}auth/callback`],
+      post_logout_redirect_uris: [env.OIDC_POST_LOGOUT_URI || signoff],
     },
     ...machineClients,
   ],
-  jwks: JSON.parse(readFileSync(env.OIDC_JWKS_FILE, 'utf8')),
+  ...(jwks ? { jwks } : {}),
   cookies: { keys: ['signoff-tests-only'] },
   scopes: ['openid', 'offline_access', 'profile', 'email', 'groups', 'signoff'],
   claims: { openid: ['sub'], profile: ['name'], email: ['email'], groups: ['groups'] },
