@@ -172,8 +172,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
         await response(scope, receive, send)
 
     def check_rate(self, request: Request) -> None:
-        """``RATE_LIMITED`` when the request's bearer token is over its rate."""
-        token = bearer_token(request.headers.get("authorization"))
+        """``RATE_LIMITED`` when the request's bearer token (or console session) is over
+        its rate."""
+        token = bearer_token(request.headers.get("authorization")) or self.cookie_token(request)
         wait = None if token is None else self.rate_limiter.retry_after(token)
         if wait is not None:
             retry_after = round(wait, 3)

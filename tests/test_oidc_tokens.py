@@ -12,7 +12,7 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,18 @@ from joserfc import jws
 from sqlalchemy import func
 from sqlmodel import select
 from starlette.applications import Starlette
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from signoff.app import create_app
 from signoff.config import Settings
 from signoff.constants import OIDC_JWKS_REFETCH_SECONDS
 from signoff.database import SessionMaker, create_sessionmaker
+from signoff.errors import IdentityTokenRefused
 from signoff.models import Actor, AuditEvent, OidcIdentity
+from signoff.resolvers.access.provider import OpenIdProvider
 from tests.helpers import CREATE_QUEUE, GraphQLClient
+from tests.live import TRANSPORT_WS, Server, open_transport_ws
 from tests.oidc.provider import OTHER_AUDIENCE, TestProvider, signing_key
 
 VIEWER = "query { viewer { actor { name role } queues { slug } } }"
@@ -169,3 +174,44 @@ async def test_new_keys_at_the_provider_validate_without_a_restart(
     assert (await api(VIEWER, token=rotated))["viewer"]["actor"]["role"] == "AGENT"
     # Tokens signed with the old key, still published, keep working until they expire.
     assert (await api(VIEWER, token=first))["viewer"]["actor"]["role"] == "AGENT"
+
+
+async def test_a_key_set_lacking_a_key_id_is_read_again_at_most_so_often(
+    provider: TestProvider,
+) -> None:
+    """Made-up key ids cannot make Signoff read the provider's keys on every request."""
+    idp = OpenIdProvider(provider.settings())
+    try:
+        made_up = signing_key("made-up")
+        token = await provider.client_token("agent-payments")
+        await idp.verify_access_token(token)
+        reads = idp.key_set_reads
+        for _ in range(5):
+            with pytest.raises(IdentityTokenRefused) as refused:
+                await idp.verify_access_token(provider.sign({}, key=made_up))
+            assert refused.value.details["reason"] == "unknown_key"
+        # Within OIDC_JWKS_REFETCH_SECONDS of the last read: no read at all.
+        assert idp.key_set_reads == reads
+        provider.rotate("k2")
+        await asyncio.sleep(OIDC_JWKS_REFETCH_SECONDS)
+        rotated = await provider.client_token("agent-payments")
+        assert (await idp.verify_access_token(rotated))["sub"] == "agent-payments"
+        assert idp.key_set_reads == reads + 1
+    finally:
+        await idp.close()
+
+
+async def test_a_websocket_authenticates_with_a_provider_token(
+    serve: Callable[..., Awaitable[Server]], provider: TestProvider
+) -> None:
+    server = await serve(**provider.env())
+    token = await provider.client_token("agent-payments")
+    ws = await open_transport_ws(server.ws_url, {"authorization": f"Bearer {token}"})
+    await ws.close()
+    forged = provider.sign({}, key=signing_key("not-published"))
+    async with connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as refused:
+        init = {"type": "connection_init", "payload": {"authorization": f"Bearer {forged}"}}
+        await refused.send(json.dumps(init))
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(refused.recv(), timeout=10)
+        assert refused.close_code == 4403

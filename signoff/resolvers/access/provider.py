@@ -109,6 +109,7 @@ class OpenIdProvider:
         self._lock = asyncio.Lock()
         self._discovery: tuple[float, Discovery] | None = None
         self._keys: tuple[float, KeySet] | None = None
+        self.key_set_reads = 0  # how often the key set was read (for tests and logs)
 
     @property
     def http(self) -> httpx.AsyncClient:
@@ -303,6 +304,7 @@ class OpenIdProvider:
                 if age < OIDC_METADATA_MAX_AGE_SECONDS and not wanted:
                     return kept[1]
         discovery = await self.discovery()
+        self.key_set_reads += 1
         document = await self.get_json(discovery.jwks_uri)
         try:
             keys = KeySet.import_key_set(document)  # type: ignore[arg-type]
