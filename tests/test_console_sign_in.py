@@ -302,7 +302,7 @@ async def test_a_cross_site_request_and_a_foreign_websocket_are_refused(
     token = (await _session_cookie(context))["value"]
     claim = {
         "query": "mutation($id: ID!) { claimTask(input: {taskId: $id}) { id state } }",
-        "variables": {"id": "made-up"},
+        "variables": {"id": world.task_id},
     }
     tasks = "{ tasks(first: 5) { nodes { id state } } }"
     async with httpx.AsyncClient(
@@ -316,7 +316,8 @@ async def test_a_cross_site_request_and_a_foreign_websocket_are_refused(
         headers = {**_csrf_headers(token, server), "origin": "https://evil.test"}
         answer = await http.post("/graphql", json=claim, headers=headers)
         assert answer.json()["errors"][0]["extensions"]["code"] == "CSRF_REFUSED"
-        # From the console's own origin, with its token: the session works.
+        # From the console's own origin, with its token: the session works, and the
+        # task the refused requests named is still unclaimed.
         own = await http.post(
             "/graphql", json={"query": tasks}, headers=_csrf_headers(token, server)
         )
@@ -368,4 +369,19 @@ async def test_a_reviewer_removed_from_the_group_is_signed_out_at_the_next_refre
             )
         ).all()
     assert [d["reason"] for d in ended] == ["refresh_failed"]
+    await context.close()
+
+
+async def test_token_paste_stays_where_the_operator_allows_it(
+    browser: Browser, scene: Callable[..., Awaitable[Scene]]
+) -> None:
+    world = await scene(SIGNOFF_CONSOLE_TOKEN_SIGN_IN="1")
+    context = await offline_context(browser)
+    page = await context.new_page()
+    await page.goto(world.server.url + "/")
+    await expect(page.get_by_role("link", name=PROVIDER_BUTTON)).to_be_visible()
+    await page.get_by_label("API token").fill(world.admin)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
+    await expect(page.locator("#who")).to_have_text("admin (admin)")
     await context.close()
