@@ -159,7 +159,8 @@ class OidcSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OidcSettings | None:
         """``None`` when ``SIGNOFF_OIDC_ISSUER`` is unset: sign-in stays as it was."""
-        issuer = env.get("SIGNOFF_OIDC_ISSUER", "").strip().rstrip("/")
+        # Kept as given: ``iss`` must equal it exactly, trailing slash and all (Auth0's has one).
+        issuer = env.get("SIGNOFF_OIDC_ISSUER", "").strip()
         if not issuer:
             return None
         scheme, _, rest = issuer.partition("://")

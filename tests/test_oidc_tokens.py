@@ -215,3 +215,13 @@ async def test_a_websocket_authenticates_with_a_provider_token(
         with pytest.raises(ConnectionClosed):
             await asyncio.wait_for(refused.recv(), timeout=10)
         assert refused.close_code == 4403
+
+
+async def test_first_uses_at_once_make_one_actor(
+    api: GraphQLClient, provider: TestProvider
+) -> None:
+    tokens = [await provider.client_token("agent-payments") for _ in range(4)]
+    answers = await asyncio.gather(*(api(VIEWER, token=token) for token in tokens))
+    assert {a["viewer"]["actor"]["name"] for a in answers} == {"agent-payments"}
+    actors, identities, _ = await _counts(api.sessionmaker)
+    assert (actors, identities) == (1, 1)

@@ -43,7 +43,8 @@ def test_without_an_issuer_nothing_changes() -> None:
 def test_the_audience_defaults_to_the_client_id_and_sessions_to_an_hour(tmp_path: Path) -> None:
     settings = Settings.from_env(_env(tmp_path))
     assert settings.oidc is not None
-    assert settings.oidc.issuer == "https://id.example.com"
+    # Kept as given: tokens' iss must equal it exactly (discovery is read without the slash).
+    assert settings.oidc.issuer == "https://id.example.com/"
     assert settings.oidc.audience == "signoff"
     assert settings.oidc.session_seconds == 3600
     # With a provider, pasting a token in the console is off unless the operator allows it.

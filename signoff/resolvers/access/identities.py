@@ -72,17 +72,20 @@ async def sign_in(*, work: WorkMaker, who: Claimed) -> tuple[Viewer, OidcIdentit
         wanted = await _queue_ids(session, who.queues)
     if current is not None and _in_line(current, who, wanted):
         return _viewer(current), current.identity
-    for attempt in range(2):
-        try:
-            async with work() as unit:
-                current = await _bring_in_line(unit, who)
-                await unit.commit()
-            return _viewer(current), current.identity
-        except IntegrityError:
-            # Two first sign-ins at once: the other made the actor; read it and go on.
-            if attempt:
-                raise
-    raise AssertionError("unreachable")
+    try:
+        current = await _bring_in_line_in(work, who)
+    except IntegrityError:
+        # Two first sign-ins at once: the other one made the actor; this one, once more,
+        # finds it and brings it in line.
+        current = await _bring_in_line_in(work, who)
+    return _viewer(current), current.identity
+
+
+async def _bring_in_line_in(work: WorkMaker, who: Claimed) -> _Current:
+    async with work() as unit:
+        current = await _bring_in_line(unit, who)
+        await unit.commit()
+    return current
 
 
 def _in_line(current: _Current, who: Claimed, wanted: frozenset[str]) -> bool:

@@ -126,7 +126,7 @@ class OpenIdProvider:
         async with self._lock:
             kept = self._discovery
             if kept is None or self._clock() - kept[0] >= OIDC_METADATA_MAX_AGE_SECONDS:
-                url = f"{self.settings.issuer}/.well-known/openid-configuration"
+                url = f"{self.settings.issuer.rstrip('/')}/.well-known/openid-configuration"
                 document = await self.get_json(url)
                 kept = self._discovery = (
                     self._clock(),
