@@ -32,6 +32,8 @@ from signoff.config import Settings, load_sealer
 from signoff.constants import (
     CORS_MAX_AGE_SECONDS,
     METRICS_READ_TIMEOUT_SECONDS,
+    WS_CLOSE_FORBIDDEN,
+    WS_CLOSE_FORBIDDEN_REASON,
     WS_CLOSE_GOING_AWAY,
     WS_CLOSE_GOING_AWAY_REASON,
     WS_CLOSE_TRY_AGAIN,
@@ -66,7 +68,8 @@ from signoff.logs import RequestLogging
 from signoff.pages import graphiql_page, page_routes
 from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
 from signoff.ratelimit import RateLimiter
-from signoff.resolvers.access.actors import authenticate_in
+from signoff.resolvers.access.authenticator import Authenticator
+from signoff.resolvers.access.provider import OpenIdProvider
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.access.viewer_cache import ViewerCache
 from signoff.resolvers.core.work import Services, WorkMaker
@@ -75,6 +78,7 @@ from signoff.resolvers.incidents.operations import Operations, read_operations
 from signoff.schema import build_schema
 from signoff.schema.context import Admission, Context, bearer_token
 from signoff.schema.serving.http import from_http_exception, refusal_response, unexpected_response
+from signoff.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
 
 logger = logging.getLogger("signoff.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.
@@ -109,6 +113,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             keep_alive_interval=settings.ws_ping_seconds,
         )
         self.ping_seconds = settings.ws_ping_seconds  # read by TransportWSHandler
+        self.settings = settings
         # Read by both websocket handlers: subscriptions meet the allow-list as HTTP does.
         self.persisted_queries = persisted_queries
         self.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
@@ -118,6 +123,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
         self.read_sessionmaker = read_sessionmaker
         self.frame_limit = settings.subscriber_buffer  # read by each Connection
         self.viewers = ViewerCache(settings.auth_cache_seconds)
+        provider = None if settings.oidc is None else OpenIdProvider(settings.oidc)
+        self.authenticator = Authenticator(work, read_sessionmaker, provider)
         if hub is not None:
             # A revoked token or a changed role takes effect on the next request at once.
             hub.fanout.listen(functools.partial(forget_changed_viewers, self.viewers))
@@ -131,17 +138,26 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 read_sessionmaker,
                 buffer=settings.subscriber_buffer,
                 refresh_seconds=settings.events_auth_refresh_seconds,
+                authenticate=self.authenticator.viewer,
             )
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """HTTP: every refusal and every crash outside an operation answered as coded JSON."""
         if scope["type"] != "http":
+            socket = WebSocket(scope, receive, send)
+            if self.cookie_token(socket) is not None and not same_origin(socket, self.settings):
+                # A page of another origin riding on the console's session cookie.
+                await socket.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
+                return
             await super().__call__(scope, receive, send)
             return
         request = Request(scope=scope, receive=receive)
         admission = scope[ADMISSION] = Admission(self.database_turns)
         try:
+            cookie = self.cookie_token(request)
+            if cookie is not None:
+                check_cookie_request(request, cookie, self.settings)
             self.check_rate(request)
             response = await self.run(request)
         except SignoffError as refusal:
@@ -156,8 +172,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
         await response(scope, receive, send)
 
     def check_rate(self, request: Request) -> None:
-        """``RATE_LIMITED`` when the request's bearer token is over its rate."""
-        token = bearer_token(request.headers.get("authorization"))
+        """``RATE_LIMITED`` when the request's bearer token (or console session) is over
+        its rate."""
+        token = bearer_token(request.headers.get("authorization")) or self.cookie_token(request)
         wait = None if token is None else self.rate_limiter.retry_after(token)
         if wait is not None:
             retry_after = round(wait, 3)
@@ -167,6 +184,13 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 f"{self.rate_limiter.burst}); retry after {retry_after} s.",
                 retryAfter=retry_after,
             )
+
+    def cookie_token(self, connection: Request | WebSocket) -> str | None:
+        """The console session's token, for a request without an Authorization header
+        (only with an OpenID provider configured: otherwise the cookie means nothing)."""
+        if self.authenticator.provider is None or "authorization" in connection.headers:
+            return None
+        return session_cookie(connection)
 
     def decode_json(self, data: str | bytes) -> object:
         return decode_body(data)
@@ -181,18 +205,19 @@ class SignoffGraphQL(GraphQL[Context, None]):
             sessionmaker=self.work.sessionmaker,
             read_sessionmaker=self.read_sessionmaker,
             services=self.work.services,
-            token=bearer_token(request.headers.get("authorization")),
+            token=bearer_token(request.headers.get("authorization")) or self.cookie_token(request),
             request=request,
             response=response,
             viewers=self.viewers,
             admission=request.scope.get(ADMISSION),
+            authenticator=self.authenticator,
         )
 
     async def _connecting_viewer(self, token: str | None) -> Viewer:
         """The viewer of a ``connection_init``, through the same short cache as requests:
         a burst of dashboards reconnecting with one token reads it once, not once each."""
 
-        read = functools.partial(authenticate_in, self.read_sessionmaker, token)
+        read = functools.partial(self.authenticator.viewer, token)
         if token is None:
             return await read()  # refused: nothing to share
         return await self.viewers.viewer(token, read)
@@ -206,6 +231,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
         params = context.connection_params or {}
         header = params.get("authorization") or params.get("Authorization")
         token = bearer_token(header) if isinstance(header, str) else None
+        if token is None and isinstance(context.request, WebSocket):
+            token = self.cookie_token(context.request)  # the handshake's Origin was checked
         if context._viewer is not None and token is not None and token == context.token:
             return  # already authenticated this connection_init (legacy graphql-ws)
         try:
@@ -335,7 +362,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     sessionmaker = create_sessionmaker(engine)
     read_sessionmaker = create_sessionmaker(read_only(engine))
     events = create_event_service(settings, sessionmaker, read_sessionmaker)
-    work = WorkMaker(sessionmaker, Services(jobs=jobs, events=events, sealer=load_sealer(settings)))
+    sealer = load_sealer(settings)
+    work = WorkMaker(sessionmaker, Services(jobs=jobs, events=events, sealer=sealer))
     persisted_queries = _persisted_queries(settings)
     view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub, persisted_queries)
 
@@ -367,8 +395,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
             if jobs is not None:
                 await jobs.stop()
             await events.stop()
+            await view.authenticator.close()
             await engine.dispose()
 
+    sign_in = ConsoleSignIn(settings, view.authenticator, sealer, view.viewers)
     graphql: Any = BodySizeLimit(
         PersistedQueryMiddleware(view, persisted_queries), settings.max_body_bytes
     )
@@ -387,6 +417,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 ApprovalPages(work, read_sessionmaker).handle,
                 methods=["GET", "POST"],
             ),
+            *(sign_in.routes() if settings.console else []),
             *page_routes(console=settings.console),
         ],
         lifespan=lifespan,

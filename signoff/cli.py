@@ -45,7 +45,11 @@ HELP_WIDTH = 78
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:  # a setting, or the claim mapping file, that cannot be used
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     logs.configure(settings.log_level, settings.log_format)
     if not args.log_migrations:
         # A token or actor command migrates first, as every command does; its output is

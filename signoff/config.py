@@ -25,6 +25,7 @@ from signoff.constants import (
     WS_MAX_OPERATIONS_PER_CONNECTION,
     WS_PING_INTERVAL_SECONDS,
 )
+from signoff.oidc_settings import OidcSettings
 from signoff.sealing import Sealer
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./signoff.db"
@@ -92,6 +93,10 @@ class Settings:
     # sent in notifications start with it. Unset: http://<host>:<port>, right only when
     # reviewers reach the API process directly (the embedded default).
     public_url: str | None = None
+    # Sign-in with an OpenID provider (``SIGNOFF_OIDC_ISSUER`` and the rest; unset: none).
+    oidc: OidcSettings | None = None
+    # Whether the console offers pasting an API token: by default, only without OIDC.
+    console_token_sign_in: bool = True
 
     @property
     def public_base_url(self) -> str:
@@ -102,6 +107,7 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read settings from the environment, normalising database URLs to async drivers."""
         env = os.environ if environ is None else environ
+        oidc = OidcSettings.from_env(env)
         return cls(
             database_url=normalise_database_url(
                 env.get("SIGNOFF_DATABASE_URL") or DEFAULT_DATABASE_URL
@@ -171,6 +177,11 @@ class Settings:
             else None,
             metrics_host=env.get("SIGNOFF_METRICS_HOST") or cls.metrics_host,
             public_url=parse_public_url(env.get("SIGNOFF_PUBLIC_URL", "")),
+            oidc=oidc,
+            console_token_sign_in=env.get(
+                "SIGNOFF_CONSOLE_TOKEN_SIGN_IN", "0" if oidc is not None else "1"
+            )
+            not in {"0", "false", "no"},
         )
 
 

@@ -95,6 +95,21 @@ RATE_LIMIT_BURST = 1000
 RATE_LIMIT_MAX_TOKENS_TRACKED = 10_000
 
 TOKEN_PREFIX = "so_"
+# Sign-in with an OpenID provider (signoff.resolvers.access.provider and sessions).
+CONSOLE_SESSION_PREFIX = "sos_"
+CONSOLE_SESSION_COOKIE = "signoff_session"
+CONSOLE_SIGN_IN_COOKIE = "signoff_sign_in"
+# Clock skew allowed on a token's exp and nbf.
+OIDC_LEEWAY_SECONDS = 30
+# A key id the provider's key set lacks reads the set again, at most this often.
+OIDC_JWKS_REFETCH_SECONDS = 5.0
+# The discovery document and key set are read again after this long anyway.
+OIDC_METADATA_MAX_AGE_SECONDS = 3600.0
+OIDC_HTTP_TIMEOUT_SECONDS = 10.0
+# How long a started sign-in (its state and PKCE verifier) waits for the provider.
+OIDC_SIGN_IN_SECONDS = 600
+# Signature algorithms an ID or access token may use: never none, never a shared secret.
+OIDC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA")
 SIGNING_SECRET_PREFIX = "whsec_"
 
 # Delivery (docs/design.md section 4.6 onwards)

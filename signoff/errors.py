@@ -54,6 +54,44 @@ class ActorDisabled(Forbidden):
     )
 
 
+# Sign-in with an OpenID provider
+class IdentityTokenRefused(Unauthenticated):
+    """A token from the OpenID provider did not validate; ``reason`` says which check
+    failed (``algorithm``, ``unknown_key``, ``signature``, ``issuer``, ``audience``,
+    ``expired``, ``not_yet_valid``, ``type``, ``malformed``)."""
+
+    code = "IDENTITY_TOKEN_REFUSED"
+    default_message = "The identity provider's token is not valid here."
+
+
+class NoMappedGroup(Forbidden):
+    """The provider's groups for this person or client give no role in Signoff."""
+
+    code = "NO_MAPPED_GROUP"
+
+
+class IdentityProviderUnavailable(SignoffError):
+    """The OpenID provider did not answer, or answered with something unusable."""
+
+    code = "IDENTITY_PROVIDER_UNAVAILABLE"
+    default_message = "The identity provider cannot be reached right now; try again."
+
+
+class SignInRefused(SignoffError):
+    """A console sign-in that cannot finish: an unknown or used state, a code the
+    provider refused (replayed, or a PKCE verifier that does not match)."""
+
+    code = "SIGN_IN_REFUSED"
+
+
+class CsrfRefused(Forbidden):
+    """A request with the console's session cookie and without its CSRF token (or from
+    another origin)."""
+
+    code = "CSRF_REFUSED"
+    default_message = "This request lacks the console's CSRF token; reload the console."
+
+
 class NotFound(SignoffError):
     """The object does not exist, or the actor may not see it."""
 

@@ -28,6 +28,11 @@ class GraphQLError(AssertionError):
     def code(self) -> str:
         return str(self.errors[0]["extensions"]["code"])
 
+    @property
+    def extensions(self) -> dict[str, Any]:
+        extensions: dict[str, Any] = self.errors[0]["extensions"]
+        return extensions
+
 
 @dataclass
 class GraphQLClient:

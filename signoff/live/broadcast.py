@@ -266,8 +266,10 @@ class Broadcaster:
         refresh_seconds: float,
         log_size: int = LIVE_FRAME_LOG_SIZE,
         log_bytes: int = LIVE_FRAME_LOG_BYTES,
+        authenticate: Callable[[str], Awaitable[Viewer]] | None = None,
     ) -> None:
         self.hub = hub
+        self._authenticate = authenticate or functools.partial(authenticate_in, read_sessionmaker)
         self.read_sessionmaker = read_sessionmaker
         self.log_size = log_size
         self.budget = Budget(log_bytes)
@@ -356,7 +358,7 @@ class Broadcaster:
     async def _viewer(self, token: str, *, fresh: bool) -> Viewer:
         """The viewer behind ``token``, re-read at most once per half refresh period for all
         the subscriptions that present it; ``fresh`` reads it now (its access changed)."""
-        read = functools.partial(authenticate_in, self.read_sessionmaker, token)
+        read = functools.partial(self._authenticate, token)
         return await self._viewers.viewer(token, read, fresh=fresh)
 
     async def _wait(self, member: Member, subscription: Watch) -> bool:

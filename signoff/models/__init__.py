@@ -1,6 +1,15 @@
 """The tables. Importing this package registers every table on ``SQLModel.metadata``."""
 
-from signoff.models.actor import Actor, ActorAccess, ApiToken, QueueMembership, Role, TokenState
+from signoff.models.actor import (
+    Actor,
+    ActorAccess,
+    ApiToken,
+    ConsoleSession,
+    OidcIdentity,
+    QueueMembership,
+    Role,
+    TokenState,
+)
 from signoff.models.approval import Approval, Decision
 from signoff.models.approval_link import ApprovalLink, ApprovalLinkState
 from signoff.models.audit import AuditEvent
@@ -65,6 +74,7 @@ __all__ = [
     "ChannelPresence",
     "ChannelSwitch",
     "CircuitState",
+    "ConsoleSession",
     "DeadLetter",
     "DeadLetterState",
     "DeadlineAction",
@@ -85,6 +95,7 @@ __all__ = [
     "Notification",
     "NotificationChannel",
     "NotificationState",
+    "OidcIdentity",
     "OwnerKind",
     "Proposal",
     "ProposalRevision",

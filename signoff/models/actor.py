@@ -66,3 +66,36 @@ class QueueMembership(SQLModel, table=True):
         sa_column=sa.Column(sa.String(36), sa.ForeignKey("actors.id"), primary_key=True, index=True)
     )
     created_at: datetime = time_field(default_now=True)
+
+
+class OidcIdentity(SQLModel, table=True):
+    """Who an actor is at an OpenID provider: its ``iss`` and ``sub``, which never change
+    while a display name or an email may."""
+
+    __tablename__ = "oidc_identities"
+    __table_args__ = (sa.UniqueConstraint("issuer", "subject", name="uq_oidc_identities_subject"),)
+
+    id: str = id_field()
+    actor_id: str = fk_field("actors.id")
+    issuer: str = Field(sa_column=sa.Column(sa.String(2048), nullable=False))
+    subject: str = Field(sa_column=sa.Column(sa.String(255), nullable=False))
+    created_at: datetime = time_field(default_now=True)
+
+
+class ConsoleSession(SQLModel, table=True):
+    """A reviewer signed in to the console through the provider. The browser holds only
+    the session's token (stored here as its hash; its CSRF token is derived from it); the
+    provider's refresh token is sealed."""
+
+    __tablename__ = "console_sessions"
+
+    id: str = id_field()
+    actor_id: str = fk_field("actors.id")
+    identity_id: str = fk_field("oidc_identities.id")
+    token_hash: str = Field(sa_column=sa.Column(sa.String(64), nullable=False, unique=True))
+    refresh_token: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    id_token: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    created_at: datetime = time_field(default_now=True)
+    # When the directory (the provider's claims) was last read for this session.
+    refreshed_at: datetime = time_field(default_now=True)
+    ended_at: datetime | None = time_field(nullable=True)

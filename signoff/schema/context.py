@@ -20,6 +20,7 @@ from signoff import logs
 from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.resolvers.access.actors import authenticate_in
+from signoff.resolvers.access.authenticator import Authenticator
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.access.viewer_cache import ViewerCache
 from signoff.resolvers.core.work import Services, UnitOfWork
@@ -124,6 +125,8 @@ class Context:
     viewers: ViewerCache | None = None
     # An HTTP operation's turn at the database (none: it opens sessions without waiting).
     admission: Admission | None = None
+    # Who a token is, with an OpenID provider's tokens too (none: API tokens only).
+    authenticator: Authenticator | None = None
     _viewer: Viewer | None = None
     _loaders: Loaders | None = None
     _write: _LazySession = field(init=False)
@@ -170,6 +173,9 @@ class Context:
             self.viewers.clear()
 
     async def _authenticate(self) -> Viewer:
+        if self.authenticator is not None:
+            take = None if self.admission is None else self.admission.take
+            return await self.authenticator.viewer(self.token, take)
         if self.admission is not None:
             await self.admission.take()
         return await authenticate_in(self.read_sessionmaker or self.sessionmaker, self.token)

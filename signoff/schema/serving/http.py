@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from signoff.errors import (
     INTERNAL,
     BadRequestBody,
+    CsrfRefused,
     MethodNotAllowed,
     NotFound,
     RateLimited,
@@ -33,6 +34,7 @@ _STATUS = {
     RateLimited.code: 429,
     MethodNotAllowed.code: 405,
     NotFound.code: 404,
+    CsrfRefused.code: 403,
 }
 
 

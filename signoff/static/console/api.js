@@ -4,6 +4,37 @@
 
 const ENDPOINT = "/graphql";
 
+/**
+ * The "token" of a console signed in through the identity provider: requests then carry
+ * the HttpOnly session cookie (which this page cannot read) and the session's CSRF token,
+ * never a bearer token.
+ */
+export const SESSION = Symbol("console session");
+let csrfToken = null;
+
+/** Sign-in with the identity provider: `csrf` is the session's CSRF token (null: none). */
+export function useSession(csrf) {
+  csrfToken = csrf;
+}
+
+function credentialsFor(token) {
+  if (token === SESSION) {
+    return { headers: { "X-CSRF-Token": csrfToken || "" }, credentials: "same-origin" };
+  }
+  return { headers: { Authorization: `Bearer ${token}` }, credentials: "omit" };
+}
+
+/** POST to one of the console's /auth endpoints with the session's CSRF token. */
+export async function postSession(path) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "X-CSRF-Token": csrfToken || "", Accept: "application/json" },
+    credentials: "same-origin",
+    cache: "no-store",
+  });
+  return response.json();
+}
+
 /** A GraphQL error the server gave a stable code for (or a transport failure). */
 export class Refusal extends Error {
   constructor(code, message, extensions = {}) {
@@ -16,16 +47,17 @@ export class Refusal extends Error {
 /** Run a query or mutation; resolve to its data, or reject with a Refusal. */
 export async function request(token, query, variables = {}) {
   let response;
+  const auth = credentialsFor(token);
   try {
     response = await fetch(ENDPOINT, {
       method: "POST",
       headers: {
         "Content-Type": "application/json",
         Accept: "application/json",
-        Authorization: `Bearer ${token}`,
+        ...auth.headers,
       },
       body: JSON.stringify({ query, variables }),
-      credentials: "omit",
+      credentials: auth.credentials,
       cache: "no-store",
     });
   } catch (failure) {
@@ -123,12 +155,9 @@ export class LiveConnection {
     const socket = new WebSocket(this.url(), "graphql-transport-ws");
     this.socket = socket;
     socket.addEventListener("open", () => {
-      socket.send(
-        JSON.stringify({
-          type: "connection_init",
-          payload: { authorization: `Bearer ${this.token}` },
-        }),
-      );
+      // Signed in through the identity provider, the handshake's cookie is the credential.
+      const payload = this.token === SESSION ? {} : { authorization: `Bearer ${this.token}` };
+      socket.send(JSON.stringify({ type: "connection_init", payload }));
     });
     socket.addEventListener("message", (event) => this.receive(JSON.parse(event.data)));
     socket.addEventListener("close", (event) => this.lost(socket, event));

@@ -1,7 +1,7 @@
 // The review console: sign in with a token, see the tasks of your queues change live,
 // open a proposal, claim, release, approve or reject it. No build step: plain modules.
 
-import { LiveConnection, Refusal, request, retryDelay } from "./api.js";
+import { LiveConnection, Refusal, SESSION, postSession, request, retryDelay, useSession } from "./api.js";
 import { CONSOLE_ROLES, describe } from "./messages.js";
 
 const TOKEN_KEY = "signoff.token";
@@ -107,6 +107,9 @@ const RESOLVE_INCIDENT = `mutation ResolveIncident($input: ResolveIncidentInput!
 }`;
 
 // ---------------------------------------------------------------- state
+
+// What the server offers (GET /auth/session): the identity provider, token paste, or both.
+let signInOptions = { provider: false, tokenSignIn: true };
 
 const state = {
   token: null,
@@ -218,11 +221,30 @@ function jsonBlock(title, value) {
 
 // ---------------------------------------------------------------- sign in and out
 
-function renderSignIn(message) {
+function renderSignIn(message, endSessionUrl) {
   document.body.classList.remove("signed-in");
   who.textContent = "";
   liveStatus.textContent = "";
   say(message || "", "error");
+  const parts = [h("h2", {}, "Sign in")];
+  if (signInOptions.provider) {
+    parts.push(
+      h("a", { id: "provider-sign-in", class: "button primary", href: "/auth/sign-in" },
+        "Sign in with your company account"),
+    );
+  }
+  if (endSessionUrl) {
+    parts.push(
+      h("p", { class: "hint" }, "You are signed out of Signoff. ",
+        h("a", { id: "provider-sign-out", href: endSessionUrl }, "Also sign out at your identity provider")),
+    );
+  }
+  if (!signInOptions.tokenSignIn) {
+    main.replaceChildren(h("div", { class: "sign-in" }, ...parts));
+    const link = document.getElementById("provider-sign-in");
+    if (link) link.focus();
+    return;
+  }
   const input = h("input", {
     id: "token",
     name: "token",
@@ -235,7 +257,7 @@ function renderSignIn(message) {
   const form = h(
     "form",
     { class: "sign-in", onsubmit: (event) => { event.preventDefault(); signIn(input.value.trim()); } },
-    h("h2", {}, "Sign in"),
+    ...parts,
     h("label", { for: "token" }, "API token"),
     input,
     h(
@@ -252,6 +274,7 @@ function renderSignIn(message) {
 
 async function signIn(token) {
   if (!token) return;
+  if (token !== SESSION && !signInOptions.tokenSignIn) return;
   state.token = token;
   let data;
   try {
@@ -263,12 +286,13 @@ async function signIn(token) {
   }
   const role = data.viewer.actor.role;
   if (!CONSOLE_USERS.has(role)) {
+    if (token === SESSION) await postSession("/auth/sign-out");
     state.token = null;
     sessionStorage.removeItem(TOKEN_KEY);
     renderSignIn(`${CONSOLE_ROLES} This token is ${article(role)} ${role.toLowerCase()}'s. (FORBIDDEN)`);
     return;
   }
-  sessionStorage.setItem(TOKEN_KEY, token);
+  if (token !== SESSION) sessionStorage.setItem(TOKEN_KEY, token);
   state.viewer = data.viewer;
   state.queues = STAFF.has(role) ? (await ask(LOAD_ALL_QUEUES)).queues : data.viewer.queues;
   document.body.classList.add("signed-in");
@@ -283,7 +307,8 @@ function article(word) {
   return /^[aeiou]/i.test(word) ? "an" : "a";
 }
 
-function signOut(message) {
+async function signOut(message) {
+  const session = state.token === SESSION;
   sessionStorage.removeItem(TOKEN_KEY);
   if (state.live) state.live.close();
   clearTimeout(state.resyncTimer);
@@ -292,7 +317,17 @@ function signOut(message) {
   state.tasks.clear();
   state.versions.clear();
   if (window.location.hash) history.replaceState(null, "", window.location.pathname);
-  renderSignIn(message);
+  let endSessionUrl = null;
+  if (session) {
+    // End the session on Signoff (its cookie goes), then offer the provider's sign-out.
+    try {
+      endSessionUrl = (await postSession("/auth/sign-out")).endSessionUrl || null;
+    } catch (failure) {
+      endSessionUrl = null;
+    }
+    useSession(null);
+  }
+  renderSignIn(message, endSessionUrl);
 }
 
 function showLiveStatus(status) {
@@ -1126,6 +1161,26 @@ window.addEventListener("hashchange", () => {
 });
 document.addEventListener("keydown", onKey);
 
-const saved = sessionStorage.getItem(TOKEN_KEY);
-if (saved) signIn(saved);
-else renderSignIn();
+async function start() {
+  let session = {};
+  try {
+    const response = await fetch("/auth/session", { credentials: "same-origin", cache: "no-store" });
+    if (response.ok) session = await response.json();
+  } catch (failure) {
+    session = {};
+  }
+  signInOptions = {
+    provider: Boolean(session.provider),
+    tokenSignIn: session.tokenSignIn !== false,
+  };
+  if (session.signedIn) {
+    useSession(session.csrfToken);
+    signIn(SESSION);
+    return;
+  }
+  const saved = signInOptions.tokenSignIn ? sessionStorage.getItem(TOKEN_KEY) : null;
+  if (saved) signIn(saved);
+  else renderSignIn(session.ended || "");
+}
+
+start();

@@ -6,6 +6,12 @@ export const MESSAGES = {
   BAD_REQUEST: "The server could not accept that request.",
   UNAUTHENTICATED: "That token is not valid (or was revoked). Sign in again with a current token.",
   FORBIDDEN: "Your role or queues do not allow this.",
+  IDENTITY_TOKEN_REFUSED: "The identity provider's token is not valid here. Sign in again.",
+  NO_MAPPED_GROUP:
+    "Your groups at the identity provider give you no role in Signoff. Ask to be added to a reviewers' group.",
+  IDENTITY_PROVIDER_UNAVAILABLE: "The identity provider cannot be reached right now. Try again shortly.",
+  SIGN_IN_REFUSED: "The sign-in could not be finished. Start it again.",
+  CSRF_REFUSED: "This page's session check failed. Reload the console.",
   NOT_FOUND: "It no longer exists, or the link is wrong.",
   VALIDATION_FAILED: "Some of what was sent is not valid; check the fields and try again.",
   SCHEMA_INVALID: "The JSON Schema given is not valid.",
