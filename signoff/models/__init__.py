@@ -3,7 +3,7 @@
 from signoff.models.actor import Actor, ActorAccess, ApiToken, QueueMembership, Role, TokenState
 from signoff.models.approval import Approval, Decision
 from signoff.models.approval_link import ApprovalLink, ApprovalLinkState
-from signoff.models.audit import AuditEvent
+from signoff.models.audit import AuditCheckpoint, AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.deadline import DeadlineAction
 from signoff.models.delegation import Delegation, DelegationState
@@ -56,6 +56,7 @@ __all__ = [
     "ApprovalLink",
     "ApprovalLinkState",
     "ApprovalMode",
+    "AuditCheckpoint",
     "AuditEvent",
     "CancelReason",
     "ChangeEvent",

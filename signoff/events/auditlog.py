@@ -1,0 +1,278 @@
+"""The verifiable audit log in the database: positions, leaves, the tree and its checkpoints.
+
+The feed's sequencer gives each committed audit record the next position in the run that
+stamps change-event cursors, under the same lock, so positions follow commit order and
+are dense; the leaf is the canonical JSON of the record with its position. The tree
+(``signoff.evidence.verify``) is rebuilt from the leaves a process has not read yet
+(docs/design.md section 15).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import case
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff import clock
+from signoff.evidence.verify import (
+    PUBLIC_KEY_PREFIX,
+    MerkleTree,
+    checkpoint_note,
+    entry_hash,
+)
+from signoff.models import AuditCheckpoint, AuditEvent, ChangeFeedState
+from signoff.models.records import table_of
+
+AUDIT = table_of(AuditEvent)
+CHECKPOINTS = table_of(AuditCheckpoint)
+STATE = table_of(ChangeFeedState)
+STATE_ID = 1
+# Records a stamping run gives positions to at most; the upkeep's next run takes the rest.
+STAMP_LIMIT = 5000
+
+_ENTRY_COLUMNS = (
+    AUDIT.c.id,
+    AUDIT.c.action,
+    AUDIT.c.actor_id,
+    AUDIT.c.target_type,
+    AUDIT.c.target_id,
+    AUDIT.c.details,
+    AUDIT.c.created_at,
+)
+_ANY_PENDING = sa.select(AUDIT.c.id).where(AUDIT.c.position.is_(None)).limit(1)
+_PENDING = (
+    sa.select(*_ENTRY_COLUMNS)
+    .where(AUDIT.c.position.is_(None))
+    .order_by(AUDIT.c.created_at, AUDIT.c.id)
+    .limit(STAMP_LIMIT)
+)
+
+
+def timestamp(moment: datetime) -> str:
+    """The one text form of a time in the log: ISO 8601, UTC, microseconds, ``Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def entry(position: int, row: Any) -> dict[str, Any]:
+    """The log's entry for an audit record (a row with the record's columns)."""
+    return {
+        "position": position,
+        "id": row.id,
+        "action": row.action,
+        "actorId": row.actor_id,
+        "targetType": row.target_type,
+        "targetId": row.target_id,
+        "details": row.details,
+        "createdAt": timestamp(row.created_at),
+    }
+
+
+async def has_pending(connection: AsyncConnection) -> bool:
+    """Whether a committed audit record waits for its position (takes no lock)."""
+    return (await connection.execute(_ANY_PENDING)).first() is not None
+
+
+async def stamp(connection: AsyncConnection, size: int) -> int:
+    """Give pending audit records positions from ``size`` on, in the caller's stamping
+    transaction (which holds the feed state's lock); returns the log's new size."""
+    rows = (await connection.execute(_PENDING)).all()
+    if not rows:
+        return size
+    positions = {row.id: size + offset for offset, row in enumerate(rows)}
+    leaves = {row.id: entry_hash(entry(positions[row.id], row)).hex() for row in rows}
+    await connection.execute(
+        sa.update(AUDIT)
+        .where(AUDIT.c.id.in_(positions))
+        .values(
+            position=case(positions, value=AUDIT.c.id),
+            leaf_hash=case(leaves, value=AUDIT.c.id),
+        )
+    )
+    size += len(rows)
+    await connection.execute(sa.update(STATE).where(STATE.c.id == STATE_ID).values(audit_size=size))
+    return size
+
+
+async def log_size(session: AsyncSession) -> int:
+    """How many audit records have a position."""
+    connection = await session.connection()
+    found = (
+        await connection.execute(sa.select(STATE.c.audit_size).where(STATE.c.id == STATE_ID))
+    ).scalar_one_or_none()
+    return int(found or 0)
+
+
+class LeafCache:
+    """This process's copy of the log's leaf hashes, as a tree: positions never change once
+    stamped, so each call reads only the leaves past the ones it holds."""
+
+    def __init__(self) -> None:
+        self.tree = MerkleTree()
+
+    async def tree_of(self, session: AsyncSession, size: int) -> MerkleTree:
+        """The tree holding at least the first ``size`` leaves."""
+        if self.tree.size < size:
+            connection = await session.connection()
+            result = await connection.stream(
+                sa.select(AUDIT.c.position, AUDIT.c.leaf_hash)
+                .where(AUDIT.c.position >= self.tree.size, AUDIT.c.position < size)
+                .order_by(AUDIT.c.position)
+            )
+            async for position, leaf in result:
+                if position != self.tree.size or leaf is None:
+                    raise LogDamaged(self.tree.size)
+                self.tree.append(bytes.fromhex(leaf))
+            if self.tree.size < size:
+                raise LogDamaged(self.tree.size)
+        return self.tree
+
+    def forget(self) -> None:
+        self.tree = MerkleTree()
+
+
+class LogDamaged(Exception):
+    """The stored log has a hole, a repeat or a record without its leaf at ``position``."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(f"the audit log is damaged at position {position}")
+        self.position = position
+
+
+@dataclass(frozen=True)
+class Signer:
+    """Signs checkpoints: the process's Ed25519 key and the public key's text."""
+
+    sign: Any  # (bytes) -> bytes
+    public_key: str
+
+    @property
+    def key_id(self) -> str:
+        return key_id(self.public_key)
+
+
+def key_id(public_key: str) -> str:
+    """A short name for a public key: the first 8 bytes of SHA-256 of its text, in hex."""
+    return hashlib.sha256(public_key.encode()).hexdigest()[:16]
+
+
+def public_key_text(raw: bytes) -> str:
+    return PUBLIC_KEY_PREFIX + base64.b64encode(raw).decode()
+
+
+async def latest_checkpoint(session: AsyncSession) -> AuditCheckpoint | None:
+    connection = await session.connection()
+    row = (
+        await connection.execute(
+            sa.select(CHECKPOINTS).order_by(CHECKPOINTS.c.size.desc()).limit(1)
+        )
+    ).first()
+    return None if row is None else AuditCheckpoint.model_validate(row._mapping)
+
+
+async def checkpoints(
+    session: AsyncSession, *, since: int = 0, through: int | None = None
+) -> list[AuditCheckpoint]:
+    """Checkpoints of sizes from ``since`` to ``through``, smallest first."""
+    stmt = sa.select(CHECKPOINTS).where(CHECKPOINTS.c.size >= since)
+    if through is not None:
+        stmt = stmt.where(CHECKPOINTS.c.size <= through)
+    connection = await session.connection()
+    rows = await connection.execute(stmt.order_by(CHECKPOINTS.c.size))
+    return [AuditCheckpoint.model_validate(row._mapping) for row in rows]
+
+
+def as_document(checkpoint: AuditCheckpoint) -> dict[str, Any]:
+    """A checkpoint as the verifier reads it."""
+    return {
+        "size": checkpoint.size,
+        "root": checkpoint.root,
+        "issuedAt": checkpoint.issued_at,
+        "keyId": checkpoint.key_id,
+        "signature": checkpoint.signature,
+        "previousSize": checkpoint.previous_size,
+        "consistency": list(checkpoint.consistency),
+    }
+
+
+async def make_checkpoint(
+    session: AsyncSession,
+    signer: Signer,
+    cache: LeafCache,
+    *,
+    every_records: int,
+    every_seconds: float,
+) -> AuditCheckpoint | None:
+    """Sign a checkpoint of the log as it stands when ``every_records`` records or
+    ``every_seconds`` have passed since the last one (and the log grew); ``None`` if not
+    due. Two processes may race: the size is the key, and the later insert does nothing."""
+    size = await log_size(session)
+    last = await latest_checkpoint(session)
+    if last is not None:
+        if size <= last.size:
+            return None
+        age = (clock.now() - datetime.fromisoformat(last.issued_at)).total_seconds()
+        if size - last.size < every_records and age < every_seconds:
+            return None
+    elif size == 0:
+        return None
+    tree = await cache.tree_of(session, size)
+    root = tree.root(size)
+    issued_at = timestamp(clock.now())
+    previous = None if last is None else last.size
+    proof = [] if previous is None else [h.hex() for h in tree.consistency_proof(previous, size)]
+    values: dict[str, Any] = {
+        "size": size,
+        "root": root.hex(),
+        "issued_at": issued_at,
+        "signature": base64.b64encode(signer.sign(checkpoint_note(size, root, issued_at))).decode(),
+        "key_id": signer.key_id,
+        "previous_size": previous,
+        "consistency": proof,
+    }
+    connection = await session.connection()
+    insert = pg_insert if connection.dialect.name == "postgresql" else sqlite_insert
+    await connection.execute(
+        insert(CHECKPOINTS).values(**values).on_conflict_do_nothing(index_elements=["size"])
+    )
+    return AuditCheckpoint(**values)
+
+
+async def entries(
+    session: AsyncSession, *, since: int = 0, through: int | None = None, chunk: int = 5000
+) -> AsyncIterator[tuple[dict[str, Any], str | None]]:
+    """The log's entries from position ``since``, with their stored leaf hashes, in
+    position order (an async iterator of ``(entry, leaf_hash)``)."""
+    connection = await session.connection()
+    stmt = sa.select(*_ENTRY_COLUMNS, AUDIT.c.position, AUDIT.c.leaf_hash).where(
+        AUDIT.c.position >= since
+    )
+    if through is not None:
+        stmt = stmt.where(AUDIT.c.position < through)
+    result = await connection.stream(
+        stmt.order_by(AUDIT.c.position).execution_options(yield_per=chunk)
+    )
+    async for row in result:
+        yield entry(row.position, row), row.leaf_hash
+
+
+async def records_of(session: AsyncSession, ids: Sequence[str]) -> list[Mapping[str, Any]]:
+    """The entries of the audit records ``ids`` (those with a position), by position."""
+    if not ids:
+        return []
+    connection = await session.connection()
+    rows = await connection.execute(
+        sa.select(*_ENTRY_COLUMNS, AUDIT.c.position, AUDIT.c.leaf_hash)
+        .where(AUDIT.c.id.in_(ids), AUDIT.c.position.is_not(None))
+        .order_by(AUDIT.c.position)
+    )
+    return [{"entry": entry(row.position, row), "leafHash": row.leaf_hash} for row in rows]
