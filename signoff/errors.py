@@ -471,6 +471,13 @@ class SecretKeyMismatch(SignoffError):
     code = "SECRET_KEY_MISMATCH"
 
 
+class AuditKeyMismatch(SignoffError):
+    """The process's audit signing key is not the one the database's checkpoints are signed
+    with: refused at start-up, before a checkpoint is signed with another key."""
+
+    code = "AUDIT_KEY_MISMATCH"
+
+
 # Refusals of the request itself and of the query's shape (docs/design.md section 9)
 class BadRequestBody(SignoffError):
     """The HTTP body is not a JSON object Signoff can read (bad JSON, bad UTF-8, too nested)."""

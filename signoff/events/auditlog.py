@@ -10,9 +10,7 @@ are dense; the leaf is the canonical JSON of the record with its position. The t
 from __future__ import annotations
 
 import base64
-import hashlib
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,9 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
+from signoff.auditkey import Signer
 from signoff.evidence.verify import (
-    PUBLIC_KEY_PREFIX,
+    EXPORT_FORMAT,
     MerkleTree,
+    canonical_json,
     checkpoint_note,
     entry_hash,
 )
@@ -148,27 +148,6 @@ class LogDamaged(Exception):
         self.position = position
 
 
-@dataclass(frozen=True)
-class Signer:
-    """Signs checkpoints: the process's Ed25519 key and the public key's text."""
-
-    sign: Any  # (bytes) -> bytes
-    public_key: str
-
-    @property
-    def key_id(self) -> str:
-        return key_id(self.public_key)
-
-
-def key_id(public_key: str) -> str:
-    """A short name for a public key: the first 8 bytes of SHA-256 of its text, in hex."""
-    return hashlib.sha256(public_key.encode()).hexdigest()[:16]
-
-
-def public_key_text(raw: bytes) -> str:
-    return PUBLIC_KEY_PREFIX + base64.b64encode(raw).decode()
-
-
 async def latest_checkpoint(session: AsyncSession) -> AuditCheckpoint | None:
     connection = await session.connection()
     row = (
@@ -204,27 +183,43 @@ def as_document(checkpoint: AuditCheckpoint) -> dict[str, Any]:
     }
 
 
-async def make_checkpoint(
+async def due(
+    session: AsyncSession, *, every_records: int, every_seconds: float
+) -> tuple[int, AuditCheckpoint | None] | None:
+    """The log's size and latest checkpoint when a new checkpoint is due: ``every_records``
+    records or ``every_seconds`` since the last, and the log grew."""
+    size = await log_size(session)
+    last = await latest_checkpoint(session)
+    covered = 0 if last is None else last.size
+    if size <= covered:
+        return None
+    if size - covered >= every_records:
+        return size, last
+    # The time since the last checkpoint, or since the first record.
+    if last is not None:
+        since = datetime.fromisoformat(last.issued_at)
+    else:
+        connection = await session.connection()
+        first = (
+            await connection.execute(sa.select(AUDIT.c.created_at).where(AUDIT.c.position == 0))
+        ).scalar_one_or_none()
+        if first is None:
+            return None
+        since = first
+    if (clock.now() - since).total_seconds() < every_seconds:
+        return None
+    return size, last
+
+
+async def sign_checkpoint(
     session: AsyncSession,
     signer: Signer,
     cache: LeafCache,
-    *,
-    every_records: int,
-    every_seconds: float,
-) -> AuditCheckpoint | None:
-    """Sign a checkpoint of the log as it stands when ``every_records`` records or
-    ``every_seconds`` have passed since the last one (and the log grew); ``None`` if not
-    due. Two processes may race: the size is the key, and the later insert does nothing."""
-    size = await log_size(session)
-    last = await latest_checkpoint(session)
-    if last is not None:
-        if size <= last.size:
-            return None
-        age = (clock.now() - datetime.fromisoformat(last.issued_at)).total_seconds()
-        if size - last.size < every_records and age < every_seconds:
-            return None
-    elif size == 0:
-        return None
+    size: int,
+    last: AuditCheckpoint | None,
+) -> AuditCheckpoint:
+    """Sign a checkpoint of the log's first ``size`` records, with the proof that it extends
+    ``last``. Two processes may race: the size is the key, the later insert does nothing."""
     tree = await cache.tree_of(session, size)
     root = tree.root(size)
     issued_at = timestamp(clock.now())
@@ -245,6 +240,43 @@ async def make_checkpoint(
         insert(CHECKPOINTS).values(**values).on_conflict_do_nothing(index_elements=["size"])
     )
     return AuditCheckpoint(**values)
+
+
+class Checkpointer:
+    """Signs checkpoints when due, from the upkeep of every process that runs the feed; the
+    key is loaded at the first one (the process's start has checked it already)."""
+
+    def __init__(
+        self, load_signer: Callable[[], Signer], *, every_records: int, every_seconds: float
+    ) -> None:
+        self._load_signer = load_signer
+        self._signer: Signer | None = None
+        self.every_records = every_records
+        self.every_seconds = every_seconds
+        self.cache = LeafCache()
+
+    @property
+    def signer(self) -> Signer:
+        if self._signer is None:
+            self._signer = self._load_signer()
+        return self._signer
+
+    async def run(self, session: AsyncSession, *, force: bool = False) -> AuditCheckpoint | None:
+        """Sign a checkpoint if one is due (``force``: whenever the log grew); the caller
+        commits."""
+        every_records, every_seconds = (
+            (1, 0.0)
+            if force
+            else (
+                self.every_records,
+                self.every_seconds,
+            )
+        )
+        found = await due(session, every_records=every_records, every_seconds=every_seconds)
+        if found is None:
+            return None
+        size, last = found
+        return await sign_checkpoint(session, self.signer, self.cache, size, last)
 
 
 async def entries(
@@ -276,3 +308,35 @@ async def records_of(session: AsyncSession, ids: Sequence[str]) -> list[Mapping[
         .order_by(AUDIT.c.position)
     )
     return [{"entry": entry(row.position, row), "leafHash": row.leaf_hash} for row in rows]
+
+
+async def export_lines(
+    session: AsyncSession, cache: LeafCache, since: int = 0
+) -> AsyncIterator[str]:
+    """The log as ``signoff audit export`` writes it, one JSON document a line: a header,
+    then each record, each checkpoint after the record that completes it. ``since`` is
+    rounded down to a checkpoint's size, whose frontier the header carries, so the export
+    is verified from there without the records before it."""
+    start, anchor = 0, None
+    if since > 0:
+        earlier = await checkpoints(session, through=since)
+        if earlier:
+            anchor = earlier[-1]
+            start = anchor.size
+    frontier = [] if anchor is None else (await cache.tree_of(session, start)).frontier(start)
+    header: dict[str, Any] = {
+        "type": "header",
+        "format": EXPORT_FORMAT,
+        "since": start,
+        "frontier": [h.hex() for h in frontier],
+    }
+    if anchor is not None:
+        header["checkpoint"] = as_document(anchor)
+    yield canonical_json(header)
+    pending = [c for c in await checkpoints(session, since=start) if c.size > start]
+    async for item, leaf in entries(session, since=start):
+        yield canonical_json({"type": "record", "entry": item, "leafHash": leaf})
+        while pending and pending[0].size <= item["position"] + 1:
+            yield canonical_json({"type": "checkpoint", **as_document(pending.pop(0))})
+    for checkpoint in pending:
+        yield canonical_json({"type": "checkpoint", **as_document(checkpoint)})

@@ -137,6 +137,15 @@ class MerkleTree:
             return [*self._subproof(m, start, start + k, whole), self._hash(start + k, end)]
         return [*self._subproof(m - k, start + k, end, False), self._hash(start, start + k)]
 
+    def frontier(self, size: int) -> list[bytes]:
+        """The right edge of the tree of ``size`` leaves (see ``Frontier``)."""
+        self._check(size)
+        hashes, start = [], 0
+        for bit in _set_bits(size):
+            hashes.append(self._hash(start, start + (1 << bit)))
+            start += 1 << bit
+        return hashes
+
     def _check(self, size: int) -> None:
         if not 0 <= size <= self.size:
             raise ValueError(f"the tree has {self.size} leaves, not {size}")

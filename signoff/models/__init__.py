@@ -29,7 +29,7 @@ from signoff.models.incident import (
     RepairAction,
     Severity,
 )
-from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
+from signoff.models.key_check import AUDIT_SIGNING, SIGNING_SECRETS, KeyCheck
 from signoff.models.notification import (
     ChannelKind,
     ChannelPresence,
@@ -47,6 +47,7 @@ from signoff.models.task import APPROVAL_KIND, APPROVAL_RESPONSE_SCHEMA, HumanTa
 __all__ = [
     "APPROVAL_KIND",
     "APPROVAL_RESPONSE_SCHEMA",
+    "AUDIT_SIGNING",
     "SEVERITY_RANK",
     "SIGNING_SECRETS",
     "Actor",
