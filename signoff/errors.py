@@ -54,6 +54,12 @@ class ActorDisabled(Forbidden):
     )
 
 
+class AuditProofUnavailable(SignoffError):
+    """No proof for what was asked: no checkpoint yet, or sizes or a position outside the log."""
+
+    code = "AUDIT_PROOF_UNAVAILABLE"
+
+
 class NotFound(SignoffError):
     """The object does not exist, or the actor may not see it."""
 

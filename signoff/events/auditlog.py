@@ -123,18 +123,32 @@ class LeafCache:
         """The tree holding at least the first ``size`` leaves."""
         if self.tree.size < size:
             connection = await session.connection()
-            result = await connection.stream(
+            # Not a server-side cursor: read sessions on PostgreSQL may run outside a
+            # transaction block, where one cannot be opened.
+            result = await connection.execute(
                 sa.select(AUDIT.c.position, AUDIT.c.leaf_hash)
                 .where(AUDIT.c.position >= self.tree.size, AUDIT.c.position < size)
                 .order_by(AUDIT.c.position)
             )
-            async for position, leaf in result:
+            for position, leaf in result:
                 if position != self.tree.size or leaf is None:
                     raise LogDamaged(self.tree.size)
                 self.tree.append(bytes.fromhex(leaf))
             if self.tree.size < size:
                 raise LogDamaged(self.tree.size)
         return self.tree
+
+    async def still_holds(self, session: AsyncSession) -> bool:
+        """Whether the stored log still ends, at this copy's last leaf, as it was read."""
+        if self.tree.size == 0:
+            return True
+        connection = await session.connection()
+        stored = (
+            await connection.execute(
+                sa.select(AUDIT.c.leaf_hash).where(AUDIT.c.position == self.tree.size - 1)
+            )
+        ).scalar_one_or_none()
+        return stored == self.tree.leaf(self.tree.size - 1).hex()
 
     def forget(self) -> None:
         self.tree = MerkleTree()
