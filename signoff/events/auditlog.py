@@ -10,7 +10,7 @@ are dense; the leaf is the canonical JSON of the record with its position. The t
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -295,9 +295,10 @@ class Checkpointer:
 
 async def entries(
     session: AsyncSession, *, since: int = 0, through: int | None = None, chunk: int = 5000
-) -> AsyncIterator[tuple[dict[str, Any], str | None]]:
+) -> AsyncGenerator[tuple[dict[str, Any], str | None], None]:
     """The log's entries from position ``since``, with their stored leaf hashes, in
-    position order (an async iterator of ``(entry, leaf_hash)``)."""
+    position order (an async iterator of ``(entry, leaf_hash)``; a reader that may stop
+    early closes it, with ``contextlib.aclosing``)."""
     connection = await session.connection()
     stmt = sa.select(*_ENTRY_COLUMNS, AUDIT.c.position, AUDIT.c.leaf_hash).where(
         AUDIT.c.position >= since
@@ -307,8 +308,11 @@ async def entries(
     result = await connection.stream(
         stmt.order_by(AUDIT.c.position).execution_options(yield_per=chunk)
     )
-    async for row in result:
-        yield entry(row.position, row), row.leaf_hash
+    try:
+        async for row in result:
+            yield entry(row.position, row), row.leaf_hash
+    finally:  # a reader that stops early leaves no server-side cursor open
+        await result.close()
 
 
 async def records_of(session: AsyncSession, ids: Sequence[str]) -> list[Mapping[str, Any]]:

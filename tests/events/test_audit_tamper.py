@@ -21,8 +21,10 @@ from signoff.database import SessionMaker
 from signoff.events import auditlog, feed
 from signoff.evidence import verify
 from signoff.evidence.verify import Verdict, entry_hash
+from signoff.models import Incident
 from signoff.resolvers.core.transitions import Happening, record
-from signoff.resolvers.core.work import UnitOfWork
+from signoff.resolvers.core.work import UnitOfWork, WorkMaker
+from signoff.resolvers.delivery.reconciliation import reconcile
 from signoff.sealing import decode_key, new_key_text
 
 SIGNER = signer_of(decode_key(os.environ["SIGNOFF_AUDIT_SIGNING_KEY"]))
@@ -224,3 +226,44 @@ async def test_the_signing_key_replaced(log: SessionMaker) -> None:
         )
         await session.rollback()
     assert forged.ok
+
+
+async def _reconcile(log: SessionMaker) -> Any:
+    done = await reconcile(WorkMaker(log))
+    async with log() as session:
+        incidents = (
+            await session.exec(sa.select(Incident).where(Incident.kind == "audit_log_mismatch"))
+        ).all()
+        await session.commit()
+    return done.audit_log, [row[0] for row in incidents]
+
+
+async def test_reconciliation_finds_nothing_wrong_with_an_untouched_log(log: SessionMaker) -> None:
+    found, incidents = await _reconcile(log)
+    assert found is None and incidents == []
+
+
+async def test_reconciliation_opens_a_critical_incident_when_the_tail_is_edited(
+    log: SessionMaker,
+) -> None:
+    async with log() as session:
+        await session.exec(sa.update(AUDIT).where(_at(24)).values(target_id="p-2"))
+        await session.commit()
+    found, incidents = await _reconcile(log)
+    assert (found.checkpoint_size, found.position) == (30, 24)
+    [incident] = incidents
+    assert incident.severity == "CRITICAL" and incident.state == "OPEN"
+    assert incident.title == "The audit log disagrees with its checkpoint of size 30 at position 24"
+    # Found again at the next run: the same incident, still open, not another.
+    again, incidents = await _reconcile(log)
+    assert again == found and len(incidents) == 1
+
+
+async def test_reconciliation_catches_a_rolled_back_log(log: SessionMaker) -> None:
+    async with log() as session:
+        await session.exec(sa.delete(AUDIT).where(AUDIT.c.position >= 12))
+        await session.exec(sa.update(auditlog.STATE).values(audit_size=12))
+        await session.commit()
+    found, incidents = await _reconcile(log)
+    assert (found.checkpoint_size, found.position) == (30, 12)
+    assert [i.severity for i in incidents] == ["CRITICAL"]
