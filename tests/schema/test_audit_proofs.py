@@ -74,6 +74,19 @@ async def test_checkpoints_and_proofs_verify_offline(
             [bytes.fromhex(h) for h in found["proof"]],
             root,
         )
+    # A receipt proven against a checkpoint the auditor holds: the older one has none of
+    # the proposal's records yet, the newer one all.
+    sized = "query($id: ID!, $n: Int) { proposal(id: $id) { decisionReceipt(checkpointSize: $n) } }"
+    for size, proven in ((first["size"], False), (second["size"], True)):
+        receipt = (await gql(sized, {"id": proposal["id"], "n": size}, world.agent))["proposal"][
+            "decisionReceipt"
+        ]
+        assert receipt["checkpoint"]["size"] == size
+        assert bool(receipt["records"]) is proven
+        assert bool(receipt["notYetCheckpointed"]) is not proven
+        assert verify.verify_receipt(receipt, key).ok is proven
+    unsigned = await gql.error(sized, {"id": proposal["id"], "n": 1}, world.agent)
+    assert unsigned.code == "AUDIT_PROOF_UNAVAILABLE"
     refused = await gql.error(INCLUSION, {"id": ids[0]}, world.agent)
     assert refused.code == "FORBIDDEN"
     outside = await gql.error(INCLUSION, {"id": ids[-1], "size": 10_000}, operator)

@@ -9,6 +9,7 @@ from typing import Any
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff.errors import AuditProofUnavailable
 from signoff.events import auditlog
 from signoff.evidence.verify import RECEIPT_FORMAT
 from signoff.models import Approval, AuditEvent, DeliveryAttempt
@@ -18,10 +19,10 @@ from signoff.resolvers.core.audit import audit_tree
 
 
 async def decision_receipt(
-    *, session: AsyncSession, viewer: Viewer, proposal_id: str
+    *, session: AsyncSession, viewer: Viewer, proposal_id: str, checkpoint_size: int | None = None
 ) -> dict[str, Any]:
-    """The receipt, proven against the latest checkpoint; records written after it are
-    listed under ``notYetCheckpointed`` (the next checkpoint covers them)."""
+    """The receipt, proven against the checkpoint of ``checkpoint_size`` records (default:
+    the latest); records after it are listed under ``notYetCheckpointed``."""
     proposal = await get_proposal(session=session, viewer=viewer, proposal_id=proposal_id)
     approvals = (
         await session.exec(
@@ -45,7 +46,13 @@ async def decision_receipt(
         )
     ).all()
     found = await auditlog.records_of(session, list(ids))
-    checkpoint = await auditlog.latest_checkpoint(session)
+    if checkpoint_size is None:
+        checkpoint = await auditlog.latest_checkpoint(session)
+    else:
+        chosen = await auditlog.checkpoints(session, since=checkpoint_size, through=checkpoint_size)
+        if not chosen:
+            raise AuditProofUnavailable(f"No checkpoint covers exactly {checkpoint_size} records.")
+        checkpoint = chosen[0]
     size = 0 if checkpoint is None else checkpoint.size
     tree = await audit_tree(session, size)
     covered = [r for r in found if r["entry"]["position"] < size]

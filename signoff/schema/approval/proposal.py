@@ -199,10 +199,20 @@ class Proposal(Node):
     @strawberry.field(
         description="What was approved, by whom, what became of it, and the proof that each "
         "of its audit records is in the signed log: one JSON document, checked offline by "
-        "signoff audit verify-receipt."
+        "signoff audit verify-receipt. Proven against the checkpoint of checkpointSize "
+        "records (default: the latest)."
     )
-    async def decision_receipt(self, info: strawberry.Info) -> JSON:
-        return JSON(await call(info, receipts.decision_receipt, proposal_id=str(self.id)))
+    async def decision_receipt(
+        self, info: strawberry.Info, checkpoint_size: int | None = None
+    ) -> JSON:
+        return JSON(
+            await call(
+                info,
+                receipts.decision_receipt,
+                proposal_id=str(self.id),
+                checkpoint_size=checkpoint_size,
+            )
+        )
 
     @strawberry.field(description="Every delivery attempt, oldest first.")
     async def attempts(self, info: strawberry.Info) -> list[DeliveryAttempt]:
