@@ -155,7 +155,8 @@ class LeafCache:
 
 
 class LogDamaged(Exception):
-    """The stored log has a hole, a repeat or a record without its leaf at ``position``."""
+    """The stored log has a hole, a repeat or a record without its leaf at ``position``,
+    or no longer gives the checkpoint of ``position`` records."""
 
     def __init__(self, position: int) -> None:
         super().__init__(f"the audit log is damaged at position {position}")
@@ -233,8 +234,15 @@ async def sign_checkpoint(
     last: AuditCheckpoint | None,
 ) -> AuditCheckpoint:
     """Sign a checkpoint of the log's first ``size`` records, with the proof that it extends
-    ``last``. Two processes may race: the size is the key, the later insert does nothing."""
+    ``last`` (``LogDamaged`` if it does not). Two processes may race: the size is the key,
+    the later insert does nothing."""
+    if not await cache.still_holds(session):
+        cache.forget()  # the stored log changed under this copy: read it again
     tree = await cache.tree_of(session, size)
+    if last is not None and tree.root(last.size).hex() != last.root:
+        # Never sign a log that does not extend the last checkpoint: reconciliation
+        # reports where they part (a CRITICAL incident).
+        raise LogDamaged(last.size)
     root = tree.root(size)
     issued_at = timestamp(clock.now())
     previous = None if last is None else last.size

@@ -267,3 +267,18 @@ async def test_reconciliation_catches_a_rolled_back_log(log: SessionMaker) -> No
     found, incidents = await _reconcile(log)
     assert (found.checkpoint_size, found.position) == (30, 12)
     assert [i.severity for i in incidents] == ["CRITICAL"]
+
+
+async def test_no_checkpoint_is_signed_over_a_log_that_left_the_last_one(
+    log: SessionMaker,
+) -> None:
+    async with log() as session:
+        await session.exec(
+            sa.update(AUDIT).where(_at(3)).values(leaf_hash="00" * 32, target_id="p-9")
+        )
+        await session.commit()
+    checkpointer = auditlog.Checkpointer(lambda: SIGNER, every_records=1, every_seconds=0)
+    async with log() as session:
+        with pytest.raises(auditlog.LogDamaged):
+            await checkpointer.run(session, force=True)
+        await session.rollback()
