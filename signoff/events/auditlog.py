@@ -29,6 +29,7 @@ from signoff.evidence.verify import (
     canonical_json,
     checkpoint_note,
     entry_hash,
+    record_line,
 )
 from signoff.models import AuditCheckpoint, AuditEvent, ChangeFeedState
 from signoff.models.records import table_of
@@ -361,7 +362,11 @@ async def export_lines(
     yield canonical_json(header)
     pending = [c for c in await checkpoints(session, since=start) if c.size > start]
     async for item, leaf in entries(session, since=start):
-        yield canonical_json({"type": "record", "entry": item, "leafHash": leaf})
+        yield (
+            record_line(item, leaf)
+            if leaf is not None
+            else canonical_json({"type": "record", "entry": item, "leafHash": None})
+        )
         while pending and pending[0].size <= item["position"] + 1:
             yield canonical_json({"type": "checkpoint", **as_document(pending.pop(0))})
     for checkpoint in pending:

@@ -26,11 +26,18 @@ PUBLIC_KEY_PREFIX = "ed25519:"
 CHECKPOINT_HEADER = "signoff audit checkpoint v1"
 EXPORT_FORMAT = "signoff-audit-log/v1"
 RECEIPT_FORMAT = "signoff-decision-receipt/v1"
+# How an export's record lines start: the leaf hash, then the entry's canonical JSON.
+RECORD_PREFIX = '{"type":"record","leafHash":"'
 
 
 # Built once: verifying a large export encodes and decodes every record.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _DECODER = json.JSONDecoder()
+
+
+def record_line(entry: Mapping[str, Any], leaf: str) -> str:
+    """An export's line for a record: ``RECORD_PREFIX``, the hex leaf hash, the entry."""
+    return f'{RECORD_PREFIX}{leaf}","entry":{canonical_json(entry)}}}'
 
 
 def canonical_json(value: Any) -> str:
@@ -353,8 +360,17 @@ def verify_export(
     previous: Mapping[str, Any] | None = None
     kept_by_size = {int(c["size"]): c for c in kept}
     for number, line in enumerate(_lines(lines), 1):
+        raw_entry: str | None = None
         try:
-            item = _read_line(line.lstrip())
+            if line.startswith(RECORD_PREFIX):
+                # The export's own layout: the entry's bytes are hashed as they stand (a
+                # record altered in any byte no longer gives its leaf), and read once.
+                leaf_text, _, raw_entry = line.rstrip()[len(RECORD_PREFIX) : -1].partition(
+                    '","entry":'
+                )
+                item = {"type": "record", "leafHash": leaf_text, "entry": _read_line(raw_entry)}
+            else:
+                item = _read_line(line.lstrip())
             kind = item["type"]
         except (ValueError, KeyError, TypeError):
             expected = frontier.size if frontier else start
@@ -388,7 +404,7 @@ def verify_export(
                 if isinstance(claimed, int) and claimed > position:
                     return verdict.fail(position, "missing: the next record is at a later position")
                 return verdict.fail(position, f"line {number} claims position {claimed}")
-            computed = entry_hash(entry)
+            computed = entry_hash(entry) if raw_entry is None else leaf_hash(raw_entry.encode())
             if item.get("leafHash") is not None and item["leafHash"] != computed.hex():
                 return verdict.fail(position, "the record does not match its leaf hash")
             frontier.append(computed)
