@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import base64
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -332,3 +333,71 @@ def test_the_verifier_imports_nothing_of_signoff() -> None:
         for name in imported
         if name
     ), imported
+
+
+SIGNING = Ed25519PrivateKey.generate()
+
+
+def _export(size: int, every: int) -> list[str]:
+    """A synthetic export of ``size`` records with a signed checkpoint every ``every``."""
+    lines = [verify.canonical_json({"type": "header", "format": verify.EXPORT_FORMAT})]
+    frontier = Frontier()
+    for position in range(size):
+        entry = {"position": position, "id": f"r{position}", "action": "t.done", "details": {}}
+        leaf = verify.entry_hash(entry)
+        frontier.append(leaf)
+        lines.append(verify.record_line(entry, leaf.hex()))
+        if (position + 1) % every == 0:
+            root, issued = frontier.root(), "2026-01-01T00:00:00.000000Z"
+            note = checkpoint_note(position + 1, root, issued)
+            checkpoint = {
+                "type": "checkpoint",
+                "size": position + 1,
+                "root": root.hex(),
+                "issuedAt": issued,
+                "signature": base64.b64encode(SIGNING.sign(note)).decode(),
+            }
+            lines.append(verify.canonical_json(checkpoint))
+    return lines
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(5, 60), st.integers(1, 7), st.data())
+def test_any_one_tampered_record_is_named_or_bounded(
+    size: int, every: int, data: st.DataObject
+) -> None:
+    """Alter, delete or swap records (leaf hashes recomputed or not): the verdict fails at
+    a position no later than the tampered one and no earlier than the last checkpoint
+    before it, exactly there when the stored leaf hash was left alone."""
+    lines = _export(size, every)
+    key = SIGNING.public_key()
+    assert verify.verify_export(lines, key).ok
+    records = [i for i, line in enumerate(lines) if line.startswith(verify.RECORD_PREFIX)]
+    index = data.draw(st.sampled_from(records))
+    position = records.index(index)
+    how = data.draw(st.sampled_from(["alter", "alter and rehash", "delete", "swap"]))
+    tampered = list(lines)
+    if how.startswith("alter"):
+        entry = json.loads(lines[index])["entry"]
+        entry["action"] = "t.undone"
+        leaf = verify.entry_hash(entry).hex() if how == "alter and rehash" else "00" * 32
+        tampered[index] = verify.record_line(entry, leaf)
+    elif how == "delete":
+        del tampered[index]
+    else:
+        later = data.draw(st.sampled_from([i for i in records if i != index]))
+        tampered[index], tampered[later] = tampered[later], tampered[index]
+        position = min(position, records.index(later))
+    verdict = verify.verify_export(tampered, key)
+    if how == "alter and rehash" and position >= size - size % every:
+        # After the last checkpoint nothing vouches for a record: what the log cannot
+        # prove, and the verdict says so.
+        assert verdict.ok and verdict.notes
+        return
+    assert not verdict.ok
+    assert verdict.position is not None
+    checkpointed = position - position % every
+    if how == "alter and rehash":
+        assert checkpointed <= verdict.position <= position, (how, verdict.summary())
+    else:
+        assert verdict.position == position, (how, verdict.summary())
