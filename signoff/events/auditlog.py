@@ -83,25 +83,22 @@ async def has_pending(connection: AsyncConnection) -> bool:
     return (await connection.execute(_ANY_PENDING)).first() is not None
 
 
-async def stamp(connection: AsyncConnection, size: int) -> int:
-    """Give pending audit records positions from ``size`` on, in the caller's stamping
-    transaction (which holds the feed state's lock); returns the log's new size."""
+async def positions(connection: AsyncConnection, size: int) -> tuple[int, sa.Update | None]:
+    """Positions from ``size`` on for the pending audit records, in the caller's stamping
+    transaction (which holds the feed state's lock): the log's new size, and the update
+    that records them (``None``: nothing pending), which the caller runs with its cursors'
+    (one round trip on PostgreSQL) and whose new size it records in the feed's state."""
     rows = (await connection.execute(_PENDING)).all()
     if not rows:
-        return size
-    positions = {row.id: size + offset for offset, row in enumerate(rows)}
-    leaves = {row.id: entry_hash(entry(positions[row.id], row)).hex() for row in rows}
-    await connection.execute(
+        return size, None
+    places = {row.id: size + offset for offset, row in enumerate(rows)}
+    leaves = {row.id: entry_hash(entry(places[row.id], row)).hex() for row in rows}
+    update = (
         sa.update(AUDIT)
-        .where(AUDIT.c.id.in_(positions))
-        .values(
-            position=case(positions, value=AUDIT.c.id),
-            leaf_hash=case(leaves, value=AUDIT.c.id),
-        )
+        .where(AUDIT.c.id.in_(places))
+        .values(position=case(places, value=AUDIT.c.id), leaf_hash=case(leaves, value=AUDIT.c.id))
     )
-    size += len(rows)
-    await connection.execute(sa.update(STATE).where(STATE.c.id == STATE_ID).values(audit_size=size))
-    return size
+    return size + len(rows), update
 
 
 async def log_size(session: AsyncSession) -> int:

@@ -80,33 +80,45 @@ async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> l
 
     At most ``limit`` events plus the other pending events of their entities, so that
     one entity's events are stamped together, in version order. Committed audit records
-    get their positions in the verifiable log in the same run (``auditlog.stamp``).
+    get their positions in the verifiable log in the same run (``auditlog.positions``).
     """
     last_cursor, audit_size = await _locked_state(session)
-    await auditlog.stamp(await session.connection(), audit_size)
+    connection = await session.connection()
+    new_audit_size, positioned = await auditlog.positions(connection, audit_size)
     batch = await _pending(session, limit=limit)
     if len(batch) >= limit:
         batch += await _rest_of_their_entities(session, batch)
     pending = in_entity_order(sorted(batch, key=lambda e: (e.occurred_at, e.id)))
     if not pending:
+        if positioned is not None:
+            await connection.execute(positioned)
+            await connection.execute(
+                update(STATE).where(STATE.c.id == STATE_ID).values(audit_size=new_audit_size)
+            )
         return []
     cursors = {event.id: last_cursor + offset for offset, event in enumerate(pending, 1)}
     # Core statements on records, not ORM instances and a flush: on SQLite this runs in
     # every writer's transaction, where the ORM's bookkeeping was most of its cost.
-    connection = await session.connection()
     stamp = (
         update(EVENTS)
         .where(EVENTS.c.id.in_(cursors))
         .values(cursor=case(cursors, value=EVENTS.c.id))
     )
     advance = (
-        update(STATE).where(STATE.c.id == STATE_ID).values(last_cursor=last_cursor + len(pending))
+        update(STATE)
+        .where(STATE.c.id == STATE_ID)
+        .values(last_cursor=last_cursor + len(pending), audit_size=new_audit_size)
     )
     if connection.dialect.name == "postgresql":
         # One round trip, on the way from a commit to its frames: PostgreSQL runs a
         # data-modifying WITH whether or not the statement reads it.
-        await connection.execute(advance.add_cte(stamp.cte("stamped")))
+        advance = advance.add_cte(stamp.cte("stamped"))
+        if positioned is not None:
+            advance = advance.add_cte(positioned.cte("positioned"))
+        await connection.execute(advance)
     else:
+        if positioned is not None:
+            await connection.execute(positioned)
         await connection.execute(stamp)
         await connection.execute(advance)
     for event in pending:
