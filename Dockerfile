@@ -27,8 +27,8 @@ ENV PATH=/opt/signoff/bin:$PATH \
     SIGNOFF_HOST=0.0.0.0 \
     SIGNOFF_PORT=8000 \
     SIGNOFF_LOG_FORMAT=json
-# Without SIGNOFF_DATABASE_URL and SIGNOFF_SECRET_KEY, the SQLite file and the key file
-# are created here (mount a volume to keep them).
+# Without SIGNOFF_DATABASE_URL, SIGNOFF_SECRET_KEY and SIGNOFF_AUDIT_SIGNING_KEY, the
+# SQLite file and the key files are created here (mount a volume to keep them).
 WORKDIR /var/lib/signoff
 USER signoff
 EXPOSE 8000

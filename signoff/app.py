@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
@@ -30,6 +30,7 @@ from signoff.approval_pages import ApprovalPages
 from signoff.bodies import BodyTooLarge, read_body, replay_body
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
+    AUDIT_KEY_PATH,
     CORS_MAX_AGE_SECONDS,
     METRICS_READ_TIMEOUT_SECONDS,
     WS_CLOSE_FORBIDDEN,
@@ -376,6 +377,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
             return JSONResponse({"status": "unavailable", "database": database}, status_code=503)
         return JSONResponse({"status": "ok", "database": database})
 
+    async def audit_public_key(_: Request) -> Response:
+        """The key that verifies this service's audit checkpoints (docs/design.md section 15)."""
+        assert events.checkpointer is not None  # every event service has one
+        return PlainTextResponse(events.checkpointer.signer.public_key + "\n")
+
     async def metrics_endpoint(_: Request) -> Response:
         operations = await _read_operations(read_sessionmaker)
         body = metrics.exposition(operations, _live_figures(view.broadcaster))
@@ -412,6 +418,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),
+            Route(AUDIT_KEY_PATH, audit_public_key),
             Route(
                 "/links/{token}",
                 ApprovalPages(work, read_sessionmaker).handle,

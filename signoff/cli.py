@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from signoff import logs
-from signoff.config import Settings, load_sealer
+from signoff import audit_commands, logs
+from signoff.config import Settings, load_audit_signer, load_sealer
 from signoff.constants import GC_THRESHOLDS, GIL_SWITCH_INTERVAL_SECONDS
 from signoff.database import (
     DATABASE_MISSING,
@@ -149,7 +149,8 @@ _SUMMARY = (
     "serve runs the GraphQL API and the review console; worker delivers approved actions "
     "from Redis's job queue (beside serve, when SIGNOFF_REDIS_URL is set); receiver is a "
     "demo target that prints what it receives; migrate and schema look after the database "
-    "and the schema; token and actor manage who may call the API.",
+    "and the schema; token and actor manage who may call the API; audit exports the "
+    "tamper-evident audit log and verifies exports and decision receipts offline.",
     "Settings come from SIGNOFF_* environment variables (see the README's Configuration). "
     "Run 'signoff COMMAND --help' for a command's options.",
 )
@@ -257,6 +258,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _token_commands(commands)
     _actor_commands(commands)
+    audit_commands.add_commands(commands, _command)
     return parser
 
 
@@ -439,11 +441,17 @@ async def _migrate_only(settings: Settings) -> None:
 
 
 def _prepare(settings: Settings) -> None:
-    """Migrate, and refuse to go on with a secret key other than the database's."""
-    from signoff.resolvers.core.key_check import verify_secret_key
+    """Migrate, and refuse to go on with a secret key or an audit signing key other than the
+    database's."""
+    from signoff.resolvers.core.key_check import verify_audit_key, verify_secret_key
 
-    sealer = load_sealer(settings)
-    _in_work(settings, lambda work: verify_secret_key(session=work.session, sealer=sealer))
+    sealer, signer = load_sealer(settings), load_audit_signer(settings)
+
+    async def check(work: UnitOfWork) -> None:
+        await verify_secret_key(session=work.session, sealer=sealer)
+        await verify_audit_key(session=work.session, signer=signer)
+
+    _in_work(settings, check)
 
 
 def _in_work(settings: Settings, command: Callable[[UnitOfWork], Awaitable[T]]) -> T:

@@ -11,9 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from signoff import sealing
+from signoff import auditkey, sealing
+from signoff.auditkey import Signer
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
+    AUDIT_CHECKPOINT_RECORDS,
+    AUDIT_CHECKPOINT_SECONDS,
     DELIVERY_CONCURRENCY,
     DELIVERY_LEASE_SECONDS,
     JOB_TIMEOUT_SECONDS,
@@ -64,6 +67,13 @@ class Settings:
     # database needs the same key. Unset: a key file, created on first use.
     secret_key: str | None = None
     secret_key_file: str = "signoff.key"
+    # Signs the audit log's checkpoints (signoff.auditkey); every process sharing a database
+    # needs the same key. Unset: a key file beside the database, created on first use.
+    audit_signing_key: str | None = None
+    audit_signing_key_file: str | None = None
+    # A checkpoint is signed once this many records or seconds have passed since the last.
+    audit_checkpoint_records: int = AUDIT_CHECKPOINT_RECORDS
+    audit_checkpoint_seconds: float = AUDIT_CHECKPOINT_SECONDS
     arq_queue: str = ARQ_QUEUE_DEFAULT
     delivery_lease_seconds: int = DELIVERY_LEASE_SECONDS
     sweep_interval_seconds: int = SWEEP_INTERVAL_SECONDS
@@ -138,6 +148,14 @@ class Settings:
             in {"1", "true", "yes"},
             secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
             secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,
+            audit_signing_key=env.get("SIGNOFF_AUDIT_SIGNING_KEY") or None,
+            audit_signing_key_file=env.get("SIGNOFF_AUDIT_SIGNING_KEY_FILE") or None,
+            audit_checkpoint_records=int(
+                env.get("SIGNOFF_AUDIT_CHECKPOINT_RECORDS", str(AUDIT_CHECKPOINT_RECORDS))
+            ),
+            audit_checkpoint_seconds=float(
+                env.get("SIGNOFF_AUDIT_CHECKPOINT_SECONDS", str(AUDIT_CHECKPOINT_SECONDS))
+            ),
             arq_queue=env.get("SIGNOFF_ARQ_QUEUE") or ARQ_QUEUE_DEFAULT,
             delivery_lease_seconds=int(
                 env.get("SIGNOFF_DELIVERY_LEASE_SECONDS", str(DELIVERY_LEASE_SECONDS))
@@ -219,6 +237,13 @@ def normalise_database_url(url: str) -> str:
         if url.startswith(prefix):
             return replacement + url[len(prefix) :]
     return url
+
+
+def load_audit_signer(settings: Settings) -> Signer:
+    """The signer of this process's audit checkpoints."""
+    key_file = settings.audit_signing_key_file
+    path = Path(key_file) if key_file else auditkey.default_key_file(settings.database_url)
+    return auditkey.load_signer(settings.audit_signing_key, path)
 
 
 def load_sealer(settings: Settings) -> Sealer:

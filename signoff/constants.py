@@ -126,6 +126,12 @@ WEBHOOK_ID = "msg_{proposal_id}"
 DELIVERY_SCHEMA_VERSION = "1"
 SWEEP_BATCH_SIZE = 500
 SWEEP_INTERVAL_SECONDS = 10
+# The audit log (docs/design.md section 15): a checkpoint is signed once this many
+# records, or this many seconds, have passed since the last one.
+AUDIT_CHECKPOINT_RECORDS = 1000
+AUDIT_CHECKPOINT_SECONDS = 60
+# Where every API process serves the public key that verifies the checkpoints.
+AUDIT_KEY_PATH = "/.well-known/signoff-audit-key"
 # Reconciliation (docs/design.md section 6.6): how often, and the key of each repair.
 RECONCILE_INTERVAL_SECONDS = 60
 RELEASE_LEASE_KEY = "release_lease:{proposal_id}:{lease}"

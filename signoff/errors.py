@@ -92,6 +92,12 @@ class CsrfRefused(Forbidden):
     default_message = "This request lacks the console's CSRF token; reload the console."
 
 
+class AuditProofUnavailable(SignoffError):
+    """No proof for what was asked: no checkpoint yet, or sizes or a position outside the log."""
+
+    code = "AUDIT_PROOF_UNAVAILABLE"
+
+
 class NotFound(SignoffError):
     """The object does not exist, or the actor may not see it."""
 
@@ -507,6 +513,13 @@ class SecretKeyMismatch(SignoffError):
     """
 
     code = "SECRET_KEY_MISMATCH"
+
+
+class AuditKeyMismatch(SignoffError):
+    """The process's audit signing key is not the one the database's checkpoints are signed
+    with: refused at start-up, before a checkpoint is signed with another key."""
+
+    code = "AUDIT_KEY_MISMATCH"
 
 
 # Refusals of the request itself and of the query's shape (docs/design.md section 9)

@@ -85,7 +85,7 @@ def load_sealer(key_text: str | None, key_file: Path) -> Sealer:
     if key_text:
         return Sealer(decode_key(key_text))
     try:
-        created = _create_key_file(key_file)
+        created = create_key_file(key_file)
         text = key_file.read_text()
     except OSError as exc:
         raise SealingError(
@@ -96,7 +96,7 @@ def load_sealer(key_text: str | None, key_file: Path) -> Sealer:
     return Sealer(decode_key(text, source), source)
 
 
-def _create_key_file(path: Path) -> bool:
+def create_key_file(path: Path) -> bool:
     """Create the key file unless it exists; whether this call created it.
 
     The key is written to a temporary file first and then linked into place, so the

@@ -34,6 +34,8 @@ from tests.redis_keys import delete_under, unique_channel, unique_queue
 # One sealing key for the test run and every process it starts (they inherit it), so
 # that no test writes a key file into the working tree.
 os.environ.setdefault("SIGNOFF_SECRET_KEY", "c2lnbm9mZi10ZXN0LWtleS0zMi1ieXRlcy1sb25nISE=")
+# Likewise one key that signs the audit log's checkpoints.
+os.environ.setdefault("SIGNOFF_AUDIT_SIGNING_KEY", "c2lnbm9mZi1hdWRpdC1zaWduaW5nLWtleS0zMi1ieXQ=")
 
 PG_URL = os.environ.get("SIGNOFF_TEST_DATABASE_URL")
 # Under pytest-xdist (``make test`` runs it) each worker is a process of its own: its
@@ -114,6 +116,7 @@ def settings(database_url: str) -> Settings:
         database_url=database_url,
         embedded_worker=False,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+        audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
     )
 
 

@@ -32,6 +32,7 @@ def signoff_env(database_url: str, **extra: str) -> dict[str, str]:
             "SIGNOFF_DATABASE_URL": database_url,
             "SIGNOFF_LOG_LEVEL": "warning",
             "SIGNOFF_SECRET_KEY": os.environ["SIGNOFF_SECRET_KEY"],
+            "SIGNOFF_AUDIT_SIGNING_KEY": os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
             **extra,
         }
     )

@@ -9,13 +9,18 @@ import pytest
 
 from signoff import cli
 
-COMMANDS = ["serve", "worker", "receiver", "migrate", "schema", "token", "actor"]
+COMMANDS = ["serve", "worker", "receiver", "migrate", "schema", "token", "actor", "audit"]
 ACTIONS = [
     ["token", "create"],
     ["token", "revoke"],
     ["actor", "set-role"],
     ["actor", "disable"],
     ["actor", "enable"],
+    ["audit", "public-key"],
+    ["audit", "checkpoint"],
+    ["audit", "export"],
+    ["audit", "verify"],
+    ["audit", "verify-receipt"],
 ]
 
 
@@ -28,8 +33,9 @@ def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 def _description(text: str) -> str:
-    """What the help says between its usage and its list of options."""
-    return text.split("\n\n", 1)[1].split("\noptions:", 1)[0].strip()
+    """What the help says between its usage and its list of arguments or options."""
+    described = text.split("\n\n", 1)[1].split("\noptions:", 1)[0]
+    return described.split("\npositional arguments:", 1)[0].strip()
 
 
 def test_signoff_help_sums_up_every_command_in_plain_sentences(

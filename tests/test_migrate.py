@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from alembic import command
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import select
 
 from signoff import clock
 from signoff.database import create_engine, create_sessionmaker
+from signoff.events import auditlog
+from signoff.evidence.verify import entry_hash
 from signoff.migrate import alembic_config, migrate
 from signoff.models import (
     Actor,
@@ -25,6 +29,7 @@ from signoff.models import (
     Role,
     Target,
 )
+from signoff.models.base import UTCDateTime
 from tests.conftest import fresh_database
 
 VERSIONED = ("proposals", "human_tasks", "incidents")
@@ -180,3 +185,41 @@ async def test_amendments_and_policies_upgrade_existing_rows_and_downgrade(
     assert row.policy_rule is None
     assert target is not None and target.amendable and not target.amendments_need_proposer
     assert approval.revision == 1
+
+
+AUDIT_RECORD = """
+INSERT INTO audit_events (id, action, actor_id, target_type, target_id, details, created_at)
+VALUES (:id, 'test.done', NULL, 'test', 't-1', :details, :at)
+"""
+
+
+async def test_the_audit_log_is_built_over_existing_records_in_their_order(
+    scratch_engine: AsyncEngine,
+) -> None:
+    """Records from before the log get positions in the order they were written, and leaf
+    hashes the verifier recomputes; nothing else of a record changes."""
+    await migrate(scratch_engine)
+    await _downgrade(scratch_engine, "0014_channel_switches")
+    base = clock.now()
+    written = [("r-b", 2), ("r-a", 1), ("r-c", 3)]
+    async with scratch_engine.begin() as conn:
+        for record_id, minutes in written:
+            moment = base + timedelta(minutes=minutes)
+            await conn.execute(
+                sa.text(AUDIT_RECORD).bindparams(
+                    sa.bindparam("at", type_=UTCDateTime()),
+                    sa.bindparam("details", type_=sa.JSON().with_variant(JSONB(), "postgresql")),
+                ),
+                {"id": record_id, "details": {"n": minutes, "text": "é"}, "at": moment},
+            )
+    await migrate(scratch_engine)
+    async with create_sessionmaker(scratch_engine)() as session:
+        log = [row async for row in auditlog.entries(session)]
+        size = await auditlog.log_size(session)
+    assert [entry["id"] for entry, _ in log] == ["r-a", "r-b", "r-c"]
+    assert [entry["position"] for entry, _ in log] == [0, 1, 2]
+    assert [entry["details"] for entry, _ in log] == [{"n": n, "text": "é"} for n in (1, 2, 3)]
+    assert all(leaf == entry_hash(entry).hex() for entry, leaf in log)
+    assert size == 3
+    await _downgrade(scratch_engine, "0014_channel_switches")
+    assert "audit_checkpoints" not in await _tables(scratch_engine)

@@ -22,6 +22,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
 from signoff.constants import FEED_PAGE_SIZE
+from signoff.events import auditlog
 from signoff.models import ChangeEvent, ChangeFeedState, Draft, HumanTask, Proposal
 from signoff.models.records import as_records, records, rows_where, table_of
 
@@ -31,7 +32,11 @@ STATE = table_of(ChangeFeedState)
 
 # Built once, as every stamping round (one per commit, when commits are few) reads them:
 # building them cost a tenth of a round.
-_LAST_CURSOR = sa.select(STATE.c.last_cursor).where(STATE.c.id == STATE_ID).with_for_update()
+_LAST_CURSOR = (
+    sa.select(STATE.c.last_cursor, STATE.c.audit_size)
+    .where(STATE.c.id == STATE_ID)
+    .with_for_update()
+)
 _PENDING = sa.select(EVENTS).where(EVENTS.c.cursor.is_(None))
 _ANY_PENDING = sa.select(EVENTS.c.id).where(EVENTS.c.cursor.is_(None)).limit(1)
 _PENDING_PAGE = _PENDING.order_by(EVENTS.c.occurred_at, EVENTS.c.id).limit(
@@ -50,7 +55,7 @@ async def feed_state(session: AsyncSession, *, lock: bool = False) -> ChangeFeed
     insert = pg_insert if _dialect(session) == "postgresql" else sqlite_insert
     await session.exec(
         insert(ChangeFeedState)
-        .values(id=STATE_ID, last_cursor=0, pruned_through=0)
+        .values(id=STATE_ID, last_cursor=0, pruned_through=0, audit_size=0)
         .on_conflict_do_nothing(index_elements=["id"])
     )
     return (await session.exec(stmt.execution_options(populate_existing=True))).one()
@@ -62,41 +67,58 @@ def _dialect(session: AsyncSession) -> str:
 
 
 async def has_pending(session: AsyncSession) -> bool:
-    """Whether any committed event waits for its cursor (cheap, takes no lock)."""
+    """Whether any committed event waits for its cursor, or audit record for its position
+    (cheap, takes no lock)."""
     connection = await session.connection()
-    return (await connection.execute(_ANY_PENDING)).first() is not None
+    if (await connection.execute(_ANY_PENDING)).first() is not None:
+        return True
+    return await auditlog.has_pending(connection)
 
 
 async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> list[ChangeEvent]:
     """Give committed, unstamped events the next cursors; the caller commits, then publishes.
 
     At most ``limit`` events plus the other pending events of their entities, so that
-    one entity's events are stamped together, in version order.
+    one entity's events are stamped together, in version order. Committed audit records
+    get their positions in the verifiable log in the same run (``auditlog.positions``).
     """
-    last_cursor = await _locked_last_cursor(session)
+    last_cursor, audit_size = await _locked_state(session)
+    connection = await session.connection()
+    new_audit_size, positioned = await auditlog.positions(connection, audit_size)
     batch = await _pending(session, limit=limit)
     if len(batch) >= limit:
         batch += await _rest_of_their_entities(session, batch)
     pending = in_entity_order(sorted(batch, key=lambda e: (e.occurred_at, e.id)))
     if not pending:
+        if positioned is not None:
+            await connection.execute(positioned)
+            await connection.execute(
+                update(STATE).where(STATE.c.id == STATE_ID).values(audit_size=new_audit_size)
+            )
         return []
     cursors = {event.id: last_cursor + offset for offset, event in enumerate(pending, 1)}
     # Core statements on records, not ORM instances and a flush: on SQLite this runs in
     # every writer's transaction, where the ORM's bookkeeping was most of its cost.
-    connection = await session.connection()
     stamp = (
         update(EVENTS)
         .where(EVENTS.c.id.in_(cursors))
         .values(cursor=case(cursors, value=EVENTS.c.id))
     )
     advance = (
-        update(STATE).where(STATE.c.id == STATE_ID).values(last_cursor=last_cursor + len(pending))
+        update(STATE)
+        .where(STATE.c.id == STATE_ID)
+        .values(last_cursor=last_cursor + len(pending), audit_size=new_audit_size)
     )
     if connection.dialect.name == "postgresql":
         # One round trip, on the way from a commit to its frames: PostgreSQL runs a
         # data-modifying WITH whether or not the statement reads it.
-        await connection.execute(advance.add_cte(stamp.cte("stamped")))
+        advance = advance.add_cte(stamp.cte("stamped"))
+        if positioned is not None:
+            advance = advance.add_cte(positioned.cte("positioned"))
+        await connection.execute(advance)
     else:
+        if positioned is not None:
+            await connection.execute(positioned)
         await connection.execute(stamp)
         await connection.execute(advance)
     for event in pending:
@@ -104,14 +126,16 @@ async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> l
     return pending
 
 
-async def _locked_last_cursor(session: AsyncSession) -> int:
-    """The last cursor handed out, with the state row locked until commit (``FOR UPDATE``
-    on PostgreSQL; SQLite's write lock is held already): stampers run one at a time."""
+async def _locked_state(session: AsyncSession) -> tuple[int, int]:
+    """The last cursor handed out and the audit log's size, with the state row locked until
+    commit (``FOR UPDATE`` on PostgreSQL; SQLite's write lock is held already): stampers
+    run one at a time."""
     connection = await session.connection()
-    last_cursor: int | None = (await connection.execute(_LAST_CURSOR)).scalar_one_or_none()
-    if last_cursor is None:  # the feed's first use
-        return (await feed_state(session, lock=True)).last_cursor
-    return last_cursor
+    row = (await connection.execute(_LAST_CURSOR)).first()
+    if row is None:  # the feed's first use
+        state = await feed_state(session, lock=True)
+        return state.last_cursor, state.audit_size
+    return int(row.last_cursor), int(row.audit_size)
 
 
 async def _pending(

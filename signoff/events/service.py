@@ -20,7 +20,7 @@ from typing import Any
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
-from signoff.config import Settings
+from signoff.config import Settings, load_audit_signer
 from signoff.constants import (
     FEED_PAGE_SIZE,
     FEED_RELAY_GRACE_SECONDS,
@@ -31,10 +31,10 @@ from signoff.constants import (
     FEED_WRITTEN_LIMIT,
 )
 from signoff.database import SessionMaker, is_unreachable
-from signoff.events import feed
+from signoff.events import auditlog, feed
 from signoff.events.hub import Change, EventHub, MemoryTransport, Transport, Unpublished
 from signoff.events.written import WrittenObjects
-from signoff.models import ChangeEvent
+from signoff.models import AuditCheckpoint, ChangeEvent
 
 logger = logging.getLogger("signoff.events")
 
@@ -50,6 +50,7 @@ class EventService:
         retention: timedelta,
         prune_seconds: float = FEED_RETENTION_CHECK_SECONDS,
         stamps_in_writers: bool = False,
+        checkpointer: auditlog.Checkpointer | None = None,
     ) -> None:
         self.hub = hub
         self.sessionmaker = sessionmaker
@@ -66,6 +67,8 @@ class EventService:
         self._stopping = False
         # SQLite serialises writers, so a writer may stamp its own events (``stamp_in``).
         self.stamps_in_writers = stamps_in_writers
+        # Signs the audit log's checkpoints when due, at the upkeep's ticks.
+        self.checkpointer = checkpointer
         self._stamp_wanted = False  # a kick: committed events wait for their cursors
         self._ready: list[tuple[str, Change]] = []  # stamped by their writers, to publish
         # Writer-stamped events behind a cursor not yet handed over, and since when.
@@ -204,6 +207,20 @@ class EventService:
         if time.monotonic() - self._last_prune >= self.prune_seconds:
             self._last_prune = time.monotonic()
             await self.prune()
+        try:
+            await self.checkpoint()
+        except Exception as exc:  # the next tick tries again; reconciliation watches the log
+            if not is_unreachable(exc):
+                logger.warning("signing an audit checkpoint failed: %s", type(exc).__name__)
+
+    async def checkpoint(self, *, force: bool = False) -> AuditCheckpoint | None:
+        """Sign an audit checkpoint if one is due (``force``: whenever the log grew)."""
+        if self.checkpointer is None:
+            return None
+        async with self.sessionmaker() as session:
+            made = await self.checkpointer.run(session, force=force)
+            await session.commit()
+        return made
 
     async def sequence(self, *, committed: bool = False) -> int:
         """Stamp every committed, unstamped event in commit order and publish it, one transaction
@@ -380,6 +397,11 @@ def create_event_service(
         relay_seconds=settings.events_relay_seconds,
         retention=timedelta(days=settings.events_retention_days),
         stamps_in_writers=settings.database_url.startswith("sqlite"),
+        checkpointer=auditlog.Checkpointer(
+            lambda: load_audit_signer(settings),
+            every_records=settings.audit_checkpoint_records,
+            every_seconds=settings.audit_checkpoint_seconds,
+        ),
     )
 
 

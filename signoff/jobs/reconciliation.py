@@ -19,6 +19,12 @@ async def run_reconciliation(ctx: dict[str, Any]) -> int:
     for action_type, count in done.repairs_by_type.items():
         RECONCILIATION_REPAIRS.labels(action_type=action_type).inc(count)
     run = done.run
+    if done.audit_log is not None:
+        logger.error(
+            "the audit log disagrees with its checkpoint of size %d at position %d",
+            done.audit_log.checkpoint_size,
+            done.audit_log.position,
+        )
     log = logger.info if run.repaired_count or run.error_code or done.republished else logger.debug
     log(
         "reconciliation run=%s state=%s scanned=%d repaired=%d republished=%d error=%s",

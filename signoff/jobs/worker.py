@@ -21,7 +21,7 @@ from prometheus_client import start_http_server
 from redis.exceptions import RedisError
 
 from signoff import clock, metrics
-from signoff.config import Settings, load_sealer
+from signoff.config import Settings, load_audit_signer, load_sealer
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
     DELIVER_JOB,
@@ -51,7 +51,7 @@ from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.notifications import send_notifications, send_one_notification
 from signoff.jobs.reconciliation import run_reconciliation
 from signoff.outages import Outage
-from signoff.resolvers.core.key_check import verify_secret_key
+from signoff.resolvers.core.key_check import verify_audit_key, verify_secret_key
 from signoff.resolvers.core.work import Services as WorkServices
 from signoff.resolvers.core.work import (
     WorkMaker,
@@ -151,6 +151,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     # `signoff worker` has checked already; a worker started by `arq` itself has not.
     async with create_sessionmaker(engine)() as session:
         await verify_secret_key(session=session, sealer=sealer)
+        await verify_audit_key(session=session, signer=load_audit_signer(settings))
     jobs = ArqJobs(settings, ctx["redis"])
     # Delivery outcomes go to the change feed: stamped and published right after commit,
     # as the API processes do, rather than waiting for their relay.

@@ -12,7 +12,7 @@ from signoff.models.actor import (
 )
 from signoff.models.approval import Approval, Decision
 from signoff.models.approval_link import ApprovalLink, ApprovalLinkState
-from signoff.models.audit import AuditEvent
+from signoff.models.audit import AuditCheckpoint, AuditEvent
 from signoff.models.change_event import ChangeEvent, ChangeFeedState, ChangeKind
 from signoff.models.deadline import DeadlineAction
 from signoff.models.delegation import Delegation, DelegationState
@@ -38,7 +38,7 @@ from signoff.models.incident import (
     RepairAction,
     Severity,
 )
-from signoff.models.key_check import SIGNING_SECRETS, KeyCheck
+from signoff.models.key_check import AUDIT_SIGNING, SIGNING_SECRETS, KeyCheck
 from signoff.models.notification import (
     ChannelKind,
     ChannelPresence,
@@ -56,6 +56,7 @@ from signoff.models.task import APPROVAL_KIND, APPROVAL_RESPONSE_SCHEMA, HumanTa
 __all__ = [
     "APPROVAL_KIND",
     "APPROVAL_RESPONSE_SCHEMA",
+    "AUDIT_SIGNING",
     "SEVERITY_RANK",
     "SIGNING_SECRETS",
     "Actor",
@@ -65,6 +66,7 @@ __all__ = [
     "ApprovalLink",
     "ApprovalLinkState",
     "ApprovalMode",
+    "AuditCheckpoint",
     "AuditEvent",
     "CancelReason",
     "ChangeEvent",

@@ -115,10 +115,14 @@ class ChangeEvent(SQLModel, table=True):
 
 
 class ChangeFeedState(SQLModel, table=True):
-    """One row: the last cursor handed out, and the last one retention deleted."""
+    """One row: the last cursor handed out, the last one retention deleted, and how many
+    audit records have a position in the verifiable log."""
 
     __tablename__ = "change_feed_state"
 
     id: int = Field(default=1, primary_key=True)
     last_cursor: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
     pruned_through: int = Field(default=0, sa_column=sa.Column(sa.BigInteger, nullable=False))
+    audit_size: int = Field(
+        default=0, sa_column=sa.Column(sa.BigInteger, nullable=False, server_default="0")
+    )

@@ -11,6 +11,8 @@ from signoff.models.base import time_field
 
 # The purpose of the one key Signoff seals with today: webhook signing secrets.
 SIGNING_SECRETS = "signing-secrets"
+# The key that signs the audit log's checkpoints (``signoff.auditkey``).
+AUDIT_SIGNING = "audit-signing"
 
 
 class KeyCheck(SQLModel, table=True):

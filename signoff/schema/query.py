@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import strawberry
 from strawberry.scalars import JSON
@@ -21,7 +21,12 @@ from signoff.resolvers.incidents import operations
 from signoff.resolvers.incidents import response as incident_response
 from signoff.resolvers.targets import targets
 from signoff.schema.access.actor import Actor, Viewer
-from signoff.schema.access.audit import AuditEvent
+from signoff.schema.access.audit import (
+    AuditCheckpoint,
+    AuditConsistencyProof,
+    AuditEvent,
+    AuditInclusionProof,
+)
 from signoff.schema.approval.bulk_decision import (
     BulkDecisionItemInput,
     BulkDecisionPreview,
@@ -247,6 +252,37 @@ class Query:
             after=after,
         )
         return connection(page, AuditEvent.from_model)
+
+    @strawberry.field(description="The audit log's latest signed checkpoint; null before one.")
+    async def audit_checkpoint(self, info: strawberry.Info) -> AuditCheckpoint | None:
+        found = await call(info, audit.latest_checkpoint)
+        return None if found is None else AuditCheckpoint.from_model(found)
+
+    @strawberry.field(
+        description="The proof that an audit record is in the log of treeSize records "
+        "(default: the latest checkpoint's). Operators and admins."
+    )
+    async def audit_inclusion_proof(
+        self, info: strawberry.Info, event_id: strawberry.ID, tree_size: int | None = None
+    ) -> AuditInclusionProof:
+        found = await call(info, audit.inclusion_proof, event_id=event_id, tree_size=tree_size)
+        return AuditInclusionProof(
+            position=found.entry["position"],
+            tree_size=found.tree_size,
+            leaf_hash=found.leaf_hash,
+            entry=JSON(found.entry),
+            proof=found.proof,
+        )
+
+    @strawberry.field(description="The proof that the log of `to` records extends that of `from`.")
+    async def audit_consistency_proof(
+        self,
+        info: strawberry.Info,
+        from_size: Annotated[int, strawberry.argument(name="from")],
+        to_size: Annotated[int, strawberry.argument(name="to")],
+    ) -> AuditConsistencyProof:
+        proof = await call(info, audit.consistency_proof, old_size=from_size, new_size=to_size)
+        return AuditConsistencyProof(from_size=from_size, to_size=to_size, proof=proof)
 
     @strawberry.field(
         description="Most severe first, then most recently seen. Operators and admins."

@@ -42,6 +42,7 @@ def settings(database_url: str, redis_server: RedisServer) -> Settings:
         redis_url=redis_server.url,
         sweep_interval_seconds=1,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+        audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
     )
 
 

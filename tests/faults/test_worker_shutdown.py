@@ -32,6 +32,7 @@ def settings(database_url: str) -> Settings:
         database_url=database_url,
         embedded_worker=False,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+        audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
     )
 
 

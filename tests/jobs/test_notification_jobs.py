@@ -50,6 +50,7 @@ class TestEmbedded:
         return Settings(
             database_url=database_url,
             secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+            audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
             sweep_interval_seconds=60,
             public_url=PUBLIC_URL,
         )

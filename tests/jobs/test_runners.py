@@ -17,10 +17,11 @@ from arq.connections import RedisSettings
 from arq.worker import Worker
 
 from signoff import clock
+from signoff.auditkey import signer_of
 from signoff.config import Settings
 from signoff.constants import WAKE_BUCKET_SECONDS
 from signoff.database import SessionMaker
-from signoff.errors import SecretKeyMismatch
+from signoff.errors import AuditKeyMismatch, SecretKeyMismatch
 from signoff.jobs.worker import (
     ArqJobs,
     ResilientWorker,
@@ -29,7 +30,7 @@ from signoff.jobs.worker import (
     startup,
     sweeps,
 )
-from signoff.resolvers.core.key_check import verify_secret_key
+from signoff.resolvers.core.key_check import verify_audit_key, verify_secret_key
 from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.conftest import REDIS_URL, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
@@ -54,7 +55,11 @@ async def applied(world: World, proposal_id: str) -> dict[str, Any]:
 class TestEmbedded:
     @pytest.fixture
     def settings(self, database_url: str) -> Settings:
-        return Settings(database_url=database_url, secret_key=os.environ["SIGNOFF_SECRET_KEY"])
+        return Settings(
+            database_url=database_url,
+            secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+            audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+        )
 
     async def test_approving_delivers_with_no_other_process(self, gql: GraphQLClient) -> None:
         async with serve(Receiver()) as receiver:
@@ -74,6 +79,7 @@ def arq_settings(database_url: str, queue: str) -> Settings:
         arq_queue=queue,
         sweep_interval_seconds=1,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+        audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
     )
 
 
@@ -227,10 +233,34 @@ async def test_a_worker_started_by_arq_itself_refuses_another_key(
     async with sessionmaker() as session:
         await verify_secret_key(session=session, sealer=suite)
     ctx: dict[str, Any] = {
-        "settings": Settings(database_url=database_url, secret_key=new_key_text())
+        "settings": Settings(
+            database_url=database_url,
+            secret_key=new_key_text(),
+            audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+        )
     }
     try:
         with pytest.raises(SecretKeyMismatch, match="SIGNOFF_SECRET_KEY does not match"):
+            await startup(ctx)
+    finally:
+        await shutdown(ctx)
+
+
+async def test_a_worker_started_by_arq_itself_refuses_another_audit_signing_key(
+    database_url: str, sessionmaker: SessionMaker
+) -> None:
+    suite = signer_of(decode_key(os.environ["SIGNOFF_AUDIT_SIGNING_KEY"]))
+    async with sessionmaker() as session:
+        await verify_audit_key(session=session, signer=suite)
+    ctx: dict[str, Any] = {
+        "settings": Settings(
+            database_url=database_url,
+            secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+            audit_signing_key=new_key_text(),
+        )
+    }
+    try:
+        with pytest.raises(AuditKeyMismatch, match="SIGNOFF_AUDIT_SIGNING_KEY is not the one"):
             await startup(ctx)
     finally:
         await shutdown(ctx)

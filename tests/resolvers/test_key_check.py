@@ -1,4 +1,5 @@
-"""The database records the first secret key used with it and refuses any other."""
+"""The database records the first secret key, and the first audit signing key, used with
+it and refuses any other."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ import os
 
 import pytest
 
+from signoff.auditkey import signer_of
 from signoff.database import SessionMaker
-from signoff.errors import SecretKeyMismatch
+from signoff.errors import AuditKeyMismatch, SecretKeyMismatch
+from signoff.events import auditlog, feed
 from signoff.models import SIGNING_SECRETS, KeyCheck
-from signoff.resolvers.core.key_check import verify_secret_key
+from signoff.resolvers.core.key_check import verify_audit_key, verify_secret_key
+from signoff.resolvers.core.transitions import Happening, record
+from signoff.resolvers.core.work import UnitOfWork
 from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.helpers import GraphQLClient, build_world
 
@@ -64,3 +69,36 @@ async def test_of_two_keys_recorded_at_once_one_wins(sessionmaker: SessionMaker)
     assert sorted(outcomes) == [False, True]
     [winner] = [s for s, ok in zip(sealers, outcomes, strict=True) if ok]
     assert await recorded(sessionmaker) == winner.check_value()
+
+
+async def test_the_audit_signing_key_is_recorded_and_another_refused_in_one_sentence(
+    sessionmaker: SessionMaker,
+) -> None:
+    first = signer_of(decode_key(new_key_text()))
+    other = signer_of(decode_key(new_key_text()), "the audit key file /srv/signoff-audit.key")
+    async with sessionmaker() as session:
+        await verify_audit_key(session=session, signer=first)
+        await verify_audit_key(session=session, signer=first)
+        with pytest.raises(AuditKeyMismatch) as refused:
+            await verify_audit_key(session=session, signer=other)
+    message = str(refused.value)
+    assert message.count(". ") == 0 and message.endswith(".")
+    assert message.startswith("The audit signing key in the audit key file /srv/signoff-audit.key")
+
+
+async def test_a_database_with_checkpoints_before_the_record_is_checked_against_them(
+    sessionmaker: SessionMaker,
+) -> None:
+    """Checkpoints signed by one key, and no key recorded: another key is refused."""
+    signer = signer_of(decode_key(new_key_text()))
+    async with sessionmaker() as session:
+        work = UnitOfWork(session)
+        record(work, Happening(entity_type="t", entity_id="1", actor_id=None, action="t.done"))
+        await work.commit()
+        await feed.stamp_pending(session)
+        checkpointer = auditlog.Checkpointer(lambda: signer, every_records=1, every_seconds=0)
+        assert await checkpointer.run(session, force=True) is not None
+        await session.commit()
+        with pytest.raises(AuditKeyMismatch):
+            await verify_audit_key(session=session, signer=signer_of(decode_key(new_key_text())))
+        await verify_audit_key(session=session, signer=signer)

@@ -64,6 +64,7 @@ def settings(database_url: str) -> Settings:
         database_url=database_url,
         embedded_worker=False,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
+        audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
         events_relay_seconds=3600.0,
     )
 

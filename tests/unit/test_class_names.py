@@ -15,6 +15,7 @@ SHOWN = {
     ("Actor", "schema/access/actor.py", "models/actor.py"),
     ("Approval", "schema/approval/proposal.py", "models/approval.py"),
     ("ApprovalLink", "schema/reach/approval_link.py", "models/approval_link.py"),
+    ("AuditCheckpoint", "schema/access/audit.py", "models/audit.py"),
     ("AuditEvent", "schema/access/audit.py", "models/audit.py"),
     ("ChangeEvent", "schema/change_event.py", "models/change_event.py"),
     ("DeadLetter", "schema/delivery/incident.py", "models/incident.py"),

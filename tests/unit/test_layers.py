@@ -3,9 +3,8 @@
 ``models`` (tables) ← ``resolvers`` (business rules) ← ``schema`` and ``jobs`` (the
 ways in) ← ``live`` (the live runtime: websockets and broadcast groups, which execute
 the schema) ← ``app`` and ``cli`` (the process). ``events`` (feed and hub) sits beside
-``models``: resolvers and the ways in may use it; it uses neither. ``metrics`` (the
-module of Prometheus metrics) sits between ``resolvers`` and the ways in: it reads the
-operations figures, and schema, jobs and the process count events into it.
+``models``: resolvers and the ways in may use it; it uses neither. ``metrics`` sits
+between ``resolvers`` and the ways in. ``evidence`` (the auditor's verifier) imports none.
 """
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "jobs": {"schema", "live", "app", "cli"},
     "schema": {"jobs", "live", "app", "cli"},
     "live": {"jobs", "app", "cli"},
+    # The auditor's verifier stands alone: it imports nothing of Signoff.
+    "evidence": {p.stem for p in PACKAGE.iterdir() if p.suffix == ".py" or p.is_dir()},
 }
 
 

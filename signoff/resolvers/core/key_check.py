@@ -11,8 +11,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import SecretKeyMismatch
-from signoff.models import SIGNING_SECRETS, KeyCheck, Target
+from signoff.auditkey import Signer
+from signoff.errors import AuditKeyMismatch, SecretKeyMismatch
+from signoff.models import AUDIT_SIGNING, SIGNING_SECRETS, AuditCheckpoint, KeyCheck, Target
 from signoff.sealing import Sealer, SealingError
 
 
@@ -45,17 +46,47 @@ async def _check_oldest_secret(session: AsyncSession, sealer: Sealer) -> None:
 
 
 async def _record(session: AsyncSession, sealer: Sealer) -> KeyCheck:
+    return await _record_check(session, SIGNING_SECRETS, sealer.check_value())
+
+
+async def _record_check(session: AsyncSession, purpose: str, value: str) -> KeyCheck:
     """Record this key, or return the one another process starting at once recorded."""
-    check = KeyCheck(purpose=SIGNING_SECRETS, check_value=sealer.check_value())
+    check = KeyCheck(purpose=purpose, check_value=value)
     session.add(check)
     try:
         await session.commit()
     except IntegrityError:
         await session.rollback()
-        winner = await session.get(KeyCheck, SIGNING_SECRETS)
+        winner = await session.get(KeyCheck, purpose)
         assert winner is not None  # the insert failed on this very row
         return winner
     return check
+
+
+async def verify_audit_key(*, session: AsyncSession, signer: Signer) -> None:
+    """Raise ``AuditKeyMismatch`` unless ``signer`` has the key the database's audit
+    checkpoints are signed with (recorded by the first process; a database with
+    checkpoints from before the record is checked against its latest one)."""
+    recorded = await session.get(KeyCheck, AUDIT_SIGNING)
+    if recorded is None:
+        latest = (
+            await session.exec(
+                select(AuditCheckpoint).order_by(col(AuditCheckpoint.size).desc()).limit(1)
+            )
+        ).first()
+        if latest is not None and latest.key_id != signer.key_id:
+            raise _audit_mismatch(signer)
+        recorded = await _record_check(session, AUDIT_SIGNING, signer.check_value)
+    if recorded.check_value != signer.check_value:
+        raise _audit_mismatch(signer)
+
+
+def _audit_mismatch(signer: Signer) -> AuditKeyMismatch:
+    return AuditKeyMismatch(
+        f"The audit signing key in {signer.source} is not the one this database's checkpoints "
+        "are signed with; set SIGNOFF_AUDIT_SIGNING_KEY to the original key, or point "
+        "SIGNOFF_AUDIT_SIGNING_KEY_FILE at the original key file."
+    )
 
 
 def _mismatch(sealer: Sealer) -> SecretKeyMismatch:

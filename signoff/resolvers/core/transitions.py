@@ -63,6 +63,8 @@ def record(work: UnitOfWork, happening: Happening) -> str | None:
                 "target_id": happening.entity_id,
                 "details": dict(happening.details),
                 "created_at": now,
+                "position": None,  # stamped after commit (docs/design.md section 15)
+                "leaf_hash": None,
             },
         )
     if happening.kind is None:

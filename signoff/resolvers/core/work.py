@@ -185,7 +185,8 @@ class UnitOfWork:
             for table, batch in rows.items():
                 await connection.execute(sa.insert(table), batch)
         publisher, events = self.services.events, self._events
-        if events and publisher is not None:
+        # Audit records too (``rows``): they get their log positions in the stamping run.
+        if (events or rows) and publisher is not None:
             # After every write of the transaction, so that what it reads for the events'
             # frames is what the commit leaves. First of the hooks: subscribers' frames
             # should not wait for a job's enqueue.

@@ -42,6 +42,7 @@ from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, RECONCILIATION, TASK
 from signoff.resolvers.core.work import UnitOfWork, WorkMaker
 from signoff.resolvers.delivery.due import holding
+from signoff.resolvers.incidents.audit_log import Disagreement, check_audit_log
 from signoff.resolvers.reach.deadlines import apply_deadline, lapsed_proposals
 
 logger = logging.getLogger("signoff.reconciliation")
@@ -87,6 +88,8 @@ class Reconciliation:
     run: ReconciliationRun
     republished: int
     repairs_by_type: dict[str, int] = field(default_factory=dict)
+    # Where the audit log disagreed with its latest checkpoint (a CRITICAL incident is open).
+    audit_log: Disagreement | None = None
 
 
 @dataclass(frozen=True)
@@ -113,9 +116,11 @@ class LapsedClaim:
 
 async def reconcile(make: WorkMaker, *, limit: int = SWEEP_BATCH_SIZE) -> Reconciliation:
     """One run: release lapsed delivery leases, lapse expired task claims, expire lapsed
-    approvals, republish unpublished change events."""
+    approvals, republish unpublished change events, and check the audit log against its
+    latest checkpoint (a disagreement opens a CRITICAL incident)."""
     run_id = await start_run(make)
     tally = Tally()
+    audit_log: Disagreement | None = None
     try:
         await _repair_each(make, run_id, tally, await lapsed_leases(make, limit=limit), release)
         await _repair_each(make, run_id, tally, await lapsed_claims(make, limit=limit), lapse)
@@ -124,10 +129,11 @@ async def reconcile(make: WorkMaker, *, limit: int = SWEEP_BATCH_SIZE) -> Reconc
             await work.rollback()
         await _repair_each(make, run_id, tally, approvals, apply_approval_deadline)
         tally.republished = await republish(make)
+        audit_log = await check_audit_log(make)
     except Exception as exc:  # a scan failed: the run stops, what it repaired stays repaired
         tally.failure("run", exc)
     run = await finish_run(make, run_id, tally)
-    return Reconciliation(run, tally.republished, dict(tally.by_type))
+    return Reconciliation(run, tally.republished, dict(tally.by_type), audit_log)
 
 
 async def start_run(make: WorkMaker) -> str:

@@ -12,9 +12,11 @@ from strawberry.scalars import JSON
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.models.records import Via
+from signoff.resolvers.approval import receipts
 from signoff.resolvers.core.nodes import revision_node_id
 from signoff.schema.access.actor import Actor, load_actor
 from signoff.schema.approval.queue import Queue
+from signoff.schema.call import call
 from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import DeliveryAttempt
 from signoff.schema.delivery.target import Target
@@ -193,6 +195,24 @@ class Proposal(Node):
                 amended_by_id=None,
             )
         ]
+
+    @strawberry.field(
+        description="What was approved, by whom, what became of it, and the proof that each "
+        "of its audit records is in the signed log: one JSON document, checked offline by "
+        "signoff audit verify-receipt. Proven against the checkpoint of checkpointSize "
+        "records (default: the latest)."
+    )
+    async def decision_receipt(
+        self, info: strawberry.Info, checkpoint_size: int | None = None
+    ) -> JSON:
+        return JSON(
+            await call(
+                info,
+                receipts.decision_receipt,
+                proposal_id=str(self.id),
+                checkpoint_size=checkpoint_size,
+            )
+        )
 
     @strawberry.field(description="Every delivery attempt, oldest first.")
     async def attempts(self, info: strawberry.Info) -> list[DeliveryAttempt]:

@@ -1,0 +1,172 @@
+"""The verifiable audit log: positions in commit order, dense, stamped by the feed's
+sequencer, each leaf the canonical JSON of its record with its position."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from typing import Any
+
+import sqlalchemy as sa
+
+from signoff.auditkey import signer_of
+from signoff.database import SessionMaker
+from signoff.events import auditlog, feed
+from signoff.evidence.verify import (
+    entry_hash,
+    load_public_key,
+    verify_checkpoint,
+    verify_consistency,
+    verify_inclusion,
+)
+from signoff.models import AuditEvent
+from signoff.resolvers.core.audit import audit_tree
+from signoff.resolvers.core.transitions import Happening, record
+from signoff.resolvers.core.work import UnitOfWork
+from signoff.sealing import decode_key
+from tests.conftest import requires_postgres
+from tests.helpers import GraphQLClient, build_world
+
+SIGNER = signer_of(decode_key(os.environ["SIGNOFF_AUDIT_SIGNING_KEY"]))
+KEY = load_public_key(SIGNER.public_key)
+
+
+async def _log(sessionmaker: SessionMaker) -> list[tuple[dict[str, Any], str | None]]:
+    async with sessionmaker() as session:
+        rows = [row async for row in auditlog.entries(session)]
+        await session.commit()
+    return rows
+
+
+async def _unstamped(sessionmaker: SessionMaker) -> int:
+    async with sessionmaker() as session:
+        count = (
+            await session.exec(
+                sa.select(sa.func.count())
+                .where(sa.column("position").is_(None))
+                .select_from(AuditEvent)
+            )
+        ).one()
+        await session.commit()
+    return int(count[0])
+
+
+async def _stamped_everything(sessionmaker: SessionMaker) -> None:
+    """Wait for the sequencer (PostgreSQL: after commit, in its own transaction)."""
+    for _ in range(200):
+        if await _unstamped(sessionmaker) == 0:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("audit records were left without a position")
+
+
+def _assert_dense_and_sound(log: list[tuple[dict[str, Any], str | None]]) -> None:
+    assert [entry["position"] for entry, _ in log] == list(range(len(log)))
+    for entry, leaf in log:
+        assert leaf == entry_hash(entry).hex()
+
+
+async def test_every_record_of_the_api_gets_the_next_position(
+    gql: GraphQLClient, sessionmaker: SessionMaker
+) -> None:
+    world = await build_world(gql)
+    proposal = (await world.propose())["proposal"]
+    await world.decide(world.reviewers[0], proposal)
+    await _stamped_everything(sessionmaker)
+    log = await _log(sessionmaker)
+    actions = [entry["action"] for entry, _ in log]
+    assert "proposal.proposed" in actions and "approval.approved" in actions
+    _assert_dense_and_sound(log)
+    async with sessionmaker() as session:
+        assert await auditlog.log_size(session) == len(log)
+        await session.commit()
+
+
+async def _write(sessionmaker: SessionMaker, writer: int, step: int) -> None:
+    """One transaction of two audit records, through the transition core, then a stamping
+    round of its own, as an after-commit kick would run it."""
+    async with sessionmaker() as session:
+        work = UnitOfWork(session)
+        for index in range(2):
+            record(
+                work,
+                Happening(
+                    entity_type="test",
+                    entity_id=f"w{writer}",
+                    actor_id=None,
+                    action="test.written",
+                    details={"writer": writer, "step": step, "index": index},
+                ),
+            )
+        await asyncio.sleep(random.random() / 100)
+        await work.commit()
+    async with sessionmaker() as session:
+        await feed.stamp_pending(session)
+        await session.commit()
+
+
+@requires_postgres
+async def test_fifty_concurrent_writers_get_dense_positions_in_commit_order(
+    sessionmaker: SessionMaker,
+) -> None:
+    """Fifty writers, each committing four transactions one after another, while every
+    commit runs a stamping round and checkpoints are signed meanwhile: no hole, no repeat,
+    a transaction that committed before another began always has the lower positions (its
+    own records in order), every record's inclusion proof verifies against the latest
+    checkpoint, and consistency proofs between every pair of checkpoints verify."""
+    steps = 4
+    checkpointer = auditlog.Checkpointer(lambda: SIGNER, every_records=1, every_seconds=0)
+    writing = True
+
+    async def writer(number: int) -> None:
+        for step in range(steps):
+            await _write(sessionmaker, number, step)
+
+    async def sign_meanwhile() -> None:
+        while writing:
+            async with sessionmaker() as session:
+                await checkpointer.run(session, force=True)
+                await session.commit()
+            await asyncio.sleep(0.01)
+
+    signing = asyncio.create_task(sign_meanwhile())
+    try:
+        await asyncio.gather(*(writer(n) for n in range(50)))
+    finally:
+        writing = False
+        await signing
+    async with sessionmaker() as session:
+        await checkpointer.run(session, force=True)
+        await session.commit()
+    log = await _log(sessionmaker)
+    assert len(log) == 50 * steps * 2
+    _assert_dense_and_sound(log)
+    places: dict[tuple[int, int, int], int] = {}
+    for entry, _ in log:
+        details = entry["details"]
+        places[(details["writer"], details["step"], details["index"])] = entry["position"]
+    for number in range(50):
+        order = [places[(number, step, index)] for step in range(steps) for index in range(2)]
+        assert order == sorted(order), f"writer {number}'s commits out of order: {order}"
+    async with sessionmaker() as session:
+        signed = await auditlog.checkpoints(session)
+        tree = await audit_tree(session, len(log))
+        await session.commit()
+    assert len(signed) > 2 and signed[-1].size == len(log)
+    assert all(verify_checkpoint(auditlog.as_document(c), KEY) for c in signed)
+    latest = bytes.fromhex(signed[-1].root)
+    for entry, _ in log:
+        proof = tree.inclusion_proof(entry["position"], len(log))
+        assert verify_inclusion(entry["position"], len(log), entry_hash(entry), proof, latest)
+    for older in signed:
+        for newer in signed:
+            if older.size <= newer.size:
+                proof = tree.consistency_proof(older.size, newer.size)
+                assert verify_consistency(
+                    older.size,
+                    newer.size,
+                    bytes.fromhex(older.root),
+                    bytes.fromhex(newer.root),
+                    proof,
+                )
