@@ -13,6 +13,9 @@ export const MESSAGES = {
   SIGN_IN_REFUSED: "The sign-in could not be finished. Start it again.",
   CSRF_REFUSED: "This page's session check failed. Reload the console.",
   NOT_FOUND: "It no longer exists, or the link is wrong.",
+  AUDIT_PROOF_UNAVAILABLE:
+    "No audit proof for that yet: the log has no signed checkpoint covering it. Try again after the next checkpoint.",
+  AUDIT_KEY_MISMATCH: "This server's audit signing key is not the one its database was signed with. Tell an operator.",
   VALIDATION_FAILED: "Some of what was sent is not valid; check the fields and try again.",
   SCHEMA_INVALID: "The JSON Schema given is not valid.",
   PAYLOAD_SCHEMA_INVALID: "The payload does not meet the target's input schema.",
