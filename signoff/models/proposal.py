@@ -109,6 +109,9 @@ class Proposal(SQLModel, table=True):
     )
     accepted_at: datetime | None = time_field(nullable=True)
     applied_at: datetime | None = time_field(nullable=True)
+    # What the receiver answered, for a target with an output schema: the JSON document
+    # of the attempt that applied it (docs/design.md section 4.8). Null otherwise.
+    result: Any = json_field(nullable=True)
     compensates_proposal_id: str | None = fk_field("proposals.id", nullable=True, index=False)
     created_at: datetime = time_field(default_now=True)
     updated_at: datetime = time_field(default_now=True)
