@@ -69,6 +69,18 @@ async def test_without_an_output_schema_a_json_answer_is_not_kept(
     assert state["attempts"][0]["responseDigest"].startswith("sha256:")
 
 
+@pytest.mark.parametrize("body", [["r-1", 2], "r-1", 2**60, 2.5, False])
+async def test_an_answer_of_any_json_type_is_kept_as_it_came(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock, body: Any
+) -> None:
+    async with serve(Receiver([Answer(200, body=body)])) as receiver:
+        world = await build_world(gql, url=receiver.url, output_schema={"not": {"type": "null"}})
+        receiver.secret = world.signing_secret
+        proposal = await approved(world)
+        assert await worker.deliver(proposal["id"]) == "APPLIED"
+    assert (await state_of(world, proposal["id"]))["result"] == body
+
+
 @pytest.mark.parametrize(
     "body",
     [

@@ -23,6 +23,7 @@ from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
 from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
 from signoff.models.base import new_id
+from signoff.models.proposal import kept_result
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
 from signoff.resolvers.core.work import UnitOfWork
@@ -206,7 +207,7 @@ def _applied_values(work: UnitOfWork, result: Any = None) -> dict[str, Any]:
         "last_error_code": None,
     }
     if result is not None:
-        values["result"] = result
+        values["result"] = kept_result(result)
     return values
 
 

@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.models.proposal import result_document
 from signoff.models.records import Via
 from signoff.resolvers.core.nodes import revision_node_id
 from signoff.schema.access.actor import Actor, load_actor
@@ -102,7 +103,7 @@ def _policy_rule(root: Proposal) -> JSON | None:
 
 
 def _result(root: Proposal) -> JSON | None:
-    return JSON(root.model.result)  # JSON(None) is None
+    return JSON(result_document(root.model))  # JSON(None) is None
 
 
 def _deadline_policy(root: Proposal) -> DeadlinePolicy:
