@@ -2,14 +2,14 @@
 
 No database here: ``signoff.jobs.delivery`` claims the proposal, calls ``send`` and
 hands the ``AttemptOutcome`` to ``signoff.resolvers.delivery.outcomes``. Response bodies are read up
-to ``RESPONSE_BODY_MAX_BYTES`` and used only for the output-schema check and a digest.
+to ``RESPONSE_BODY_MAX_BYTES`` for a digest; a target with an output schema declares its
+answer a result, so an applied answer that meets the schema is also kept, parsed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import random
 import time
 from collections.abc import Callable
@@ -29,7 +29,8 @@ from signoff.constants import (
     WEBHOOK_ID,
 )
 from signoff.digest import canonical_json
-from signoff.jsonvalues import schema_errors
+from signoff.errors import SignoffError
+from signoff.jsonvalues import decode_value, schema_errors
 from signoff.models import Proposal, ResponseClass, Target
 from signoff.webhooks import sign
 
@@ -46,7 +47,9 @@ RECEIVER_ABORTED = "RECEIVER_ABORTED"
 
 @dataclass(frozen=True)
 class AttemptOutcome:
-    """What one attempt came to; never holds the secret or the response body itself."""
+    """What one attempt came to; never holds the secret. Of the response body it holds the
+    digest and, only where the target has an output schema and the answer applied and met
+    it, the parsed document (``result``; ``None`` otherwise, or for a JSON ``null``)."""
 
     response_class: ResponseClass
     error_code: str | None
@@ -57,6 +60,7 @@ class AttemptOutcome:
     started_at: datetime
     finished_at: datetime
     duration_ms: int
+    result: Any = None
 
 
 def request_body(proposal: Proposal) -> bytes:
@@ -125,13 +129,14 @@ async def send(
     status: int | None = None
     content: bytes | None = None
     retry_after: str | None = None
+    result: Any = None
     try:
         async with asyncio.timeout(target.timeout_seconds):
             response = await _exchange(http, target, body, headers)
         status, content, retry_after = response.status, response.content, response.retry_after
-        response_class, code = classify(status, content, target.output_schema)
+        response_class, code, result = judge(status, content, target.output_schema)
         if response_class is ResponseClass.RETRYABLE and _aborted(response.control):
-            response_class, code = ResponseClass.TERMINAL, RECEIVER_ABORTED
+            response_class, code, result = ResponseClass.TERMINAL, RECEIVER_ABORTED, None
     except TimeoutError:
         response_class, code = ResponseClass.RETRYABLE, "TIMEOUT"
     except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError, ValueError):
@@ -150,6 +155,7 @@ async def send(
         started_at=started_at,
         finished_at=clock.now(),
         duration_ms=int((time.monotonic() - started) * 1000),
+        result=result,
     )
 
 
@@ -182,12 +188,29 @@ def classify(
     status: int, content: bytes, output_schema: dict[str, Any] | None
 ) -> tuple[ResponseClass, str | None]:
     """docs/design.md section 4.8, "Response classes"."""
+    response_class, code, _ = judge(status, content, output_schema)
+    return response_class, code
+
+
+def judge(
+    status: int, content: bytes, output_schema: dict[str, Any] | None
+) -> tuple[ResponseClass, str | None, Any]:
+    """``classify``, and the result to keep: the parsed answer of an applied attempt whose
+    target has an output schema (``None`` for every other attempt)."""
     if status == 202:
-        return ResponseClass.ACCEPTED, None
+        return ResponseClass.ACCEPTED, None, None
     if 200 <= status < 300:
-        if output_schema is not None and not _meets(content, output_schema):
-            return ResponseClass.TERMINAL, "RESPONSE_SCHEMA_INVALID"
-        return ResponseClass.APPLIED, None
+        if output_schema is None:
+            return ResponseClass.APPLIED, None, None
+        document = _document(content, output_schema)
+        if document is _BROKEN:
+            return ResponseClass.TERMINAL, "RESPONSE_SCHEMA_INVALID", None
+        return ResponseClass.APPLIED, None, document
+    response_class, code = _failure(status)
+    return response_class, code, None
+
+
+def _failure(status: int) -> tuple[ResponseClass, str]:
     if status in RETRYABLE_STATUS:
         return ResponseClass.RETRYABLE, RETRYABLE_STATUS[status]
     if status >= 500:
@@ -199,14 +222,20 @@ def classify(
     return ResponseClass.TERMINAL, "UNEXPECTED_STATUS"
 
 
-def _meets(content: bytes, schema: dict[str, Any]) -> bool:
+_BROKEN: Any = object()
+
+
+def _document(content: bytes, schema: dict[str, Any]) -> Any:
+    """The answer's JSON document if it meets ``schema``, else ``_BROKEN``: cut off, not
+    UTF-8 JSON, holding what Signoff does not store (``NaN``, U+0000, nesting too deep),
+    or failing the schema."""
     if len(content) > RESPONSE_BODY_MAX_BYTES:
-        return False
+        return _BROKEN
     try:
-        document = json.loads(content)
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return not schema_errors(document, schema)
+        document = decode_value(content, "the receiver's answer")
+    except (ValueError, SignoffError):
+        return _BROKEN
+    return _BROKEN if schema_errors(document, schema) else document
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -78,6 +78,21 @@ def decode_body(data: str | bytes) -> dict[str, Any]:
     return value
 
 
+def decode_value(data: bytes, what: str) -> Any:
+    """Any JSON value in the UTF-8 ``data``, held to what Signoff stores: ``ValueError``
+    (``UnicodeDecodeError``, bad JSON, too many digits) or a coded ``SignoffError`` for
+    what ``decode_body`` refuses."""
+    text = data.decode("utf-8")
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM", text, 0)
+    try:
+        value = _BODY_DECODER.decode(text)
+    except RecursionError:
+        raise _too_deep(what) from None
+    check_tree(value, what)
+    return value
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueOutOfRange(f"{name} is not a JSON number; send a finite number or null.")
 

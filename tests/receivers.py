@@ -24,7 +24,8 @@ from signoff.webhooks import WebhookVerificationError, verify
 @dataclass(frozen=True)
 class Answer:
     """One scripted answer; ``hang`` holds the request until the test releases the receiver
-    or the client gives up (its timeout), ``delay`` holds it that many seconds."""
+    or the client gives up (its timeout), ``delay`` holds it that many seconds. A callable
+    ``body`` makes the answer's JSON from the request's body."""
 
     status: int = 200
     body: Any = None
@@ -99,7 +100,8 @@ class Receiver:
             await asyncio.sleep(answer.delay)
         finally:
             self.open -= 1
-        content = b"" if answer.body is None else json.dumps(answer.body).encode()
+        body = answer.body(received.body) if callable(answer.body) else answer.body
+        content = b"" if body is None else json.dumps(body).encode()
         return Response(
             content,
             status_code=answer.status,

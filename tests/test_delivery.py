@@ -45,6 +45,13 @@ def test_response_classes(
         (b'{"other": 1}', False),
         (b"not json", False),
         (b'{"id": "' + b"x" * 70_000 + b'"}', False),
+        # Answers Signoff could not keep: not UTF-8, NaN, U+0000, nested past the limit,
+        # and nested deeper than the parser recurses (a crash of the attempt before).
+        ('{"id": "r-1"}'.encode("utf-16"), False),
+        (b'{"id": "r-1", "n": NaN}', False),
+        (b'{"id": "r-\\u0000"}', False),
+        (b'{"id": "r-1", "n": ' + b"[" * 65 + b"]" * 65 + b"}", False),
+        (b'{"id": "r-1", "n": ' + b"[" * 30_000 + b"]" * 30_000 + b"}", False),
     ],
 )
 def test_2xx_bodies_must_meet_the_output_schema(body: bytes, applied: bool) -> None:

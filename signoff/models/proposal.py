@@ -109,9 +109,25 @@ class Proposal(SQLModel, table=True):
     )
     accepted_at: datetime | None = time_field(nullable=True)
     applied_at: datetime | None = time_field(nullable=True)
+    # What the receiver answered, for a target with an output schema: the JSON document
+    # of the attempt that applied it (docs/design.md section 4.8), as ``kept_result``
+    # stores it. Null otherwise.
+    result: dict[str, Any] | None = json_field(nullable=True)
     compensates_proposal_id: str | None = fk_field("proposals.id", nullable=True, index=False)
     created_at: datetime = time_field(default_now=True)
     updated_at: datetime = time_field(default_now=True)
+
+
+def kept_result(document: Any) -> dict[str, Any]:
+    """A receiver's answer as ``Proposal.result`` stores it: inside an object. SQLite gives
+    a column declared JSON numeric affinity, so a bare number would be stored as a number
+    (a large one rounded) and not read back as JSON text."""
+    return {"body": document}
+
+
+def result_document(proposal: Proposal) -> Any:
+    """The receiver's answer ``Proposal.result`` keeps, or ``None``."""
+    return None if proposal.result is None else proposal.result["body"]
 
 
 def format_expiry(expires_at: datetime) -> str:

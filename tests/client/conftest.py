@@ -16,7 +16,7 @@ from signoff.database import SessionMaker
 from tests.conftest import ModuleServer, server_on_its_own_database
 from tests.helpers import GraphQLClient, World, build_world, unique_name
 from tests.live import Server, http_gql, server_log_on_failure
-from tests.receivers import Receiver
+from tests.receivers import Answer, Receiver
 from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
 from tests.test_readme import delivering
@@ -89,6 +89,32 @@ async def stage(delivering_server: DeliveringServer, tmp_path: Path) -> AsyncIte
     async with staged_on(
         shared.server, shared.sessionmaker, shared.database_url, delivering_server.queue, tmp_path
     ) as made:
+        yield made
+
+
+# A target's output schema, and the answer its receiver gives in ``result_stage``.
+REFUND_SCHEMA = {
+    "type": "object",
+    "required": ["refund_id"],
+    "properties": {"refund_id": {"type": "string"}},
+}
+REFUND_ANSWER = {"refund_id": "r-1"}
+
+
+@pytest.fixture
+async def result_stage(delivering_server: DeliveringServer, tmp_path: Path) -> AsyncIterator[Stage]:
+    """A stage whose target declares an output schema and whose receiver answers
+    ``REFUND_ANSWER``, which meets it."""
+    shared = delivering_server.shared
+    async with staged_on(
+        shared.server,
+        shared.sessionmaker,
+        shared.database_url,
+        delivering_server.queue,
+        tmp_path,
+        outputSchema=REFUND_SCHEMA,
+    ) as made:
+        made.receiver.script = [Answer(200, body=REFUND_ANSWER)]
         yield made
 
 

@@ -27,9 +27,10 @@ from sqlmodel import col, update
 from signoff.database import SessionMaker
 from signoff.models import Proposal as ProposalRow
 from tests.client.blocking_proxy import refusing_websockets
-from tests.client.conftest import Serve, Stage
+from tests.client.conftest import REFUND_ANSWER, Serve, Stage
 from tests.helpers import build_world
 from tests.live import http_gql
+from tests.receivers import Answer
 
 PAYLOAD = {"amount": 120, "currency": "EUR"}
 
@@ -52,6 +53,39 @@ async def test_wait_returns_approved_then_applied(stage: Stage) -> None:
         assert isinstance(applied, Applied)
         assert applied.result["statusCode"] == 200
         assert [r.body["payload"] for r in stage.receiver.requests] == [PAYLOAD]
+
+
+RESULT = "query($id: ID!) { proposal(id: $id) { state result } }"
+
+
+async def test_applied_carries_the_receivers_answer_when_the_target_has_an_output_schema(
+    result_stage: Stage,
+) -> None:
+    stage = result_stage
+    async with await agent(stage) as signoff:
+        proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-8"})
+        await stage.decide(proposal.id)
+        assert isinstance(await proposal.wait(timeout=20), Approved)
+        applied = await proposal.wait(timeout=20)
+        assert isinstance(applied, Applied)
+        assert applied.result["body"] == REFUND_ANSWER
+        assert applied.result["statusCode"] == 200 and applied.result["attempts"] == 1
+        assert applied.result["responseDigest"].startswith("sha256:")
+    found = await stage.gql(RESULT, {"id": proposal.id}, stage.world.agent)
+    assert found["proposal"] == {"state": "APPLIED", "result": REFUND_ANSWER}
+
+
+async def test_without_an_output_schema_the_answer_is_not_kept(stage: Stage) -> None:
+    stage.receiver.script = [Answer(200, body=REFUND_ANSWER)]
+    async with await agent(stage) as signoff:
+        proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-9"})
+        await stage.decide(proposal.id)
+        assert isinstance(await proposal.wait(timeout=20), Approved)
+        applied = await proposal.wait(timeout=20)
+        assert isinstance(applied, Applied)
+        assert "body" not in applied.result and applied.result["statusCode"] == 200
+    found = await stage.gql(RESULT, {"id": proposal.id}, stage.world.agent)
+    assert found["proposal"] == {"state": "APPLIED", "result": None}
 
 
 async def test_a_rejection_comes_with_its_reason(stage: Stage) -> None:

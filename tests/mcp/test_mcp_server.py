@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, InputRequiredResult
 from signoff_client.mcp_server import MULTI_ROUND_VERSION
 
-from tests.client.conftest import Stage
+from tests.client.conftest import REFUND_ANSWER, Stage
 from tests.processes import free_port
 
 TOOLS = {
@@ -148,6 +148,7 @@ async def round_trip(stage: Stage, session: ClientSession) -> None:
             break
     assert decided["status"] == "applied", decided
     assert decided["result"]["statusCode"] == 200
+    assert "body" not in decided["result"]  # the target declares no output schema
 
     bad = await session.call_tool(
         "propose_action",
@@ -164,6 +165,41 @@ async def test_over_stdio_a_proposal_goes_from_tool_call_to_applied(stage: Stage
 async def test_over_http_a_proposal_goes_from_tool_call_to_applied(stage: Stage) -> None:
     async with over_http(stage, stage.world.agent) as session:
         await round_trip(stage, session)
+
+
+async def test_the_answer_of_a_target_with_an_output_schema_is_in_the_results(
+    result_stage: Stage,
+) -> None:
+    """wait_for_decision's and get_proposal's structured results carry the receiver's
+    answer as result.body."""
+    stage = result_stage
+    async with over_stdio(stage, stage.world.agent) as session:
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+        for name in ("get_proposal", "wait_for_decision"):
+            assert "result" in json.dumps(listed[name].output_schema)
+        proposed = structured(
+            await session.call_tool(
+                "propose_action",
+                {"target": stage.world.target_id, "payload": {"amount": 40, "currency": "EUR"}},
+            )
+        )
+        assert proposed["result"] is None
+        proposal_id = proposed["proposal_id"]
+        await stage.decide(proposal_id)
+        decided: dict[str, Any] = {"status": "still_waiting"}
+        for _ in range(5):
+            decided = structured(
+                await session.call_tool(
+                    "wait_for_decision", {"proposal_id": proposal_id, "timeout_seconds": 10}
+                )
+            )
+            if decided["status"] == "applied":
+                break
+        assert decided["status"] == "applied", decided
+        assert decided["result"]["body"] == REFUND_ANSWER
+        shown = structured(await session.call_tool("get_proposal", {"proposal_id": proposal_id}))
+        assert shown["state"] == "APPLIED" and shown["result"]["body"] == REFUND_ANSWER
+        assert shown["result"]["statusCode"] == 200
 
 
 async def test_a_token_without_the_agent_role_is_refused(stage: Stage) -> None:

@@ -25,7 +25,7 @@ from signoff_client.client import AsyncSignoff
 from signoff_client.errors import PayloadSchemaInvalid, SignoffError, StillWaiting
 from signoff_client.generated.fragments import DraftFields, ProposalFields
 from signoff_client.generated.input_types import PrepareDraftInput
-from signoff_client.outcomes import Outcome, implied_outcomes
+from signoff_client.outcomes import APPLIED_STATES, Outcome, applied, implied_outcomes
 
 MAX_WAIT_SECONDS = 55.0  # below the usual MCP client's request timeout
 # The first protocol revision with the multi round-trip flow (an "input required" result
@@ -65,6 +65,12 @@ class ProposalView(BaseModel):
     revision: int
     awaiting_proposer: bool = Field(description="An amendment waits for accept_amendment.")
     replayed: bool = False
+    result: dict[str, Any] | None = Field(
+        default=None,
+        description="Once applied: what Signoff recorded of the receiver's answer (statusCode, "
+        "responseDigest, attempts, appliedAt) and, for a target with an output schema, the "
+        "answer itself (body).",
+    )
 
 
 Status = Literal["still_waiting", "approved", "rejected", "amended", "applied", "failed", "expired"]
@@ -82,7 +88,10 @@ class Decision(BaseModel):
         default=None, description="amended: pass it to accept_amendment."
     )
     result: dict[str, Any] | None = Field(
-        default=None, description="applied: what Signoff recorded of the receiver's answer."
+        default=None,
+        description="applied: what Signoff recorded of the receiver's answer (statusCode, "
+        "responseDigest, attempts, appliedAt) and, for a target with an output schema, the "
+        "answer itself (body).",
     )
 
 
@@ -142,6 +151,7 @@ def proposal_view(proposal: ProposalFields, replayed: bool = False) -> ProposalV
         revision=proposal.revision,
         awaiting_proposer=proposal.awaiting_proposer,
         replayed=replayed,
+        result=applied(proposal).result if proposal.state in APPLIED_STATES else None,
     )
 
 

@@ -66,7 +66,8 @@ class Amended:
 @dataclass(frozen=True)
 class Applied:
     """The receiver took the delivery: ``result`` is what Signoff recorded of its answer
-    (HTTP status, the digest of its body, when)."""
+    (HTTP status, the digest of its body, when) and, where the target declares an output
+    schema, the answer itself as ``body`` (its JSON document)."""
 
     proposal_id: str
     result: dict[str, Any]
@@ -111,6 +112,7 @@ P = ProposalState
 DECIDED = frozenset(
     {P.APPROVED, P.QUEUED, P.APPLYING, P.APPLIED, P.FAILED, P.COMPENSATION_REQUIRED}
 )
+APPLIED_STATES = frozenset({P.APPLIED, P.COMPENSATION_REQUIRED})
 
 
 def implied_outcomes(proposal: ProposalFields) -> list[Outcome]:
@@ -124,7 +126,7 @@ def implied_outcomes(proposal: ProposalFields) -> list[Outcome]:
     found: list[Outcome] = []
     if proposal.state in DECIDED:
         found.append(approved(proposal))
-    if proposal.state in (P.APPLIED, P.COMPENSATION_REQUIRED):
+    if proposal.state in APPLIED_STATES:
         found.append(applied(proposal))
     elif proposal.state is P.FAILED and proposal.delivery_terminal:
         found.append(Failed(proposal.id, proposal.last_error_code, proposal.delivery_attempt_count))
@@ -168,4 +170,6 @@ def applied(proposal: ProposalFields) -> Applied:
             "responseDigest": last.response_digest,
             "attempts": last.attempt_number,
         }
+    if proposal.result is not None:
+        result["body"] = proposal.result
     return Applied(proposal.id, result)

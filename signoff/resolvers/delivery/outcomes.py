@@ -4,7 +4,8 @@ Every change is a transition of the proposal's delivery (``lifecycles.PROPOSAL``
 compare-and-set: an outcome is recorded only by the worker that still holds the lease
 it claimed (``state = 'APPLYING'`` and the lease generation it was given), so a worker
 whose lease lapsed cannot overwrite the work of the one that took over, in this retry
-cycle or any later one. Claims are in ``signoff.resolvers.delivery.claims``.
+cycle or any later one. An applied attempt with a result (its target's output schema)
+stores it on the proposal. Claims are in ``signoff.resolvers.delivery.claims``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
 from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
 from signoff.models.base import new_id
+from signoff.models.proposal import kept_result
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
 from signoff.resolvers.core.work import UnitOfWork
@@ -69,13 +71,14 @@ async def record_outcomes(
 ) -> list[ProposalState | None]:
     """Store a batch of attempts and move each proposal by its response class, in one
     transaction; returns each one's new state, or ``None`` where its worker no longer held
-    the lease (the attempt is still stored). Applied attempts, the common case, move in
-    one statement; the attempts' rows and change events are inserted in batches."""
+    the lease (the attempt is still stored). Applied attempts without a result, the common
+    case, move in one statement; those with one, each writing its own, one by one like the
+    rest. The attempts' rows and change events are inserted in batches."""
     connection = await work.session.connection()
     await connection.execute(sa.insert(ATTEMPTS), [_attempt_row(a) for a in attempts])
-    moved = await _apply_all(work, [a for a in attempts if _applied(a)])
+    moved = await _apply_all(work, [a for a in attempts if _applied_alike(a)])
     for attempt in attempts:
-        if not _applied(attempt):
+        if not _applied_alike(attempt):
             moved[attempt.proposal.id] = await _settle(
                 work, attempt.proposal, attempt.target, attempt.outcome, jitter
             )
@@ -87,8 +90,10 @@ async def record_outcomes(
     ]
 
 
-def _applied(attempt: Attempted) -> bool:
-    return attempt.outcome.response_class is ResponseClass.APPLIED
+def _applied_alike(attempt: Attempted) -> bool:
+    """Applied with nothing of its own to write: it shares the batch's values."""
+    outcome = attempt.outcome
+    return outcome.response_class is ResponseClass.APPLIED and outcome.result is None
 
 
 def _attempt_row(attempt: Attempted) -> dict[str, Any]:
@@ -150,7 +155,7 @@ async def _settle(
         proposal.delivery_attempt_count,
     )
     if outcome.response_class is ResponseClass.APPLIED:
-        return await mark_applied(work, proposal.id, held)
+        return await mark_applied(work, proposal.id, held, result=outcome.result)
     if outcome.response_class is ResponseClass.ACCEPTED:
         wait = timedelta(seconds=DELIVERY_ACCEPTED_WAIT_SECONDS)
         return await PROPOSAL.move(
@@ -171,27 +176,39 @@ async def _settle(
 
 
 async def mark_applied(
-    work: UnitOfWork, proposal_id: str, guard: Any, actor_id: str | None = None, **details: Any
+    work: UnitOfWork,
+    proposal_id: str,
+    guard: Any,
+    actor_id: str | None = None,
+    *,
+    result: Any = None,
+    **details: Any,
 ) -> Proposal | None:
+    """Row D5 or D8; ``result`` (the receiver's answer, when its target keeps one) is
+    stored with it. Without one the column is left as it is: null, as a proposal is
+    applied only once."""
     applied = await PROPOSAL.move(
         work,
         lifecycles.APPLY,
         proposal_id,
         actor_id=actor_id,
         guard=guard,
-        values=_applied_values(work),
+        values=_applied_values(work, result),
         details=details,
     )
     return applied
 
 
-def _applied_values(work: UnitOfWork) -> dict[str, Any]:
-    return {
+def _applied_values(work: UnitOfWork, result: Any = None) -> dict[str, Any]:
+    values: dict[str, Any] = {
         "applied_at": work.now(),
         "lease_expires_at": None,
         "next_attempt_at": None,
         "last_error_code": None,
     }
+    if result is not None:
+        values["result"] = kept_result(result)
+    return values
 
 
 async def schedule_retry(

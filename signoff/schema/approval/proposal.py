@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.models.proposal import result_document
 from signoff.models.records import Via
 from signoff.resolvers.approval import receipts
 from signoff.resolvers.core.nodes import revision_node_id
@@ -103,6 +104,10 @@ def _policy_rule(root: Proposal) -> JSON | None:
     return JSON(root.model.policy_rule)  # JSON(None) is None
 
 
+def _result(root: Proposal) -> JSON | None:
+    return JSON(result_document(root.model))  # JSON(None) is None
+
+
 def _deadline_policy(root: Proposal) -> DeadlinePolicy:
     return DeadlinePolicy.of(root.model)
 
@@ -145,6 +150,11 @@ class Proposal(Node):
     next_attempt_at: datetime | None
     last_error_code: str | None
     applied_at: datetime | None
+    result: JSON | None = strawberry.field(
+        resolver=_result,
+        description="The receiver's JSON answer to the attempt that applied it, kept only "
+        "when the target declares an outputSchema and the answer met it; null otherwise.",
+    )
     compensates_proposal_id: strawberry.ID | None
     deadline_policy: DeadlinePolicy = strawberry.field(
         resolver=_deadline_policy,

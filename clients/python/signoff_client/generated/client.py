@@ -102,6 +102,7 @@ class GeneratedClient(AsyncBaseClient):
               expiresAt
               decidedAt
               appliedAt
+              result
               deliveryTerminal
               deliveryAttemptCount
               lastErrorCode
@@ -176,6 +177,7 @@ class GeneratedClient(AsyncBaseClient):
               expiresAt
               decidedAt
               appliedAt
+              result
               deliveryTerminal
               deliveryAttemptCount
               lastErrorCode
@@ -250,6 +252,7 @@ class GeneratedClient(AsyncBaseClient):
               expiresAt
               decidedAt
               appliedAt
+              result
               deliveryTerminal
               deliveryAttemptCount
               lastErrorCode
@@ -329,6 +332,7 @@ class GeneratedClient(AsyncBaseClient):
               expiresAt
               decidedAt
               appliedAt
+              result
               deliveryTerminal
               deliveryAttemptCount
               lastErrorCode

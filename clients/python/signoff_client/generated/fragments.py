@@ -51,6 +51,7 @@ class ProposalFields(BaseModel):
     expires_at: Any = Field(alias="expiresAt")
     decided_at: Optional[Any] = Field(alias="decidedAt")
     applied_at: Optional[Any] = Field(alias="appliedAt")
+    result: Optional[Any]
     delivery_terminal: bool = Field(alias="deliveryTerminal")
     delivery_attempt_count: int = Field(alias="deliveryAttemptCount")
     last_error_code: Optional[str] = Field(alias="lastErrorCode")
