@@ -2,7 +2,7 @@
 targets that declare an output schema
 
 Revision ID: 0017_proposal_result
-Revises: 0015_oidc_identities
+Revises: 0016_audit_log
 Create Date: 2026-12-06 00:40:00.000000
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0017_proposal_result"
-down_revision = "0015_oidc_identities"
+down_revision = "0016_audit_log"
 branch_labels = None
 depends_on = None
 
