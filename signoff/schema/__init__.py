@@ -9,10 +9,12 @@ from typing import Any
 import strawberry
 from graphql.error import GraphQLError
 from strawberry.extensions import ParserCache
+from strawberry.schema.config import StrawberryConfig
 from strawberry.types.execution import ExecutionContext
 
 from signoff.constants import QUERY_MAX_TOKENS
 from signoff.schema.mutation import Mutation
+from signoff.schema.number import NUMBER, Number
 from signoff.schema.query import Query
 from signoff.schema.serving.execution import PlainFieldExecutor, plan_plain_fields
 from signoff.schema.serving.operation import FinishOperation
@@ -57,6 +59,7 @@ def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Sche
             lambda: CheckedValidation(introspection),
         ],
         execution_context_class=PlainFieldExecutor,
+        config=StrawberryConfig(scalar_map={Number: NUMBER}),
         **extra,
     )
     plan_plain_fields(schema)

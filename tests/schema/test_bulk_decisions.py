@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -153,9 +154,11 @@ async def test_the_preview_counts_sums_and_refusals(gql: GraphQLClient) -> None:
             "target": {"id": world.target_id},
             "count": 2,
             "summaryField": "amount",
-            "summaryTotal": 30.0,
+            "summaryTotal": 30,
         }
     ]
+    # Whole amounts add up to a whole number, not GraphQL Float's 30.0.
+    assert json.dumps(preview["byTarget"][0]["summaryTotal"]) == "30"
     assert preview["byState"] == [
         {"state": "APPROVAL_REQUIRED", "count": 2},
         {"state": "QUEUED", "count": 1},

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from sqlmodel import col, select
@@ -213,7 +214,7 @@ class TargetSummary:
 
     target: Target
     count: int
-    summary_total: float | None
+    summary_total: int | float | None
 
 
 @dataclass(frozen=True)
@@ -263,16 +264,19 @@ async def preview_bulk_decision(
         TargetSummary(
             target=targets[target_id],
             count=len(proposals),
-            summary_total=_summary_total(targets[target_id], proposals),
+            summary_total=summary_total_of(targets[target_id], proposals),
         )
         for target_id, proposals in decidable.items()
     ]
     return BulkPreview(items=previews, by_target=summaries, by_state=dict(by_state))
 
 
-def _summary_total(target: Target, proposals: list[Proposal]) -> float | None:
-    """The sum of the target's summary field over the proposals (numbers only)."""
+def summary_total_of(target: Target, proposals: list[Proposal]) -> int | float | None:
+    """The sum of the target's summary field over the proposals (numbers only), added
+    as decimals so that amounts like 0.1 and 0.2 give 0.3, and whole when the sum is."""
     if target.summary_field is None:
         return None
     values = [p.payload.get(target.summary_field) for p in proposals]
-    return float(sum(v for v in values if isinstance(v, int | float) and not isinstance(v, bool)))
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    total = sum((Decimal(repr(v)) for v in numbers), Decimal(0))
+    return int(total) if total == total.to_integral_value() else float(total)

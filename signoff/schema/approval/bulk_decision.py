@@ -11,6 +11,7 @@ from signoff import models
 from signoff.resolvers.approval import bulk_decisions
 from signoff.schema.approval.proposal import Approval, Proposal
 from signoff.schema.delivery.target import Target
+from signoff.schema.number import Number
 
 if TYPE_CHECKING:
     from signoff.schema.approval.task import HumanTask
@@ -81,7 +82,7 @@ class BulkPreviewTarget:
     target: Target
     count: int = strawberry.field(description="Items of this target that would be decided.")
     summary_field: str | None
-    summary_total: float | None = strawberry.field(
+    summary_total: Number | None = strawberry.field(
         description="The sum of the target's summaryField over those items."
     )
 
@@ -119,7 +120,9 @@ class BulkDecisionPreview:
                     target=Target.from_model(summary.target),
                     count=summary.count,
                     summary_field=summary.target.summary_field,
-                    summary_total=summary.summary_total,
+                    summary_total=(
+                        None if summary.summary_total is None else Number(summary.summary_total)
+                    ),
                 )
                 for summary in preview.by_target
             ],
