@@ -389,6 +389,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        if not settings.audit_log:
+            logger.warning(
+                "the audit log is off (SIGNOFF_AUDIT_LOG=0): audit records get no position, "
+                "proof or checkpoint until a process with it on stamps them"
+            )
         await events.start()
         # Embedded default: deliveries run in this process; with Redis, `signoff worker` runs them.
         if isinstance(jobs, InProcessJobs):

@@ -67,6 +67,9 @@ class Settings:
     # database needs the same key. Unset: a key file, created on first use.
     secret_key: str | None = None
     secret_key_file: str = "signoff.key"
+    # Off: audit records are kept but get no place in the verifiable log (no proofs, no
+    # checkpoints) until a process with it on stamps them; for measuring what it costs.
+    audit_log: bool = True
     # Signs the audit log's checkpoints (signoff.auditkey); every process sharing a database
     # needs the same key. Unset: a key file beside the database, created on first use.
     audit_signing_key: str | None = None
@@ -148,6 +151,7 @@ class Settings:
             in {"1", "true", "yes"},
             secret_key=env.get("SIGNOFF_SECRET_KEY") or None,
             secret_key_file=env.get("SIGNOFF_SECRET_KEY_FILE") or cls.secret_key_file,
+            audit_log=env.get("SIGNOFF_AUDIT_LOG", "1") not in {"0", "false", "no"},
             audit_signing_key=env.get("SIGNOFF_AUDIT_SIGNING_KEY") or None,
             audit_signing_key_file=env.get("SIGNOFF_AUDIT_SIGNING_KEY_FILE") or None,
             audit_checkpoint_records=int(

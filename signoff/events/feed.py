@@ -66,25 +66,30 @@ def _dialect(session: AsyncSession) -> str:
     return str(bind.dialect.name)
 
 
-async def has_pending(session: AsyncSession) -> bool:
-    """Whether any committed event waits for its cursor, or audit record for its position
-    (cheap, takes no lock)."""
+async def has_pending(session: AsyncSession, *, audit_log: bool = True) -> bool:
+    """Whether any committed event waits for its cursor, or (``audit_log``) audit record
+    for its position (cheap, takes no lock)."""
     connection = await session.connection()
     if (await connection.execute(_ANY_PENDING)).first() is not None:
         return True
-    return await auditlog.has_pending(connection)
+    return audit_log and await auditlog.has_pending(connection)
 
 
-async def stamp_pending(session: AsyncSession, limit: int = FEED_PAGE_SIZE) -> list[ChangeEvent]:
+async def stamp_pending(
+    session: AsyncSession, limit: int = FEED_PAGE_SIZE, *, audit_log: bool = True
+) -> list[ChangeEvent]:
     """Give committed, unstamped events the next cursors; the caller commits, then publishes.
 
     At most ``limit`` events plus the other pending events of their entities, so that
     one entity's events are stamped together, in version order. Committed audit records
-    get their positions in the verifiable log in the same run (``auditlog.positions``).
+    get their positions in the same run (``auditlog.positions``), unless the log is off
+    (``SIGNOFF_AUDIT_LOG=0``): they then wait for a run with it on.
     """
     last_cursor, audit_size = await _locked_state(session)
     connection = await session.connection()
-    new_audit_size, positioned = await auditlog.positions(connection, audit_size)
+    new_audit_size, positioned = (
+        await auditlog.positions(connection, audit_size) if audit_log else (audit_size, None)
+    )
     batch = await _pending(session, limit=limit)
     if len(batch) >= limit:
         batch += await _rest_of_their_entities(session, batch)

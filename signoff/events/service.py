@@ -51,6 +51,7 @@ class EventService:
         prune_seconds: float = FEED_RETENTION_CHECK_SECONDS,
         stamps_in_writers: bool = False,
         checkpointer: auditlog.Checkpointer | None = None,
+        audit_log: bool = True,
     ) -> None:
         self.hub = hub
         self.sessionmaker = sessionmaker
@@ -69,6 +70,8 @@ class EventService:
         self.stamps_in_writers = stamps_in_writers
         # Signs the audit log's checkpoints when due, at the upkeep's ticks.
         self.checkpointer = checkpointer
+        # Off (``SIGNOFF_AUDIT_LOG=0``): audit records get no position, so no proof either.
+        self.audit_log = audit_log
         self._stamp_wanted = False  # a kick: committed events wait for their cursors
         self._ready: list[tuple[str, Change]] = []  # stamped by their writers, to publish
         # Writer-stamped events behind a cursor not yet handed over, and since when.
@@ -112,7 +115,7 @@ class EventService:
         transaction order is commit order there, so ``feed.stamp_pending``'s rules hold and a
         stamping transaction per commit is saved (docs/design.md section 8.2). The returned hook
         hands the events to the loop to publish without making the writer wait."""
-        rows = await feed.stamp_pending(session)
+        rows = await feed.stamp_pending(session, audit_log=self.audit_log)
         # Only worth a read where a local subscriber will render the events.
         if rows and self.hub.fanout.subscriber_count:
             written = await feed.written_objects(session, rows)
@@ -239,11 +242,11 @@ class EventService:
             try:
                 async with self.sessionmaker() as session:
                     await feed.mark_published(session, published)
-                    if look_first and not await feed.has_pending(session):
+                    if look_first and not await feed.has_pending(session, audit_log=self.audit_log):
                         await session.commit()
                         return total
                     look_first = True
-                    stamped = await feed.stamp_pending(session)
+                    stamped = await feed.stamp_pending(session, audit_log=self.audit_log)
                     await session.commit()
             except BaseException:
                 self._published[:0] = published  # recorded by a later round
@@ -261,7 +264,7 @@ class EventService:
         rather than at their relay's next tick. No local fanout; what the transport does
         not take (Redis away, or the embedded hub) the serving processes' relay sends."""
         async with self.sessionmaker() as session:
-            stamped = await feed.stamp_pending(session)
+            stamped = await feed.stamp_pending(session, audit_log=self.audit_log)
             await session.commit()
         if not stamped:
             return 0
@@ -277,7 +280,7 @@ class EventService:
     async def _has_pending(self) -> bool:
         """A look that takes no lock, so that a write session is opened only for work."""
         async with self.reads() as session:
-            pending = await feed.has_pending(session)
+            pending = await feed.has_pending(session, audit_log=self.audit_log)
             await session.commit()
         return pending
 
@@ -402,6 +405,7 @@ def create_event_service(
             every_records=settings.audit_checkpoint_records,
             every_seconds=settings.audit_checkpoint_seconds,
         ),
+        audit_log=settings.audit_log,
     )
 
 

@@ -6,11 +6,16 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+from dataclasses import replace
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
+from httpx import ASGITransport, AsyncClient
 
+from signoff.app import create_app
 from signoff.auditkey import signer_of
+from signoff.config import Settings
 from signoff.database import SessionMaker
 from signoff.events import auditlog, feed
 from signoff.evidence.verify import (
@@ -20,7 +25,7 @@ from signoff.evidence.verify import (
     verify_consistency,
     verify_inclusion,
 )
-from signoff.models import AuditEvent
+from signoff.models import AuditEvent, ChangeEvent
 from signoff.resolvers.core.audit import audit_tree
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
@@ -170,3 +175,44 @@ async def test_fifty_concurrent_writers_get_dense_positions_in_commit_order(
                     bytes.fromhex(newer.root),
                     proof,
                 )
+
+
+async def _unstamped_events(sessionmaker: SessionMaker) -> int:
+    async with sessionmaker() as session:
+        count = (
+            await session.exec(
+                sa.select(sa.func.count())
+                .where(sa.column("cursor").is_(None))
+                .select_from(ChangeEvent)
+            )
+        ).one()
+        await session.commit()
+    return int(count[0])
+
+
+async def test_with_the_log_off_records_wait_for_a_process_with_it_on(
+    settings: Settings, sessionmaker: SessionMaker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``SIGNOFF_AUDIT_LOG=0``: the change feed goes on and the audit records are written,
+    but none gets a position; a process with the log on stamps them, densely and soundly."""
+    off = create_app(replace(settings, audit_log=False))
+    async with off.router.lifespan_context(off):
+        async with AsyncClient(transport=ASGITransport(app=off), base_url="http://s.test") as c:
+            world = await build_world(GraphQLClient(c, sessionmaker))
+            proposal = (await world.propose())["proposal"]
+            await world.decide(world.reviewers[0], proposal)
+        for _ in range(200):
+            if await _unstamped_events(sessionmaker) == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert await _unstamped_events(sessionmaker) == 0
+        written = await _unstamped(sessionmaker)
+        assert written > 0 and await _log(sessionmaker) == []
+    assert "the audit log is off (SIGNOFF_AUDIT_LOG=0)" in caplog.text
+    on = create_app(settings)
+    async with on.router.lifespan_context(on):
+        await _stamped_everything(sessionmaker)
+    log = await _log(sessionmaker)
+    assert len(log) == written
+    assert {"proposal.proposed", "approval.approved"} <= {entry["action"] for entry, _ in log}
+    _assert_dense_and_sound(log)
