@@ -8,6 +8,8 @@ by side and answer the same operations:
 
 - **Signoff**: ``signoff serve`` on that database (in-process worker and hub, log level
   warning);
+- **log off**: the same with the verifiable audit log off (``SIGNOFF_AUDIT_LOG=0``), on a
+  copy of that database, for ``propose`` and ``decide`` only: what the log costs;
 - **floor** (``bench/api_floor.py``): a plain Starlette endpoint per operation making the
   same database round trips with psycopg and encoding a JSON document of the same shape;
 - **ceiling** (``bench/api_ceiling.py``): Strawberry answering the same query documents
@@ -26,7 +28,8 @@ figures are those of its median round. A request answering anything but 200 with
 (Signoff: everything the process sent, its relay included) and ``/stats`` (floor), over
 50 sequential requests.
 
-Needs ``wrk`` (Debian: ``apt-get install wrk``).
+``--operations propose decide`` measures only those two (the log's cost, in a few
+minutes). Needs ``wrk`` (Debian: ``apt-get install wrk``).
 
     python bench/api.py --database-url postgresql://postgres@127.0.0.1:5432/postgres
 """
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -44,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -88,6 +93,9 @@ DECIDE = """mutation Decide($input: DecideProposalInput!) { decideProposal(input
 proposal { state approvalCount } approval { decision approver { name } } task { state } } }"""
 OPERATIONS = ["hello", "page", "one", "propose", "decide"]
 QUERIES = {"hello", "page", "one"}
+WRITES = ["propose", "decide"]
+# The sides that are Signoff, counting statements from /metrics.
+SIGNOFF_SIDES = {"Signoff", "log off"}
 STATEMENT_SAMPLE = 50
 
 LUA = """
@@ -274,20 +282,23 @@ class Side:
         )
 
 
-def sides(database_url: str) -> list[Side]:
+def sides(database_url: str, copy_url: str) -> list[Side]:
     graphql = dict.fromkeys(OPERATIONS, "/graphql")
+    serve = [sys.executable, "-m", "signoff", "serve", "--host", HOST]
+    env = {
+        "SIGNOFF_LOG_LEVEL": "warning",
+        # wrk sends every request with one token: measure, not the rate limit.
+        "SIGNOFF_RATE_LIMIT": "0",
+    }
     return [
+        Side("Signoff", serve, {**env, "SIGNOFF_DATABASE_URL": database_url}, graphql, OPERATIONS),
         Side(
-            "Signoff",
-            [sys.executable, "-m", "signoff", "serve", "--host", HOST],
-            {
-                "SIGNOFF_DATABASE_URL": database_url,
-                "SIGNOFF_LOG_LEVEL": "warning",
-                # wrk sends every request with one token: measure, not the rate limit.
-                "SIGNOFF_RATE_LIMIT": "0",
-            },
+            "log off",
+            serve,
+            # Its own copy: a server with the log on would otherwise stamp its records.
+            {**env, "SIGNOFF_DATABASE_URL": copy_url, "SIGNOFF_AUDIT_LOG": "0"},
             graphql,
-            OPERATIONS,
+            WRITES,
         ),
         Side(
             "floor",
@@ -438,7 +449,7 @@ def wait_ready(base: str, server: subprocess.Popen[bytes], path: str) -> None:
 
 def statements(base: str, side: Side) -> float | None:
     """Statements the server has sent so far (None where it cannot tell)."""
-    if side.name == "Signoff":
+    if side.name in SIGNOFF_SIDES:
         text = httpx.get(base + "/metrics").text
         found = re.search(r"^signoff_sql_statements_total ([\d.e+]+)$", text, re.MULTILINE)
         if found is None:
@@ -492,13 +503,15 @@ class Running:
             self.server.kill()
 
 
-def start_sides(url: str, world: World) -> list[Running]:
+def start_sides(url: str, copy_url: str, world: World) -> list[Running]:
     running = []
     try:
-        for index, side in enumerate(sides(url)):
+        for side in sides(url, copy_url):
             port = free_port()
             base = f"http://{HOST}:{port}"
-            decisions = Decisions(world.undecided[min(index, 1)])
+            # Signoff and the floor share a database, so each decides its own half; the log
+            # off side has a copy of its own.
+            decisions = Decisions(world.undecided[side.name == "floor"])
             running.append(Running(side, side.start(port), base, decisions))
         for each in running:
             wait_ready(each.base, each.server, each.side.paths["hello"])
@@ -517,7 +530,7 @@ def measure(
     differences measured, so each side meets the same drift. A side's figures are
     those of its median round (by req/s)."""
     results: dict[str, dict[tuple[str, int], Any]] = {r.side.name: {} for r in running}
-    for operation in OPERATIONS:
+    for operation in args.operations:
         taking = [r for r in running if operation in r.side.operations]
         token = world.agent if operation == "propose" else world.reviewer
         for each in taking:
@@ -573,6 +586,7 @@ def median_round(rounds: list[Figures]) -> Figures:
 
 def report(all_results: dict[str, dict[tuple[str, int], Any]], args: argparse.Namespace) -> None:
     signoff, floor, ceiling = (all_results[n] for n in ("Signoff", "floor", "ceiling"))
+    log_off = all_results["log off"]
     print()
     print(
         f"{args.proposals:,} proposals in {args.queues} queues, PostgreSQL; wrk, 1 thread, "
@@ -584,7 +598,7 @@ def report(all_results: dict[str, dict[tuple[str, int], Any]], args: argparse.Na
         "| ceiling req/s | vs floor | vs ceiling |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for operation in OPERATIONS:
+    for operation in args.operations:
         for c in args.connections:
             ours, plain = signoff[(operation, c)], floor[(operation, c)]
             top = ceiling.get((operation, c))
@@ -605,8 +619,36 @@ def report(all_results: dict[str, dict[tuple[str, int], Any]], args: argparse.Na
     print()
     print("| operation | SQL statements per request: Signoff | floor |")
     print("| --- | --- | --- |")
-    for operation in OPERATIONS:
+    for operation in args.operations:
         print(f"| {operation} | {signoff[(operation, 0)]:.1f} | {floor[(operation, 0)]:.1f} |")
+    report_log_cost(signoff, log_off, args)
+
+
+def report_log_cost(
+    on: dict[tuple[str, int], Any], off: dict[tuple[str, int], Any], args: argparse.Namespace
+) -> None:
+    """What the verifiable audit log costs: Signoff's writes with it on and off."""
+    print()
+    print(
+        "| operation | clients | log on req/s | p50 / p99 ms | log off req/s | p50 / p99 ms "
+        "| the log costs |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for operation in (op for op in args.operations if op in WRITES):
+        for c in args.connections:
+            with_log, without = on[(operation, c)], off[(operation, c)]
+            print(
+                f"| {operation} | {c} | {with_log.rps:,.0f} "
+                f"| {with_log.p50_ms:.1f} / {with_log.p99_ms:.1f} | {without.rps:,.0f} "
+                f"| {without.p50_ms:.1f} / {without.p99_ms:.1f} "
+                f"| {1 - with_log.rps / without.rps:+.1%} |"
+            )
+    print()
+    for operation in (op for op in args.operations if op in WRITES):
+        print(
+            f"{operation}: {on[(operation, 0)]:.1f} SQL statements per request with the log, "
+            f"{off[(operation, 0)]:.1f} without"
+        )
 
 
 def settle(url: str) -> None:
@@ -642,6 +684,9 @@ def main() -> None:
     )
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 10, 50])
     parser.add_argument(
+        "--operations", nargs="+", choices=OPERATIONS, default=OPERATIONS, help="what to measure"
+    )
+    parser.add_argument(
         "--decide-budget",
         type=int,
         # Enough for 150 decisions/s at one client for 5 s: a run that ran out would
@@ -666,14 +711,30 @@ async def run(args: argparse.Namespace) -> None:
     """Seed, then measure the sides in turn (blocking calls: nothing else runs meanwhile)."""
     async with fresh_database(args.database_url) as url:
         world = await prepare(args, url)
-        running = start_sides(url, world)
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                all_results = measure(running, world, args, Path(tmp))
-        finally:
-            for each in running:
-                each.stop()
+        with copy_of(url) as copy_url:
+            running = start_sides(url, copy_url, world)
+            try:
+                with tempfile.TemporaryDirectory() as tmp:
+                    all_results = measure(running, world, args, Path(tmp))
+            finally:
+                for each in running:
+                    each.stop()
         report(all_results, args)
+
+
+@contextlib.contextmanager
+def copy_of(url: str) -> Iterator[str]:
+    """A copy of the seeded database (PostgreSQL copies it as a template), dropped after."""
+    seeded = make_url(url)
+    name = f"{seeded.database}_copy"
+    admin = libpq(seeded.set(database="postgres").render_as_string(hide_password=False))
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}" TEMPLATE "{seeded.database}"')
+    try:
+        yield seeded.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 if __name__ == "__main__":
