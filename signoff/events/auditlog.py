@@ -50,8 +50,15 @@ _ENTRY_COLUMNS = (
     AUDIT.c.details,
     AUDIT.c.created_at,
 )
-_ANY_PENDING = sa.select(AUDIT.c.id).where(AUDIT.c.position.is_(None)).limit(1)
-_PENDING = (
+# In the order of the partial index of unstamped records (``ix_audit_unstamped``), which
+# planners then take even with statistics from before the log's records were stamped.
+ANY_PENDING = (
+    sa.select(AUDIT.c.id)
+    .where(AUDIT.c.position.is_(None))
+    .order_by(AUDIT.c.created_at, AUDIT.c.id)
+    .limit(1)
+)
+PENDING = (
     sa.select(*_ENTRY_COLUMNS)
     .where(AUDIT.c.position.is_(None))
     .order_by(AUDIT.c.created_at, AUDIT.c.id)
@@ -80,7 +87,7 @@ def entry(position: int, row: Any) -> dict[str, Any]:
 
 async def has_pending(connection: AsyncConnection) -> bool:
     """Whether a committed audit record waits for its position (takes no lock)."""
-    return (await connection.execute(_ANY_PENDING)).first() is not None
+    return (await connection.execute(ANY_PENDING)).first() is not None
 
 
 async def positions(connection: AsyncConnection, size: int) -> tuple[int, sa.Update | None]:
@@ -88,7 +95,7 @@ async def positions(connection: AsyncConnection, size: int) -> tuple[int, sa.Upd
     transaction (which holds the feed state's lock): the log's new size, and the update
     that records them (``None``: nothing pending), which the caller runs with its cursors'
     (one round trip on PostgreSQL) and whose new size it records in the feed's state."""
-    rows = (await connection.execute(_PENDING)).all()
+    rows = (await connection.execute(PENDING)).all()
     if not rows:
         return size, None
     places = {row.id: size + offset for offset, row in enumerate(rows)}

@@ -17,6 +17,15 @@ class AuditEvent(SQLModel, table=True):
         sa.Index("ix_audit_target", "target_type", "target_id", "created_at", "id"),
         sa.Index("ix_audit_created", "created_at", "id"),
         sa.Index("ix_audit_position", "position", unique=True),
+        # The records waiting for their position, in the order they get it: the sequencer
+        # looks for them at every round, so the look must not grow with the log.
+        sa.Index(
+            "ix_audit_unstamped",
+            "created_at",
+            "id",
+            postgresql_where=sa.text("position IS NULL"),
+            sqlite_where=sa.text("position IS NULL"),
+        ),
     )
 
     id: str = id_field()

@@ -7,6 +7,7 @@ import asyncio
 import os
 import random
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -216,3 +217,45 @@ async def test_with_the_log_off_records_wait_for_a_process_with_it_on(
     assert len(log) == written
     assert {"proposal.proposed", "approval.approved"} <= {entry["action"] for entry, _ in log}
     _assert_dense_and_sound(log)
+
+
+async def test_the_look_for_unstamped_records_reads_only_those(
+    sessionmaker: SessionMaker,
+) -> None:
+    """The sequencer looks for records without a position at every round: the look goes
+    through an index of those, not through the stamped log before them, even where the
+    planner's statistics are from before they were stamped (PostgreSQL went through every
+    record in ``created_at`` order then, before the partial index)."""
+    written = [
+        {
+            "id": f"s{i:06d}",
+            "action": "test.written",
+            "target_type": "test",
+            "target_id": "t",
+            "details": {},
+            "created_at": datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i),
+        }
+        for i in range(3000)
+    ]
+    async with sessionmaker() as session:
+        await session.exec(sa.insert(AuditEvent), params=written)  # type: ignore[call-overload]
+        await (await session.connection()).execute(sa.text("ANALYZE audit_events"))
+        await session.commit()
+    async with sessionmaker() as session:
+        await feed.stamp_pending(session)
+        await session.commit()
+    assert await _unstamped(sessionmaker) == 0
+    async with sessionmaker() as session:
+        connection = await session.connection()
+        dialect = connection.dialect
+        explain = "EXPLAIN" if dialect.name == "postgresql" else "EXPLAIN QUERY PLAN"
+        for look in (auditlog.PENDING, auditlog.ANY_PENDING):
+            sql = look.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
+            plan = "\n".join(
+                " ".join(str(v) for v in row)
+                for row in await connection.execute(sa.text(f"{explain} {sql}"))
+            )
+            # SQLite may search the unique index of positions for NULL: as few rows read.
+            assert "ix_audit_unstamped" in plan or "INDEX ix_audit_position (position=?)" in plan
+            assert "Seq Scan" not in plan and "ix_audit_created" not in plan, plan
+        await session.commit()
