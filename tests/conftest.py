@@ -27,6 +27,7 @@ from signoff.app import create_app
 from signoff.config import Settings, normalise_database_url
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.migrate import migrate
+from tests import zygote
 from tests.helpers import GraphQLClient
 from tests.live import Server, start_server
 from tests.redis_keys import delete_under, unique_channel, unique_queue
@@ -60,6 +61,13 @@ def redis_left_clean() -> Iterator[None]:
     if REDIS_URL is not None:
         remaining = delete_under(REDIS_URL)
         assert not remaining, f"keys left in Redis: {sorted(remaining)[:10]}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_starts() -> Iterator[None]:
+    """The worker's zygote of ``signoff`` processes (``tests/zygote.py``) ends with it."""
+    yield
+    zygote.stop_zygote()
 
 
 @contextlib.contextmanager

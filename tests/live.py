@@ -22,14 +22,18 @@ from typing import Any
 import httpx
 from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
+from sqlmodel import col, func, select
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from signoff.database import SessionMaker
 from signoff.events import feed
+from signoff.models import ChangeEvent
+from tests import zygote
 from tests.helpers import GraphQLClient, World, build_world
 from tests.redis_keys import unique_channel as unique_channel  # where tests import it from
+from tests.zygote import WarmProcess
 
 QUEUE_EVENTS = """
 subscription($queueId: ID, $after: String) {
@@ -93,7 +97,7 @@ class Listening:
 class Server(Listening):
     """One ``signoff serve`` process."""
 
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | WarmProcess
     log: Path
 
     def stop(self) -> None:
@@ -118,7 +122,12 @@ def server_log_on_failure(server: Server, lines: int = 12) -> Iterator[None]:
         raise AssertionError(f"{exc}\n--- end of {server.log.name} ---\n{tail}") from exc
 
 
-def _spawn(argv: list[str], environ: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _spawn(
+    argv: list[str], environ: dict[str, str], log: Path
+) -> subprocess.Popen[bytes] | WarmProcess:
+    warm = zygote.spawn(argv, env=environ, stdout=log)
+    if warm is not None:
+        return warm
     with log.open("wb") as out:
         return subprocess.Popen(argv, env=environ, stdout=out, stderr=subprocess.STDOUT)
 
@@ -292,6 +301,23 @@ async def feed_settled(sessionmaker: SessionMaker, within: float = 10) -> None:
                 return
         if time.monotonic() > deadline:
             raise AssertionError("change events were not stamped in time")
+        await asyncio.sleep(0.05)
+
+
+async def feed_published(sessionmaker: SessionMaker, within: float = 10) -> None:
+    """Wait until every committed change event has been published: one made by another
+    process without Redis (a CLI command) reaches the servers through their relay, a
+    few seconds later, and a subscription opened before that would see it."""
+    unpublished = select(func.count()).where(col(ChangeEvent.published_at).is_(None))
+    deadline = time.monotonic() + within
+    while True:
+        async with sessionmaker() as session:
+            waiting = (await session.exec(unpublished)).one()
+            await session.commit()
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{waiting} change events were not published in time")
         await asyncio.sleep(0.05)
 
 

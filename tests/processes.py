@@ -15,6 +15,8 @@ from typing import IO
 
 import httpx
 
+from tests import zygote
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -42,15 +44,25 @@ def signoff_env(database_url: str, **extra: str) -> dict[str, str]:
 def run_cli(
     *args: str, env: dict[str, str], cwd: Path = ROOT, timeout: float = 60, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "signoff", *args],
-        env=env,
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    command = [sys.executable, "-m", "signoff", *args]
+    if zygote.warm(command) is None:
+        return subprocess.run(
+            command, env=env, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=timeout
+        )
+    with tempfile.TemporaryDirectory() as folder:
+        streams = {name: Path(folder) / name for name in ("stdin", "stdout", "stderr")}
+        streams["stdin"].write_text(stdin)
+        process = zygote.spawn(command, env=env, cwd=cwd, **streams)
+        assert process is not None
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+        return subprocess.CompletedProcess(
+            command, code, streams["stdout"].read_text(), streams["stderr"].read_text()
+        )
 
 
 # Another process (another pytest-xdist worker's server, a client's outgoing connection)
@@ -76,15 +88,14 @@ def serving(
     /readyz answers."""
     for attempt in range(1, PORT_TRIES + 1):
         port = free_port()
-        with tempfile.TemporaryFile(mode="w+") as output:
-            process = subprocess.Popen(
-                [*command, "serve", "--port", str(port)],
-                env=env,
-                cwd=cwd,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
+        with tempfile.NamedTemporaryFile(mode="w+") as output:
+            argv = [*command, "serve", "--port", str(port)]
+            process: subprocess.Popen[str] | zygote.WarmProcess | None
+            process = zygote.spawn(argv, env=env, cwd=cwd, stdout=Path(output.name))
+            if process is None:
+                process = subprocess.Popen(
+                    argv, env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT, text=True
+                )
             base = f"http://127.0.0.1:{port}"
             try:
                 try:
@@ -104,7 +115,9 @@ def serving(
                     process.wait()
 
 
-def _wait_ready(process: subprocess.Popen[str], base: str, output: IO[str], timeout: float) -> None:
+def _wait_ready(
+    process: subprocess.Popen[str] | zygote.WarmProcess, base: str, output: IO[str], timeout: float
+) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:

@@ -43,6 +43,7 @@ from tests.jobs.test_delivery import approved, read
 from tests.jobs.test_runners import arq_settings
 from tests.live import (
     Server,
+    feed_published,
     http_gql,
     open_transport_ws,
     server_log_on_failure,
@@ -547,7 +548,7 @@ class Watch:
 
 
 async def test_watching_a_queue_as_printed_while_the_example_runs(
-    serve: Serve, database_url: str
+    serve: Serve, database_url: str, sessionmaker: SessionMaker
 ) -> None:
     server = await serve()
     # "Watch a queue in GraphiQL", step 1: an operator, the queue, a reviewer of it.
@@ -558,6 +559,9 @@ async def test_watching_a_queue_as_printed_while_the_example_runs(
             database_url, "--name", "alice", "--role", "reviewer", "--queue", "payments"
         )
         agent = await token_create(database_url, "--name", "refund-bot", "--role", "agent")
+        # Alice's membership, made by the command, reaches the server by its relay: the
+        # queue is watched from after it, as it would be by a person a few seconds later.
+        await feed_published(sessionmaker)
 
         # Step 2: the reviewer's token in the Headers tab, sent as the connection_init
         # payload; the subscription exactly as printed, comments and all.
