@@ -483,6 +483,31 @@ async def test_only_roles_that_decide_get_bulk_checkboxes(
             await context.close()
 
 
+async def test_an_operator_reads_a_proposal_without_a_decision_form(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """Issue 35: an operator's task page offered Approve and Reject, which the server
+    refuses. The deciders' rule of the bulk checkboxes now holds for the page too: the
+    operator reads the proposal and its payload, and is told why there is no form."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, reviewer_names=unique_name("reviewer"))
+        operator = await gql.token(Role.OPERATOR, name=unique_name("ops"))
+        made = await world.propose({"amount": 4242, "currency": "EUR"})
+    context, page, errors = await signed_in(browser, server, operator)
+    try:
+        await page.locator(f'[data-task-id="{made["task"]["id"]}"] .task-link').click()
+        await expect(page.locator("#digest")).to_be_visible()
+        await expect(page.locator(".json-block").first).to_contain_text("4242")
+        await expect(page.locator("#no-decision")).to_contain_text("an operator")
+        await expect(page.locator("#no-decision")).to_contain_text("no decision form")
+        for absent in ("form.decide", "details.amend", "#approve", "#reject", "#claim"):
+            await expect(page.locator(absent)).to_have_count(0)
+        assert errors == []
+    finally:
+        await context.close()
+
+
 async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
     browser: Browser, module_server: ModuleServer
 ) -> None:
