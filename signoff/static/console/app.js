@@ -335,6 +335,7 @@ function showLiveStatus(status) {
     connecting: "Connecting…",
     live: "Live",
     reconnecting: "Reconnecting…",
+    stopped: "Feed stopped; resuming…",
     rejected: "Signed out",
   };
   liveStatus.textContent = words[status] || status;
