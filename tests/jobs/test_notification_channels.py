@@ -9,12 +9,14 @@ import logging
 from typing import Any
 
 import pytest
-from sqlmodel import col, func, select
+from sqlmodel import col, func, select, update
 
 from signoff import clock
 from signoff.constants import NOTIFICATION_MAX_ATTEMPTS
 from signoff.jobs.notifications import send_notifications
-from signoff.models import AuditEvent, Incident, NotificationChannel
+from signoff.models import AuditEvent, Incident, Notification, NotificationChannel
+from signoff.resolvers.reach.notifications import claim_notifications, record_attempt
+from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_notifications import add_channel, notifications
@@ -267,5 +269,45 @@ async def test_a_last_attempt_in_flight_as_its_channel_is_switched_off_opens_no_
     assert [a.details["attempt"] for a in await audited(worker, "notification.failed")] == [last]
     [line] = [r.getMessage() for r in caplog.records if r.name == "signoff.jobs"]
     assert notification.id in line and "HTTP_503" in line and f"attempt {last}" in line
+    async with worker.services.sessionmaker() as session:
+        assert (await session.exec(select(Incident))).all() == []
+
+
+@requires_postgres
+async def test_a_last_failure_recorded_while_a_disable_commits_waits_for_it(
+    gql: GraphQLClient, worker: Worker
+) -> None:
+    """The outcome of a last attempt and a disable of its channel at the same moment: the
+    outcome waits for the disable that holds the channel's row, then sees it (PostgreSQL;
+    SQLite's one writer orders them already)."""
+    world = await build_world(gql)
+    channel_id = (
+        await add_channel(gql, world.admin, world.queue_id, "http://127.0.0.1:9/hook", kind="SLACK")
+    )["channel"]["id"]
+    await world.propose()
+    async with worker.services.sessionmaker() as session:
+        await session.exec(update(Notification).values(attempt_count=NOTIFICATION_MAX_ATTEMPTS - 1))
+        await session.commit()
+    async with worker.services.work() as work:
+        [outgoing] = await claim_notifications(work, public_url="http://127.0.0.1")
+    assert outgoing.attempt == NOTIFICATION_MAX_ATTEMPTS
+
+    async def record() -> None:
+        async with worker.services.work() as work:
+            await record_attempt(work, outgoing, "HTTP_503")
+
+    async with worker.services.sessionmaker() as disabling:
+        await disabling.exec(
+            update(NotificationChannel)
+            .where(col(NotificationChannel.id) == channel_id)
+            .values(disabled_at=clock.now())
+        )
+        recording = asyncio.create_task(record())
+        await asyncio.sleep(0.5)
+        assert not recording.done(), "the outcome did not wait for the disable"
+        await disabling.commit()
+    await recording
+    [notification] = await notifications(worker)
+    assert (notification.state, notification.last_error_code) == ("FAILED", "HTTP_503")
     async with worker.services.sessionmaker() as session:
         assert (await session.exec(select(Incident))).all() == []
