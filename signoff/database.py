@@ -114,8 +114,9 @@ def _watch_outages(engine: AsyncEngine) -> None:
     """Log a lost database once (``signoff.outages``), and its return once.
 
     Not outages: a stale pooled connection that the idle ping replaces (nothing failed),
-    and a connection opened before an outage that has ended since, failing when next used
-    (one held through it): that is the old outage showing, and the database answers.
+    a connection opened before an outage that has ended since, failing when next used
+    (one held through it): that is the old outage showing, and the database answers; and
+    a database the server does not have, which no retry brings back.
     """
     outage = Outage("database")
 
@@ -124,8 +125,11 @@ def _watch_outages(engine: AsyncEngine) -> None:
         if context.is_pre_ping or _opened_before_the_last_outage_ended(context, outage):
             return
         failure = context.sqlalchemy_exception or context.original_exception
-        if is_unreachable(failure):
-            outage.failed(database_condition(failure) or type(context.original_exception).__name__)
+        condition = database_condition(failure)
+        # A missing database does not come back by itself: someone has to create it, and
+        # whoever asked (a command, a request) says so; it is no outage to wait out.
+        if is_unreachable(failure) and condition != DATABASE_MISSING:
+            outage.failed(condition or type(context.original_exception).__name__)
 
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(_dbapi_connection: Any, record: Any) -> None:

@@ -483,6 +483,31 @@ async def test_only_roles_that_decide_get_bulk_checkboxes(
             await context.close()
 
 
+async def test_an_operator_reads_a_proposal_without_a_decision_form(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """Issue 35: an operator's task page offered Approve and Reject, which the server
+    refuses. The deciders' rule of the bulk checkboxes now holds for the page too: the
+    operator reads the proposal and its payload, and is told why there is no form."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, reviewer_names=unique_name("reviewer"))
+        operator = await gql.token(Role.OPERATOR, name=unique_name("ops"))
+        made = await world.propose({"amount": 4242, "currency": "EUR"})
+    context, page, errors = await signed_in(browser, server, operator)
+    try:
+        await page.locator(f'[data-task-id="{made["task"]["id"]}"] .task-link').click()
+        await expect(page.locator("#digest")).to_be_visible()
+        await expect(page.locator(".json-block").first).to_contain_text("4242")
+        await expect(page.locator("#no-decision")).to_contain_text("an operator")
+        await expect(page.locator("#no-decision")).to_contain_text("no decision form")
+        for absent in ("form.decide", "details.amend", "#approve", "#reject", "#claim"):
+            await expect(page.locator(absent)).to_have_count(0)
+        assert errors == []
+    finally:
+        await context.close()
+
+
 async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
     browser: Browser, module_server: ModuleServer
 ) -> None:
@@ -584,5 +609,55 @@ async def test_a_socket_that_keeps_dropping_is_retried_less_and_less_often(
         assert len(opened) <= 5, gaps
         assert gaps and gaps[-1] > 1, gaps
         await expect(page.locator("#live")).to_have_text("Reconnecting…")
+    finally:
+        await context.close()
+
+
+async def test_a_feed_the_server_completes_is_not_called_live_and_is_resumed(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """Issue 35: when the server completed ``queueEvents`` without an error, the header
+    still said "Live" and nothing followed the queue any more. The header now says the
+    feed stopped, and the console subscribes again from its cursor on the same socket,
+    waiting longer after each completion (not a tight loop)."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, reviewer_names=unique_name("reviewer"))
+    opened: list[float] = []
+    subscribed: list[tuple[float, dict[str, Any]]] = []
+    completions = 3
+
+    async def completing(socket: WebSocketRoute) -> None:
+        opened.append(time.monotonic())
+
+        def received(frame: str | bytes) -> None:
+            message = json.loads(frame)
+            if message.get("type") == "connection_init":
+                socket.send(json.dumps({"type": "connection_ack"}))
+            elif message.get("type") == "subscribe":
+                subscribed.append((time.monotonic(), message["payload"]["variables"]))
+                if len(subscribed) <= completions:
+                    socket.send(json.dumps({"id": message["id"], "type": "complete"}))
+
+        socket.on_message(received)
+
+    context = await offline_context(browser, viewport=DESKTOP)
+    try:
+        page = await context.new_page()
+        errors = console_errors(page)
+        await page.route_web_socket(re.compile(r"/graphql$"), completing)
+        await page.goto(server.url + "/")
+        await page.get_by_label("API token").fill(world.reviewers[0])
+        await page.get_by_role("button", name="Sign in").click()
+        await expect(page.locator("#live")).to_have_text("Feed stopped; resuming…")
+        await until(lambda: len(subscribed) > completions)
+        await expect(page.locator("#live")).to_have_text("Live")
+        await asyncio.sleep(1)
+        assert len(subscribed) == completions + 1 and len(opened) == 1, subscribed
+        gaps = [b - a for (a, _), (b, _) in itertools.pairwise(subscribed)]
+        assert gaps[0] >= 0.2 and gaps[-1] > gaps[0], gaps
+        cursors = {variables.get("after") for _, variables in subscribed}
+        assert len(cursors) == 1 and None not in cursors, subscribed
+        assert errors == []
     finally:
         await context.close()

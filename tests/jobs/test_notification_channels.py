@@ -4,15 +4,19 @@ idempotent, audited once and refused with a stable code (docs/design.md section 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 import pytest
-from sqlmodel import col, func, select
+from sqlmodel import col, func, select, update
 
 from signoff import clock
+from signoff.constants import NOTIFICATION_MAX_ATTEMPTS
 from signoff.jobs.notifications import send_notifications
-from signoff.models import AuditEvent, Incident, NotificationChannel
+from signoff.models import AuditEvent, Incident, Notification, NotificationChannel
+from signoff.resolvers.reach.notifications import claim_notifications, record_attempt
+from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_notifications import add_channel, notifications
@@ -226,3 +230,84 @@ async def test_a_failed_notification_is_logged_with_its_channel_and_code_only(
     assert notification.id in message and channel_id in message and "HTTP_503" in message
     for secret in ("s3cret-query", "token=", failing.url, "987654", "Payments"):
         assert secret not in caplog.text
+
+
+@pytest.mark.parametrize("how", ["disable", "remove"])
+async def test_a_last_attempt_in_flight_as_its_channel_is_switched_off_opens_no_incident(
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+    caplog: pytest.LogCaptureFixture,
+    how: str,
+) -> None:
+    """Issue 35: the last attempt was sent, the channel was disabled (or removed) while it
+    waited for its answer, and its failure still opened an incident about a channel nobody
+    wants any more. The failure is recorded and logged as before, with no incident."""
+    last = NOTIFICATION_MAX_ATTEMPTS
+    script = [Answer(503)] * (last - 1) + [Answer(503, hang=True)]
+    async with serve(Receiver(script, signed=False)) as failing:
+        world = await build_world(gql)
+        channel_id = (
+            await add_channel(gql, world.admin, world.queue_id, failing.url, kind="SLACK")
+        )["channel"]["id"]
+        await world.propose()
+        for attempt in range(1, last):
+            assert await send_notifications(worker.ctx) == 1
+            frozen_clock.advance(15 * 2 ** (attempt - 1))  # jitter pinned: the upper bound
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="signoff.jobs"):
+            sending = asyncio.create_task(send_notifications(worker.ctx))
+            while failing.open == 0:  # the last attempt is at the receiver, unanswered
+                assert not sending.done(), sending
+                await asyncio.sleep(0.01)
+            await switch(gql, how, channel_id, world.admin)
+            failing.release()
+            assert await sending == 1
+    assert [r.attempt for r in failing.requests] == list(range(1, last + 1))
+    [notification] = await notifications(worker)
+    assert (notification.state, notification.last_error_code) == ("FAILED", "HTTP_503")
+    assert [a.details["attempt"] for a in await audited(worker, "notification.failed")] == [last]
+    [line] = [r.getMessage() for r in caplog.records if r.name == "signoff.jobs"]
+    assert notification.id in line and "HTTP_503" in line and f"attempt {last}" in line
+    async with worker.services.sessionmaker() as session:
+        assert (await session.exec(select(Incident))).all() == []
+
+
+@requires_postgres
+async def test_a_last_failure_recorded_while_a_disable_commits_waits_for_it(
+    gql: GraphQLClient, worker: Worker
+) -> None:
+    """The outcome of a last attempt and a disable of its channel at the same moment: the
+    outcome waits for the disable that holds the channel's row, then sees it (PostgreSQL;
+    SQLite's one writer orders them already)."""
+    world = await build_world(gql)
+    channel_id = (
+        await add_channel(gql, world.admin, world.queue_id, "http://127.0.0.1:9/hook", kind="SLACK")
+    )["channel"]["id"]
+    await world.propose()
+    async with worker.services.sessionmaker() as session:
+        await session.exec(update(Notification).values(attempt_count=NOTIFICATION_MAX_ATTEMPTS - 1))
+        await session.commit()
+    async with worker.services.work() as work:
+        [outgoing] = await claim_notifications(work, public_url="http://127.0.0.1")
+    assert outgoing.attempt == NOTIFICATION_MAX_ATTEMPTS
+
+    async def record() -> None:
+        async with worker.services.work() as work:
+            await record_attempt(work, outgoing, "HTTP_503")
+
+    async with worker.services.sessionmaker() as disabling:
+        await disabling.exec(
+            update(NotificationChannel)
+            .where(col(NotificationChannel.id) == channel_id)
+            .values(disabled_at=clock.now())
+        )
+        recording = asyncio.create_task(record())
+        await asyncio.sleep(0.5)
+        assert not recording.done(), "the outcome did not wait for the disable"
+        await disabling.commit()
+    await recording
+    [notification] = await notifications(worker)
+    assert (notification.state, notification.last_error_code) == ("FAILED", "HTTP_503")
+    async with worker.services.sessionmaker() as session:
+        assert (await session.exec(select(Incident))).all() == []

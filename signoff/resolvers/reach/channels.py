@@ -226,7 +226,7 @@ async def _cancel_waiting(
 ) -> int:
     """Cancel the channel's notifications not yet sent, each audited
     ``notification.cancelled``; one in flight is left to its sender (a retry it schedules
-    is cancelled when claimed)."""
+    is cancelled when claimed, a last failure opens no incident)."""
     waiting = col(Notification.state) == NotificationState.PENDING.value
     cancelled = await NOTIFICATION.move_where(
         work,

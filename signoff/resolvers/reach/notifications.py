@@ -320,8 +320,10 @@ async def record_attempt(
     work: UnitOfWork, outgoing: Outgoing, error_code: str | None, *, jitter: Jitter | None = None
 ) -> NotificationState | None:
     """Record how an attempt ended, if its lease still holds (a sender whose lease lapsed
-    and was taken over records nothing); the last failed attempt opens an incident."""
+    and was taken over records nothing); the last failed attempt opens an incident, unless
+    its channel was disabled or removed meanwhile: nobody waits for that channel any more."""
     now = work.now()
+    wanted = True
     held = sa.and_(
         col(Notification.attempt_count) == outgoing.attempt,
         col(Notification.lease_expires_at).is_not(None),
@@ -333,6 +335,7 @@ async def record_attempt(
         edge, values = lifecycles.SEND_LATER, {"next_attempt_at": retry_at}
     else:
         edge, values = lifecycles.GIVE_UP_SENDING, {}
+        wanted = await _still_receives(work, outgoing.channel_id)
     moved = await NOTIFICATION.move(
         work,
         edge,
@@ -344,7 +347,7 @@ async def record_attempt(
     )
     if moved is not None and edge is lifecycles.SEND_LATER:
         work.schedule_notification(moved.id, outgoing.attempt + 1, values["next_attempt_at"])
-    if moved is not None and edge is lifecycles.GIVE_UP_SENDING:
+    if moved is not None and edge is lifecycles.GIVE_UP_SENDING and wanted:
         incident_id = await upsert_incident(
             work,
             fingerprint=NOTIFICATION_INCIDENT_FINGERPRINT.format(notification_id=moved.id),
@@ -360,3 +363,16 @@ async def record_attempt(
         await announce_occurrence(work, incident_id, error_code=error_code)
     await work.commit()
     return None if moved is None else NotificationState(moved.state)
+
+
+async def _still_receives(work: UnitOfWork, channel_id: str) -> bool:
+    """Whether the channel receives, read under a shared lock taken before the notification's
+    row (the order switching a channel takes them in): a disable either committed before
+    this read or waits until this outcome is recorded. SQLite's one writer orders them."""
+    switched_off = await work.session.exec(
+        select(NotificationChannel.disabled_at, NotificationChannel.removed_at)
+        .where(NotificationChannel.id == channel_id)
+        .with_for_update(read=True)
+    )
+    disabled_at, removed_at = switched_off.one()
+    return disabled_at is None and removed_at is None

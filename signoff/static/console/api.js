@@ -93,8 +93,10 @@ export function retryDelay(attempt, random = Math.random) {
 
 /**
  * One websocket for all subscriptions of a signed-in tab.
- * `onStatus(state, detail)` hears "connecting", "live", "reconnecting" and "rejected"
- * (the server closed with 4403: the token is not accepted; nothing is retried).
+ * `onStatus(state, detail)` hears "connecting", "live", "reconnecting", "stopped" (the
+ * server completed a subscription without a refusal: it is subscribed again, after the
+ * reconnecting delays, from its last cursor) and "rejected" (the server closed with 4403:
+ * the token is not accepted; nothing is retried).
  */
 export class LiveConnection {
   constructor(token, onStatus) {
@@ -118,17 +120,40 @@ export class LiveConnection {
    */
   subscribe(query, variables, handlers, cursorOf) {
     const id = String(this.nextId++);
-    const entry = { query, variables: { ...variables }, handlers, cursorOf };
+    const entry = { query, variables: { ...variables }, handlers, cursorOf, stops: 0, since: null, timer: null };
     this.subscriptions.set(id, entry);
-    if (this.acknowledged) this.send({ id, type: "subscribe", payload: this.payload(entry) });
+    if (this.acknowledged) this.start(id, entry);
     return () => {
+      clearTimeout(entry.timer);
       if (this.subscriptions.delete(id) && this.acknowledged) this.send({ id, type: "complete" });
     };
+  }
+
+  start(id, entry) {
+    clearTimeout(entry.timer);
+    entry.timer = null;
+    entry.since = Date.now();
+    this.send({ id, type: "subscribe", payload: this.payload(entry) });
+  }
+
+  /** The server ended a subscription this tab still wants: say so, and subscribe again. */
+  stopped(id, entry) {
+    if (entry.since !== null && Date.now() - entry.since >= STABLE_MS) entry.stops = 0;
+    entry.since = null;
+    const delay = retryDelay(entry.stops);
+    entry.stops += 1;
+    this.onStatus("stopped");
+    entry.timer = setTimeout(() => {
+      if (this.subscriptions.get(id) !== entry || !this.acknowledged) return; // a reconnect resubscribes it
+      this.start(id, entry);
+      this.onStatus("live");
+    }, delay);
   }
 
   close() {
     this.closed = true;
     clearTimeout(this.timer);
+    for (const entry of this.subscriptions.values()) clearTimeout(entry.timer);
     this.subscriptions.clear();
     if (this.socket) this.socket.close(1000, "signed out");
   }
@@ -169,9 +194,7 @@ export class LiveConnection {
         this.acknowledged = true;
         this.liveSince = Date.now();
         this.onStatus("live");
-        for (const [id, entry] of this.subscriptions) {
-          this.send({ id, type: "subscribe", payload: this.payload(entry) });
-        }
+        for (const [id, entry] of this.subscriptions) this.start(id, entry);
         break;
       case "ping":
         this.send({ type: "pong" });
@@ -196,9 +219,12 @@ export class LiveConnection {
         if (entry) this.refuse(message.id, entry, (message.payload || [])[0] || {});
         break;
       }
-      case "complete":
-        this.subscriptions.delete(message.id);
+      case "complete": {
+        // A refused subscription is already gone; one this tab ended is not asked about.
+        const entry = this.subscriptions.get(message.id);
+        if (entry) this.stopped(message.id, entry);
         break;
+      }
       default:
         break;
     }

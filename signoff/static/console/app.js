@@ -335,6 +335,7 @@ function showLiveStatus(status) {
     connecting: "Connecting…",
     live: "Live",
     reconnecting: "Reconnecting…",
+    stopped: "Feed stopped; resuming…",
     rejected: "Signed out",
   };
   liveStatus.textContent = words[status] || status;
@@ -668,8 +669,23 @@ function attemptsSection(proposal) {
 }
 
 function actions(task) {
-  const buttons = [];
   const live = LIVE_STATES.has(task.state);
+  // Claiming, deciding, amending and completing are the deciders' (the bulk checkboxes'
+  // rule): anyone else reads the task and is told why it offers no form.
+  if (!DECIDERS.has(state.viewer.actor.role)) {
+    if (!live) return null;
+    const role = state.viewer.actor.role.toLowerCase();
+    return h(
+      "section",
+      { class: "actions", "aria-label": "Actions" },
+      h(
+        "p",
+        { id: "no-decision", class: "hint" },
+        `You are signed in as ${article(role)} ${role}: only reviewers of this queue and admins decide its work, so there is no decision form here.`,
+      ),
+    );
+  }
+  const buttons = [];
   if (live && !task.claimedByMe) {
     buttons.push(h("button", { type: "button", id: "claim", onclick: () => act(CLAIM, { id: task.id }, "Claimed.") }, "Claim ", h("kbd", {}, "c")));
   }
