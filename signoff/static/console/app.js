@@ -556,12 +556,19 @@ function renderList() {
 // ---------------------------------------------------------------- one task and its proposal
 
 async function showTask(id) {
+  // Routing again to the task already shown (the first task list arriving after the
+  // reviewer opened a task, a resync) draws it again in place: starting over from
+  // "Loading…" would throw away what they are typing in it.
+  if (state.openTask && state.openTask.id === id) {
+    await refreshTask(id);
+    return;
+  }
   state.openTask = { id, proposal: null };
   main.replaceChildren(h("p", { class: "loading" }, "Loading…"));
-  await refreshTask(id, true);
+  await refreshTask(id);
 }
 
-async function refreshTask(id, focus = false) {
+async function refreshTask(id) {
   let data;
   try {
     data = await ask(LOAD_TASK, { id });
@@ -572,12 +579,34 @@ async function refreshTask(id, focus = false) {
   if (!state.openTask || state.openTask.id !== id) return; // moved on meanwhile
   const shown = state.openTask.proposal;
   state.openTask = data.task;
+  const firstDrawing = !main.querySelector(".task-page");
   const draft = keepDraft();
-  const active = document.activeElement && document.activeElement.id;
+  const caret = keepCaret();
   renderTask(data.task);
   restoreDraft(draft, shown, data.task.proposal);
-  if (focus) focusHeading();
-  else if (active && document.getElementById(active)) document.getElementById(active).focus();
+  // The heading takes focus when the page is first drawn; drawn again, it leaves the
+  // reviewer in the field they are in.
+  if (!restoreCaret(caret) && firstDrawing) focusHeading();
+}
+
+// Where the reviewer is on the page: the field that has focus and its selection, so that
+// typing goes on in the same place (a selection typed over is still replaced).
+function keepCaret() {
+  const active = document.activeElement;
+  if (!active || !active.id || !main.contains(active)) return null;
+  const selection = typeof active.selectionStart === "number"
+    ? [active.selectionStart, active.selectionEnd, active.selectionDirection]
+    : null;
+  return { id: active.id, selection, scrollTop: active.scrollTop };
+}
+
+function restoreCaret(caret) {
+  const field = caret && document.getElementById(caret.id);
+  if (!field) return false;
+  field.focus();
+  if (caret.selection && typeof field.selectionStart === "number") field.setSelectionRange(...caret.selection);
+  field.scrollTop = caret.scrollTop;
+  return true;
 }
 
 // What the reviewer has typed or opened on a task page survives the page being drawn
