@@ -122,6 +122,8 @@ const state = {
   selectedQueue: null,
   onOperations: false,
   openTask: null, // the task shown on the task page
+  taskAsks: 0, // task page loads asked for so far, in order
+  taskDrawn: 0, // the newest of them the task page was drawn from
   selected: new Set(), // proposal ids ticked in the list for a bulk decision
   resyncs: 0, // reloads of the list in a row with no event between them
   resyncTimer: null,
@@ -569,6 +571,8 @@ async function showTask(id) {
 }
 
 async function refreshTask(id) {
+  state.taskAsks += 1;
+  const asked = state.taskAsks;
   let data;
   try {
     data = await ask(LOAD_TASK, { id });
@@ -577,6 +581,10 @@ async function refreshTask(id) {
     return;
   }
   if (!state.openTask || state.openTask.id !== id) return; // moved on meanwhile
+  // Answers can come back out of order: one asked before the page's last drawing would
+  // draw an older state over it (and take a newer digest for an edit to set aside).
+  if (asked < state.taskDrawn) return;
+  state.taskDrawn = asked;
   const shown = state.openTask.proposal;
   state.openTask = data.task;
   const firstDrawing = !main.querySelector(".task-page");
