@@ -25,6 +25,7 @@ from playwright.async_api import (
     Browser,
     BrowserContext,
     Page,
+    Route,
     WebSocket,
     WebSocketRoute,
     expect,
@@ -384,6 +385,141 @@ async def test_a_reviewer_amends_a_proposal_then_approves_two_at_once(
                 "proposal"
             ]
             assert (decided["state"], decided["approvalCount"]) == ("QUEUED", 1)
+
+
+async def test_an_amendment_being_typed_survives_the_task_list_loading_late(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """The task page opened while the console's first task list is still on its way (a
+    busy server): when the list comes, the page is drawn again with what the reviewer is
+    typing and where they type it, and a live event about another proposal of the queue
+    leaves it alone, so the amendment sends the edited payload."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=2, reviewer_names=unique_name("reviewer"))
+        small = await world.propose({"amount": 100, "currency": "EUR"})
+        frames: list[str] = []
+
+        def watch(socket: WebSocket) -> None:
+            socket.on("framereceived", lambda frame: frames.append(str(frame)))
+
+        context, page, errors = await signed_in(browser, server, world.reviewers[0], sockets=watch)
+        answered, release = asyncio.Event(), asyncio.Event()
+
+        async def hold_the_list(route: Route) -> None:
+            if "query Tasks" not in (route.request.post_data or ""):
+                await route.fallback()
+                return
+            response = await route.fetch()  # the server answers now: its cursor is now
+            answered.set()
+            await release.wait()
+            await route.fulfill(response=response)
+
+        try:
+            await expect(page.locator("#tasks-title")).to_be_visible()
+            await page.route(re.compile(r"/graphql$"), hold_the_list)
+            await page.reload()  # signs in again from the tab's token; its list is held
+            await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
+            await asyncio.wait_for(answered.wait(), LIVE_WITHIN / 1000)
+            other = await world.propose({"amount": 200, "currency": "EUR"})
+
+            await page.goto(f"{server.url}/#/task/{small['task']['id']}")
+            await page.get_by_text("Amend the payload instead of rejecting it").click()
+            edited = '{"amount": 90, "currency": "EUR"}'
+            await page.locator("#amend-payload").fill(edited)
+            await page.locator("#amend-reason").fill("The customer asked for 90, not 100.")
+            await page.evaluate("document.querySelector('.task-page').dataset.drawn = 'first'")
+
+            release.set()
+            await page.wait_for_function(
+                "() => { const page = document.querySelector('.task-page');"
+                " return page !== null && !page.dataset.drawn; }"
+            )
+            await until(lambda: any(other["proposal"]["id"] in frame for frame in frames))
+            await expect(page.locator("#amend-payload")).to_have_value(edited)
+            await expect(page.locator("#amend-reason")).to_have_value(
+                "The customer asked for 90, not 100."
+            )
+            await expect(page.locator("#amend-reason")).to_be_focused()
+            await page.locator("#amend").click()
+            await expect(page.locator("#notice")).to_contain_text("Amended", timeout=LIVE_WITHIN)
+            amended = (await gql(PROPOSAL_STATE, {"id": small["proposal"]["id"]}, world.admin))[
+                "proposal"
+            ]
+            assert (amended["revision"], amended["payload"]) == (
+                2,
+                {"amount": 90, "currency": "EUR"},
+            )
+            assert errors == []
+        finally:
+            release.set()
+            await context.close()
+
+
+# Counts the answers the page has read and acted on: the timer runs once the code awaiting
+# the body (drawing included) has run.
+COUNT_ANSWERS = """
+window.answersRead = 0;
+const json = Response.prototype.json;
+Response.prototype.json = function () {
+  return json.call(this).then((body) => {
+    setTimeout(() => { window.answersRead += 1; });
+    return body;
+  });
+};
+"""
+
+
+async def test_a_task_page_answer_older_than_the_page_drawn_is_not_drawn(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """The first load of a task page comes back after a live event drew the page anew and
+    the reviewer started typing: the older answer neither draws the earlier state over
+    the newer one nor takes the reviewer out of the field they are in."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=2, reviewer_names=unique_name("reviewer"))
+        made = await world.propose({"amount": 100, "currency": "EUR"})
+        reviewer = world.reviewers[0]
+        context, page, errors = await signed_in(browser, server, reviewer)
+        asked, release = asyncio.Event(), asyncio.Event()
+        held: list[Route] = []
+
+        async def hold_the_first_load(route: Route) -> None:
+            if held or "query Task(" not in (route.request.post_data or ""):
+                await route.fallback()
+                return
+            held.append(route)
+            response = await route.fetch()  # answered now, before the claim
+            asked.set()
+            await release.wait()
+            await route.fulfill(response=response)
+
+        try:
+            await page.add_init_script(COUNT_ANSWERS)
+            await page.reload()
+            await expect(page.locator("#tasks-title")).to_be_visible(timeout=LIVE_WITHIN)
+            await page.route(re.compile(r"/graphql$"), hold_the_first_load)
+            await page.goto(f"{server.url}/#/task/{made['task']['id']}")
+            await asyncio.wait_for(asked.wait(), LIVE_WITHIN / 1000)
+            await gql(CLAIM, {"id": made["task"]["id"]}, reviewer)
+            await expect(page.locator(".facts")).to_contain_text(
+                "Claimed byyou", timeout=LIVE_WITHIN
+            )
+            await page.get_by_text("Amend the payload instead of rejecting it").click()
+            await page.locator("#amend-reason").fill("The customer asked for 90.")
+
+            read = await page.evaluate("window.answersRead")
+            release.set()
+            await page.wait_for_function("(read) => window.answersRead > read", arg=read)
+            await expect(page.locator(".facts")).to_contain_text("Claimed byyou")
+            await expect(page.locator("#amend-reason")).to_be_focused()
+            await expect(page.locator("#amend-reason")).to_have_value("The customer asked for 90.")
+            await expect(page.locator("#notice")).to_be_hidden()
+            assert errors == []
+        finally:
+            release.set()
+            await context.close()
 
 
 class Traffic:

@@ -122,6 +122,8 @@ const state = {
   selectedQueue: null,
   onOperations: false,
   openTask: null, // the task shown on the task page
+  taskAsks: 0, // task page loads asked for so far, in order
+  taskDrawn: 0, // the newest of them the task page was drawn from
   selected: new Set(), // proposal ids ticked in the list for a bulk decision
   resyncs: 0, // reloads of the list in a row with no event between them
   resyncTimer: null,
@@ -556,12 +558,21 @@ function renderList() {
 // ---------------------------------------------------------------- one task and its proposal
 
 async function showTask(id) {
+  // Routing again to the task already shown (the first task list arriving after the
+  // reviewer opened a task, a resync) draws it again in place: starting over from
+  // "Loading…" would throw away what they are typing in it.
+  if (state.openTask && state.openTask.id === id) {
+    await refreshTask(id);
+    return;
+  }
   state.openTask = { id, proposal: null };
   main.replaceChildren(h("p", { class: "loading" }, "Loading…"));
-  await refreshTask(id, true);
+  await refreshTask(id);
 }
 
-async function refreshTask(id, focus = false) {
+async function refreshTask(id) {
+  state.taskAsks += 1;
+  const asked = state.taskAsks;
   let data;
   try {
     data = await ask(LOAD_TASK, { id });
@@ -570,14 +581,40 @@ async function refreshTask(id, focus = false) {
     return;
   }
   if (!state.openTask || state.openTask.id !== id) return; // moved on meanwhile
+  // Answers can come back out of order: one asked before the page's last drawing would
+  // draw an older state over it (and take a newer digest for an edit to set aside).
+  if (asked < state.taskDrawn) return;
+  state.taskDrawn = asked;
   const shown = state.openTask.proposal;
   state.openTask = data.task;
+  const firstDrawing = !main.querySelector(".task-page");
   const draft = keepDraft();
-  const active = document.activeElement && document.activeElement.id;
+  const caret = keepCaret();
   renderTask(data.task);
   restoreDraft(draft, shown, data.task.proposal);
-  if (focus) focusHeading();
-  else if (active && document.getElementById(active)) document.getElementById(active).focus();
+  // The heading takes focus when the page is first drawn; drawn again, it leaves the
+  // reviewer in the field they are in.
+  if (!restoreCaret(caret) && firstDrawing) focusHeading();
+}
+
+// Where the reviewer is on the page: the field that has focus and its selection, so that
+// typing goes on in the same place (a selection typed over is still replaced).
+function keepCaret() {
+  const active = document.activeElement;
+  if (!active || !active.id || !main.contains(active)) return null;
+  const selection = typeof active.selectionStart === "number"
+    ? [active.selectionStart, active.selectionEnd, active.selectionDirection]
+    : null;
+  return { id: active.id, selection, scrollTop: active.scrollTop };
+}
+
+function restoreCaret(caret) {
+  const field = caret && document.getElementById(caret.id);
+  if (!field) return false;
+  field.focus();
+  if (caret.selection && typeof field.selectionStart === "number") field.setSelectionRange(...caret.selection);
+  field.scrollTop = caret.scrollTop;
+  return true;
 }
 
 // What the reviewer has typed or opened on a task page survives the page being drawn
