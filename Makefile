@@ -60,6 +60,9 @@ serve: $(BIN)/signoff
 # keeps more workers than cores busy: 4 took 3 min 10 s where 3 took 5 min 16 s (SQLite,
 # one after the other, with other work on the cores). On PostgreSQL 3, as each worker
 # and its servers hold up to ~25 connections and PostgreSQL allows 100 by default.
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: without it every worker
+# and every process it starts compiles Signoff and rewrites each test module's asserts
+# again, which took twice as long to collect the suite.
 # pytest prints a line of dots per batch of tests with the share done; PYTEST_ARGS adds
 # to pytest's own (`-x`, `-k NAME`, a file, ...).
 TEST_WORKERS ?= $(if $(SIGNOFF_TEST_DATABASE_URL),3,4)
@@ -70,7 +73,7 @@ test: $(VENV)/.test-tools .venv-openai-agents/.installed
 	else \
 		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}, $(TEST_WORKERS) workers: about 4 min on 2 cores, longer when other work shares them"; \
 	fi
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 lint: $(VENV)/.test-tools
 	$(BIN)/ruff check signoff tests clients $(wildcard bench) $(wildcard examples)

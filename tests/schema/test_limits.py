@@ -125,14 +125,23 @@ async def test_the_worst_documents_are_refused_before_graphql_cores_rules_run(
 
 
 async def test_a_fragment_bomb_is_refused_in_milliseconds_over_http(gql: GraphQLClient) -> None:
+    """Refused from its text: about what a plain request costs (each timed at its best of
+    three, so that a busy machine slows both alike), where expanding its 2**40 fields
+    would take hours."""
     admin = await gql.token(Role.ADMIN)
     document = doubling_fragments(40)
     assert len(document.encode()) < 2_500
-    started = time.perf_counter()
-    error = await gql.error(document, token=admin)
-    assert time.perf_counter() - started < 0.5
-    assert error.code == "QUERY_TOO_COSTLY"
-    assert "50000" in error.errors[0]["message"]
+    plain, bomb = [], []
+    for _ in range(3):
+        started = time.perf_counter()
+        await gql("{ viewer { queueIds } }", token=admin)
+        plain.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        error = await gql.error(document, token=admin)
+        bomb.append(time.perf_counter() - started)
+        assert error.code == "QUERY_TOO_COSTLY"
+        assert "50000" in error.errors[0]["message"]
+    assert min(bomb) < 5 * min(plain) + 0.1, (min(bomb), min(plain))
 
 
 async def test_each_limit_has_its_code_and_names_the_limit(gql: GraphQLClient) -> None:
