@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
+import strawberry
 from cross_web import HTTPException
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
@@ -86,6 +87,14 @@ logger = logging.getLogger("signoff.app")
 ADMISSION = "signoff.admission"
 
 
+@functools.cache
+def shared_schema(*, introspection: bool) -> strawberry.Schema:
+    """One schema per process for each setting of introspection: building it is most of
+    an app's making, and it keeps nothing of any app (the live path's caches are the
+    broadcaster's), so apps made in one process (the tests make hundreds) share it."""
+    return build_schema(introspection=introspection)
+
+
 class SignoffGraphQL(GraphQL[Context, None]):
     """GraphQL over HTTP and websockets at one path; websockets authenticate in
     ``connection_init`` (``{"authorization": "Bearer <token>"}``), else close 4403."""
@@ -102,7 +111,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         hub: EventHub | None = None,
         persisted_queries: PersistedQueries | None = None,
     ) -> None:
-        schema = build_schema(introspection=settings.introspection)
+        schema = shared_schema(introspection=settings.introspection)
         super().__init__(
             schema,
             graphql_ide="graphiql" if settings.graphiql else None,
