@@ -14,7 +14,7 @@ from websockets.streams import StreamReader
 
 from signoff.live.prepared_frames import Payload, SocketWriter
 from tests.helpers import GraphQLClient, build_world, create_tasks
-from tests.live import Subscription, feed_settled, serve_in_process, subscriptions_live
+from tests.live import Subscription, feed_published, serve_in_process, subscriptions_live
 
 WATCH = "subscription($q: ID) { queueEvents(queueId: $q) { kind entityId task { id state } } }"
 
@@ -61,7 +61,8 @@ async def _watch_and_create(
     ):
         http = GraphQLClient(client, gql.sessionmaker)
         world = await build_world(http, reviewers=1)
-        await feed_settled(http.sessionmaker)
+        # The setup's events published before the subscriptions open: only the tasks reach them.
+        await feed_published(http.sessionmaker)
         subs = [
             Subscription(live.ws_url, world.reviewers[0], WATCH, {"q": world.queue_id})
             for _ in range(subscribers)
