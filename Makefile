@@ -57,9 +57,10 @@ serve: $(BIN)/signoff
 # The tests run in TEST_WORKERS pytest-xdist processes (each its own databases, Redis
 # prefix and ports; `make test TEST_WORKERS=0` runs them in this one), handed out as
 # workers come free. Most tests wait on sockets and child processes, so a 2-core machine
-# keeps more workers than cores busy: 4 took 3 min 10 s where 3 took 5 min 16 s (SQLite,
-# one after the other, with other work on the cores). On PostgreSQL 3, as each worker
-# and its servers hold up to ~25 connections and PostgreSQL allows 100 by default.
+# keeps more workers than cores busy: on SQLite 4 and 3 take about as long (3 min), 6
+# longer (the cores are then the limit). On PostgreSQL 3, as each worker and its servers
+# hold up to ~25 connections and PostgreSQL allows 100 by default. The servers and
+# commands the tests start are forks of a warm process (tests/zygote.py).
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: without it every worker
 # and every process it starts compiles Signoff and rewrites each test module's asserts
 # again, which took twice as long to collect the suite.
