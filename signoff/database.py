@@ -276,7 +276,8 @@ async def readiness(engine: AsyncEngine) -> str:
         return BUSY
     except Exception as exc:
         if is_unreachable(exc):
-            return UNREACHABLE  # the engine's outage watch has logged it, once
+            # An outage is logged once, by the engine's watch; a missing database is not.
+            return UNREACHABLE
         logger.warning("readiness check failed: %s", database_condition(exc) or type(exc).__name__)
         return BUSY if is_busy(exc) else UNREACHABLE
     path = engine.url.database if engine.dialect.name == "sqlite" else None
