@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import platform
@@ -48,7 +47,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -711,7 +709,7 @@ async def run(args: argparse.Namespace) -> None:
     """Seed, then measure the sides in turn (blocking calls: nothing else runs meanwhile)."""
     async with fresh_database(args.database_url) as url:
         world = await prepare(args, url)
-        with copy_of(url) as copy_url:
+        async with fresh_database(args.database_url, template=make_url(url).database) as copy_url:
             running = start_sides(url, copy_url, world)
             try:
                 with tempfile.TemporaryDirectory() as tmp:
@@ -720,21 +718,6 @@ async def run(args: argparse.Namespace) -> None:
                 for each in running:
                     each.stop()
         report(all_results, args)
-
-
-@contextlib.contextmanager
-def copy_of(url: str) -> Iterator[str]:
-    """A copy of the seeded database (PostgreSQL copies it as a template), dropped after."""
-    seeded = make_url(url)
-    name = f"{seeded.database}_copy"
-    admin = libpq(seeded.set(database="postgres").render_as_string(hide_password=False))
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}" TEMPLATE "{seeded.database}"')
-    try:
-        yield seeded.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

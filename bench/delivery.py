@@ -161,7 +161,9 @@ async def worker_statements(metrics_port: int | None) -> float:
 
 
 @asynccontextmanager
-async def fresh_database(url: str | None) -> AsyncIterator[str]:
+async def fresh_database(url: str | None, *, template: str | None = None) -> AsyncIterator[str]:
+    """A new database on the server of ``url`` (a SQLite file without one), dropped after;
+    on PostgreSQL a copy of the database ``template`` when one is named."""
     if url is None:
         with tempfile.TemporaryDirectory() as tmp:
             yield f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
@@ -170,7 +172,7 @@ async def fresh_database(url: str | None) -> AsyncIterator[str]:
     name = f"signoff_bench_{uuid.uuid4().hex[:8]}"
     admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
