@@ -155,7 +155,7 @@ _SUMMARY = (
     "demo target that prints what it receives; migrate and schema look after the database "
     "and the schema; token and actor manage who may call the API; audit exports the "
     "tamper-evident audit log and verifies exports and decision receipts offline.",
-    "Settings come from SIGNOFF_* environment variables (see the README's Configuration). "
+    "Settings come from SIGNOFF_* environment variables (listed in docs/configuration.md). "
     "Run 'signoff COMMAND --help' for a command's options.",
 )
 

@@ -80,3 +80,18 @@ def test_every_page_reads_the_same_in_the_repository_as_on_the_site() -> None:
         found["source"] for path in docs.glob("*.md") for found in COPY.finditer(path.read_text())
     ]
     assert sorted(copies) == ["BENCHMARKS.md", "README.md", "README.md", "README.md"]
+
+
+def test_files_the_readmes_commands_write_are_ignored_by_git() -> None:
+    """A reader runs the README's commands in the repository: what they write (``> FILE``)
+    must not show up as changes to commit."""
+    written = {
+        target
+        for block in sh_blocks(page("README.md"))
+        for target in re.findall(r">\s*([\w.-]+)\s*$", block, re.M)
+    }
+    assert {"checkpoint.json", "log.jsonl", "audit.pub", "receipt.json"} <= written
+    ignored = subprocess.run(
+        ["git", "check-ignore", *sorted(written)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert sorted(ignored.stdout.split()) == sorted(written)
