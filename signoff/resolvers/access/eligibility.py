@@ -1,14 +1,9 @@
 """May this actor decide on this queue now: the one rule behind every path that lets
-someone decide through something they hold, or gives them work (docs/design.md section
-5.5): an approval link's page and its decision, making a link (by hand or for a
-notification), claiming, reassigning, naming a delegate and handing to one.
-
-An actor may decide on a queue while it is a reviewer, enabled, a member of the queue and
-has a way in left (a live API token, or an identity at the OpenID provider, which then
-decides at each sign-in). Admins are never members of a queue: they may decide directly
-(``decideProposal``) but are never handed work. When an actor loses its way in
-(disabled, or its last token revoked), ``end_handed_access`` takes back what it holds
-in the same transaction: its approval links are revoked and its claims released.
+someone decide through what they hold, or gives them work (links, claims, reassignment,
+delegation, notification links; docs/design.md section 5.5). A reviewer, enabled, a
+member of the queue, with a way in left (a live API token, or an identity at the OpenID
+provider). Admins are never members: they decide directly, never hold work. When an
+actor loses its way in, ``end_handed_access`` takes back its links and claims at once.
 """
 
 from __future__ import annotations
