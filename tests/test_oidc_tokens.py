@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import hmac
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -250,3 +251,7 @@ async def test_a_stream_on_a_provider_token_ends_with_4403_at_its_exp(
     for close_code, closed_at in ended:
         assert close_code == 4403
         assert abs(closed_at - expires) <= 1.0, closed_at - expires
+        # The figure docs/security.md quotes ("Access that ends everywhere at once").
+        logging.getLogger("tests.oidc").warning(
+            "stream closed %+.3f s from its token's exp", closed_at - expires
+        )

@@ -6,6 +6,7 @@ any later event is sent and within a second; in one process here, across two
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 
@@ -34,6 +35,8 @@ from tests.live import (
 )
 from tests.processes import run_cli, signoff_env
 from tests.schema.test_approval_links import form, linked, proposal_state
+
+logger = logging.getLogger("tests.access_changes")
 
 REVIEWER = "rhea"
 INCIDENTS = "subscription { incidentEvents { cursor kind entityId } }"
@@ -181,6 +184,8 @@ async def test_a_change_from_the_cli_ends_a_stream_on_another_process(
             ended_after = time.monotonic() - changed_at
     _assert_ended(stream, ends)
     assert ended_after < 1.0, ended_after
+    # The figure docs/security.md quotes ("Access that ends everywhere at once").
+    logger.warning("stream on the other process ended %.3f s after `%s`", ended_after, command)
     change_cursor = await _cursor_of(sessionmaker, kind)
     assert all(_frame_cursor(frame) < change_cursor for frame in stream.frames)
 
@@ -254,10 +259,13 @@ async def test_a_link_stops_deciding_on_another_process_once_its_reviewer_loses_
         )
         done = await asyncio.to_thread(run_cli, *command, env=cli_env)
         assert done.returncode == 0, done.stderr
+        changed_at = time.monotonic()
         refused = await through_b.http.post(
             created["path"], data=form(created["link"]["payloadDigest"])
         )
+        refused_after = time.monotonic() - changed_at
         page = await through_b.http.get(created["path"])
+    logger.warning("link refused on the other process %.3f s after `%s`", refused_after, command)
     assert refused.status_code == 410, refused.text
     assert page.status_code == 410 and created["link"]["payloadDigest"] not in page.text
     assert await proposal_state(through_a, proposed["proposal"]["id"]) == "APPROVAL_REQUIRED"
