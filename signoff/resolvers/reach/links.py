@@ -219,7 +219,8 @@ async def _decide_by_link(
         details={"decision": decision.value, "payload_digest": payload_digest},
     )
     if spent is None:
-        raise ApprovalLinkUnusable("This approval link has already been used.", reason="USED")
+        # Used by a concurrent POST, or revoked with its reviewer's access meanwhile.
+        await APPROVAL_LINK.refuse(work, link.id, _unusable)
     result = await apply_decision(work, reviewer, proposal, decision, reason)
     await work.commit()
     return result
