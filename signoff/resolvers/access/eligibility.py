@@ -31,7 +31,7 @@ async def why_not_eligible(session: AsyncSession, actor: Actor, queue_id: str | 
     ``None`` when it may. ``queue_id=None``: on any queue it is a member of (a delegate is
     named for every queue; membership is checked when a task is handed to it)."""
     if actor.role != Role.REVIEWER.value:
-        return f"is {'an' if actor.role[0] in 'aeiou' else 'a'} {actor.role}, not a reviewer"
+        return f"has the role {actor.role}; only reviewers decide on a queue's work"
     if actor.disabled_at is not None:
         return "is disabled"
     if queue_id is not None and await session.get(QueueMembership, (queue_id, actor.id)) is None:
