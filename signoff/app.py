@@ -263,6 +263,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
             raise ConnectionRejectionError({"code": "UNAVAILABLE"}) from None
         context.token = token
         context._viewer = viewer
+        if viewer.expires_at is not None and context.live is not None:
+            context.live.end_at(viewer.expires_at)
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return graphiql_page()

@@ -104,6 +104,11 @@ def request_headers(proposal: Proposal, secret: str, body: bytes, attempt: int) 
     return headers
 
 
+def request_digest(proposal: Proposal) -> str:
+    """The digest of the request an attempt at ``proposal`` sends (recorded at its claim)."""
+    return _sha256(request_body(proposal))
+
+
 def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 

@@ -23,6 +23,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 requests_logger = logging.getLogger("signoff.requests")
 
+# Paths whose last part is a secret (an approval link's token): a log line names the route,
+# never the secret, so whoever reads the logs cannot decide through the link.
+SECRET_PATH_PREFIXES = ("/links/",)
+REDACTED = "…"
+
 JSON = "json"
 TEXT = "text"
 AUTO = "auto"
@@ -72,6 +77,14 @@ def note(
     log.actor_id = actor_id or log.actor_id
     log.operation = log.operation or operation
     log.error_code = log.error_code or error_code
+
+
+def loggable_path(path: str) -> str:
+    """``path`` as a log line may show it: ``/links/<token>`` becomes ``/links/…``."""
+    for prefix in SECRET_PATH_PREFIXES:
+        if path.startswith(prefix) and len(path) > len(prefix):
+            return prefix + REDACTED
+    return path
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
@@ -173,7 +186,7 @@ class RequestLogging:
             requests_logger.info(
                 "%s %s",
                 scope.get("method", "WEBSOCKET"),
-                scope["path"],
+                loggable_path(scope["path"]),
                 extra={
                     "request_id": log.request_id,
                     "status": status,

@@ -17,11 +17,12 @@ import pytest
 from signoff.jobs.worker import logged
 from signoff.logs import JsonFormatter, TextFormatter, configure
 from signoff.models import Role
-from tests.helpers import CREATE_QUEUE, GraphQLClient
-from tests.live import Server
+from tests.helpers import CREATE_QUEUE, GraphQLClient, build_world
+from tests.live import Server, http_gql
 from tests.log_lines import log_lines, problems
 from tests.processes import run_cli, signoff_env
 from tests.readme_shell import page
+from tests.schema.test_approval_links import form, linked
 
 
 def _printed_request_line() -> dict[str, object]:
@@ -137,3 +138,24 @@ async def test_a_job_that_found_nothing_to_do_logs_at_debug(
     assert await logged(sweep)({"job_id": "j-1", "job_try": 1}) == found
     [record] = [r for r in caplog.records if r.getMessage() == "job sweep"]
     assert record.levelno == level
+
+
+async def test_an_approval_links_token_never_reaches_the_request_log(
+    serve: Callable[..., Awaitable[Server]], gql: GraphQLClient
+) -> None:
+    """An operator reading the logs must not be able to decide through a link."""
+    server = await serve(SIGNOFF_LOG_LEVEL="info")
+    async with http_gql(server, gql.sessionmaker) as through:
+        world = await build_world(through)
+        _, created = await linked(through, world)
+        token = created["path"].removeprefix("/links/")
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            shown = await http.get(created["path"])
+            digest = created["link"]["payloadDigest"]
+            decided = await http.post(created["path"], data=form(digest))
+    assert (shown.status_code, decided.status_code) == (200, 200)
+    server.stop()
+    lines = log_lines(server.log)
+    paths = [line["message"] for line in lines if line["logger"] == "signoff.requests"]
+    assert {"GET /links/…", "POST /links/…"} <= set(paths), paths
+    assert token not in server.log.read_text()

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import hmac
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ from signoff.errors import IdentityTokenRefused
 from signoff.models import Actor, AuditEvent, OidcIdentity
 from signoff.resolvers.access.provider import OpenIdProvider
 from tests.helpers import CREATE_QUEUE, GraphQLClient
-from tests.live import TRANSPORT_WS, Server, open_transport_ws
+from tests.live import TRANSPORT_WS, Server, open_stream, open_transport_ws
 from tests.oidc.provider import OTHER_AUDIENCE, TestProvider, signing_key
 
 VIEWER = "query { viewer { actor { name role } queues { slug } } }"
@@ -225,3 +226,32 @@ async def test_first_uses_at_once_make_one_actor(
     assert {a["viewer"]["actor"]["name"] for a in answers} == {"agent-payments"}
     actors, identities, _ = await _counts(api.sessionmaker)
     assert (actors, identities) == (1, 1)
+
+
+INCIDENTS = "subscription { incidentEvents { cursor kind } }"
+
+
+async def _closed_at(server: Server, token: str) -> tuple[int | None, float]:
+    """Open a subscription with ``token``; its close code and when it closed (epoch s)."""
+    async with open_stream(server, token, INCIDENTS, {}) as stream:
+        await stream.until(lambda s: s.ended, within=15)
+        return stream.close_code, time.time()
+
+
+async def test_a_stream_on_a_provider_token_ends_with_4403_at_its_exp(
+    serve: Callable[..., Awaitable[Server]], provider: TestProvider
+) -> None:
+    """On each of two ``signoff serve``: not at the next re-read of the viewer, which the
+    provider's leeway for clock skew (30 s) would still let pass."""
+    servers = [await serve(**provider.env()), await serve(**provider.env())]
+    expires = int(time.time()) + 4
+    operator = {"sub": "ops-bot", "client_id": "ops-bot", "groups": ["signoff-operators"]}
+    token = provider.sign({**operator, "exp": expires})
+    ended = await asyncio.gather(*(_closed_at(server, token) for server in servers))
+    for close_code, closed_at in ended:
+        assert close_code == 4403
+        assert abs(closed_at - expires) <= 1.0, closed_at - expires
+        # The figure docs/security.md quotes ("Access that ends everywhere at once").
+        logging.getLogger("tests.oidc").warning(
+            "stream closed %+.3f s from its token's exp", closed_at - expires
+        )

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import json
 import logging
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -95,6 +96,7 @@ class Connection(ASGIWebSocketAdapter):
         self._close_request: tuple[int, str] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
+        self._expiry: asyncio.TimerHandle | None = None  # ``end_at``'s close
         self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
         self._socket = SocketWriter.of(request.scope)  # None: every frame goes through ASGI
         broadcaster = getattr(view, "broadcaster", None)
@@ -148,6 +150,21 @@ class Connection(ASGIWebSocketAdapter):
         except TimeoutError:
             self._give_up()
 
+    def end_at(self, expires_at: float) -> None:
+        """Close with 4403 at ``expires_at`` (epoch seconds): the token the socket
+        authenticated with (an identity provider's access token) ends then, and no frame
+        may leave after it, whatever the period of the viewer's re-reads."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+        delay = max(0.0, expires_at - time.time())
+        self._expiry = asyncio.get_running_loop().call_later(delay, self._expire)
+
+    def _expire(self) -> None:
+        if self._closing is None and not self.closed:
+            self._closing = asyncio.create_task(
+                self.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
+            )
+
     # Live frames.
     def activate(self, operation_id: str) -> None:
         encoded_id = json.dumps(operation_id)
@@ -191,6 +208,8 @@ class Connection(ASGIWebSocketAdapter):
 
     async def stop(self) -> None:
         """The connection ended: stop the writer and drop what is left."""
+        if self._expiry is not None:
+            self._expiry.cancel()
         self._give_up()
         if self._closing is not None:
             with contextlib.suppress(asyncio.CancelledError):

@@ -18,10 +18,15 @@ class ResponseClass(StrEnum):
     ACCEPTED = "ACCEPTED"
     RETRYABLE = "RETRYABLE"
     TERMINAL = "TERMINAL"
+    # No outcome recorded: the request is in flight, or its worker died after the claim
+    # (it may have reached the receiver, whose ``webhook-id`` is the proposal's).
+    UNKNOWN = "UNKNOWN"
 
 
 class DeliveryAttempt(SQLModel, table=True):
-    """What was sent (as a digest) and what came back; never the secret or the raw body."""
+    """What was sent (as a digest) and what came back; never the secret or the raw body.
+    Written when the attempt is claimed (``UNKNOWN``, no finish) and settled by the
+    worker holding its ``lease`` once the answer is in."""
 
     __tablename__ = "delivery_attempts"
     __table_args__ = (sa.Index("ix_attempts_proposal", "proposal_id", "started_at", "id"),)
@@ -36,6 +41,8 @@ class DeliveryAttempt(SQLModel, table=True):
     response_digest: str | None = Field(
         default=None, sa_column=sa.Column(sa.String(71), nullable=True)
     )
-    duration_ms: int
+    duration_ms: int | None = None
     started_at: datetime = time_field()
-    finished_at: datetime = time_field()
+    finished_at: datetime | None = time_field(nullable=True)
+    # The proposal's delivery lease generation that made the attempt (its worker's claim).
+    lease: int | None = None

@@ -32,3 +32,7 @@ class LiveSocket(Protocol):
 
     async def close(self, code: int, reason: str) -> None:
         """Close the socket after what was queued before."""
+
+    def end_at(self, expires_at: float) -> None:
+        """Close the socket with 4403 at ``expires_at`` (seconds since the epoch), when
+        the credential it authenticated with ends by itself."""

@@ -6,6 +6,7 @@ any later event is sent and within a second; in one process here, across two
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 
@@ -14,7 +15,7 @@ from sqlmodel import col, select
 from starlette.applications import Starlette
 
 from signoff.database import SessionMaker
-from signoff.models import ChangeEvent, ChangeKind, Role
+from signoff.models import ApprovalLink, AuditEvent, ChangeEvent, ChangeKind, Role
 from signoff.resolvers.access.actors import disable_actor, revoke_token, set_actor_role
 from signoff.resolvers.core.work import Services, UnitOfWork
 from signoff.resolvers.feed.subscriptions import decode_cursor
@@ -33,6 +34,9 @@ from tests.live import (
     unique_channel,
 )
 from tests.processes import run_cli, signoff_env
+from tests.schema.test_approval_links import form, linked, proposal_state
+
+logger = logging.getLogger("tests.access_changes")
 
 REVIEWER = "rhea"
 INCIDENTS = "subscription { incidentEvents { cursor kind entityId } }"
@@ -180,6 +184,8 @@ async def test_a_change_from_the_cli_ends_a_stream_on_another_process(
             ended_after = time.monotonic() - changed_at
     _assert_ended(stream, ends)
     assert ended_after < 1.0, ended_after
+    # The figure docs/security.md quotes ("Access that ends everywhere at once").
+    logger.warning("stream on the other process ended %.3f s after `%s`", ended_after, command)
     change_cursor = await _cursor_of(sessionmaker, kind)
     assert all(_frame_cursor(frame) < change_cursor for frame in stream.frames)
 
@@ -216,3 +222,62 @@ async def _cursor_of(sessionmaker: SessionMaker, kind: ChangeKind) -> int:
         ).first()
     assert cursor is not None
     return cursor
+
+
+@requires_postgres
+@requires_redis
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        (("actor", "disable", "--name", REVIEWER), "actor_disabled"),
+        (("token", "revoke", "--name", REVIEWER), "tokens_revoked"),
+    ],
+    ids=["actor disabled", "tokens revoked"],
+)
+async def test_a_link_stops_deciding_on_another_process_once_its_reviewer_loses_access(
+    serve: Callable[..., Awaitable[Server]],
+    sessionmaker: SessionMaker,
+    database_url: str,
+    command: tuple[str, ...],
+    reason: str,
+) -> None:
+    """The link is made through one ``signoff serve``, the reviewer's access taken away
+    from the command line, and the link posted to the other: the first POST after the
+    command returns is refused and decides nothing; the link was revoked with the access."""
+    channel = unique_channel()
+    env = {"SIGNOFF_EVENTS_CHANNEL": channel, "SIGNOFF_EVENTS_RELAY_SECONDS": "60"}
+    a, b = await serve(**env), await serve(**env)
+    async with http_gql(a, sessionmaker) as through_a, http_gql(b, sessionmaker) as through_b:
+        world = await build_world(through_a)
+        reviewer = await through_a.token(Role.REVIEWER, name=REVIEWER, queues=[world.queue_slug])
+        world.reviewers[0] = reviewer
+        proposed, created = await linked(through_a, world)
+        shown = await through_b.http.get(created["path"])
+        assert shown.status_code == 200
+        cli_env = signoff_env(
+            database_url, SIGNOFF_REDIS_URL=_redis_url(), SIGNOFF_EVENTS_CHANNEL=channel
+        )
+        done = await asyncio.to_thread(run_cli, *command, env=cli_env)
+        assert done.returncode == 0, done.stderr
+        changed_at = time.monotonic()
+        refused = await through_b.http.post(
+            created["path"], data=form(created["link"]["payloadDigest"])
+        )
+        refused_after = time.monotonic() - changed_at
+        page = await through_b.http.get(created["path"])
+    logger.warning("link refused on the other process %.3f s after `%s`", refused_after, command)
+    assert refused.status_code == 410, refused.text
+    assert page.status_code == 410 and created["link"]["payloadDigest"] not in page.text
+    assert await proposal_state(through_a, proposed["proposal"]["id"]) == "APPROVAL_REQUIRED"
+    async with sessionmaker() as session:
+        link = await session.get(ApprovalLink, created["link"]["id"])
+        revoked = (
+            await session.exec(
+                select(AuditEvent.details).where(
+                    AuditEvent.action == "approval_link.revoked",
+                    AuditEvent.target_id == created["link"]["id"],
+                )
+            )
+        ).all()
+    assert link is not None and link.state == "REVOKED"
+    assert [details["reason"] for details in revoked] == [reason]

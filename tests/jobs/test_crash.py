@@ -21,7 +21,7 @@ from sqlmodel import col, func, select
 
 from signoff.config import Settings
 from signoff.database import SessionMaker
-from signoff.models import Proposal, ProposalState
+from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass
 from tests.conftest import REDIS_URL, requires_postgres, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_runners import arq_settings
@@ -158,7 +158,31 @@ async def test_killing_a_worker_midway_loses_nothing(
         repeats,
         sum(1 for n in seen.values() if n > 1),
     )
+    await _every_attempt_is_on_record(sessionmaker, repeats)
     assert REDIS_URL is not None
     redis = Redis.from_url(REDIS_URL)
     await redis.delete(settings.arq_queue)
     await redis.aclose()
+
+
+async def _every_attempt_is_on_record(sessionmaker: SessionMaker, repeats: int) -> None:
+    """Each proposal has a record of every attempt it counts: those the killed worker had
+    in flight read ``UNKNOWN`` (they may have reached the receiver), never the last."""
+    async with sessionmaker() as session:
+        counts = dict(
+            (await session.exec(select(Proposal.id, Proposal.delivery_attempt_count))).all()
+        )
+        rows = (
+            await session.exec(
+                select(
+                    DeliveryAttempt.proposal_id,
+                    DeliveryAttempt.attempt_number,
+                    DeliveryAttempt.response_class,
+                )
+            )
+        ).all()
+    recorded = Counter(proposal_id for proposal_id, _, _ in rows)
+    assert recorded == Counter(counts)
+    lost = [(p, n) for p, n, kind in rows if kind == ResponseClass.UNKNOWN]
+    assert all(n < counts[p] for p, n in lost)
+    assert lost or not repeats, "a request was repeated, yet no attempt was lost"

@@ -179,3 +179,50 @@ async def test_a_worker_from_an_earlier_retry_cycle_cannot_settle_the_new_attemp
             assert await record_outcome(work, stale, target, outcome) is None
     state = await read(world, proposal["id"])
     assert state["state"] == "APPLYING" and state["deliveryAttemptCount"] == 1
+
+
+ATTEMPTS = """
+query($id: ID!) { proposal(id: $id) {
+  deliveryAttemptCount
+  attempts { attemptNumber responseClass statusCode webhookId finishedAt durationMs }
+} }
+"""
+
+
+async def test_an_attempt_cut_off_by_a_killed_worker_stays_in_the_record(
+    gql: GraphQLClient,
+    worker: Worker,
+    frozen_clock: clock.FrozenClock,
+) -> None:
+    """The first worker claims and sends, then dies before recording what came back: the
+    request reached the receiver, so the history shows it, its outcome unknown."""
+    async with serve(Receiver()) as receiver:
+        world = await build_world(gql, url=receiver.url)
+        receiver.secret = world.signing_secret
+        proposal = await approved(world)
+        async with worker.services.work() as work:
+            killed = await claim_delivery(work, proposal["id"], lease_seconds=60)
+            assert killed is not None
+            target = await work.session.get(Target, killed.target_id)
+            assert target is not None
+        await send(worker.services.http, killed, target, world.signing_secret, 1)
+        frozen_clock.advance(60)
+        assert await worker.deliver(proposal["id"]) == "APPLIED"
+    webhook_id = f"msg_{proposal['id']}"
+    assert [(r.attempt, r.webhook_id) for r in receiver.requests] == [
+        (1, webhook_id),
+        (2, webhook_id),
+    ]
+    read_back = (await gql(ATTEMPTS, {"id": proposal["id"]}, world.admin))["proposal"]
+    assert read_back["deliveryAttemptCount"] == 2
+    lost, applied = read_back["attempts"]
+    assert lost == {
+        "attemptNumber": 1,
+        "responseClass": "UNKNOWN",
+        "statusCode": None,
+        "webhookId": webhook_id,
+        "finishedAt": None,
+        "durationMs": None,
+    }
+    assert (applied["attemptNumber"], applied["responseClass"]) == (2, "APPLIED")
+    assert applied["statusCode"] == 200 and applied["webhookId"] == webhook_id

@@ -29,6 +29,7 @@ from tests.schema.test_approval_links import (
     form,
     post,
     proposal_state,
+    switch_off,
 )
 
 PUBLIC_URL = "https://signoff.example/review"
@@ -281,3 +282,18 @@ async def test_a_reminder_replaces_the_link_its_channel_sent_before(
     created, due_soon = (r.body["blocks"][1]["elements"][0]["url"] for r in first.requests)
     assert (await gql.http.get(urlsplit(created).path.removeprefix("/review"))).status_code == 410
     assert (await gql.http.get(urlsplit(due_soon).path.removeprefix("/review"))).status_code == 200
+
+
+@pytest.mark.parametrize("how", ["disabled", "revoked"])
+async def test_no_link_for_a_reviewer_who_lost_their_access(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock, how: str
+) -> None:
+    async with serve(Receiver(signed=False)) as slack:
+        world = await build_world(gql)
+        await link_channel(gql, world, slack.url, kind="SLACK")
+        await world.propose()
+        await switch_off(gql, "reviewer-0", how)
+        assert await send_notifications(worker.ctx) == 1
+    [got] = slack.requests
+    assert "blocks" not in got.body and "/links/" not in got.body["text"]
+    assert await links(worker) == []

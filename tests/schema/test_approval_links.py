@@ -8,6 +8,7 @@ import hashlib
 from typing import Any
 
 import httpx
+import pytest
 from sqlmodel import func, select
 
 from signoff import clock
@@ -22,6 +23,8 @@ from signoff.models import (
 )
 from signoff.models.proposal import payload_digest_of
 from signoff.ratelimit import RateLimiter
+from signoff.resolvers.access.actors import disable_actor, revoke_actor_tokens
+from signoff.resolvers.core.work import WorkMaker
 from tests.helpers import GraphQLClient, World, build_world
 
 CREATE_LINK = """
@@ -192,7 +195,10 @@ async def test_a_removed_reviewers_link_is_refused_and_stays_unused(
     )
     before = await counts(gql)
     refused = await post(gql, created["path"], form(created["link"]["payloadDigest"]))
-    assert refused.status_code == 409 and "FORBIDDEN" in refused.text
+    assert refused.status_code == 410 and "REVIEWER_INELIGIBLE" in refused.text
+    shown = await gql.http.get(created["path"])
+    assert shown.status_code == 410 and "no longer works" in shown.text
+    assert created["link"]["payloadDigest"] not in shown.text
     assert await counts(gql) == before
     assert await proposal_state(gql, proposed["proposal"]["id"]) == "APPROVAL_REQUIRED"
 
@@ -225,8 +231,8 @@ async def test_making_a_link_is_checked(gql: GraphQLClient) -> None:
     task = (await world.propose())["task"]
     outsider = await gql.token(Role.REVIEWER, name="outsider", queues=[])
     cases = [
-        (world.admin, await actor_id(gql, outsider), None, "FORBIDDEN"),
-        (world.admin, await actor_id(gql, world.agent), None, "FORBIDDEN"),
+        (world.admin, await actor_id(gql, outsider), None, "ASSIGNEE_NOT_ELIGIBLE"),
+        (world.admin, await actor_id(gql, world.agent), None, "ASSIGNEE_NOT_ELIGIBLE"),
         (world.admin, await actor_id(gql, world.reviewers[0]), 72 * 3600 + 1, "VALIDATION_FAILED"),
         (world.reviewers[1], await actor_id(gql, world.reviewers[0]), None, "FORBIDDEN"),
     ]
@@ -282,3 +288,38 @@ def test_the_link_rate_limiter_remembers_a_bounded_number_of_clients() -> None:
     assert allowed == [True, False, True, True]
     assert limiter.retry_after("a") is None  # forgotten as the least recently seen: a full bucket
     assert limiter.retry_after("c") is not None
+
+
+async def switch_off(gql: GraphQLClient, name: str, how: str) -> None:
+    """Take the actor's way in, as ``signoff actor disable`` or ``signoff token revoke
+    --name`` does."""
+    async with WorkMaker(gql.sessionmaker)() as work:
+        if how == "disabled":
+            await disable_actor(work=work, name=name)
+        else:
+            await revoke_actor_tokens(work=work, name=name)
+
+
+@pytest.mark.parametrize("how", ["disabled", "revoked"])
+async def test_a_link_stops_deciding_once_its_reviewer_loses_access(
+    gql: GraphQLClient, how: str
+) -> None:
+    """The link is revoked with its reviewer's access: its page says it no longer works,
+    without the payload, and its POST decides nothing."""
+    world = await build_world(gql)
+    proposed, created = await linked(
+        gql, world, propose={"payload": {"amount": 4321, "currency": "EUR"}}
+    )
+    await switch_off(gql, "reviewer-0", how)
+    before = await counts(gql)
+    shown = await gql.http.get(created["path"])
+    assert shown.status_code == 410 and "4321" not in shown.text
+    digest = created["link"]["payloadDigest"]
+    assert digest not in shown.text
+    refused = await post(gql, created["path"], form(digest))
+    assert refused.status_code == 410
+    assert await counts(gql) == before
+    assert await proposal_state(gql, proposed["proposal"]["id"]) == "APPROVAL_REQUIRED"
+    async with gql.sessionmaker() as session:
+        [link] = (await session.exec(select(ApprovalLink))).all()
+    assert link.state == "REVOKED"

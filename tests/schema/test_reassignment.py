@@ -7,12 +7,14 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlmodel import col, select
 
 from signoff import clock
 from signoff.models import AuditEvent, HumanTask, Role
 from tests.concurrency.test_races import codes_of
 from tests.helpers import CLAIM, COMPLETE, GraphQLClient, World, build_world
+from tests.schema.test_approval_links import switch_off
 
 REASSIGN = """
 mutation($input: ReassignTaskInput!) {
@@ -164,7 +166,7 @@ async def test_a_task_offered_to_a_reviewer_away_goes_to_their_delegate(
     assert (back["delegated"], back["task"]["assignee"]) == (False, {"name": "bob"})
 
 
-async def test_a_delegate_outside_the_queue_is_refused_and_clearing_ends_it(
+async def test_a_delegate_outside_the_queue_is_skipped_and_clearing_ends_it(
     gql: GraphQLClient, frozen_clock: clock.FrozenClock
 ) -> None:
     world = await build_world(gql)
@@ -177,14 +179,11 @@ async def test_a_delegate_outside_the_queue_is_refused_and_clearing_ends_it(
         bob,
     )
     task = await claimed_task(world)
-    refused = await gql.error(REASSIGN, reassign(task["id"], bob_id), world.reviewers[0])
-    assert refused.code == "ASSIGNEE_NOT_ELIGIBLE"
-    assert "delegate" in refused.errors[0]["message"]
+    kept = (await gql(REASSIGN, reassign(task["id"], bob_id), world.reviewers[0]))["reassignTask"]
+    assert (kept["delegated"], kept["task"]["assignee"]) == (False, {"name": "bob"})
 
     assert (await gql(CLEAR_DELEGATE, token=bob))["clearDelegate"] is True
     assert (await gql(CLEAR_DELEGATE, token=bob))["clearDelegate"] is False
-    handed = await gql(REASSIGN, reassign(task["id"], bob_id), world.reviewers[0])
-    assert handed["reassignTask"]["task"]["assignee"] == {"name": "bob"}
     assert [a for a, _ in await audits(gql, bob_id)][-2:] == [
         "actor.delegate_set",
         "actor.delegate_cleared",
@@ -231,3 +230,65 @@ async def test_concurrent_hand_ons_and_a_decision_one_wins(gql: GraphQLClient) -
         moved = [a for a, _ in await audits(gql, task["id"])]
         won = Counter(a for a in moved if a in ("task.reassigned", "task.completed"))
         assert sum(won.values()) == 1, moved
+
+
+@pytest.mark.parametrize("how", ["disabled", "revoked"])
+async def test_work_is_never_handed_to_someone_who_may_not_decide(
+    gql: GraphQLClient, frozen_clock: clock.FrozenClock, how: str
+) -> None:
+    """Reassigning to, or naming as delegate, a reviewer disabled or with every token
+    revoked is refused, as is an admin (never a member of a queue) as delegate or holder;
+    the task stays where it was."""
+    world = await build_world(gql)
+    bob, _ = await member(gql, world, "bob")
+    _, gone_id = await member(gql, world, "gone")
+    await switch_off(gql, "gone", how)
+    admin_id = await actor_id(gql, world.admin)
+    task = await claimed_task(world)
+    before = await task_row(gql, task["id"])
+    refused = await gql.error(REASSIGN, reassign(task["id"], gone_id), world.reviewers[0])
+    assert refused.code == "ASSIGNEE_NOT_ELIGIBLE" and "gone" in refused.errors[0]["message"]
+    by_operator = await gql.error(REASSIGN, reassign(task["id"], admin_id), world.admin)
+    assert by_operator.code == "ASSIGNEE_NOT_ELIGIBLE"
+    until = (frozen_clock.current + timedelta(days=1)).isoformat()
+    for delegate in (gone_id, admin_id):
+        named = await gql.error(
+            SET_DELEGATE, {"input": {"delegateId": delegate, "endsAt": until}}, bob
+        )
+        assert named.code == "ASSIGNEE_NOT_ELIGIBLE", delegate
+    after = await task_row(gql, task["id"])
+    assert (after.version, after.assignee_id) == (before.version, before.assignee_id)
+    other = (await world.propose())["task"]
+    admin_claim = await gql.error(CLAIM, {"id": other["id"]}, world.admin)
+    assert admin_claim.code == "ASSIGNEE_NOT_ELIGIBLE"
+
+
+@pytest.mark.parametrize("how", ["disabled", "revoked"])
+async def test_a_delegate_who_may_no_longer_decide_is_skipped(
+    gql: GraphQLClient, frozen_clock: clock.FrozenClock, how: str
+) -> None:
+    world = await build_world(gql)
+    bob, bob_id = await member(gql, world, "bob")
+    _, dana_id = await member(gql, world, "dana")
+    until = (frozen_clock.current + timedelta(days=7)).isoformat()
+    await gql(SET_DELEGATE, {"input": {"delegateId": dana_id, "endsAt": until}}, bob)
+    await switch_off(gql, "dana", how)
+    task = await claimed_task(world)
+    handed = (await gql(REASSIGN, reassign(task["id"], bob_id), world.reviewers[0]))["reassignTask"]
+    assert (handed["delegated"], handed["task"]["assignee"]) == (False, {"name": "bob"})
+
+
+@pytest.mark.parametrize("how", ["disabled", "revoked"])
+async def test_a_holder_who_loses_access_gives_their_claims_back_at_once(
+    gql: GraphQLClient, frozen_clock: clock.FrozenClock, how: str
+) -> None:
+    """Not held for the rest of the lease: the task is open for the next reviewer."""
+    world = await build_world(gql)
+    task = await claimed_task(world)
+    await switch_off(gql, "reviewer-0", how)
+    released = await task_row(gql, task["id"])
+    assert (released.state, released.assignee_id) == ("OPEN", None)
+    claimed = (await gql(CLAIM, {"id": task["id"]}, world.reviewers[1]))["claimTask"]
+    assert claimed["assignee"]["name"] == "reviewer-1"
+    _, details = [a for a in await audits(gql, task["id"]) if a[0] == "task.released"][-1]
+    assert details["reason"] == ("actor_disabled" if how == "disabled" else "tokens_revoked")

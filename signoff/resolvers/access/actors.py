@@ -29,6 +29,7 @@ from signoff.errors import (
     ValidationFailed,
 )
 from signoff.models import Actor, ApiToken, ChangeKind, Queue, QueueMembership, Role
+from signoff.resolvers.access.eligibility import end_handed_access
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.queues import membership_changed
 from signoff.resolvers.core.actor_lifecycle import (
@@ -179,6 +180,7 @@ async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) ->
     token_ids = sorted(token.id for token in revoked)
     if token_ids:
         await announce_revoked(work, actor, token_ids)
+        await end_handed_access(work, actor, "tokens_revoked")
     await work.commit()
     return RevokedTokens(actor=actor, token_ids=token_ids)
 
@@ -249,6 +251,8 @@ async def _switch(work: UnitOfWork, name: str, *, disable: bool) -> Switched:
     )
     if switched is None:
         return Switched(actor=await ACTOR_ACCESS.reread(work, actor.id), changed=False)
+    if disable:
+        await end_handed_access(work, switched, "actor_disabled")
     await work.commit()
     return Switched(actor=switched, changed=True)
 

@@ -9,6 +9,7 @@ token: validated, mapped through the claim mapping, it stands for its subject's 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 
 from signoff.constants import CONSOLE_SESSION_PREFIX, TOKEN_PREFIX
@@ -61,7 +62,9 @@ class Authenticator:
         if before_read is not None:
             await before_read()
         viewer, _ = await sign_in(work=self.work, who=who)
-        return viewer
+        # A stream it opens ends at ``exp`` exactly (``Connection.end_at``), not at a
+        # later re-read, which the provider's leeway for clock skew would still let pass.
+        return dataclasses.replace(viewer, expires_at=float(claims["exp"]))
 
     async def close(self) -> None:
         if self.provider is not None:

@@ -39,10 +39,13 @@ def sees_now_in(role: Role, queue_ids: frozenset[str], queue_id: str | None) -> 
 
 @dataclass(frozen=True)
 class Viewer:
-    """An authenticated actor with the queues it belongs to."""
+    """An authenticated actor with the queues it belongs to, and when the credential it
+    was read from ends by itself (an identity provider's access token's ``exp``, in
+    seconds since the epoch; ``None``: it lasts until revoked)."""
 
     actor: Actor
     queue_ids: frozenset[str]
+    expires_at: float | None = None
 
     @property
     def id(self) -> str:

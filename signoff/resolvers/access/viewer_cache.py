@@ -19,6 +19,12 @@ from signoff.resolvers.access.rules import Viewer
 VIEWER_CACHE_SIZE = 4096
 
 
+def _live(viewer: Viewer) -> bool:
+    """Whether the viewer's credential has not ended by itself (a provider token's
+    ``exp``): an expired one is read again, and refused there."""
+    return viewer.expires_at is None or viewer.expires_at > time.time()
+
+
 class ViewerCache:
     """Token -> viewer, each entry kept ``seconds`` after it was read.
 
@@ -47,7 +53,7 @@ class ViewerCache:
         ``read`` raises for a token that does not authenticate; nothing is kept then."""
         now = self._clock()
         kept = self._viewers.get(token)
-        if not fresh and kept is not None and now - kept[0] < self.seconds:
+        if not fresh and kept is not None and now - kept[0] < self.seconds and _live(kept[1]):
             return kept[1]
         self._viewers.pop(token, None)
         reading = self._reading.get(token)

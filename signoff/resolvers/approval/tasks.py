@@ -36,6 +36,7 @@ from signoff.models import (
     TaskState,
 )
 from signoff.models.task import claim_lapsed, workable_by
+from signoff.resolvers.access.eligibility import require_eligible
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approval.approvals import apply_decision
 from signoff.resolvers.core import idempotency, lifecycles
@@ -152,6 +153,8 @@ async def claim_task(*, work: UnitOfWork, viewer: Viewer, task_id: str) -> Human
     require_reviewer_of(viewer, task.queue_id)
     if task.kind == APPROVAL_KIND:
         await _require_may_decide(session, viewer, task)
+    # Who holds work is who may decide it: an admin decides directly, never holds it.
+    await require_eligible(session, viewer.id, task.queue_id)
     queue = await session.get(Queue, task.queue_id)
     assert queue is not None  # tasks reference their queue
     now = work.now()

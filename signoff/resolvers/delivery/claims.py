@@ -25,7 +25,7 @@ from signoff.resolvers.core.lifecycles import PROPOSAL
 from signoff.resolvers.core.target_lifecycle import PROBE, TARGET_CIRCUIT
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.delivery.due import due, due_rows
-from signoff.resolvers.delivery.outcomes import refuse_attempt
+from signoff.resolvers.delivery.outcomes import refuse_attempt, start_attempts
 from signoff.resolvers.targets.circuit import accepting
 from signoff.resolvers.targets.limits import Allowance, allowance, rate_available_after, share
 from signoff.sealing import SealingError
@@ -98,6 +98,7 @@ async def claim_deliveries(
     )
     await _charge(work, allowances, claimed, now, lease_seconds)
     deliveries, refused = await _checked(work, claimed, {a.target.id: a for a in allowances})
+    await start_attempts(work, [d.proposal for d in deliveries])
     await work.commit()
     return Claim(deliveries, refused, retry_at)
 

@@ -20,7 +20,7 @@ from sqlalchemy import tuple_
 from sqlmodel import col
 
 from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
-from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds
+from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds, request_digest
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
 from signoff.models.base import new_id
 from signoff.models.proposal import kept_result
@@ -41,6 +41,48 @@ async def refuse_attempt(work: UnitOfWork, proposal: Proposal, error_code: str) 
 
 
 ATTEMPTS: sa.Table = DeliveryAttempt.__table__  # type: ignore[attr-defined]
+# What settling a started attempt writes, one row of an executemany per attempt.
+_SETTLE = (
+    sa.update(ATTEMPTS)
+    .where(
+        ATTEMPTS.c.proposal_id == sa.bindparam("b_proposal_id"),
+        ATTEMPTS.c.lease == sa.bindparam("b_lease"),
+    )
+    .values(
+        response_class=sa.bindparam("b_response_class"),
+        status_code=sa.bindparam("b_status_code"),
+        error_code=sa.bindparam("b_error_code"),
+        request_digest=sa.bindparam("b_request_digest"),
+        response_digest=sa.bindparam("b_response_digest"),
+        duration_ms=sa.bindparam("b_duration_ms"),
+        started_at=sa.bindparam("b_started_at"),
+        finished_at=sa.bindparam("b_finished_at"),
+    )
+)
+
+
+async def start_attempts(work: UnitOfWork, claimed: Sequence[Proposal]) -> None:
+    """Record each claimed attempt before its request is sent, in the claim's transaction:
+    ``UNKNOWN`` until its worker settles it (``record_outcomes``). A worker killed in
+    between leaves it so: the attempt may have reached the receiver, and the history says
+    it was made, with the proposal's ``webhook-id``."""
+    if not claimed:
+        return
+    now = work.now()
+    rows = [
+        {
+            "id": new_id(),
+            "proposal_id": proposal.id,
+            "attempt_number": proposal.delivery_attempt_count,
+            "response_class": ResponseClass.UNKNOWN.value,
+            "request_digest": request_digest(proposal),
+            "started_at": now,
+            "lease": proposal.delivery_lease,
+        }
+        for proposal in claimed
+    ]
+    connection = await work.session.connection()
+    await connection.execute(sa.insert(ATTEMPTS), rows)
 
 
 @dataclass(frozen=True)
@@ -74,8 +116,7 @@ async def record_outcomes(
     the lease (the attempt is still stored). Applied attempts without a result, the common
     case, move in one statement; those with one, each writing its own, one by one like the
     rest. The attempts' rows and change events are inserted in batches."""
-    connection = await work.session.connection()
-    await connection.execute(sa.insert(ATTEMPTS), [_attempt_row(a) for a in attempts])
+    await _settle_attempts(work, attempts)
     moved = await _apply_all(work, [a for a in attempts if _applied_alike(a)])
     for attempt in attempts:
         if not _applied_alike(attempt):
@@ -96,6 +137,39 @@ def _applied_alike(attempt: Attempted) -> bool:
     return outcome.response_class is ResponseClass.APPLIED and outcome.result is None
 
 
+async def _settle_attempts(work: UnitOfWork, attempts: Sequence[Attempted]) -> None:
+    """Write each attempt's outcome over the row its claim started (found by its lease),
+    whether or not its worker still holds the lease; an attempt with no started row (one
+    claimed before attempts were started at their claim) is inserted whole."""
+    connection = await work.session.connection()
+    keys = [(a.proposal.id, a.proposal.delivery_lease) for a in attempts]
+    started = set(
+        (
+            await connection.execute(
+                sa.select(ATTEMPTS.c.proposal_id, ATTEMPTS.c.lease).where(
+                    tuple_(ATTEMPTS.c.proposal_id, ATTEMPTS.c.lease).in_(keys)
+                )
+            )
+        ).all()
+    )
+    settled = [a for a in attempts if (a.proposal.id, a.proposal.delivery_lease) in started]
+    if settled:
+        await connection.execute(_SETTLE, [_settled_row(a) for a in settled])
+    whole = [
+        _attempt_row(a)
+        for a in attempts
+        if (a.proposal.id, a.proposal.delivery_lease) not in started
+    ]
+    if whole:
+        await connection.execute(sa.insert(ATTEMPTS), whole)
+
+
+def _settled_row(attempt: Attempted) -> dict[str, Any]:
+    row = _attempt_row(attempt)
+    del row["id"], row["attempt_number"]
+    return {f"b_{key}": value for key, value in row.items()}
+
+
 def _attempt_row(attempt: Attempted) -> dict[str, Any]:
     proposal, outcome = attempt.proposal, attempt.outcome
     return {
@@ -110,6 +184,7 @@ def _attempt_row(attempt: Attempted) -> dict[str, Any]:
         "duration_ms": outcome.duration_ms,
         "started_at": outcome.started_at,
         "finished_at": outcome.finished_at,
+        "lease": proposal.delivery_lease,
     }
 
 

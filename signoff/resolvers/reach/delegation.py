@@ -27,9 +27,9 @@ from signoff.models import (
     HumanTask,
     Proposal,
     Queue,
-    QueueMembership,
     Role,
 )
+from signoff.resolvers.access.eligibility import is_eligible, require_eligible
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approval.tasks import get_task
 from signoff.resolvers.core import lifecycles
@@ -56,11 +56,10 @@ async def set_delegate(
     starts_at = starts_at or now
     if delegate_id == viewer.id:
         raise ValidationFailed("Name someone other than yourself.", field="delegateId")
-    delegate = await require_row(
-        work.session, Actor, delegate_id, "No such actor.", field="delegateId"
-    )
-    if delegate.role not in (Role.REVIEWER.value, Role.ADMIN.value):
-        raise AssigneeNotEligible(f"{delegate.name} is not a reviewer.", field="delegateId")
+    await require_row(work.session, Actor, delegate_id, "No such actor.", field="delegateId")
+    # Any queue: a delegation covers all of the viewer's; a task handed to a delegate who
+    # is not a member of its queue (or no longer may decide) stays with the one offered it.
+    delegate = await require_eligible(work.session, delegate_id, None, field="delegateId")
     if not starts_at < ends_at or ends_at <= now:
         raise ValidationFailed("endsAt must be in the future and after startsAt.", field="endsAt")
     if ends_at - max(starts_at, now) > timedelta(seconds=DELEGATION_MAX_SECONDS):
@@ -160,6 +159,8 @@ async def reassign_task(
         require_reviewer_of(viewer, task.queue_id)
     now = work.now()
     delegate_id = await delegate_of(session, assignee_id, now)
+    if delegate_id is not None and not await is_eligible(session, delegate_id, task.queue_id):
+        delegate_id = None  # skipped: the task stays with the reviewer it was offered to
     holder_id = delegate_id or assignee_id
     await _require_eligible(session, viewer, task, holder_id, assignee_id)
     queue = await session.get(Queue, task.queue_id)
@@ -200,13 +201,11 @@ async def _require_eligible(
     session: AsyncSession, viewer: Viewer, task: HumanTask, holder_id: str, offered_to: str
 ) -> None:
     """The new holder must be a reviewer of the task's queue who may decide it."""
-    holder = await require_row(session, Actor, holder_id, "No such actor.", field="assigneeId")
+    await require_row(session, Actor, holder_id, "No such actor.", field="assigneeId")
     via = "" if holder_id == offered_to else " (the delegate of the reviewer you chose)"
     if holder_id == viewer.id:
         raise AssigneeNotEligible(f"You would hand the task to yourself{via}.")
-    member = await session.get(QueueMembership, (task.queue_id, holder_id))
-    if holder.role != Role.ADMIN.value and (holder.role != Role.REVIEWER.value or member is None):
-        raise AssigneeNotEligible(f"{holder.name}{via} is not a reviewer of this queue.")
+    holder = await require_eligible(session, holder_id, task.queue_id, via=via)
     if task.kind != APPROVAL_KIND:
         return
     proposal = await session.get(Proposal, task.proposal_id)

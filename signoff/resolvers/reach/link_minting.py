@@ -34,7 +34,8 @@ from signoff.models import (
     ProposalState,
     QueueMembership,
 )
-from signoff.resolvers.access.rules import Viewer, require_reviewer_of
+from signoff.resolvers.access.eligibility import require_eligible
+from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import APPROVAL_LINK
 from signoff.resolvers.core.rows import require_row
@@ -70,7 +71,8 @@ async def reviewer_as_now(session: AsyncSession, actor_id: str) -> Viewer:
 async def require_may_decide(
     session: AsyncSession, reviewer: Viewer, proposal: Proposal, now: datetime
 ) -> None:
-    require_reviewer_of(reviewer, proposal.queue_id)
+    """The reviewer may decide the proposal now (``require_eligible``), and has not."""
+    await require_eligible(session, reviewer.id, proposal.queue_id, field="reviewerId")
     if proposal.state != ProposalState.APPROVAL_REQUIRED or proposal.expires_at <= now:
         raise NotAwaitingApproval("The proposal is not waiting for approval.")
     if proposal.proposed_by_id == reviewer.id:

@@ -39,6 +39,7 @@ from signoff.models import (
     Role,
     Target,
 )
+from signoff.resolvers.access.eligibility import is_eligible
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.approvals import DecideResult, apply_decision
 from signoff.resolvers.core import lifecycles
@@ -132,6 +133,7 @@ async def read_link(*, session: AsyncSession, token: str, now: datetime) -> Link
     link = await _usable_link(session, token, now)
     proposal = await session.get(Proposal, link.proposal_id)
     assert proposal is not None
+    await _require_reviewer_may_decide(session, link, proposal)
     if proposal.state != ProposalState.APPROVAL_REQUIRED:
         raise ApprovalLinkUnusable(
             f"This proposal no longer awaits approval: it is {proposal.state}.",
@@ -160,6 +162,18 @@ async def _usable_link(session: AsyncSession, token: str, now: datetime) -> Appr
     if link.expires_at <= now:
         raise ApprovalLinkUnusable("This approval link has expired.", reason="EXPIRED")
     return link
+
+
+async def _require_reviewer_may_decide(
+    session: AsyncSession, link: ApprovalLink, proposal: Proposal
+) -> None:
+    """A link decides only while its reviewer may decide the proposal's queue now (enabled,
+    a member, with a way in left): once they may not, it shows and decides nothing."""
+    if not await is_eligible(session, link.reviewer_id, proposal.queue_id):
+        raise ApprovalLinkUnusable(
+            "This link no longer works: its reviewer may not decide this queue now.",
+            reason="REVIEWER_INELIGIBLE",
+        )
 
 
 async def decide_by_link(
@@ -193,6 +207,7 @@ async def _decide_by_link(
             "The proposal changed after this link was made; ask for a new one.",
             expected=proposal.payload_digest,
         )
+    await _require_reviewer_may_decide(session, link, proposal)
     reviewer = await reviewer_as_now(session, link.reviewer_id)
     spent = await APPROVAL_LINK.move(
         work,
@@ -204,7 +219,8 @@ async def _decide_by_link(
         details={"decision": decision.value, "payload_digest": payload_digest},
     )
     if spent is None:
-        raise ApprovalLinkUnusable("This approval link has already been used.", reason="USED")
+        # Used by a concurrent POST, or revoked with its reviewer's access meanwhile.
+        await APPROVAL_LINK.refuse(work, link.id, _unusable)
     result = await apply_decision(work, reviewer, proposal, decision, reason)
     await work.commit()
     return result

@@ -62,7 +62,12 @@ async def recent_health(work: UnitOfWork, target_id: str) -> Health:
     stmt = (
         select(DeliveryAttempt.response_class)
         .join(Proposal, col(Proposal.id) == col(DeliveryAttempt.proposal_id))
-        .where(col(Proposal.target_id) == target_id, col(DeliveryAttempt.started_at) >= since)
+        .where(
+            col(Proposal.target_id) == target_id,
+            col(DeliveryAttempt.started_at) >= since,
+            # Attempts in flight (or lost with their worker) say nothing of the receiver.
+            col(DeliveryAttempt.response_class) != ResponseClass.UNKNOWN.value,
+        )
         .order_by(col(DeliveryAttempt.started_at).desc(), col(DeliveryAttempt.id).desc())
         .limit(TARGET_HEALTH_SAMPLE)
     )

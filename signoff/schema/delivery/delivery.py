@@ -9,6 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from signoff import models
+from signoff.delivery import webhook_id
 from signoff.resolvers.delivery.results import ResultStatus
 from signoff.schema.node import Node
 
@@ -22,7 +23,12 @@ strawberry.enum(models.ResponseClass, name="ResponseClass")
 strawberry.enum(ResultStatus, name="ResultStatus")
 
 
-@strawberry.type(description="One HTTP attempt to deliver a proposal. Digests, never bodies.")
+@strawberry.type(
+    description="One HTTP attempt to deliver a proposal. Digests, never bodies. Recorded "
+    "when it is claimed, before it is sent: responseClass UNKNOWN (and no finishedAt) while "
+    "it is in flight, and for good if its worker died before recording what came back (it "
+    "may have reached the receiver)."
+)
 class DeliveryAttempt(Node):
     id: strawberry.ID
     attempt_number: int
@@ -33,9 +39,13 @@ class DeliveryAttempt(Node):
     response_digest: str | None = strawberry.field(
         description="sha256 of the response body as read (at most 64 KiB)."
     )
-    duration_ms: int
+    webhook_id: str = strawberry.field(
+        description="The webhook-id header the request carried (the same on every attempt "
+        "at a proposal: receivers deduplicate on it)."
+    )
+    duration_ms: int | None
     started_at: datetime
-    finished_at: datetime
+    finished_at: datetime | None
 
     @classmethod
     def from_model(cls, a: models.DeliveryAttempt) -> DeliveryAttempt:
@@ -47,6 +57,7 @@ class DeliveryAttempt(Node):
             error_code=a.error_code,
             request_digest=a.request_digest,
             response_digest=a.response_digest,
+            webhook_id=webhook_id(a.proposal_id),
             duration_ms=a.duration_ms,
             started_at=a.started_at,
             finished_at=a.finished_at,

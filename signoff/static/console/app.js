@@ -678,7 +678,7 @@ function attemptsSection(proposal) {
       h("td", {}, badge(a.responseClass)),
       h("td", {}, a.statusCode ?? "—"),
       h("td", {}, a.errorCode ?? "—"),
-      h("td", {}, `${a.durationMs} ms`),
+      h("td", {}, a.durationMs == null ? "—" : `${a.durationMs} ms`),
       h("td", {}, when(a.startedAt)),
     ),
   );

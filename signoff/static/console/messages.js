@@ -97,7 +97,7 @@ export const MESSAGES = {
   POLICY_INVALID: "The approval policy is not valid; the message says where.",
   APPROVAL_LINK_UNUSABLE: "This approval link was used, has expired or was revoked. Open the task in the console instead.",
   NOTIFICATION_CHANNEL_REMOVED: "This notification channel was removed; add a new one to the queue instead.",
-  ASSIGNEE_NOT_ELIGIBLE: "That reviewer cannot take this task (not a member of the queue, the proposer, or already decided).",
+  ASSIGNEE_NOT_ELIGIBLE: "That person cannot take this task now (not a reviewer of the queue, disabled, without a live token, the proposer, or already decided).",
   DEADLINE_POLICY_OUT_OF_BOUNDS: "That deadline policy goes beyond what the target allows.",
 };
 

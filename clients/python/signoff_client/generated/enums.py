@@ -103,6 +103,7 @@ class ResponseClass(str, Enum):
     ACCEPTED = "ACCEPTED"
     RETRYABLE = "RETRYABLE"
     TERMINAL = "TERMINAL"
+    UNKNOWN = "UNKNOWN"
 
 
 class ResultStatus(str, Enum):

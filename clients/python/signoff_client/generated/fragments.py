@@ -102,7 +102,7 @@ class ProposalFieldsAttempts(BaseModel):
     status_code: Optional[int] = Field(alias="statusCode")
     error_code: Optional[str] = Field(alias="errorCode")
     response_digest: Optional[str] = Field(alias="responseDigest")
-    finished_at: Any = Field(alias="finishedAt")
+    finished_at: Optional[Any] = Field(alias="finishedAt")
 
 
 DraftFields.model_rebuild()

@@ -1,0 +1,106 @@
+"""May this actor decide on this queue now: the one rule behind every path that lets
+someone decide through what they hold, or gives them work (links, claims, reassignment,
+delegation, notification links; docs/design.md section 5.5). A reviewer, enabled, a
+member of the queue, with a way in left (a live API token, or an identity at the OpenID
+provider). Admins are never members: they decide directly, never hold work. When an
+actor loses its way in, ``end_handed_access`` takes back its links and claims at once.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from signoff.errors import AssigneeNotEligible
+from signoff.models import (
+    Actor,
+    ApiToken,
+    ApprovalLink,
+    HumanTask,
+    OidcIdentity,
+    QueueMembership,
+    Role,
+)
+from signoff.resolvers.core import lifecycles
+from signoff.resolvers.core.lifecycles import APPROVAL_LINK, TASK
+from signoff.resolvers.core.work import UnitOfWork
+
+
+async def why_not_eligible(session: AsyncSession, actor: Actor, queue_id: str | None) -> str | None:
+    """Why ``actor`` may not decide on ``queue_id`` now (a phrase after its name), or
+    ``None`` when it may. ``queue_id=None``: on any queue it is a member of (a delegate is
+    named for every queue; membership is checked when a task is handed to it)."""
+    if actor.role != Role.REVIEWER.value:
+        return f"has the role {actor.role}; only reviewers decide on a queue's work"
+    if actor.disabled_at is not None:
+        return "is disabled"
+    if queue_id is not None and await session.get(QueueMembership, (queue_id, actor.id)) is None:
+        return "is not a member of this queue"
+    if not await has_a_way_in(session, actor.id):
+        return "has no way in left (every token revoked)"
+    return None
+
+
+async def has_a_way_in(session: AsyncSession, actor_id: str) -> bool:
+    """Whether the actor can still authenticate: a live API token, or an identity at the
+    OpenID provider."""
+    token = select(ApiToken.id).where(
+        col(ApiToken.actor_id) == actor_id, col(ApiToken.revoked_at).is_(None)
+    )
+    if (await session.exec(token.limit(1))).first() is not None:
+        return True
+    identity = select(OidcIdentity.id).where(col(OidcIdentity.actor_id) == actor_id)
+    return (await session.exec(identity.limit(1))).first() is not None
+
+
+async def current_actor(session: AsyncSession, actor_id: str) -> Actor | None:
+    """The actor as committed now, not as this session first read it."""
+    return await session.get(Actor, actor_id, populate_existing=True)
+
+
+async def require_eligible(
+    session: AsyncSession,
+    actor_id: str,
+    queue_id: str | None,
+    *,
+    field: str | None = None,
+    via: str = "",
+) -> Actor:
+    """The actor, when it may decide on ``queue_id`` now; ``ASSIGNEE_NOT_ELIGIBLE``
+    otherwise (``via`` names how it was reached, such as a delegation)."""
+    actor = await current_actor(session, actor_id)
+    if actor is None:
+        raise AssigneeNotEligible("No such actor.", field=field)
+    why = await why_not_eligible(session, actor, queue_id)
+    if why is not None:
+        raise AssigneeNotEligible(f"{actor.name}{via} {why}.", field=field)
+    return actor
+
+
+async def is_eligible(session: AsyncSession, actor_id: str, queue_id: str | None) -> bool:
+    actor = await current_actor(session, actor_id)
+    return actor is not None and await why_not_eligible(session, actor, queue_id) is None
+
+
+async def end_handed_access(work: UnitOfWork, actor: Actor, reason: str) -> None:
+    """In the transaction that took the actor's way in away: revoke its approval links
+    and release its claims, unless it still may decide (another live token). A link's
+    revocation is a compare-and-set on its state, so a decision through it at the same
+    moment either came first or finds it revoked."""
+    if actor.disabled_at is None and await has_a_way_in(work.session, actor.id):
+        return
+    await APPROVAL_LINK.move_where(
+        work,
+        lifecycles.REVOKE_LINK,
+        col(ApprovalLink.reviewer_id) == actor.id,
+        actor_id=None,
+        details={"reason": reason},
+    )
+    await TASK.move_where(
+        work,
+        lifecycles.RELEASE,
+        col(HumanTask.assignee_id) == actor.id,
+        actor_id=None,
+        values={"assignee_id": None, "claim_expires_at": None},
+        details={"holder": actor.id, "reason": reason},
+    )
