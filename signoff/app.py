@@ -25,6 +25,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.types import ExecutionResult
 
 from signoff import jsoncodec, metrics
 from signoff.approval_pages import ApprovalPages
@@ -80,6 +82,7 @@ from signoff.resolvers.incidents.operations import Operations, read_operations
 from signoff.schema import build_schema
 from signoff.schema.context import Admission, Context, bearer_token
 from signoff.schema.serving.http import from_http_exception, refusal_response, unexpected_response
+from signoff.schema.serving.media import answer_in, note_request_error
 from signoff.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
 
 logger = logging.getLogger("signoff.app")
@@ -169,7 +172,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             if cookie is not None:
                 check_cookie_request(request, cookie, self.settings)
             self.check_rate(request)
-            response = await self.run(request)
+            response = answer_in(request, await self.run(request))
         except SignoffError as refusal:
             response = refusal_response(refusal)
         except HTTPException as exc:
@@ -201,6 +204,13 @@ class SignoffGraphQL(GraphQL[Context, None]):
         if self.authenticator.provider is None or "authorization" in connection.headers:
             return None
         return session_cookie(connection)
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        processed = await super().process_result(request, result)
+        note_request_error(request, result, processed)
+        return processed
 
     def decode_json(self, data: str | bytes) -> object:
         return decode_body(data)

@@ -35,6 +35,7 @@ from signoff_client.generated import GeneratedClient
 
 TRANSPORT_WS = Subprotocol("graphql-transport-ws")
 ACK_WITHIN = 10.0
+ACCEPT = "application/graphql-response+json, application/json;q=0.9"
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -117,7 +118,9 @@ class GraphQLApi(GeneratedClient):
     ) -> None:
         base = url.rstrip("/")
         graphql_url = base if base.endswith("/graphql") else f"{base}/graphql"
-        headers = {"Authorization": f"Bearer {token}"}
+        # The GraphQL-over-HTTP media type: a request error comes back as a 4xx with its
+        # coded errors (``refusal_of`` reads them at any status).
+        headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
         self.http = http_client or httpx.AsyncClient(headers=headers, timeout=timeout)
         super().__init__(
             url=graphql_url,
