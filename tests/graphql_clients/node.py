@@ -8,16 +8,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.machine import require_node_package
+
 FOLDER = Path(__file__).resolve().parent
 
 
 async def run_node(script: str, *args: str, within: float = 60) -> list[dict[str, Any]]:
     """Run ``script`` of this folder; its output, one JSON object a line."""
-    assert (FOLDER / "node_modules").is_dir(), (
-        f"{FOLDER}/node_modules is missing: `make test` installs it, or run `npm ci` in {FOLDER}"
-    )
+    node = require_node_package(FOLDER, "graphql-sse")
     process = await asyncio.create_subprocess_exec(
-        "node",
+        node,
         script,
         *args,
         cwd=FOLDER,
