@@ -1,13 +1,9 @@
 """Which media type an answer is given in, per the GraphQL-over-HTTP specification.
 
-``application/graphql-response+json`` when the client's ``Accept`` names it (at a quality
-no lower than ``application/json``'s): its status says what happened (a request that fails
-to parse, validate or coerce its variables is a 4xx, with no ``data`` entry).
-``application/json`` otherwise, answered as ever (200 for every GraphQL result): when the
-client prefers it, asks for nothing in particular (no ``Accept``, ``*/*``), or names
-nothing Signoff speaks. The specification's own audit (``graphql-http``) holds a server to
-``application/json`` for the two middle cases, which is also what every client written
-before the new media type expects.
+``application/graphql-response+json`` when ``Accept`` names it (at a quality no lower than
+``application/json``'s): a document that fails to parse or validate, or variables that do
+not coerce, are a 4xx without ``data``. ``application/json``, as ever, otherwise: for no
+``Accept`` and ``*/*`` too, as the specification's own audit (``graphql-http``) expects.
 """
 
 from __future__ import annotations
