@@ -39,6 +39,7 @@ from signoff.errors import (
 )
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload
+from signoff.live.websocket import CLOSE_TIMEOUT_SECONDS
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
 from signoff.schema.context import Context
@@ -174,11 +175,17 @@ class EventStream:
         self.written = False
 
     def end(self) -> None:
-        """Complete the answer after what was queued before."""
+        """Complete the answer after what was queued before; a client that does not read
+        is cut off after ``CLOSE_TIMEOUT_SECONDS``."""
         if not self.closed and not self._ending:
             self._ending = True
             if self.attached:
                 self._wake_writer()
+            asyncio.get_running_loop().call_later(CLOSE_TIMEOUT_SECONDS, self._cut_if_ending)
+
+    def _cut_if_ending(self) -> None:
+        if not self.ended.is_set():
+            self.stop()
 
     def stop(self) -> None:
         """The client went away (or the answer ended): drop what is left."""

@@ -5,12 +5,21 @@ token is good for the API token that reserved it only."""
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+import time
 from collections.abc import Awaitable, Callable
 
 import httpx
 
 from signoff.database import SessionMaker
 from signoff.models import Role
+from tests.events.test_stalled_subscriber import (
+    ANSWER_WITHIN,
+    BACKLOG,
+    STALLED_QUERY,
+    padding,
+)
 from tests.helpers import build_world, create_tasks
 from tests.live import Server, feed_settled, http_gql
 
@@ -79,3 +88,65 @@ async def test_a_stream_token_is_only_good_for_the_token_that_reserved_it(
         )
         assert again.status_code == 409
         assert again.json()["errors"][0]["extensions"]["code"] == "EVENT_STREAM_CONFLICT"
+
+
+async def until_received(received: list[str], count: int, reader: asyncio.Task[None]) -> None:
+    while len(received) < count and not reader.done():  # noqa: ASYNC110 (lines arrive in a task)
+        await asyncio.sleep(0.05)
+    reader.cancel()
+
+
+async def test_a_stream_that_stops_reading_is_cut_and_slows_nobody(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Its frames fill the socket buffers, then its queue of SIGNOFF_SUBSCRIBER_BUFFER
+    frames: it is cut there, while a stream that reads gets every frame and writers
+    answer at once."""
+    server = await serve(SIGNOFF_SUBSCRIBER_BUFFER="4")
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1)
+        reviewer = world.reviewers[0]
+        await feed_settled(gql.sessionmaker)
+        body = json.dumps({"query": STALLED_QUERY, "variables": {"queueId": world.queue_id}})
+        stalled = socket.socket()
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        try:
+            await asyncio.to_thread(stalled.connect, ("127.0.0.1", server.port))
+            request = (
+                f"POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {reviewer}"
+                f"\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n{body}"
+            )
+            stalled.sendall(request.encode())  # and never reads
+            headers = {**STREAM, "authorization": f"Bearer {reviewer}"}
+            received: list[str] = []
+            async with (
+                httpx.AsyncClient(base_url=server.url, timeout=30) as http,
+                http.stream(
+                    "POST",
+                    "/graphql",
+                    json={**SUBSCRIBE, "variables": {"q": world.queue_id}},
+                    headers=headers,
+                ) as reading,
+            ):
+
+                async def read() -> None:
+                    async for line in reading.aiter_lines():
+                        if line.startswith("id:"):
+                            received.append(line)
+
+                reader = asyncio.create_task(read())
+                await server.subscriptions_live(2)
+                for i in range(BACKLOG):
+                    started = time.monotonic()
+                    await world.propose(
+                        {"amount": 100, "currency": "EUR", "padding": padding()},
+                        subject={"order": f"o-{i}", "padding": padding()},
+                    )
+                    assert time.monotonic() - started < ANSWER_WITHIN
+                await server.subscriptions_live(1)  # the stalled stream was cut
+                # proposal.proposed and task.created, for each proposal
+                await asyncio.wait_for(until_received(received, 2 * BACKLOG, reader), 15)
+        finally:
+            stalled.close()
+    assert len(set(received)) == 2 * BACKLOG
