@@ -39,7 +39,7 @@ async def test_an_idle_stream_gets_heartbeats_and_events_carry_their_cursor(
         headers = {**STREAM, "authorization": f"Bearer {world.reviewers[0]}"}
         lines: list[str] = []
         async with (
-            httpx.AsyncClient(base_url=server.url, timeout=10) as http,
+            httpx.AsyncClient(base_url=server.url, timeout=30) as http,
             http.stream("POST", "/graphql", json=body, headers=headers) as response,
         ):
             assert response.status_code == 200
@@ -47,7 +47,7 @@ async def test_an_idle_stream_gets_heartbeats_and_events_carry_their_cursor(
             assert response.headers["cache-control"] == "no-cache, no-transform"
             await server.subscriptions_live(1)
             created = asyncio.create_task(create_tasks(gql, world.admin, world.queue_id, 1))
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(30):
                 async for line in response.aiter_lines():
                     lines.append(line)
                     if lines.count(": ping") >= 2 and any(x.startswith("id:") for x in lines):
