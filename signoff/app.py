@@ -170,6 +170,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             make_context=self.stream_context,
             frame_limit=settings.subscriber_buffer,
             heartbeat_seconds=settings.ws_ping_seconds,
+            max_operations=settings.ws_max_operations,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -606,7 +606,7 @@ class IntrospectionDisabled(SignoffError):
 
 
 class TooManySubscriptions(SignoffError):
-    """A websocket already runs as many operations as one connection may."""
+    """A websocket (or event stream) already runs as many operations as one connection may."""
 
     code = "TOO_MANY_SUBSCRIPTIONS"
 

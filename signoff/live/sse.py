@@ -35,6 +35,7 @@ from signoff.errors import (
     EventStreamConflict,
     NotFound,
     SignoffError,
+    TooManySubscriptions,
     Unauthenticated,
 )
 from signoff.live.broadcast import Broadcaster, Watch
@@ -349,8 +350,10 @@ class EventStreams:
         make_context: MakeContext,
         frame_limit: int,
         heartbeat_seconds: float,
+        max_operations: int,
     ) -> None:
         self.schema = schema
+        self.max_operations = max_operations  # per stream, as per websocket
         self.broadcaster = broadcaster
         self.authenticate = authenticate
         self.make_context = make_context
@@ -393,6 +396,11 @@ class EventStreams:
             raise BadRequestBody("An operation on an event stream needs extensions.operationId.")
         if operation_id in stream.operations:
             raise EventStreamConflict(f"Operation {operation_id} already runs on this stream.")
+        if len(stream.operations) >= self.max_operations:
+            raise TooManySubscriptions(
+                f"This event stream already runs {self.max_operations} operations, the limit; "
+                "stop one or reserve another stream."
+            )
         operate = self._operate(stream, operation_id, body, request, viewer)
         task = asyncio.create_task(operate, name="signoff-sse-operation")
         stream.operations[operation_id] = task

@@ -1,6 +1,7 @@
 """Server-Sent Events at ``/graphql`` as the wire shows them: an idle stream gets
-heartbeats, each ``next`` event's id is its cursor, and single connection mode's stream
-token is good for the API token that reserved it only."""
+heartbeats, each ``next`` event's id is its cursor, single connection mode's stream
+token is good for the API token that reserved it only (and as many operations as a
+websocket), and a stream that stops reading is cut."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ async def test_an_idle_stream_gets_heartbeats_and_events_carry_their_cursor(
 async def test_a_stream_token_is_only_good_for_the_token_that_reserved_it(
     serve: Serve, sessionmaker: SessionMaker
 ) -> None:
-    server = await serve()
+    server = await serve(SIGNOFF_WS_MAX_OPERATIONS="1")
     async with http_gql(server, sessionmaker) as gql:
         mine, theirs = await gql.token(Role.ADMIN), await gql.token(Role.ADMIN)
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
@@ -88,6 +89,12 @@ async def test_a_stream_token_is_only_good_for_the_token_that_reserved_it(
         )
         assert again.status_code == 409
         assert again.json()["errors"][0]["extensions"]["code"] == "EVENT_STREAM_CONFLICT"
+        over = await http.post(
+            "/graphql",
+            json={**SUBSCRIBE, "extensions": {"operationId": "2"}},
+            headers={**stream_token, "authorization": f"Bearer {mine}"},
+        )
+        assert over.json()["errors"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
 
 
 async def until_received(received: list[str], count: int, reader: asyncio.Task[None]) -> None:
