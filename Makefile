@@ -14,7 +14,7 @@ PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 UV_COMPILE := .venv-lock/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes
 UV_VERSION := 0.13.9
 
-.PHONY: serve test test-deps lint typecheck docs check lock clean client-models
+.PHONY: serve test test-deps lint typecheck docs docs-copies check lock clean client-models
 
 # Serving: pip and the build backend, then the locked dependencies, then Signoff itself
 # (editable, without resolving anything more).
@@ -101,12 +101,12 @@ test: test-deps
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 lint: $(VENV)/.test-tools
-	$(BIN)/ruff check signoff tests clients $(wildcard bench) $(wildcard examples)
-	$(BIN)/ruff format --check signoff tests clients $(wildcard bench) $(wildcard examples)
+	$(BIN)/ruff check signoff tests clients tools $(wildcard bench) $(wildcard examples)
+	$(BIN)/ruff format --check signoff tests clients tools $(wildcard bench) $(wildcard examples)
 
 # The OpenAI Agents SDK recipe is checked against its own venv's packages.
 typecheck: $(VENV)/.test-tools .venv-openai-agents/.installed
-	$(BIN)/mypy signoff $(wildcard examples)
+	$(BIN)/mypy signoff tools $(wildcard examples)
 	$(BIN)/mypy --python-executable .venv-openai-agents/bin/python \
 		examples/agents/openai_agents/agent.py
 	$(BIN)/mypy clients/python/signoff_client
@@ -128,8 +128,15 @@ client-models: $(CODEGEN)/ariadne-codegen
 # The documentation site, built offline with --strict: a broken link or anchor, or a page
 # left out of the nav, fails the build. NO_MKDOCS_2_WARNING quiets the Material theme's
 # notice about MkDocs 2, which is not a warning about these pages.
+# Pages that show a README section or BENCHMARKS.md hold a copy of it, so they read the
+# same on GitHub as on the site: `make docs-copies` copies them again, `make docs` fails
+# on a stale one.
 docs: $(VENV)/.test-tools
+	$(BIN)/python tools/copy_docs.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-copies: $(VENV)/.test-tools
+	$(BIN)/python tools/copy_docs.py
 
 check: lint typecheck docs test
 

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from signoff import cli
+from tests.processes import ROOT
 
 COMMANDS = ["serve", "worker", "receiver", "migrate", "schema", "token", "actor", "audit"]
 ACTIONS = [
@@ -48,6 +49,9 @@ def test_signoff_help_sums_up_every_command_in_plain_sentences(
         assert re.search(rf"\b{command}\b", summary), f"{command} is not summed up"
     for paragraph in summary.split("\n\n"):
         assert paragraph.endswith("."), f"a paragraph stops mid-way: {paragraph!r}"
+    # The settings' page, by a path that exists in the repository (as published).
+    [page] = re.findall(r"docs/[\w-]+\.md", " ".join(summary.split()))
+    assert page == "docs/configuration.md" and (ROOT / page).exists()
 
 
 @pytest.mark.parametrize("argv", [[c] for c in COMMANDS] + ACTIONS, ids=" ".join)
