@@ -1,6 +1,6 @@
 """Fan-out benchmark: Signoff against a floor, in the same run, with the same clients.
 
-Two servers are measured one after the other, each in its own process on
+Three servers are measured one after the other, each in its own process on
 127.0.0.1, by the SAME ``--workers`` client processes running the same code:
 
 - **Signoff**: one ``signoff serve`` (fresh SQLite file unless ``--database-url``;
@@ -13,6 +13,11 @@ Two servers are measured one after the other, each in its own process on
   uvicorn (same websockets implementation, per-message deflate off) that answers
   ``connection_init`` and ``subscribe`` and, per ``POST /mutate``, sends ONE
   pre-encoded frame of the same shape to every subscriber. Always one process.
+- **Signoff SSE**: Signoff again, on a server of its own, its K subscribers running the
+  same subscription over Server-Sent Events (graphql-sse's distinct connections mode: a
+  POST with ``Accept: text/event-stream``, read on a plain asyncio connection), measured
+  the same way; ``--no-sse`` leaves it out. The report compares its p99 and RSS per idle
+  subscriber with the websocket side's.
 
 Each subscriber connects (``compression=None``, so it offers no per-message
 deflate), sends ``connection_init`` with ``{"authorization": "Bearer <token>"}``,
@@ -179,6 +184,7 @@ class SubscriberSpec:
     connect_timeout: float
     catch_up_timeout: float
     drain_timeout: float
+    transport: str = "websocket"  # or "sse": graphql-sse's distinct connections mode
 
     def assign(self, index: int) -> tuple[str, dict[str, str], list[str]]:
         """Subscriber ``index``'s server, subscription variables and the events it missed."""
@@ -305,6 +311,9 @@ PONG = json.dumps({"type": "pong"})
 
 
 async def _subscriber(spec: SubscriberSpec, index: int, tally: _Tally) -> None:
+    if spec.transport == "sse":
+        await _sse_subscriber(spec, index, tally)
+        return
     from websockets.asyncio.client import connect
     from websockets.typing import Subprotocol
 
@@ -358,6 +367,80 @@ async def _subscriber(spec: SubscriberSpec, index: int, tally: _Tally) -> None:
         tally.settle(stream)
     finally:
         tally.replayed.add(stream.missed, stream.replayed)
+
+
+async def _sse_subscriber(spec: SubscriberSpec, index: int, tally: _Tally) -> None:
+    """One subscriber over Server-Sent Events: a POST with ``Accept: text/event-stream``
+    on a plain asyncio connection (HTTP/1.1, the answer chunked), its ``next`` events
+    counted as the websocket subscriber counts its frames."""
+    url, variables, missed = spec.assign(index)
+    stream = _Stream(missed)
+    subscribed = False
+    address = url.split("//", 1)[1].split("/", 1)[0]
+    host, port = address.rsplit(":", 1)
+    body = json.dumps({"query": SUBSCRIBE, "variables": variables}).encode()
+    request = (
+        f"POST /graphql HTTP/1.1\r\nHost: {address}\r\n"
+        f"Authorization: Bearer {spec.plan.token}\r\nAccept: text/event-stream\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    writer: asyncio.StreamWriter | None = None
+    try:
+        async with asyncio.timeout(spec.connect_timeout):
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise RuntimeError(f"refused: {head.splitlines()[0]!r}")
+        chunked = b"transfer-encoding: chunked" in head.lower()
+        subscribed = True
+        tally.subscribed += 1
+        tally.check_caught_up(stream)
+        buffered = b""
+        while len(stream.live) + stream.live_errors < spec.mutations:
+            chunk = await _next_chunk(reader, chunked)
+            now = time.time()
+            buffered += chunk
+            while (end := buffered.find(b"\n\n")) >= 0:
+                block, buffered = buffered[:end], buffered[end + 2 :]
+                event, data = _event(block)
+                if event == "complete":
+                    raise RuntimeError(f"subscription completed: {block!r}")
+                if event == "next":
+                    _take(stream, tally, json.loads(data), data, now)
+    except Exception as exc:
+        tally.errors[f"{type(exc).__name__}: {exc}"[:160]] += 1
+        if subscribed:
+            tally.failed_late += 1
+        else:
+            tally.failed_early += 1
+        tally.settle(stream)
+    finally:
+        tally.replayed.add(stream.missed, stream.replayed)
+        if writer is not None:
+            writer.close()
+
+
+async def _next_chunk(reader: asyncio.StreamReader, chunked: bool) -> bytes:
+    if not chunked:
+        data = await reader.read(65536)
+    else:
+        size = int((await reader.readline()).split(b";")[0], 16)
+        data = (await reader.readexactly(size + 2))[:-2] if size else b""
+    if not data:
+        raise RuntimeError("the event stream ended")
+    return data
+
+
+def _event(block: bytes) -> tuple[str, str]:
+    """A Server-Sent Event's name and data (a comment, the heartbeat, has no name)."""
+    event, data = "", []
+    for line in block.decode().splitlines():
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+    return event, "\n".join(data)
 
 
 def _take(
@@ -579,6 +662,14 @@ class SignoffTarget:
         data = await _graphql(http, self.admin, CREATE_TASK, {"i": task})
         entity_id: str = data["createTask"]["id"]
         return entity_id
+
+
+class SignoffSseTarget(SignoffTarget):
+    """Signoff again, its subscribers over Server-Sent Events (the same subscription, the
+    same clients' code but for the transport), on a server of its own."""
+
+    name = "Signoff SSE"
+    transport = "sse"
 
 
 class FloorTarget:
@@ -899,7 +990,8 @@ def run_side(target: Target, pipes: list[Connection], per_worker: list[int], arg
         bases = [server.base for server in servers]
         plan = asyncio.run(target.prepare(bases, args.resume_cursors))
         rss_before = total_rss_kib(servers)
-        ready = connect_subscribers(target.name, pipes, per_worker, servers, plan, args)
+        transport = getattr(target, "transport", "websocket")
+        ready = connect_subscribers(target.name, pipes, per_worker, servers, plan, args, transport)
         time.sleep(args.settle)  # let the server register every subscription
         rss_subscribed = total_rss_kib(servers)
         scraped_before = asyncio.run(scrape(bases))
@@ -951,6 +1043,7 @@ def connect_subscribers(
     servers: list[Server],
     plan: Plan,
     args: Any,
+    transport: str = "websocket",
 ) -> list[Ready]:
     """Have the client processes connect, subscribe and (resume mode) catch up."""
     # Resume mode is a reconnect storm: every client process connects all at once.
@@ -967,6 +1060,7 @@ def connect_subscribers(
             connect_timeout=args.connect_timeout,
             catch_up_timeout=catch_up,
             drain_timeout=args.drain_timeout,
+            transport=transport,
         )
         pipe.send(spec)
     budget = args.connect_timeout + catch_up + max(per_worker) * interval + 30
@@ -1092,8 +1186,9 @@ def report(sides: list[Side], args: Any, database: str) -> None:
             "connecting at once (the floor: the same storm, nothing to resume); latency is "
             "of live frames only; RSS subscribed is read once caught up"
         )
-    both = len(sides) == 2
-    print(_row("", [side.name for side in sides], "Signoff/floor" if both else ""))
+    names = [side.name for side in sides]
+    both = names[:2] == ["Signoff", "floor"]
+    print(_row("", names, "Signoff/floor" if both else ""))
     for label, text in COUNTS + (RESUME_COUNTS if resume else []):
         print(_row(label, [text(side) for side in sides]))
     for label, value, fmt, with_ratio in NUMBERS + (RESUME_NUMBERS if resume else []):
@@ -1109,10 +1204,19 @@ def report(sides: list[Side], args: Any, database: str) -> None:
         if side.servers > 1 and live is not None:
             print(f"{side.name}: live subscribers per server: {' / '.join(map(str, live))}")
     if both:
-        signoff, floor = sides
+        signoff, floor = sides[:2]
         p99 = _ratio(percentile(signoff.latencies_ms, 0.99), percentile(floor.latencies_ms, 0.99))
         rate = _ratio(signoff.frames_per_s, floor.frames_per_s)
         print(f"\nSignoff p99 / floor p99 = {p99}; Signoff frames/s / floor frames/s = {rate}")
+    by_name = {side.name: side for side in sides}
+    if "Signoff" in by_name and "Signoff SSE" in by_name:
+        ws, sse = by_name["Signoff"], by_name["Signoff SSE"]
+        p99 = _ratio(percentile(sse.latencies_ms, 0.99), percentile(ws.latencies_ms, 0.99))
+        rss = _ratio(sse.rss_per_idle_subscriber_kib, ws.rss_per_idle_subscriber_kib)
+        print(
+            f"Signoff SSE p99 / websocket p99 = {p99}; "
+            f"SSE RSS per idle subscriber / websocket's = {rss}"
+        )
     for side in sides:
         errors: Counter[str] = Counter()
         extensions: Counter[str] = Counter()
@@ -1166,7 +1270,10 @@ def main() -> None:
         help="seconds the subscribers get after the last mutation is answered",
     )
     parser.add_argument("--settle", type=float, default=2.0, help="seconds before mutating")
-    parser.add_argument("--only", choices=["signoff", "floor"], help="measure one side only")
+    parser.add_argument("--only", choices=["signoff", "floor", "sse"], help="measure one side only")
+    parser.add_argument(
+        "--no-sse", action="store_true", help="leave out the Server-Sent Events side"
+    )
     parser.add_argument("--database-url", help="default: a fresh SQLite file")
     parser.add_argument("--redis-url", help="default: the embedded in-memory hub")
     parser.add_argument(
@@ -1199,9 +1306,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     signoff = SignoffTarget(args.database_url, args.redis_url, args.servers)
-    targets: list[Target] = [signoff, FloorTarget()]
+    sse = SignoffSseTarget(args.database_url, args.redis_url, args.servers)
+    targets: list[Target] = [signoff, FloorTarget()] + ([] if args.no_sse else [sse])
     if args.only:
-        targets = [t for t in targets if t.name.lower() == args.only]
+        targets = [t for t in targets if t.name.lower().replace("signoff sse", "sse") == args.only]
     per_worker = [args.subscribers // args.workers] * args.workers
     per_worker[0] += args.subscribers - sum(per_worker)
 
@@ -1223,6 +1331,7 @@ def main() -> None:
     finally:
         _stop_clients(processes, pipes)
         signoff.close()
+        sse.close()
 
     database = "postgresql" if "postgres" in signoff.database_url else "sqlite"
     report(sides, args, database)

@@ -25,6 +25,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.types import ExecutionResult
 
 from signoff import jsoncodec, metrics
 from signoff.approval_pages import ApprovalPages
@@ -53,13 +55,20 @@ from signoff.database import (
     read_only,
     readiness,
 )
-from signoff.errors import Forbidden, RateLimited, SignoffError, Unauthenticated
+from signoff.errors import (
+    Forbidden,
+    RateLimited,
+    ServiceUnavailable,
+    SignoffError,
+    Unauthenticated,
+)
 from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.jsonvalues import decode_body
 from signoff.live.broadcast import Broadcaster
 from signoff.live.prepared_frames import KeepServerSend
+from signoff.live.sse import EventStreams, stream_request
 from signoff.live.websocket import (
     Connection,
     LegacyWSHandler,
@@ -79,7 +88,9 @@ from signoff.resolvers.feed.subscriptions import forget_changed_viewers
 from signoff.resolvers.incidents.operations import Operations, read_operations
 from signoff.schema import build_schema
 from signoff.schema.context import Admission, Context, bearer_token
+from signoff.schema.live import LiveSocket
 from signoff.schema.serving.http import from_http_exception, refusal_response, unexpected_response
+from signoff.schema.serving.media import answer_in, note_request_error
 from signoff.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
 
 logger = logging.getLogger("signoff.app")
@@ -151,6 +162,16 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 authenticate=self.authenticator.viewer,
             )
         )
+        # graphql-sse: subscriptions over Server-Sent Events, in the same broadcast groups.
+        self.event_streams = EventStreams(
+            schema,
+            self.broadcaster,
+            authenticate=self.stream_viewer,
+            make_context=self.stream_context,
+            frame_limit=settings.subscriber_buffer,
+            heartbeat_seconds=settings.ws_ping_seconds,
+            max_operations=settings.ws_max_operations,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """HTTP: every refusal and every crash outside an operation answered as coded JSON."""
@@ -169,7 +190,13 @@ class SignoffGraphQL(GraphQL[Context, None]):
             if cookie is not None:
                 check_cookie_request(request, cookie, self.settings)
             self.check_rate(request)
-            response = await self.run(request)
+            kind = stream_request(request)
+            if kind is not None:
+                response = await self.event_streams.handle(kind, request, receive, send)
+                if response is None:
+                    return  # the event stream was the answer
+            else:
+                response = answer_in(request, await self.run(request))
         except SignoffError as refusal:
             response = refusal_response(refusal)
         except HTTPException as exc:
@@ -180,6 +207,41 @@ class SignoffGraphQL(GraphQL[Context, None]):
             # The operation gave its turn back as it ended, unless it never began.
             admission.give_back()
         await response(scope, receive, send)
+
+    async def stream_viewer(self, request: Request) -> tuple[str, Viewer]:
+        """Who a graphql-sse request is (its cookie's CSRF token was checked): refused at
+        once, before any answer begins, as a websocket's ``connection_init`` is."""
+        token = bearer_token(request.headers.get("authorization")) or self.cookie_token(request)
+        try:
+            viewer = await self._connecting_viewer(token)
+        except SignoffError:
+            raise
+        except Exception as exc:
+            if not is_unreachable(exc):
+                logger.warning(
+                    "event stream authentication failed: %s",
+                    database_condition(exc) or type(exc).__name__,
+                )
+            raise ServiceUnavailable() from None
+        assert token is not None  # no token: Unauthenticated
+        return token, viewer
+
+    def stream_context(
+        self, request: Request, token: str, viewer: Viewer, live: LiveSocket
+    ) -> Context:
+        """An operation's context on an event stream: no turn at the database is held for
+        a stream's life (each frame reads in a session of its own, as on websockets)."""
+        return Context(
+            sessionmaker=self.work.sessionmaker,
+            read_sessionmaker=self.read_sessionmaker,
+            services=self.work.services,
+            token=token,
+            request=request,
+            viewers=self.viewers,
+            authenticator=self.authenticator,
+            live=live,
+            _viewer=viewer,
+        )
 
     def check_rate(self, request: Request) -> None:
         """``RATE_LIMITED`` when the request's bearer token (or console session) is over
@@ -201,6 +263,13 @@ class SignoffGraphQL(GraphQL[Context, None]):
         if self.authenticator.provider is None or "authorization" in connection.headers:
             return None
         return session_cookie(connection)
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        processed = await super().process_result(request, result)
+        note_request_error(request, result, processed)
+        return processed
 
     def decode_json(self, data: str | bytes) -> object:
         return decode_body(data)
@@ -236,6 +305,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
         """Close every websocket with 1001 "going away": the server is shutting down, and
         clients should reconnect (to another instance, or to this one once it is back)."""
         await close_all(self.open_connections, WS_CLOSE_GOING_AWAY, WS_CLOSE_GOING_AWAY_REASON)
+        await self.event_streams.close_all()
 
     async def on_ws_connect(self, context: Context) -> None:
         params = context.connection_params or {}
@@ -287,7 +357,7 @@ class BodySizeLimit:
             await _too_large(self.max_bytes)(scope, receive, send)
             return
         if body is not None:
-            await self.app(scope, replay_body(body), send)
+            await self.app(scope, replay_body(body, receive), send)
 
 
 def _too_large(limit: int) -> Response:
@@ -356,8 +426,14 @@ def _cors(settings: Settings) -> list[Middleware]:
         Middleware(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),
-            allow_methods=["GET", "POST"],
-            allow_headers=["authorization", "content-type", "accept"],
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=[
+                "authorization",
+                "content-type",
+                "accept",
+                "last-event-id",
+                "x-graphql-event-stream-token",
+            ],
             allow_credentials=False,
             max_age=CORS_MAX_AGE_SECONDS,
         )
@@ -429,7 +505,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         # prepared frames): it sees every answer, a CORS preflight's included.
         middleware=[Middleware(KeepServerSend), Middleware(RequestLogging), *_cors(settings)],
         routes=[
-            Route("/graphql", graphql, methods=["GET", "POST"]),
+            # PUT and DELETE: graphql-sse's single connection mode (``live.sse``).
+            Route("/graphql", graphql, methods=["GET", "POST", "PUT", "DELETE"]),
             WebSocketRoute("/graphql", view),
             Route("/healthz", healthz),
             Route("/readyz", readyz),

@@ -26,15 +26,16 @@ async def read_body(receive: Receive, max_bytes: int | None = None) -> bytes | N
     return bytes(body)
 
 
-def replay_body(body: bytes) -> Receive:
-    """A ``receive`` that gives ``body`` once, then a disconnect."""
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``body`` once, then what the server's ``receive`` gives
+    (the disconnect, once the client goes: a streamed answer waits for it)."""
     sent = False
 
-    async def receive() -> Message:
+    async def replay() -> Message:
         nonlocal sent
         if sent:
-            return {"type": "http.disconnect"}
+            return await receive()
         sent = True
         return {"type": "http.request", "body": body, "more_body": False}
 
-    return receive
+    return replay

@@ -523,6 +523,14 @@ class AuditKeyMismatch(SignoffError):
 
 
 # Refusals of the request itself and of the query's shape (docs/design.md section 9)
+class EventStreamConflict(SignoffError):
+    """A graphql-sse request that clashes with the stream's state: the stream is already
+    open, or an operation with this id already runs on it."""
+
+    code = "EVENT_STREAM_CONFLICT"
+    default_message = "This event stream is already open; reserve another with PUT."
+
+
 class BadRequestBody(SignoffError):
     """The HTTP body is not a JSON object Signoff can read (bad JSON, bad UTF-8, too nested)."""
 
@@ -598,7 +606,7 @@ class IntrospectionDisabled(SignoffError):
 
 
 class TooManySubscriptions(SignoffError):
-    """A websocket already runs as many operations as one connection may."""
+    """A websocket (or event stream) already runs as many operations as one connection may."""
 
     code = "TOO_MANY_SUBSCRIPTIONS"
 

@@ -67,7 +67,8 @@ StrawberryExecutionContext = StrawberryGraphQLCoreExecutionContext
 # ``connection_acknowledged`` of the handlers, and overrides the methods the contract
 # tests name. It also steps the adapter's ``ws.send_text`` once by hand, relying on
 # uvicorn's send completing in one step unless it waits for the socket to drain
-# (``tests/events/test_stalled_subscriber.py`` holds it to that).
+# (``tests/events/test_stalled_subscriber.py`` holds it to that). ``live.sse`` steps an
+# HTTP answer's ASGI send the same way (``tests/events/test_event_streams.py``).
 
 
 def core_schema(schema: strawberry.Schema) -> GraphQLSchema:

@@ -121,7 +121,7 @@ class PersistedQueryMiddleware:
                 body = await read_body(receive)
                 if body is None:
                     return  # the client went away
-                receive = replay_body(self._rewrite(body))
+                receive = replay_body(self._rewrite(body), receive)
         except Refused as refused:
             await refused.response()(scope, receive, send)
             return

@@ -39,6 +39,7 @@ from signoff.pages import STATIC_DIR
 from signoff.resolvers.access.actors import set_actor_role
 from signoff.resolvers.core.work import UnitOfWork
 from tests.browser import browser, console_errors, offline_context, screenshot_path
+from tests.client.blocking_proxy import refusing_websockets
 from tests.conftest import ModuleServer
 from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world, unique_name
 from tests.live import Server, http_gql, server_log_on_failure
@@ -797,3 +798,32 @@ async def test_a_feed_the_server_completes_is_not_called_live_and_is_resumed(
         assert errors == []
     finally:
         await context.close()
+
+
+async def test_a_console_behind_a_proxy_that_refuses_websockets_follows_over_sse(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """Issue 45: behind a proxy that refuses websocket upgrades the console went dark.
+    It now follows its queue over one Server-Sent Events stream (graphql-sse's single
+    connection mode) on the same endpoint, and still resumes from its cursor."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, reviewer_names=unique_name("reviewer"))
+        async with refusing_websockets(server.port) as port:
+            context = await offline_context(browser, viewport=DESKTOP)
+            try:
+                page = await context.new_page()
+                sent: list[str] = []
+                page.on("request", lambda r: sent.append(f"{r.method} {r.url.split('/')[-1]}"))
+                await page.goto(f"http://127.0.0.1:{port}/")
+                await page.get_by_label("API token").fill(world.reviewers[0])
+                await page.get_by_role("button", name="Sign in").click()
+                await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
+                await server.subscriptions_live(1)
+                await world.propose()
+                await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
+                await world.propose(operation_key="second")
+                await expect(page.locator(".task")).to_have_count(2, timeout=LIVE_WITHIN)
+                assert "PUT graphql" in sent and "GET graphql" in sent
+            finally:
+                await context.close()

@@ -1,4 +1,5 @@
-"""Prepared frames: a broadcast frame is framed once and its bytes written to every socket.
+"""Prepared frames: a broadcast frame is framed once and its bytes written to every socket
+(and every event stream that carries one operation).
 
 Server frames are not masked, so without per-message deflate every connection gets the
 same bytes, and framing once spares each connection the ASGI send path. Only uvicorn's
@@ -13,6 +14,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.frames import Frame, Opcode
 
 from signoff.internals import uvicorn_protocol, uvicorn_takes_frame_now
+from signoff.resolvers.feed.subscriptions import encode_cursor
 
 # The scope key under which the server's own ``send`` is kept for a websocket.
 SERVER_SEND = "signoff.server_send"
@@ -21,15 +23,22 @@ SERVER_SEND = "signoff.server_send"
 FRAMED_OPENINGS = 2
 
 
+# The key under which a payload keeps its Server-Sent Event (one opening among the others).
+_EVENT = "\x00event"
+
+
 class Payload:
-    """One frame's encoded ``payload``, shared by every member of a broadcast group, with
-    the websocket frames built from it: one per distinct opening, usually one (clients
-    mostly number their first operation alike), at most ``FRAMED_OPENINGS``."""
+    """One frame's encoded ``payload`` for the event at ``cursor``, shared by every member
+    of a broadcast group, with what is built from it for many connections alike: the
+    websocket frames, one per distinct opening, usually one (clients mostly number their
+    first operation alike), and the Server-Sent Event of a stream that carries one
+    operation; at most ``FRAMED_OPENINGS`` of them."""
 
-    __slots__ = ("_framed", "text")
+    __slots__ = ("_framed", "cursor", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, cursor: int = 0) -> None:
         self.text = text
+        self.cursor = cursor
         self._framed: dict[str, bytes] = {}
 
     @property
@@ -50,6 +59,16 @@ class Payload:
             if len(self._framed) < FRAMED_OPENINGS:
                 self._framed[opening] = frame
         return frame
+
+    def event(self) -> bytes:
+        """The payload as a ``next`` Server-Sent Event whose id is its cursor (the stream of
+        one operation, graphql-sse's distinct connections mode)."""
+        event = self._framed.get(_EVENT)
+        if event is None:
+            event = f"id: {encode_cursor(self.cursor)}\nevent: next\ndata: {self.text}\n\n".encode()
+            if len(self._framed) < FRAMED_OPENINGS:
+                self._framed[_EVENT] = event
+        return event
 
 
 class SocketWriter:

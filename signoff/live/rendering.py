@@ -47,7 +47,7 @@ class Frames:
             return await self._render(change)
         except Exception as exc:
             logger.error("rendering a frame failed: %s", type(exc).__name__)
-            return Payload(FAILED_FRAME)
+            return Payload(FAILED_FRAME, change.cursor)
 
     async def _render(self, change: Change) -> Payload:
         context = self._make_context()
@@ -62,7 +62,7 @@ class Frames:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
             payload["errors"] = [mask_error(e, context.request_id).formatted for e in result.errors]
-        return Payload(json.dumps(payload, separators=(",", ":")))
+        return Payload(json.dumps(payload, separators=(",", ":")), change.cursor)
 
 
 class FrameMaker:

@@ -1,4 +1,5 @@
-"""The subscription root: live change feeds over graphql-transport-ws and graphql-ws.
+"""The subscription root: live change feeds over graphql-transport-ws, graphql-ws and
+graphql-sse.
 
 Each field hands its scope to the socket's live runtime (``schema.live.LiveSocket``),
 which authorises it and executes each event's frame once for every subscriber who sees
@@ -22,10 +23,13 @@ from signoff.schema.live import ScopeOf
 
 
 class LiveEventsUnavailable(SignoffError):
-    """Subscriptions are served over websockets at ``/graphql`` only."""
+    """Subscriptions are served over websockets and Server-Sent Events at ``/graphql`` only."""
 
     code = "SUBSCRIPTIONS_UNAVAILABLE"
-    default_message = "Subscribe over a websocket (graphql-transport-ws) at /graphql."
+    default_message = (
+        "Subscribe over a websocket (graphql-transport-ws) or Server-Sent Events (graphql-sse: "
+        "Accept: text/event-stream) at /graphql."
+    )
 
 
 @strawberry.type

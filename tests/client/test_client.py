@@ -204,16 +204,20 @@ async def test_rate_limited_requests_wait_the_retry_after(
     assert all(0 < delay <= 1 for _, delay in retried)
 
 
-async def test_wait_polls_when_websockets_are_refused(stage: Stage) -> None:
+async def test_wait_follows_over_server_sent_events_when_websockets_are_refused(
+    stage: Stage,
+) -> None:
     async with (
         refusing_websockets(stage.server.port) as port,
-        AsyncSignoff(f"http://127.0.0.1:{port}", stage.world.agent, poll_interval=0.2) as signoff,
+        AsyncSignoff(f"http://127.0.0.1:{port}", stage.world.agent, poll_interval=60) as signoff,
     ):
         proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-7"})
         await stage.decide(proposal.id)
         assert isinstance(await proposal.wait(timeout=20), Approved)
-        assert proposal.polling and proposal.events == []
         assert isinstance(await proposal.wait(timeout=20), Applied)
+    # Followed live (a poll would wait a minute and see no event): no poll, no websocket.
+    assert not proposal.polling and signoff.api.over_sse
+    assert "proposal.approved" in [kind for _, kind in proposal.events]
 
 
 async def read_json(process: asyncio.subprocess.Process) -> dict[str, Any]:

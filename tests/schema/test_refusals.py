@@ -118,8 +118,11 @@ async def test_a_missing_content_type_names_the_supported_one(client: AsyncClien
 async def test_methods_that_cannot_carry_the_operation_are_coded(client: AsyncClient) -> None:
     mutation = await client.get("/graphql", params={"query": "mutation { __typename }"})
     assert refusal(mutation, 405)["extensions"]["code"] == "METHOD_NOT_ALLOWED"
+    patch = await client.patch("/graphql", json={"query": "{ __typename }"})
+    assert patch.status_code == 405
+    # PUT reserves a graphql-sse event stream: it authenticates first.
     put = await client.put("/graphql", json={"query": "{ __typename }"})
-    assert put.status_code == 405
+    assert refusal(put, 401)["extensions"]["code"] == "UNAUTHENTICATED"
 
 
 async def test_a_subscription_over_http_says_where_to_subscribe(

@@ -1,9 +1,10 @@
 """A proposal as an agent holds it: its latest state, and ``wait`` for what comes next.
 
 ``wait`` follows ``proposalEvents`` over graphql-transport-ws from the last cursor it
-saw, so a dropped socket, a server restart or a 4429 resumes where it left off with no
-event lost (the server replays what came after the cursor). When websockets are refused
-outright (a proxy that does not pass them), it polls ``proposal(id)`` instead. Either way
+saw (over Server-Sent Events where websockets are refused), so a dropped connection, a
+server restart or a 4429 resumes where it left off with no event lost (the server replays
+what came after the cursor). When neither gets through, it polls ``proposal(id)``
+instead. Either way
 the outcome is read off the proposal's state (``outcomes.implied_outcomes``), so a
 repeated or skipped frame cannot change what an agent is told.
 """

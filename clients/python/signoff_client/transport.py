@@ -1,5 +1,7 @@
 """The wire: the generated operations (``generated.GeneratedClient``) sent over HTTP with
-retries, and subscriptions over graphql-transport-ws with typed close reasons.
+retries, and subscriptions over graphql-transport-ws with typed close reasons, or over
+Server-Sent Events (graphql-sse) where websockets cannot be opened (a proxy that refuses
+upgrades).
 
 The generated client owns the documents and the models; this module only decides how a
 request travels and what a refusal becomes (``errors.error_from``). Every mutation the
@@ -35,6 +37,8 @@ from signoff_client.generated import GeneratedClient
 
 TRANSPORT_WS = Subprotocol("graphql-transport-ws")
 ACK_WITHIN = 10.0
+ACCEPT = "application/graphql-response+json, application/json;q=0.9"
+EVENT_STREAM = "text/event-stream"
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -66,7 +70,8 @@ class StreamInterrupted(Exception):
 
 
 class WebsocketsUnavailable(Exception):
-    """The websocket handshake was refused (a proxy that does not pass websockets)."""
+    """Neither a websocket nor an event stream could be opened (a proxy that passes
+    neither, or a server that serves neither)."""
 
 
 def refusal_of(response: httpx.Response) -> SignoffError | None:
@@ -117,7 +122,9 @@ class GraphQLApi(GeneratedClient):
     ) -> None:
         base = url.rstrip("/")
         graphql_url = base if base.endswith("/graphql") else f"{base}/graphql"
-        headers = {"Authorization": f"Bearer {token}"}
+        # The GraphQL-over-HTTP media type: a request error comes back as a 4xx with its
+        # coded errors (``refusal_of`` reads them at any status).
+        headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
         self.http = http_client or httpx.AsyncClient(headers=headers, timeout=timeout)
         super().__init__(
             url=graphql_url,
@@ -128,6 +135,7 @@ class GraphQLApi(GeneratedClient):
         )
         self.retries = retries
         self.on_retry = on_retry
+        self.over_sse = False  # subscriptions over Server-Sent Events (websockets refused)
         self._sleep = sleep
 
     async def execute(
@@ -188,24 +196,65 @@ class GraphQLApi(GeneratedClient):
         variables: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[dict[str, Any]]:
-        """One subscription on a socket of its own, until it ends or the socket closes
+        """One subscription on a socket of its own, or an event stream of its own once a
+        websocket could not be opened, until it ends or the connection goes
         (``StreamInterrupted`` when resuming can recover, a ``SignoffError`` when not)."""
+        payload = {
+            "query": query,
+            "operationName": operation_name,
+            "variables": self._convert_dict_to_json_serializable(variables or {}),
+        }
+        if not self.over_sse:
+            try:
+                ws = await connect(
+                    self.ws_url, subprotocols=[TRANSPORT_WS], open_timeout=10, close_timeout=2
+                )
+            except (InvalidStatus, InvalidHandshake):
+                self.over_sse = True  # from now on: websockets do not get through
+            except OSError as exc:
+                raise StreamInterrupted(None, repr(exc)) from exc
+            else:
+                async for data in self._over_websocket(ws, payload):
+                    yield data
+                return
+        async for data in self._over_sse(payload):
+            yield data
+
+    async def _over_sse(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """One subscription as graphql-sse's distinct connections mode: a POST whose answer
+        is the stream of its results (``WebsocketsUnavailable`` if it is not one)."""
+        headers = {
+            **(self.headers or {}),
+            "Accept": EVENT_STREAM,
+            "Content-Type": "application/json",
+        }
         try:
-            ws = await connect(
-                self.ws_url, subprotocols=[TRANSPORT_WS], open_timeout=10, close_timeout=2
-            )
-        except (InvalidStatus, InvalidHandshake) as exc:
-            raise WebsocketsUnavailable(str(exc)) from exc
-        except OSError as exc:
+            async with self.http.stream(
+                "POST", self.url, content=json.dumps(payload), headers=headers
+            ) as response:
+                if not response.headers.get("content-type", "").startswith(EVENT_STREAM):
+                    await response.aread()
+                    refusal = refusal_of(response)
+                    if refusal is not None:
+                        raise refusal
+                    raise WebsocketsUnavailable(f"no event stream: HTTP {response.status_code}")
+                async for event, data in _server_sent_events(response):
+                    if event == "complete":
+                        return
+                    result = json.loads(data)
+                    if result.get("errors"):
+                        raise error_from(result["errors"][0])
+                    yield result["data"]
+        except httpx.TransportError as exc:
             raise StreamInterrupted(None, repr(exc)) from exc
+        raise StreamInterrupted(None, "the event stream ended without completing")
+
+    async def _over_websocket(
+        self, ws: ClientConnection, payload: dict[str, Any]
+    ) -> AsyncIterator[dict[str, Any]]:
         async with ws:
             try:
                 await self._open(ws)
-                payload = {
-                    "query": query,
-                    "operationName": operation_name,
-                    "variables": self._convert_dict_to_json_serializable(variables or {}),
-                }
                 await ws.send(
                     json.dumps({"id": str(uuid.uuid4()), "type": "subscribe", "payload": payload})
                 )
@@ -238,6 +287,21 @@ class GraphQLApi(GeneratedClient):
                     await ws.send(json.dumps({"type": "pong"}))
                 elif message.get("type") == "connection_ack":
                     return
+
+
+async def _server_sent_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """Each event of a ``text/event-stream`` answer: its name and data (comments, the
+    server's heartbeats, are skipped)."""
+    event, data = "", list[str]()
+    async for line in response.aiter_lines():
+        if not line:
+            if event:
+                yield event, "\n".join(data)
+            event, data = "", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
 
 
 def closed(code: int | None, cause: BaseException | None) -> Exception:

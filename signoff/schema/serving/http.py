@@ -19,10 +19,14 @@ from signoff.errors import (
     INTERNAL,
     BadRequestBody,
     CsrfRefused,
+    EventStreamConflict,
+    Forbidden,
     MethodNotAllowed,
     NotFound,
     RateLimited,
+    ServiceUnavailable,
     SignoffError,
+    Unauthenticated,
     UnsupportedContentType,
 )
 from signoff.schema.errors import ErrorMapping, describe
@@ -35,6 +39,11 @@ _STATUS = {
     MethodNotAllowed.code: 405,
     NotFound.code: 404,
     CsrfRefused.code: 403,
+    # Refusals of graphql-sse's requests, which authenticate before any operation runs.
+    Unauthenticated.code: 401,
+    Forbidden.code: 403,
+    EventStreamConflict.code: 409,
+    ServiceUnavailable.code: 503,
 }
 
 

@@ -1,6 +1,9 @@
 // Talking to Signoff's GraphQL API: queries and mutations over HTTP, subscriptions over
 // one graphql-transport-ws connection that comes back after a drop and resumes every
-// subscription from the last cursor it delivered (`after`), so nothing is missed.
+// subscription from the last cursor it delivered (`after`), so nothing is missed. Where
+// the websocket cannot be opened at all (a proxy that refuses upgrades), the same
+// subscriptions travel over one Server-Sent Events stream (graphql-sse's single
+// connection mode) instead.
 
 const ENDPOINT = "/graphql";
 
@@ -125,7 +128,9 @@ export class LiveConnection {
     if (this.acknowledged) this.start(id, entry);
     return () => {
       clearTimeout(entry.timer);
-      if (this.subscriptions.delete(id) && this.acknowledged) this.send({ id, type: "complete" });
+      if (!this.subscriptions.delete(id) || !this.acknowledged) return;
+      if (this.stream) this.stream.stop(id);
+      else this.send({ id, type: "complete" });
     };
   }
 
@@ -133,7 +138,8 @@ export class LiveConnection {
     clearTimeout(entry.timer);
     entry.timer = null;
     entry.since = Date.now();
-    this.send({ id, type: "subscribe", payload: this.payload(entry) });
+    if (this.stream) this.stream.start(id, this.payload(entry));
+    else this.send({ id, type: "subscribe", payload: this.payload(entry) });
   }
 
   /** The server ended a subscription this tab still wants: say so, and subscribe again. */
@@ -156,6 +162,7 @@ export class LiveConnection {
     for (const entry of this.subscriptions.values()) clearTimeout(entry.timer);
     this.subscriptions.clear();
     if (this.socket) this.socket.close(1000, "signed out");
+    if (this.stream) this.stream.close();
   }
 
   payload(entry) {
@@ -177,9 +184,15 @@ export class LiveConnection {
   open() {
     this.acknowledged = false;
     this.onStatus(this.attempt === 0 ? "connecting" : "reconnecting");
+    if (this.overEventStream) {
+      this.stream = new EventStream(this.token, this);
+      return;
+    }
     const socket = new WebSocket(this.url(), "graphql-transport-ws");
     this.socket = socket;
     socket.addEventListener("open", () => {
+      socket.opened = true;
+      this.everOpened = true;
       // Signed in through the identity provider, the handshake's cookie is the credential.
       const payload = this.token === SESSION ? {} : { authorization: `Bearer ${this.token}` };
       socket.send(JSON.stringify({ type: "connection_init", payload }));
@@ -239,16 +252,125 @@ export class LiveConnection {
   lost(socket, event) {
     if (socket !== this.socket || this.closed) return;
     this.acknowledged = false;
-    if (event.code === 4403) {
+    if (!socket.opened && !this.everOpened) {
+      // The tab's first websocket was not let through, though the sign-in's requests
+      // were: the upgrade is refused on the way. Server-Sent Events from now on.
+      this.overEventStream = true;
+      this.socket = null;
+      this.open();
+      return;
+    }
+    this.dropped(event.code);
+  }
+
+  /** The event stream ended or failed (`code` 4403: its reservation was refused). */
+  streamLost(stream, code) {
+    if (stream !== this.stream || this.closed) return;
+    this.acknowledged = false;
+    this.stream = null;
+    this.dropped(code);
+  }
+
+  dropped(code) {
+    if (code === 4403) {
       this.closed = true;
-      this.onStatus("rejected", event.code);
+      this.onStatus("rejected", code);
       return;
     }
     if (this.liveSince !== null && Date.now() - this.liveSince >= STABLE_MS) this.attempt = 0;
     this.liveSince = null;
     const delay = retryDelay(this.attempt);
     this.attempt += 1;
-    this.onStatus("reconnecting", event.code);
+    this.onStatus("reconnecting", code);
     this.timer = setTimeout(() => this.open(), delay);
+  }
+}
+
+const STREAM_TOKEN_HEADER = "X-GraphQL-Event-Stream-Token";
+
+/**
+ * The subscriptions of a LiveConnection over one Server-Sent Events stream (graphql-sse's
+ * single connection mode): PUT reserves it, GET reads it, each subscription is a POST with
+ * the stream's token, DELETE ends one. Its events reach the connection as the websocket's
+ * messages would (`connection_ack`, `next`, `complete`); a stream that ends or fails is
+ * lost like a socket (a refused reservation like a 4403).
+ */
+class EventStream {
+  constructor(token, connection) {
+    this.auth = credentialsFor(token);
+    this.connection = connection;
+    this.controller = new AbortController();
+    this.streamToken = null;
+    this.run();
+  }
+
+  async run() {
+    let code = 1006;
+    try {
+      const reserved = await this.fetch("PUT", {});
+      if (reserved.status === 401 || reserved.status === 403) code = 4403;
+      if (!reserved.ok) return;
+      this.streamToken = await reserved.text();
+      const response = await this.fetch("GET", { Accept: "text/event-stream" });
+      if (!response.ok || !response.body) return;
+      this.connection.receive({ type: "connection_ack" });
+      await this.read(response.body.getReader());
+    } catch (failure) {
+      // The network, or this stream closed by the page: either way it is over.
+    } finally {
+      if (!this.controller.signal.aborted) this.connection.streamLost(this, code);
+    }
+  }
+
+  async read(reader) {
+    const decoder = new TextDecoder();
+    let buffered = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffered += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+      let end;
+      while ((end = buffered.indexOf("\n\n")) >= 0) {
+        this.dispatch(buffered.slice(0, end));
+        buffered = buffered.slice(end + 2);
+      }
+    }
+  }
+
+  dispatch(block) {
+    let event = "";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+    }
+    if (event !== "next" && event !== "complete") return; // a heartbeat
+    const message = JSON.parse(data.join("\n"));
+    this.connection.receive({ type: event, id: message.id, payload: message.payload });
+  }
+
+  start(id, payload) {
+    const body = JSON.stringify({ ...payload, extensions: { operationId: id } });
+    this.fetch("POST", { "Content-Type": "application/json" }, body).catch(() => {});
+  }
+
+  stop(id) {
+    this.fetch("DELETE", {}, undefined, `?operationId=${encodeURIComponent(id)}`).catch(() => {});
+  }
+
+  close() {
+    this.controller.abort();
+  }
+
+  fetch(method, headers, body, query = "") {
+    const streamHeader = this.streamToken ? { [STREAM_TOKEN_HEADER]: this.streamToken } : {};
+    return fetch(ENDPOINT + query, {
+      method,
+      headers: { ...this.auth.headers, ...streamHeader, ...headers },
+      body,
+      credentials: this.auth.credentials,
+      cache: "no-store",
+      signal: this.controller.signal,
+    });
   }
 }

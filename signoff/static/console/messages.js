@@ -81,6 +81,7 @@ export const MESSAGES = {
   BAD_REQUEST_BODY: "The request could not be read as JSON. This is a console bug: reload the page.",
   UNSUPPORTED_CONTENT_TYPE: "The request was not sent as JSON. This is a console bug: reload the page.",
   METHOD_NOT_ALLOWED: "That request method is not allowed here. Reload the page.",
+  EVENT_STREAM_CONFLICT: "The live updates' stream was opened twice. Reload the page.",
   GRAPHQL_PARSE_FAILED: "The console sent a request the server could not parse. Reload the page.",
   QUERY_TOO_DEEP: "The request nests too deeply for the server's limit.",
   TOO_MANY_ALIASES: "The request uses more aliases than the server allows.",
