@@ -47,24 +47,27 @@ async def _send(services: WorkerServices, only: Sequence[str] | None = None) -> 
     carriers = Carriers(services.http, settings.slack_api_url, settings.smtp)
     attempts = await asyncio.gather(*(send_notification(carriers, o) for o in outgoing))
     for notification, attempt in zip(outgoing, attempts, strict=True):
-        error_code = attempt.error_code
-        if error_code is not None:
+        if attempt.error_code is not None:
             # Ids and the code only: the URL (a Slack webhook's path is its secret), its
             # query and the body stay out of the log.
             logger.warning(
                 "notification %s to channel %s failed: %s (attempt %d)",
                 notification.id,
                 notification.channel_id,
-                error_code,
+                attempt.error_code,
                 notification.attempt,
             )
-        async with services.work() as work:
+    # One transaction for the batch's outcomes: each is still guarded by its own lease.
+    async with services.work() as work:
+        for notification, attempt in zip(outgoing, attempts, strict=True):
             await record_attempt(
                 work,
                 notification,
-                error_code,
+                attempt.error_code,
                 jitter=services.jitter,
                 retry_after=attempt.retry_after,
                 posted=attempt.posted,
+                commit=False,
             )
+        await work.commit()
     return len(outgoing)

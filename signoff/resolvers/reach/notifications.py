@@ -54,7 +54,7 @@ from signoff.resolvers.reach.attempts import Attempt
 from signoff.resolvers.reach.emails import mail, plain_mail
 from signoff.resolvers.reach.link_minting import CreatedLink, link_for_notification
 from signoff.resolvers.reach.slack_api import web_client
-from signoff.resolvers.reach.slack_messages import load_shown, slack_request
+from signoff.resolvers.reach.slack_messages import ShownCache, slack_request
 from signoff.webhooks import sign
 
 NOTIFICATION_SCHEMA_VERSION = 1
@@ -254,14 +254,14 @@ async def claim_notifications(
     for notification in claimed:
         if not channels[notification.channel_id].receives:
             await _cancel(work, notification, channels[notification.channel_id])
-    outgoing = []
+    outgoing, shown = [], ShownCache()
     for notification in claimed:
         channel = channels[notification.channel_id]
         if not channel.receives:
             continue
         kind = ChannelKind(channel.kind)
         link = await _link(work, notification, channel)
-        body = await _body(work, notification, channel, link, public_url, mail_from)
+        body = await _body(work, notification, channel, link, public_url, mail_from, shown)
         outgoing.append(
             Outgoing(
                 id=notification.id,
@@ -286,14 +286,15 @@ async def _body(
     link: CreatedLink | None,
     public_url: str,
     mail_from: str,
+    cache: ShownCache,
 ) -> dict[str, Any]:
     """What this attempt sends: the outbox row's body (with its link), or for the Slack app
     and mail, a message drawn from the proposal as it is now."""
     kind, now = ChannelKind(channel.kind), work.now()
     if kind is ChannelKind.SLACK_APP:
-        return await slack_request(work.session, notification, channel, public_url, now)
+        return await slack_request(work.session, notification, channel, public_url, now, cache)
     if kind is ChannelKind.EMAIL:
-        shown = await load_shown(work.session, channel, notification.task_id, public_url, now)
+        shown = await cache.load(work.session, channel, notification.task_id, public_url, now)
         sent_link = (
             None if link is None else (public_url + link.path, format_expiry(link.link.expires_at))
         )
@@ -394,13 +395,15 @@ async def record_attempt(
     jitter: Jitter | None = None,
     retry_after: float | None = None,
     posted: tuple[str, str] | None = None,
+    commit: bool = True,
 ) -> NotificationState | None:
     """Record how an attempt ended, if its lease still holds (a sender whose lease lapsed
     and was taken over records nothing); the last failed attempt opens an incident, unless
     its channel was disabled or removed meanwhile: nobody waits for that channel any more.
     A retry waits ``retry_after`` seconds when the receiver asked for that (Slack's
     ``Retry-After``), else the deliveries' backoff; ``posted`` is where a Slack message
-    went, kept for updating it."""
+    went, kept for updating it. ``commit=False``: the caller commits (a batch's outcomes
+    in one transaction)."""
     now = work.now()
     wanted = True
     held = sa.and_(
@@ -444,7 +447,8 @@ async def record_attempt(
         )
         assert incident_id is not None  # unconditional: inserted or counted
         await announce_occurrence(work, incident_id, error_code=error_code)
-    await work.commit()
+    if commit:
+        await work.commit()
     return None if moved is None else NotificationState(moved.state)
 
 

@@ -136,6 +136,27 @@ async def load_shown(
     )
 
 
+class ShownCache:
+    """``load_shown`` once per task, queue and payload choice within one claim: a task
+    notified to ten channels of its queue is read once, not ten times."""
+
+    def __init__(self) -> None:
+        self._shown: dict[tuple[str, str, bool], Shown | None] = {}
+
+    async def load(
+        self,
+        session: AsyncSession,
+        channel: NotificationChannel,
+        task_id: str,
+        public_url: str,
+        now: datetime,
+    ) -> Shown | None:
+        key = (task_id, channel.queue_id, channel.include_payload)
+        if key not in self._shown:
+            self._shown[key] = await load_shown(session, channel, task_id, public_url, now)
+        return self._shown[key]
+
+
 def awaiting(shown: Shown) -> bool:
     proposal = shown.proposal
     return (
@@ -279,11 +300,14 @@ async def slack_request(
     channel: NotificationChannel,
     public_url: str,
     now: datetime,
+    cache: ShownCache | None = None,
 ) -> dict[str, Any]:
     """The Web API call that sends ``notification``: a post, a reply in the thread of the
     task's post (reminders), or ``chat.update`` of a post (``WAIT`` until Slack has it)."""
     slack_channel = slack_channel_of(channel.url)
-    shown = await load_shown(session, channel, notification.task_id, public_url, now)
+    shown = await (cache or ShownCache()).load(
+        session, channel, notification.task_id, public_url, now
+    )
     if notification.event == MESSAGE_UPDATE_EVENT:
         post = await session.get(Notification, notification.body["update_of"])
         if post is None or post.slack_ts is None or shown is None:
