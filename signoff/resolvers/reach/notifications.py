@@ -397,13 +397,11 @@ async def record_attempt(
     posted: tuple[str, str] | None = None,
     commit: bool = True,
 ) -> NotificationState | None:
-    """Record how an attempt ended, if its lease still holds (a sender whose lease lapsed
-    and was taken over records nothing); the last failed attempt opens an incident, unless
-    its channel was disabled or removed meanwhile: nobody waits for that channel any more.
-    A retry waits ``retry_after`` seconds when the receiver asked for that (Slack's
-    ``Retry-After``), else the deliveries' backoff; ``posted`` is where a Slack message
-    went, kept for updating it. ``commit=False``: the caller commits (a batch's outcomes
-    in one transaction)."""
+    """Record how an attempt ended, if its lease still holds (one lapsed and taken over
+    records nothing); the last failure opens an incident unless its channel was switched off
+    meanwhile. A retry waits ``retry_after`` seconds if the receiver asked (Slack's
+    ``Retry-After``), else the backoff; ``posted``: where a Slack post went, for updates.
+    ``commit=False``: the caller commits (a batch's outcomes in one transaction)."""
     now = work.now()
     wanted = True
     held = sa.and_(
