@@ -32,6 +32,7 @@ from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_notifications import notifications
 from tests.readme_shell import page
+from tests.receivers import Receiver, serve
 from tests.schema.test_amendments import AMEND, amendment
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -518,3 +519,16 @@ async def test_a_slack_user_decides_as_one_actor_at_most(
     async with gql.sessionmaker() as session:
         actors = {a.name: a.slack_user_id for a in (await session.exec(select(Actor))).all()}
     assert actors["first"] == "UREVIEW1" and actors["second"] is None
+
+
+async def test_delivery_updates_the_message(
+    gql: GraphQLClient, client: AsyncClient, worker: Worker, slack: FakeSlack
+) -> None:
+    async with serve(Receiver()) as receiver:
+        setup = await posted(gql, worker, slack, url=receiver.url)
+        receiver.secret = setup.world.signing_secret
+        approve = buttons(setup.post)["signoff_approve"]
+        assert (await interact(client, click("UREVIEW0", approve, setup.post))).status_code == 200
+        assert await worker.deliver(setup.proposal["id"]) == "APPLIED"
+    assert await send_notifications(worker.ctx) == 2  # the approval's update and delivery's
+    assert "*Approved* by reviewer-0 and *delivered*" in shown_text(slack.of("chat.update")[-1])
