@@ -31,6 +31,8 @@ NOTIFICATION_MAX_ATTEMPTS = 5
 NOTIFICATION_LEASE_SECONDS = 60
 NOTIFICATION_TIMEOUT_SECONDS = 10
 NOTIFICATION_BATCH_SIZE = 50
+# The in-process sender, after a failed run, tries again this soon.
+NOTIFICATION_RETRY_WAKE_SECONDS = 1.0
 NOTIFICATION_INCIDENT_FINGERPRINT = "notification:{notification_id}"
 # Reviewers in Slack (docs/slack.md): Slack's Web API, and how old a signed request may be.
 SLACK_API_URL = "https://slack.com/api/"

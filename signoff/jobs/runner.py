@@ -21,6 +21,7 @@ from signoff.config import Settings
 from signoff.constants import (
     DRAFT_RETENTION_INTERVAL_SECONDS,
     NOTIFICATION_BATCH_SIZE,
+    NOTIFICATION_RETRY_WAKE_SECONDS,
     WORKER_STOP_GRACE_SECONDS,
 )
 from signoff.jobs.context import CTX_KEY, WorkerServices, open_http_client
@@ -90,7 +91,12 @@ class InProcessJobs:
             await self._notifications_due.wait()
             self._notifications_due.clear()
             sent = await self._run(send_notifications.__name__, send_notifications(self.ctx))
-            if sent == NOTIFICATION_BATCH_SIZE:
+            if sent is None:
+                # A failed run (logged) leaves what was due waiting: try again shortly
+                # rather than at the next sweep, which takes one batch an interval.
+                await asyncio.sleep(NOTIFICATION_RETRY_WAKE_SECONDS)
+                self._notifications_due.set()
+            elif sent == NOTIFICATION_BATCH_SIZE:
                 self._notifications_due.set()  # a full batch: more may be waiting
 
     def _release(self, job_id: str) -> None:

@@ -229,6 +229,10 @@ async def claim_notifications(
     )
     if only is not None:
         chosen = chosen.where(col(Notification.id).in_(list(only)))
+    if work.session.get_bind().dialect.name == "postgresql":
+        # Two senders claiming at once (the woken one and the sweep) take different rows
+        # rather than lock the same ones in different orders, which could deadlock.
+        chosen = chosen.with_for_update(skip_locked=True)
     claimed = await NOTIFICATION.move_where(
         work,
         lifecycles.START_SENDING,
