@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import Clock, SignatureVerifier
+from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
@@ -166,6 +167,6 @@ class SlackActions:
         except SlackApiError as refused:
             logger.warning("chat.postEphemeral failed: %s", refused.response.get("error"))
 
-    def _client(self) -> Any:
+    def _client(self) -> AsyncWebClient:
         token = self.settings.slack_bot_token or ""
         return web_client(token, self.settings.slack_api_url, None)

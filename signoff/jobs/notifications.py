@@ -16,11 +16,10 @@ from typing import Any
 from signoff.jobs.context import WorkerServices, services_of
 from signoff.resolvers.reach.notifications import (
     MAIL_FROM,
-    Carriers,
     claim_notifications,
     record_attempt,
-    send_notification,
 )
+from signoff.resolvers.reach.sending import Carriers, send_notification
 
 logger = logging.getLogger("signoff.jobs")
 

@@ -8,19 +8,15 @@ transaction open; an approval link's token lives only in memory and in the reque
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import aiohttp
 import sqlalchemy as sa
 from sqlmodel import col, select
 
-from signoff import clock
-from signoff.config import SmtpSettings
 from signoff.constants import (
     CHANNEL_DISABLED_CODE,
     CHANNEL_REMOVED_CODE,
@@ -29,11 +25,8 @@ from signoff.constants import (
     NOTIFICATION_INCIDENT_FINGERPRINT,
     NOTIFICATION_LEASE_SECONDS,
     NOTIFICATION_MAX_ATTEMPTS,
-    NOTIFICATION_TIMEOUT_SECONDS,
-    SLACK_API_URL,
 )
 from signoff.delivery import Jitter, backoff_seconds
-from signoff.digest import canonical_json
 from signoff.models import (
     Actor,
     ChannelKind,
@@ -49,13 +42,9 @@ from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import NOTIFICATION
 from signoff.resolvers.core.occurrences import announce_occurrence, upsert_incident
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.resolvers.reach import emails, slack_api
-from signoff.resolvers.reach.attempts import Attempt
 from signoff.resolvers.reach.emails import mail, plain_mail
 from signoff.resolvers.reach.link_minting import CreatedLink, link_for_notification
-from signoff.resolvers.reach.slack_api import web_client
 from signoff.resolvers.reach.slack_messages import ShownCache, slack_request
-from signoff.webhooks import sign
 
 NOTIFICATION_SCHEMA_VERSION = 1
 HEADLINES = {
@@ -176,15 +165,6 @@ def with_link(
             "reviewer": {"id": reviewer.id, "name": reviewer.name},
         }
     }
-
-
-@dataclass(frozen=True)
-class Carriers:
-    """What sends notifications: HTTP for webhooks, Slack's Web API, an SMTP server."""
-
-    http: aiohttp.ClientSession
-    slack_api_url: str = SLACK_API_URL
-    smtp: SmtpSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -357,38 +337,6 @@ async def _link(
         ttl_seconds=ttl,
         created_by_id=channel.created_by_id,
     )
-
-
-async def send_notification(carriers: Carriers, outgoing: Outgoing) -> Attempt:
-    """One attempt, by the channel's carrier."""
-    if outgoing.kind is ChannelKind.SLACK_APP:
-        assert outgoing.secret is not None  # SLACK_APP channels keep their bot token
-        client = web_client(outgoing.secret, carriers.slack_api_url, carriers.http)
-        return await slack_api.send(client, outgoing.body)
-    if outgoing.kind is ChannelKind.EMAIL:
-        return await emails.send(carriers.smtp, outgoing.body)
-    return Attempt(await post_notification(carriers.http, outgoing))
-
-
-async def post_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> str | None:
-    """One attempt over HTTP; returns ``None`` on a 2xx answer, else the error code."""
-    body = canonical_json(outgoing.body).encode("utf-8")
-    headers = {"content-type": "application/json", "signoff-attempt": str(outgoing.attempt)}
-    if outgoing.secret is not None:
-        timestamp = int(clock.now().timestamp())
-        headers |= sign(outgoing.secret, f"ntf_{outgoing.id}", timestamp, body)
-    try:
-        async with (
-            asyncio.timeout(NOTIFICATION_TIMEOUT_SECONDS),
-            http.post(outgoing.url, data=body, headers=headers, allow_redirects=False) as answer,
-        ):
-            await answer.read()
-            status = answer.status
-    except TimeoutError:
-        return "TIMEOUT"
-    except aiohttp.ClientError:
-        return "CONNECTION_FAILED"
-    return None if 200 <= status < 300 else f"HTTP_{status}"
 
 
 async def record_attempt(
