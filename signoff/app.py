@@ -92,6 +92,7 @@ from signoff.schema.live import LiveSocket
 from signoff.schema.serving.http import from_http_exception, refusal_response, unexpected_response
 from signoff.schema.serving.media import answer_in, note_request_error
 from signoff.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
+from signoff.slack_actions import ACTIONS_PATH, SlackActions
 
 logger = logging.getLogger("signoff.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.
@@ -451,7 +452,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
     read_sessionmaker = create_sessionmaker(read_only(engine))
     events = create_event_service(settings, sessionmaker, read_sessionmaker)
     sealer = load_sealer(settings)
-    work = WorkMaker(sessionmaker, Services(jobs=jobs, events=events, sealer=sealer))
+    work = WorkMaker(
+        sessionmaker,
+        Services(jobs=jobs, events=events, sealer=sealer, slack_bot_token=settings.slack_bot_token),
+    )
     persisted_queries = _persisted_queries(settings)
     view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub, persisted_queries)
 
@@ -517,6 +521,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 ApprovalPages(work, read_sessionmaker).handle,
                 methods=["GET", "POST"],
             ),
+            Route(ACTIONS_PATH, SlackActions(work, settings).handle, methods=["POST"]),
             *(sign_in.routes() if settings.console else []),
             *page_routes(console=settings.console),
         ],

@@ -342,6 +342,18 @@ def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
     )
     enable.add_argument("--name", required=True, help="the actor's name")
     enable.set_defaults(run=_actor_enable)
+    link_slack = _command(
+        actor_commands,
+        "link-slack",
+        "let a Slack user decide as this actor from Signoff's Slack messages",
+        "Their clicks then decide as the actor, with its queues as they are at each click "
+        "(docs/slack.md).",
+    )
+    link_slack.add_argument("--name", required=True, help="the actor's name")
+    link_slack.add_argument(
+        "--slack-user", required=True, help="the Slack user's id (U…), from their profile"
+    )
+    link_slack.set_defaults(run=_actor_link_slack)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
@@ -582,6 +594,16 @@ def _actor_set_role(args: argparse.Namespace, settings: Settings) -> None:
         print(f"{name} is {role_phrase(role)} already; nothing was changed.")
     else:
         print(f"{name} is now {role_phrase(role)} (was {role_phrase(change.before)}).")
+
+
+def _actor_link_slack(args: argparse.Namespace, settings: Settings) -> None:
+    from signoff.resolvers.reach.slack_actions import link_slack_user
+
+    linked = _in_work(
+        settings,
+        lambda work: link_slack_user(work=work, name=args.name, slack_user_id=args.slack_user),
+    )
+    print(f"Slack user {linked.actor.slack_user_id} now decides as {linked.actor.name}.")
 
 
 def _actor_disable(args: argparse.Namespace, settings: Settings) -> None:

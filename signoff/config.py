@@ -23,6 +23,7 @@ from signoff.constants import (
     RATE_LIMIT_BURST,
     RATE_LIMIT_PER_SECOND,
     RECONCILE_INTERVAL_SECONDS,
+    SLACK_API_URL,
     SWEEP_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
     WS_MAX_OPERATIONS_PER_CONNECTION,
@@ -110,6 +111,13 @@ class Settings:
     oidc: OidcSettings | None = None
     # Whether the console offers pasting an API token: by default, only without OIDC.
     console_token_sign_in: bool = True
+    # Reviewers in Slack and by mail (docs/slack.md): the Slack app's bot token (sealed into
+    # each SLACK_APP channel as it is added) and signing secret, and its Web API.
+    slack_bot_token: str | None = None
+    slack_signing_secret: str | None = None
+    slack_api_url: str = SLACK_API_URL
+    # EMAIL channels: the SMTP server and the sender.
+    smtp: SmtpSettings | None = None
 
     @property
     def public_base_url(self) -> str:
@@ -204,7 +212,47 @@ class Settings:
                 "SIGNOFF_CONSOLE_TOKEN_SIGN_IN", "0" if oidc is not None else "1"
             )
             not in {"0", "false", "no"},
+            slack_bot_token=env.get("SIGNOFF_SLACK_BOT_TOKEN") or None,
+            slack_signing_secret=env.get("SIGNOFF_SLACK_SIGNING_SECRET") or None,
+            slack_api_url=parse_slack_api_url(env.get("SIGNOFF_SLACK_API_URL", "")),
+            smtp=SmtpSettings.from_env(env),
         )
+
+
+@dataclass(frozen=True)
+class SmtpSettings:
+    """Where EMAIL channels' mail goes (``SIGNOFF_SMTP_*``); unset host: no mail."""
+
+    host: str
+    port: int = 587
+    # Upgrade the connection with STARTTLS before authenticating (off: plain, for loopback).
+    starttls: bool = True
+    username: str | None = None
+    password: str | None = None
+    sender: str = "signoff@localhost"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SmtpSettings | None:
+        host = env.get("SIGNOFF_SMTP_HOST")
+        if not host:
+            return None
+        return cls(
+            host=host,
+            port=int(env.get("SIGNOFF_SMTP_PORT", str(cls.port))),
+            starttls=env.get("SIGNOFF_SMTP_STARTTLS", "1") not in {"0", "false", "no"},
+            username=env.get("SIGNOFF_SMTP_USERNAME") or None,
+            password=env.get("SIGNOFF_SMTP_PASSWORD") or None,
+            sender=env.get("SIGNOFF_SMTP_FROM") or cls.sender,
+        )
+
+
+def parse_slack_api_url(value: str) -> str:
+    """``SIGNOFF_SLACK_API_URL``: Slack's Web API by default; kept with a trailing slash, as
+    ``slack_sdk`` appends method names to it."""
+    url = value.strip() or SLACK_API_URL
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"SIGNOFF_SLACK_API_URL: {value!r} is not a URL like https://host/api/")
+    return url if url.endswith("/") else url + "/"
 
 
 def parse_origins(value: str) -> tuple[str, ...]:

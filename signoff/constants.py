@@ -31,7 +31,14 @@ NOTIFICATION_MAX_ATTEMPTS = 5
 NOTIFICATION_LEASE_SECONDS = 60
 NOTIFICATION_TIMEOUT_SECONDS = 10
 NOTIFICATION_BATCH_SIZE = 50
+# The in-process sender, after a failed run, tries again this soon.
+NOTIFICATION_RETRY_WAKE_SECONDS = 1.0
 NOTIFICATION_INCIDENT_FINGERPRINT = "notification:{notification_id}"
+# Reviewers in Slack (docs/slack.md): Slack's Web API, and how old a signed request may be.
+SLACK_API_URL = "https://slack.com/api/"
+SLACK_REQUEST_MAX_AGE_SECONDS = 300
+# An EMAIL channel without approvalLinkTtlSeconds sends links valid this long.
+EMAIL_LINK_TTL_SECONDS = 24 * 3600
 # The last_error_code of a notification cancelled, unsent, as its channel was switched off.
 CHANNEL_DISABLED_CODE = "CHANNEL_DISABLED"
 CHANNEL_REMOVED_CODE = "CHANNEL_REMOVED"

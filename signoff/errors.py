@@ -54,6 +54,16 @@ class ActorDisabled(Forbidden):
     )
 
 
+class SlackUserUnknown(Unauthenticated):
+    """A Slack user clicked a button but no Signoff actor is linked to them."""
+
+    code = "SLACK_USER_UNKNOWN"
+    default_message = (
+        "Your Slack account is not linked to a Signoff reviewer; an admin can link it with "
+        "`signoff actor link-slack --name <actor> --slack-user <U…>`."
+    )
+
+
 # Sign-in with an OpenID provider
 class IdentityTokenRefused(Unauthenticated):
     """A token from the OpenID provider did not validate; ``reason`` says which check

@@ -17,6 +17,7 @@ ACTIONS = [
     ["actor", "set-role"],
     ["actor", "disable"],
     ["actor", "enable"],
+    ["actor", "link-slack"],
     ["audit", "public-key"],
     ["audit", "checkpoint"],
     ["audit", "export"],

@@ -15,10 +15,11 @@ from typing import Any
 
 from signoff.jobs.context import WorkerServices, services_of
 from signoff.resolvers.reach.notifications import (
+    MAIL_FROM,
     claim_notifications,
     record_attempt,
-    send_notification,
 )
+from signoff.resolvers.reach.sending import Carriers, send_notification
 
 logger = logging.getLogger("signoff.jobs")
 
@@ -36,22 +37,36 @@ async def send_one_notification(ctx: dict[str, Any], notification_id: str) -> in
 
 
 async def _send(services: WorkerServices, only: Sequence[str] | None = None) -> int:
+    settings = services.settings
+    mail_from = settings.smtp.sender if settings.smtp is not None else MAIL_FROM
     async with services.work() as work:
         outgoing = await claim_notifications(
-            work, public_url=services.settings.public_base_url, only=only
+            work, public_url=settings.public_base_url, only=only, mail_from=mail_from
         )
-    errors = await asyncio.gather(*(send_notification(services.http, o) for o in outgoing))
-    for notification, error_code in zip(outgoing, errors, strict=True):
-        if error_code is not None:
+    carriers = Carriers(services.http, settings.slack_api_url, settings.smtp)
+    attempts = await asyncio.gather(*(send_notification(carriers, o) for o in outgoing))
+    for notification, attempt in zip(outgoing, attempts, strict=True):
+        if attempt.error_code is not None:
             # Ids and the code only: the URL (a Slack webhook's path is its secret), its
             # query and the body stay out of the log.
             logger.warning(
                 "notification %s to channel %s failed: %s (attempt %d)",
                 notification.id,
                 notification.channel_id,
-                error_code,
+                attempt.error_code,
                 notification.attempt,
             )
-        async with services.work() as work:
-            await record_attempt(work, notification, error_code, jitter=services.jitter)
+    # One transaction for the batch's outcomes: each is still guarded by its own lease.
+    async with services.work() as work:
+        for notification, attempt in zip(outgoing, attempts, strict=True):
+            await record_attempt(
+                work,
+                notification,
+                attempt.error_code,
+                jitter=services.jitter,
+                retry_after=attempt.retry_after,
+                posted=attempt.posted,
+                commit=False,
+            )
+        await work.commit()
     return len(outgoing)

@@ -20,7 +20,7 @@ from signoff import clock
 from signoff.config import Settings
 from signoff.constants import (
     DRAFT_RETENTION_INTERVAL_SECONDS,
-    NOTIFICATION_BATCH_SIZE,
+    NOTIFICATION_RETRY_WAKE_SECONDS,
     WORKER_STOP_GRACE_SECONDS,
 )
 from signoff.jobs.context import CTX_KEY, WorkerServices, open_http_client
@@ -85,13 +85,20 @@ class InProcessJobs:
     async def _send_notifications_when_woken(self) -> None:
         """One sender for this process: woken when notifications are written or a retry
         comes due, it sends what is due (a burst goes in batches, not a task each) until a
-        batch comes back short."""
+        claim finds nothing."""
         while True:
             await self._notifications_due.wait()
             self._notifications_due.clear()
             sent = await self._run(send_notifications.__name__, send_notifications(self.ctx))
-            if sent == NOTIFICATION_BATCH_SIZE:
-                self._notifications_due.set()  # a full batch: more may be waiting
+            if sent is None:
+                # A failed run (logged) leaves what was due waiting: try again shortly
+                # rather than at the next sweep, which takes one batch an interval.
+                await asyncio.sleep(NOTIFICATION_RETRY_WAKE_SECONDS)
+                self._notifications_due.set()
+            elif sent:
+                # More may be waiting: a batch comes back short when the sweep claimed
+                # part of it at the same time, so only a claim that finds nothing stops.
+                self._notifications_due.set()
 
     def _release(self, job_id: str) -> None:
         self._timers.pop(job_id, None)

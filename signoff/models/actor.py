@@ -35,6 +35,7 @@ class TokenState(StrEnum):
 
 class Actor(SQLModel, table=True):
     __tablename__ = "actors"
+    __table_args__ = (sa.Index("uq_actors_slack_user_id", "slack_user_id", unique=True),)
 
     id: str = id_field()
     name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False, unique=True))
@@ -42,6 +43,10 @@ class Actor(SQLModel, table=True):
     created_at: datetime = time_field(default_now=True)
     # Set while the actor is disabled: its tokens are refused, and kept for when it is enabled.
     disabled_at: datetime | None = time_field(nullable=True)
+    # The Slack user who decides as this actor from Slack messages (an admin links them).
+    slack_user_id: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(32), nullable=True)
+    )
 
 
 class ApiToken(SQLModel, table=True):

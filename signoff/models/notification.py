@@ -23,6 +23,16 @@ from signoff.models.base import (
 class ChannelKind(StrEnum):
     WEBHOOK = "WEBHOOK"  # a JSON document signed like deliveries (Standard Webhooks)
     SLACK = "SLACK"  # a Slack-compatible incoming webhook: {"text": ...}
+    # A message posted by Signoff's Slack app (the Web API), with buttons to decide, kept
+    # true as the proposal moves (docs/design.md section 5.6).
+    SLACK_APP = "SLACK_APP"
+    EMAIL = "EMAIL"  # a mail to the channel's reviewer, with a single-use approval link
+
+
+# The notification that brings a posted Slack message up to date with its proposal.
+MESSAGE_UPDATE_EVENT = "message.updated"
+# The notifications that post a message of their own (a reminder replies in its thread).
+POSTING_EVENTS = ("task.created", "task.escalated")
 
 
 class NotificationState(StrEnum):
@@ -53,8 +63,11 @@ class NotificationChannel(SQLModel, table=True):
     id: str = id_field()
     queue_id: str = fk_field("queues.id")
     kind: ChannelKind = enum_field()
+    # WEBHOOK and SLACK: where to post. SLACK_APP: ``slack://channel?id=<C…>``; EMAIL:
+    # ``mailto:<address>``.
     url: str = Field(sa_column=sa.Column(sa.String(2048), nullable=False))
-    # WEBHOOK channels only: the ``whsec_`` secret, sealed like a target's.
+    # WEBHOOK channels: the ``whsec_`` secret; SLACK_APP channels: the bot token they post
+    # with. Sealed like a target's.
     signing_secret: str | None = Field(
         default=None, sa_column=sa.Column(sa.String(128), nullable=True)
     )
@@ -98,3 +111,6 @@ class Notification(SQLModel, table=True):
     last_error_code: str | None = Field(default=None, sa_column=sa.Column(sa.String(64)))
     created_at: datetime = time_field(default_now=True)
     sent_at: datetime | None = time_field(nullable=True)
+    # SLACK_APP posts: where the message went, once Slack has it (``chat.update`` names it).
+    slack_channel: str | None = Field(default=None, sa_column=sa.Column(sa.String(32)))
+    slack_ts: str | None = Field(default=None, sa_column=sa.Column(sa.String(32)))

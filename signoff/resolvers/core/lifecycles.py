@@ -31,6 +31,7 @@ from signoff.models import (
     ReconciliationState,
     TaskState,
 )
+from signoff.resolvers.core.message_updates import keep_messages_true
 from signoff.resolvers.core.transitions import Edge, Lifecycle, Outcome, Subject
 from signoff.resolvers.core.work import UnitOfWork
 
@@ -158,6 +159,12 @@ async def describe_proposal(_: UnitOfWork, proposal: Proposal) -> Subject:
     )
 
 
+def follow_proposal(work: UnitOfWork, proposal: Proposal) -> None:
+    """After every move: the delivery it makes due, and the Slack messages that show it."""
+    schedule_if_due(work, proposal)
+    keep_messages_true(work, proposal)
+
+
 def schedule_if_due(work: UnitOfWork, proposal: Proposal) -> None:
     """A proposal waiting for an attempt gets its job after commit (the sweep is the net)."""
     if (
@@ -192,7 +199,7 @@ PROPOSAL: Lifecycle[Proposal, ProposalState] = Lifecycle(
         RELEASE_LEASE,
     ],
     describe=describe_proposal,
-    follow_up=schedule_if_due,
+    follow_up=follow_proposal,
 )
 
 # --- human tasks -------------------------------------------------------------------

@@ -30,6 +30,7 @@ from signoff.sealing import Sealer
 logger = logging.getLogger("signoff.work")
 
 AfterCommit = Callable[[], Awaitable[None]]
+BeforeCommit = Callable[[], Awaitable[None]]
 
 
 class JobQueue(Protocol):
@@ -87,6 +88,8 @@ class Services:
     jobs: JobQueue | None = None
     events: Publisher | None = None
     sealer: Sealer | None = None
+    # The Slack app's bot token (SIGNOFF_SLACK_BOT_TOKEN), sealed into SLACK_APP channels.
+    slack_bot_token: str | None = None
 
 
 class MissingService(RuntimeError):
@@ -100,6 +103,10 @@ class UnitOfWork:
         self.session = session
         self.services = services or Services()
         self._after_commit: list[AfterCommit] = []
+        self._before_commit: dict[str, BeforeCommit] = {}
+        # Proposals that moved in this transaction (their Slack messages are brought up
+        # to date just before it commits: signoff.resolvers.core.message_updates).
+        self.moved_proposals: set[str] = set()
         self._events: list[Mapping[str, Any]] = []  # this transaction's change events
         self._rows: dict[sa.Table, list[dict[str, Any]]] = {}
 
@@ -115,6 +122,11 @@ class UnitOfWork:
     def after_commit(self, hook: AfterCommit) -> None:
         """Run ``hook`` once this transaction has committed (never if it rolls back)."""
         self._after_commit.append(hook)
+
+    def before_commit(self, key: str, hook: BeforeCommit) -> None:
+        """Run ``hook`` just before this transaction commits, once per ``key`` however often
+        it is asked for: writes that sum up what the transaction's rules did."""
+        self._before_commit.setdefault(key, hook)
 
     def schedule_delivery(self, proposal_id: str, attempt: int, at: datetime | None = None) -> None:
         """Enqueue a delivery attempt once the transaction that made it due has committed."""
@@ -179,6 +191,9 @@ class UnitOfWork:
 
     async def commit(self) -> None:
         """Commit, then run the after-commit hooks; a failing hook is logged, never raised."""
+        while self._before_commit:
+            key = next(iter(self._before_commit))
+            await self._before_commit.pop(key)()
         rows, self._rows = self._rows, {}
         if rows:
             connection = await self.session.connection()
@@ -202,6 +217,7 @@ class UnitOfWork:
     async def rollback(self) -> None:
         """Roll back, and forget what was to happen after a commit that will not come."""
         self._after_commit, self._events, self._rows = [], [], {}
+        self._before_commit, self.moved_proposals = {}, set()
         await self.session.rollback()
 
 

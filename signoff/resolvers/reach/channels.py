@@ -3,6 +3,7 @@ enabling and removing it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +39,14 @@ from signoff.resolvers.core.reach_lifecycles import (
 from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Edge, Happening, Lifecycle, record
 from signoff.resolvers.core.work import UnitOfWork
+from signoff.resolvers.reach.emails import email_url
+from signoff.resolvers.reach.slack_messages import slack_channel_url
 from signoff.resolvers.targets.targets import check_url, iso, new_signing_secret
 from signoff.validation import require_range
+
+SLACK_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{2,31}")
+# One @, no spaces or angle brackets: the server finds out the rest.
+EMAIL_ADDRESS = re.compile(r"[^@\s<>]{1,64}@[^@\s<>]{1,255}")
 
 
 @dataclass(frozen=True)
@@ -54,16 +61,21 @@ async def add_notification_channel(
     viewer: Viewer,
     queue_id: str,
     kind: ChannelKind,
-    url: str,
+    url: str | None = None,
     include_payload: bool = False,
     reviewer_id: str | None = None,
     link_ttl_seconds: int | None = None,
+    slack_channel: str | None = None,
+    email_address: str | None = None,
 ) -> AddedChannel:
     """Add a channel to a queue (operators and admins); a WEBHOOK channel's signing secret
     is returned here once and never again. A channel addressed to one reviewer of the
-    queue may carry approval links for them, valid ``link_ttl_seconds``."""
+    queue may carry approval links for them, valid ``link_ttl_seconds``. A SLACK_APP
+    channel posts to ``slack_channel`` with the Slack app's bot token, sealed into it; an
+    EMAIL channel mails its reviewer at ``email_address``."""
     require_role(viewer, Role.OPERATOR)
     await require_row(work.session, Queue, queue_id, "No such queue.", field="queueId")
+    url = _address(kind, url, slack_channel, email_address, reviewer_id)
     if reviewer_id is not None:
         await _require_queue_reviewer(work, queue_id, reviewer_id)
     if link_ttl_seconds is not None:
@@ -80,11 +92,12 @@ async def add_notification_channel(
             APPROVAL_LINK_TTL_MAX_SECONDS,
         )
     secret = new_signing_secret() if kind is ChannelKind.WEBHOOK else None
+    sealed = secret if kind is ChannelKind.WEBHOOK else _bot_token(work, kind)
     channel = NotificationChannel(
         queue_id=queue_id,
         kind=kind,
-        url=check_url(url),
-        signing_secret=None if secret is None else work.sealer.seal(secret),
+        url=url,
+        signing_secret=None if sealed is None else work.sealer.seal(sealed),
         include_payload=include_payload,
         reviewer_id=reviewer_id,
         link_ttl_seconds=link_ttl_seconds,
@@ -111,6 +124,59 @@ async def add_notification_channel(
     )
     await work.commit()
     return AddedChannel(channel, secret)
+
+
+def _address(
+    kind: ChannelKind,
+    url: str | None,
+    slack_channel: str | None,
+    email_address: str | None,
+    reviewer_id: str | None,
+) -> str:
+    """Where the channel sends, as stored in ``url``; each kind takes exactly its own field."""
+    given = {"url": url, "slackChannel": slack_channel, "emailAddress": email_address}
+    wanted = {
+        ChannelKind.SLACK_APP: "slackChannel",
+        ChannelKind.EMAIL: "emailAddress",
+    }.get(kind, "url")
+    for field, value in given.items():
+        if (value is None) != (field != wanted):
+            raise ValidationFailed(
+                f"A {kind.value} channel takes {wanted} and nothing else of url, slackChannel, "
+                "emailAddress.",
+                field=field,
+            )
+    if kind is ChannelKind.SLACK_APP:
+        assert slack_channel is not None
+        if not SLACK_CHANNEL_ID.fullmatch(slack_channel):
+            raise ValidationFailed(
+                "slackChannel is a Slack channel id such as C0123456789.", field="slackChannel"
+            )
+        return slack_channel_url(slack_channel)
+    if kind is ChannelKind.EMAIL:
+        assert email_address is not None
+        if reviewer_id is None:
+            raise ValidationFailed(
+                "Mail goes to one reviewer, with their approval link: give reviewerId.",
+                field="reviewerId",
+            )
+        if not EMAIL_ADDRESS.fullmatch(email_address):
+            raise ValidationFailed("emailAddress is not a mail address.", field="emailAddress")
+        return email_url(email_address)
+    assert url is not None
+    return check_url(url)
+
+
+def _bot_token(work: UnitOfWork, kind: ChannelKind) -> str | None:
+    """The Slack app's bot token for a SLACK_APP channel (sealed into it as it is added)."""
+    if kind is not ChannelKind.SLACK_APP:
+        return None
+    token = work.services.slack_bot_token
+    if token is None:
+        raise ValidationFailed(
+            "The Slack app is not configured: set SIGNOFF_SLACK_BOT_TOKEN.", field="kind"
+        )
+    return token
 
 
 async def _require_queue_reviewer(work: UnitOfWork, queue_id: str, reviewer_id: str) -> None:

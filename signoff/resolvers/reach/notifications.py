@@ -8,29 +8,25 @@ transaction open; an approval link's token lives only in memory and in the reque
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import aiohttp
 import sqlalchemy as sa
 from sqlmodel import col, select
 
-from signoff import clock
 from signoff.constants import (
     CHANNEL_DISABLED_CODE,
     CHANNEL_REMOVED_CODE,
+    EMAIL_LINK_TTL_SECONDS,
     NOTIFICATION_BATCH_SIZE,
     NOTIFICATION_INCIDENT_FINGERPRINT,
     NOTIFICATION_LEASE_SECONDS,
     NOTIFICATION_MAX_ATTEMPTS,
-    NOTIFICATION_TIMEOUT_SECONDS,
 )
 from signoff.delivery import Jitter, backoff_seconds
-from signoff.digest import canonical_json
 from signoff.models import (
     Actor,
     ChannelKind,
@@ -41,12 +37,14 @@ from signoff.models import (
     Queue,
     Severity,
 )
+from signoff.models.proposal import format_expiry
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import NOTIFICATION
 from signoff.resolvers.core.occurrences import announce_occurrence, upsert_incident
 from signoff.resolvers.core.work import UnitOfWork
+from signoff.resolvers.reach.emails import mail, plain_mail
 from signoff.resolvers.reach.link_minting import CreatedLink, link_for_notification
-from signoff.webhooks import sign
+from signoff.resolvers.reach.slack_messages import ShownCache, slack_request
 
 NOTIFICATION_SCHEMA_VERSION = 1
 HEADLINES = {
@@ -55,6 +53,7 @@ HEADLINES = {
     "task.escalated": "Escalated to this queue",
 }
 LINK_LABEL = "Review and decide"
+MAIL_FROM = "signoff@localhost"
 
 
 # A channel gets notifications unless it was disabled or removed.
@@ -107,7 +106,7 @@ def notification_body(
     """What a channel receives: a JSON document, or a Slack message (``{"text": ...}``)."""
     payload = task.context.get("payload") if channel.include_payload else None
     due = task.due_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    if ChannelKind(channel.kind) is ChannelKind.SLACK:
+    if ChannelKind(channel.kind) in (ChannelKind.SLACK, ChannelKind.SLACK_APP, ChannelKind.EMAIL):
         text = f"[{queue.name}] {HEADLINES.get(event, event)}: {task.title} (due {due})"
         if payload is not None:
             text += f"\n```{json.dumps(payload, sort_keys=True)}```"
@@ -177,7 +176,7 @@ class Outgoing:
     channel_id: str
     kind: ChannelKind
     url: str
-    secret: str | None
+    secret: str | None  # WEBHOOK: the signing secret; SLACK_APP: the bot token
     body: dict[str, Any]  # as sent: with the approval link, if one was made
 
 
@@ -195,10 +194,12 @@ async def claim_notifications(
     public_url: str,
     limit: int = NOTIFICATION_BATCH_SIZE,
     only: Sequence[str] | None = None,
+    mail_from: str = MAIL_FROM,
 ) -> list[Outgoing]:
     """Take a lease on due notifications (and ones whose sender died), oldest first, or on
     those of ``only`` that are due, and commit; each attempt is counted as it is claimed,
-    and each approval link it carries is made (``public_url`` starts its URL)."""
+    each approval link it carries is made (``public_url`` starts its URL), and Slack
+    messages and mails are drawn from the proposal as it now is."""
     now = work.now()
     chosen = (
         select(Notification.id)
@@ -208,6 +209,10 @@ async def claim_notifications(
     )
     if only is not None:
         chosen = chosen.where(col(Notification.id).in_(list(only)))
+    if work.session.get_bind().dialect.name == "postgresql":
+        # Two senders claiming at once (the woken one and the sweep) take different rows
+        # rather than lock the same ones in different orders, which could deadlock.
+        chosen = chosen.with_for_update(skip_locked=True)
     claimed = await NOTIFICATION.move_where(
         work,
         lifecycles.START_SENDING,
@@ -233,17 +238,14 @@ async def claim_notifications(
     for notification in claimed:
         if not channels[notification.channel_id].receives:
             await _cancel(work, notification, channels[notification.channel_id])
-    outgoing = []
+    outgoing, shown = [], ShownCache()
     for notification in claimed:
         channel = channels[notification.channel_id]
         if not channel.receives:
             continue
         kind = ChannelKind(channel.kind)
-        body, link = notification.body, await _link(work, notification, channel)
-        if link is not None:
-            reviewer = await work.session.get(Actor, link.link.reviewer_id)
-            assert reviewer is not None
-            body = with_link(kind, body, public_url + link.path, link.link.expires_at, reviewer)
+        link = await _link(work, notification, channel)
+        body = await _body(work, notification, channel, link, public_url, mail_from, shown)
         outgoing.append(
             Outgoing(
                 id=notification.id,
@@ -259,6 +261,45 @@ async def claim_notifications(
         )
     await work.commit()
     return outgoing
+
+
+async def _body(
+    work: UnitOfWork,
+    notification: Notification,
+    channel: NotificationChannel,
+    link: CreatedLink | None,
+    public_url: str,
+    mail_from: str,
+    cache: ShownCache,
+) -> dict[str, Any]:
+    """What this attempt sends: the outbox row's body (with its link), or for the Slack app
+    and mail, a message drawn from the proposal as it is now."""
+    kind, now = ChannelKind(channel.kind), work.now()
+    if kind is ChannelKind.SLACK_APP:
+        return await slack_request(work.session, notification, channel, public_url, now, cache)
+    if kind is ChannelKind.EMAIL:
+        shown = await cache.load(work.session, channel, notification.task_id, public_url, now)
+        sent_link = (
+            None if link is None else (public_url + link.path, format_expiry(link.link.expires_at))
+        )
+        if shown is None:
+            return plain_mail(notification.event, channel, notification.body, mail_from)
+        return mail(
+            notification_id=notification.id,
+            event=notification.event,
+            channel=channel,
+            shown=shown,
+            link=sent_link,
+            public_url=public_url,
+            sender=mail_from,
+        )
+    if link is None:
+        return notification.body
+    reviewer = await work.session.get(Actor, link.link.reviewer_id)
+    assert reviewer is not None
+    return with_link(
+        kind, notification.body, public_url + link.path, link.link.expires_at, reviewer
+    )
 
 
 async def _cancel(
@@ -282,7 +323,10 @@ async def _cancel(
 async def _link(
     work: UnitOfWork, notification: Notification, channel: NotificationChannel
 ) -> CreatedLink | None:
-    if channel.reviewer_id is None or channel.link_ttl_seconds is None:
+    ttl = channel.link_ttl_seconds
+    if ttl is None and ChannelKind(channel.kind) is ChannelKind.EMAIL:
+        ttl = EMAIL_LINK_TTL_SECONDS  # a mail to a reviewer always carries their link
+    if channel.reviewer_id is None or ttl is None:
         return None
     return await link_for_notification(
         work,
@@ -290,48 +334,40 @@ async def _link(
         channel_id=channel.id,
         task_id=notification.task_id,
         reviewer_id=channel.reviewer_id,
-        ttl_seconds=channel.link_ttl_seconds,
+        ttl_seconds=ttl,
         created_by_id=channel.created_by_id,
     )
 
 
-async def send_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> str | None:
-    """One attempt over HTTP; returns ``None`` on a 2xx answer, else the error code."""
-    body = canonical_json(outgoing.body).encode("utf-8")
-    headers = {"content-type": "application/json", "signoff-attempt": str(outgoing.attempt)}
-    if outgoing.secret is not None:
-        timestamp = int(clock.now().timestamp())
-        headers |= sign(outgoing.secret, f"ntf_{outgoing.id}", timestamp, body)
-    try:
-        async with (
-            asyncio.timeout(NOTIFICATION_TIMEOUT_SECONDS),
-            http.post(outgoing.url, data=body, headers=headers, allow_redirects=False) as answer,
-        ):
-            await answer.read()
-            status = answer.status
-    except TimeoutError:
-        return "TIMEOUT"
-    except aiohttp.ClientError:
-        return "CONNECTION_FAILED"
-    return None if 200 <= status < 300 else f"HTTP_{status}"
-
-
 async def record_attempt(
-    work: UnitOfWork, outgoing: Outgoing, error_code: str | None, *, jitter: Jitter | None = None
+    work: UnitOfWork,
+    outgoing: Outgoing,
+    error_code: str | None,
+    *,
+    jitter: Jitter | None = None,
+    retry_after: float | None = None,
+    posted: tuple[str, str] | None = None,
+    commit: bool = True,
 ) -> NotificationState | None:
-    """Record how an attempt ended, if its lease still holds (a sender whose lease lapsed
-    and was taken over records nothing); the last failed attempt opens an incident, unless
-    its channel was disabled or removed meanwhile: nobody waits for that channel any more."""
+    """Record how an attempt ended, if its lease still holds (one lapsed and taken over
+    records nothing); the last failure opens an incident unless its channel was switched off
+    meanwhile. A retry waits ``retry_after`` seconds if the receiver asked (Slack's
+    ``Retry-After``), else the backoff; ``posted``: where a Slack post went, for updates.
+    ``commit=False``: the caller commits (a batch's outcomes in one transaction)."""
     now = work.now()
     wanted = True
     held = sa.and_(
         col(Notification.attempt_count) == outgoing.attempt,
         col(Notification.lease_expires_at).is_not(None),
     )
+    values: dict[str, Any]
     if error_code is None:
         edge, values = lifecycles.MARK_SENT, {"sent_at": now}
+        if posted is not None:
+            values |= {"slack_channel": posted[0], "slack_ts": posted[1]}
     elif outgoing.attempt < NOTIFICATION_MAX_ATTEMPTS:
-        retry_at = now + timedelta(seconds=backoff_seconds(outgoing.attempt, jitter))
+        wait = retry_after if retry_after is not None else backoff_seconds(outgoing.attempt, jitter)
+        retry_at = now + timedelta(seconds=wait)
         edge, values = lifecycles.SEND_LATER, {"next_attempt_at": retry_at}
     else:
         edge, values = lifecycles.GIVE_UP_SENDING, {}
@@ -361,7 +397,8 @@ async def record_attempt(
         )
         assert incident_id is not None  # unconditional: inserted or counted
         await announce_occurrence(work, incident_id, error_code=error_code)
-    await work.commit()
+    if commit:
+        await work.commit()
     return None if moved is None else NotificationState(moved.state)
 
 

@@ -15,9 +15,20 @@ from signoff.schema.node import Node
 class AddNotificationChannelInput:
     queue_id: strawberry.ID
     kind: models.ChannelKind = strawberry.field(
-        description="WEBHOOK: a signed JSON document. SLACK: a Slack incoming-webhook message."
+        description="WEBHOOK: a signed JSON document. SLACK: a Slack incoming-webhook message. "
+        "SLACK_APP: a message from Signoff's Slack app with Approve and Reject, kept up to "
+        "date. EMAIL: a mail to the channel's reviewer with their single-use approval link."
     )
-    url: str
+    url: str | None = strawberry.field(
+        default=None, description="WEBHOOK and SLACK channels: where to post."
+    )
+    slack_channel: str | None = strawberry.field(
+        default=None,
+        description="SLACK_APP channels: the Slack channel id (C…) the app posts in.",
+    )
+    email_address: str | None = strawberry.field(
+        default=None, description="EMAIL channels: the reviewer's mail address."
+    )
     include_payload: bool = strawberry.field(
         default=False, description="Send the proposal's payload too (default: never)."
     )

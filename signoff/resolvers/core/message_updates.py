@@ -1,0 +1,87 @@
+"""Keeping posted Slack messages true (docs/design.md section 5.6): whenever a proposal
+moves, by any path, each Slack message that shows it gets a notification of its own that
+brings it up to date (``message.updated``, sent with ``chat.update``).
+
+It is written in the transaction of the move, as the change event is, so it is never lost
+to a restart and never sent for a move that rolled back; it is sent and retried as every
+notification is. What the update shows is read when it is sent, so updates that overtake
+one another still leave the message as the proposal is.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import col, select
+
+from signoff.models import (
+    ChannelKind,
+    HumanTask,
+    Notification,
+    NotificationChannel,
+    NotificationState,
+    Proposal,
+    ProposalState,
+)
+from signoff.models.notification import MESSAGE_UPDATE_EVENT, POSTING_EVENTS
+from signoff.resolvers.core.work import UnitOfWork
+
+HOOK_KEY = "slack-message-updates"
+# Moves a message does not show: a delivery attempt starting, its lease renewed, a retry
+# scheduled (the message says "approved" until delivery ends either way).
+_UNSHOWN = frozenset({ProposalState.APPLYING})
+# A post claimed or sent: one still pending is rendered as the proposal is when it goes.
+_POSTED = (NotificationState.SENDING.value, NotificationState.SENT.value)
+
+
+def keep_messages_true(work: UnitOfWork, proposal: Proposal) -> None:
+    """Have the proposal's Slack messages updated as this transaction commits."""
+    if proposal.state in _UNSHOWN or (
+        proposal.state == ProposalState.FAILED and not proposal.delivery_terminal
+    ):
+        return
+    work.moved_proposals.add(proposal.id)
+
+    async def write() -> None:
+        await write_message_updates(work)
+
+    work.before_commit(HOOK_KEY, write)
+
+
+async def write_message_updates(work: UnitOfWork) -> int:
+    """Write one ``message.updated`` notification per posted Slack message of the proposals
+    that moved in ``work``; returns how many."""
+    moved, work.moved_proposals = work.moved_proposals, set()
+    if not moved:
+        return 0
+    posts = await work.session.exec(
+        select(
+            Notification.id, Notification.channel_id, Notification.queue_id, Notification.task_id
+        )
+        .join(NotificationChannel, col(NotificationChannel.id) == Notification.channel_id)
+        .join(HumanTask, col(HumanTask.id) == Notification.task_id)
+        .where(
+            col(HumanTask.proposal_id).in_(moved),
+            NotificationChannel.kind == ChannelKind.SLACK_APP.value,
+            col(Notification.event).in_(POSTING_EVENTS),
+            col(Notification.state).in_(_POSTED),
+        )
+    )
+    now = work.now()
+    written = [
+        Notification(
+            channel_id=channel_id,
+            queue_id=queue_id,
+            task_id=task_id,
+            event=MESSAGE_UPDATE_EVENT,
+            body={"update_of": post_id},
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for post_id, channel_id, queue_id, task_id in posts.all()
+    ]
+    if not written:
+        return 0
+    work.session.add_all(written)
+    await work.session.flush()
+    for notification in written:
+        work.schedule_notification(notification.id, 1)
+    return len(written)

@@ -1,0 +1,48 @@
+"""docs/slack.md as printed: its app manifest names Signoff's interactivity endpoint and
+the scopes the Slack app calls need, and its shell example links a Slack user."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from signoff.slack_actions import ACTIONS_PATH
+from tests.processes import ROOT
+from tests.readme_shell import commands, page, sh_blocks
+
+YAML_FENCE = re.compile(r"^```yaml\n(?P<body>.*?)^```$", re.M | re.S)
+
+
+def test_the_manifest_points_slack_at_the_actions_endpoint_with_the_scopes_used() -> None:
+    [manifest] = [yaml.safe_load(m["body"]) for m in YAML_FENCE.finditer(page("docs/slack.md"))]
+    interactivity = manifest["settings"]["interactivity"]
+    assert interactivity["is_enabled"] is True
+    assert interactivity["request_url"].endswith(ACTIONS_PATH)
+    assert set(manifest["oauth_config"]["scopes"]["bot"]) == {"chat:write", "users:read"}
+
+
+def test_the_link_slack_example_runs_as_printed(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
+        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
+        "SIGNOFF_LOG_FORMAT": "text",
+    }
+    [block] = sh_blocks(page("docs/slack.md"))
+    outputs = [
+        subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        for command in commands(block)
+    ]
+    assert outputs[-1] == "Slack user U0123ABCDEF now decides as alice.\n"
