@@ -42,7 +42,14 @@ HEADERS = {
 # looks like the console. The link's token is in the page's path: no-referrer keeps it out
 # of the stylesheet request.
 STYLESHEET = "/static/console/console.css"
-STATUS = {"UNKNOWN": 404, "USED": 410, "REVOKED": 410, "EXPIRED": 410, "SETTLED": 410}
+STATUS = {
+    "UNKNOWN": 404,
+    "USED": 410,
+    "REVOKED": 410,
+    "EXPIRED": 410,
+    "SETTLED": 410,
+    "CHANGED": 409,
+}
 
 
 def link_rate_limiter() -> RateLimiter:
