@@ -96,7 +96,8 @@ async def _require_person_undecided(session: AsyncSession, proposal: Proposal, m
 
 async def recount(work: UnitOfWork, actor_ids: Iterable[str]) -> list[str]:
     """After actors were linked into one person: each proposal still awaiting approval
-    that they approved counts that person once. Compare-and-set on the count and digest
+    that they approved counts that person once, and not at all where the person proposed
+    or wrote the revision. Compare-and-set on the count and digest
     read, again until it holds (a decision meanwhile changes the count); the ids of the
     proposals whose count changed."""
     session = work.session
@@ -123,6 +124,30 @@ async def recount(work: UnitOfWork, actor_ids: Iterable[str]) -> list[str]:
     return changed
 
 
+async def _counted_persons(session: AsyncSession, proposal: Proposal) -> int:
+    """The persons, as linked now, whose approval counts for the current revision: not
+    its proposer, nor (unless the target allows it) its author."""
+    approvers = (
+        await session.exec(
+            select(Approval.approver_id).where(
+                Approval.proposal_id == proposal.id,
+                Approval.revision == proposal.revision,
+                Approval.decision == Decision.APPROVED,
+            )
+        )
+    ).all()
+    author = await revision_author(session, proposal)
+    if author is not None:
+        target = await session.get(Target, proposal.target_id)
+        assert target is not None  # proposals reference their target
+        if target.amender_may_approve:
+            author = None
+    authors = [proposal.proposed_by_id, *([author] if author else [])]
+    known = await persons(session, [*approvers, *authors])
+    excluded = {known[actor_id] for actor_id in authors}
+    return len({known[actor_id] for actor_id in approvers} - excluded)
+
+
 async def _recount_one(work: UnitOfWork, proposal_id: str) -> bool:
     session = work.session
     while True:
@@ -130,15 +155,10 @@ async def _recount_one(work: UnitOfWork, proposal_id: str) -> bool:
         assert proposal is not None
         if proposal.state != ProposalState.APPROVAL_REQUIRED:
             return False
-        approvers = await session.exec(
-            select(Approval.approver_id).where(
-                Approval.proposal_id == proposal.id,
-                Approval.revision == proposal.revision,
-                Approval.decision == Decision.APPROVED,
-            )
-        )
-        count = len(set((await persons(session, approvers.all())).values()))
-        if count == proposal.approval_count:
+        count = await _counted_persons(session, proposal)
+        # Linking only ever lowers a count (moving an actor from one person to another
+        # may leave it low: the safe side, and the next approval is counted as ever).
+        if count >= proposal.approval_count:
             return False
         moved = await PROPOSAL.move(
             work,

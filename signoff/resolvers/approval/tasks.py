@@ -185,7 +185,9 @@ async def _require_may_decide(session: AsyncSession, viewer: Viewer, task: Human
     decided = (
         await session.exec(
             select(Approval.id).where(
-                Approval.proposal_id == proposal.id, Approval.approver_id == viewer.id
+                Approval.proposal_id == proposal.id,
+                Approval.revision == proposal.revision,  # an amendment lets them decide again
+                Approval.approver_id == viewer.id,
             )
         )
     ).first()
