@@ -2,7 +2,7 @@
 three reviewers read, amend, approve (``decideProposal``), claim and complete the approval
 task (``completeTask``), each naming the digest they last read; an administrator links
 reviewers as one person, disables and enables them. Whatever the order, a proposal released
-for delivery has its quorum of approvals from distinct persons, as linked at the end, none
+for delivery has its quorum of approvals from distinct persons, as linked then, none
 of them its proposer or the author of the revision that runs, each naming its digest."""
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class World:
     task_id: str
     seen: list[str] = field(default_factory=list)  # the digest each reviewer last read
     named: set[tuple[str, str]] = field(default_factory=set)  # (reviewer, digest) decided
+    released: bool = False  # checked once, as linked when it was released
 
 
 async def _token(make: WorkMaker, role: Role, queues: list[str] | None = None) -> tuple[str, str]:
@@ -195,7 +196,8 @@ async def _review(
 
 
 async def _check(world: World) -> ProposalState:
-    """The invariant, with persons as linked now."""
+    """The invariant, with persons as linked now; a released proposal's once, when it is
+    released (a link made after a delivery cannot undo it)."""
     async with world.make.sessionmaker() as session:
         proposal = await session.get(Proposal, world.proposal_id, populate_existing=True)
         assert proposal is not None
@@ -221,7 +223,8 @@ async def _check(world: World) -> ProposalState:
     # Each approval that counts is one its reviewer made naming this digest.
     assert all((actor.name, proposal.payload_digest) in world.named for _, actor in rows)
     persons = {person_of(actor.id, actor.person) for _, actor in rows} - selves
-    if proposal.state in RELEASED:
+    if proposal.state in RELEASED and not world.released:
+        world.released = True
         assert len(persons) >= proposal.required_approvals, (proposal, rows)
         assert task is not None and task.response is not None
         assert task.response["payloadDigest"] == proposal.payload_digest
