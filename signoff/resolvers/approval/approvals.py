@@ -131,13 +131,11 @@ async def apply_decision(
     payload_digest: str,
     bulk: dict[str, Any] | None = None,
 ) -> DecideResult:
-    """Check and record a decision of the digest the reviewer saw (``payload_digest``,
-    which every path that decides must name) in the unit of work; the caller commits.
-
-    The proposal and its approval task each move by compare-and-set, so a decision
-    never overwrites a claim another reviewer took meanwhile, and an approval counts only
-    while the proposal still has the digest it names (an amendment voids it). ``bulk``
-    names the bulk action a decision was made in, for the audit record.
+    """Check and record a decision of the digest the reviewer saw (``payload_digest``:
+    every path that decides names one); the caller commits. The proposal and its task
+    each move by compare-and-set: a decision never overwrites a claim taken meanwhile,
+    and an approval counts only while the proposal still has the digest it names (an
+    amendment voids it). ``bulk`` names the bulk action it was made in, for the audit.
     """
     now = work.now()
     session = work.session

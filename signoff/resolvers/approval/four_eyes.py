@@ -34,10 +34,16 @@ from signoff.resolvers.core.work import UnitOfWork
 
 async def persons(session: AsyncSession, actor_ids: Iterable[str]) -> dict[str, str]:
     """Each actor's person as it stands now."""
+    linked = await _links(session, actor_ids)
+    return {actor_id: person_of(actor_id, person) for actor_id, person in linked.items()}
+
+
+async def _links(session: AsyncSession, actor_ids: Iterable[str]) -> dict[str, str | None]:
+    """Each actor's ``person`` column: ``None`` for an actor linked to no one."""
     rows = await session.exec(
         select(Actor.id, Actor.person).where(col(Actor.id).in_(sorted(set(actor_ids))))
     )
-    return {actor_id: person_of(actor_id, person) for actor_id, person in rows.all()}
+    return dict(rows.all())
 
 
 async def revision_author(session: AsyncSession, proposal: Proposal) -> str | None:
@@ -58,9 +64,10 @@ async def require_four_eyes(
     (an approval, unless the target allows it) or by a person who already decided this
     revision as another actor; the viewer's person."""
     author = await revision_author(session, proposal) if decision is Decision.APPROVED else None
-    known = await persons(
+    linked = await _links(
         session, [viewer.id, proposal.proposed_by_id, *([author] if author else [])]
     )
+    known = {actor_id: person_of(actor_id, person) for actor_id, person in linked.items()}
     mine = known[viewer.id]
     if known[proposal.proposed_by_id] == mine:
         raise SelfApprovalForbidden("You proposed this action; another person must decide it.")
@@ -72,7 +79,9 @@ async def require_four_eyes(
                 f"You wrote revision {proposal.revision} of this proposal (your amendment); "
                 "another person must approve what you wrote."
             )
-    if mine != person_of(viewer.id, None):
+    if linked[viewer.id] is not None:
+        # Linked (even to its own id, when another actor was linked to it): another of
+        # the person's actors may have decided. Unlinked, the unique key is enough.
         await _require_person_undecided(session, proposal, mine)
     return mine
 
