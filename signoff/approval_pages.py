@@ -49,6 +49,7 @@ STATUS = {
     "EXPIRED": 410,
     "SETTLED": 410,
     "REVIEWER_INELIGIBLE": 410,
+    "CHANGED": 409,
 }
 
 

@@ -309,7 +309,9 @@ def _token_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    actor = _command(commands, "actor", "change an actor's role, or disable and enable it")
+    actor = _command(
+        commands, "actor", "change an actor's role, disable and enable it, or link it to a person"
+    )
     actor.set_defaults(migration_lines="none")
     actor_commands = actor.add_subparsers(required=True, metavar="ACTION", title="actions")
     set_role = _command(
@@ -354,6 +356,35 @@ def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "--slack-user", required=True, help="the Slack user's id (U…), from their profile"
     )
     link_slack.set_defaults(run=_actor_link_slack)
+    _person_commands(actor_commands)
+
+
+def _person_commands(actor_commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    link = _command(
+        actor_commands,
+        "link",
+        "make an actor the same person as another actor, or as a sign-in",
+        "Actors of one person have one vote in a quorum, and none on what that person "
+        "proposed or amended. An actor made by sign-in is the person its issuer and "
+        "subject name: link someone's old token actor to their sign-in with --to NAME (the "
+        "signed-in actor), or with --issuer and --subject before they first sign in. "
+        "Approvals still waiting for their quorum count the person once from now on. "
+        "'signoff serve' warns at start about reviewers, operators and admins with tokens "
+        "who are linked to no one while SIGNOFF_OIDC_ISSUER is set.",
+    )
+    link.add_argument("--name", required=True, help="the actor to link (e.g. a token actor)")
+    link.add_argument("--to", help="the actor of the same person (e.g. the signed-in one)")
+    link.add_argument("--issuer", help="the identity provider's issuer (SIGNOFF_OIDC_ISSUER)")
+    link.add_argument("--subject", help="the person's subject (sub) at that issuer")
+    link.set_defaults(run=_actor_link)
+    unlink = _command(
+        actor_commands,
+        "unlink",
+        "make an actor stand for itself alone again",
+        "Decisions it made stay as they were made.",
+    )
+    unlink.add_argument("--name", required=True, help="the actor's name")
+    unlink.set_defaults(run=_actor_unlink)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
@@ -367,6 +398,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     _prepare(settings)
+    _warn_unlinked(settings)
     greeting = _greeting(settings, host, port)
     _tune_for_serving()
     serve(create_app(settings), settings, host=host, port=port, greeting=greeting)
@@ -626,6 +658,45 @@ def _actor_switch(args: argparse.Namespace, settings: Settings, *, disable: bool
         print(f"{name} is now disabled; its tokens are refused until it is enabled.")
     else:
         print(f"{name} is now enabled; its tokens work again.")
+
+
+def _actor_link(args: argparse.Namespace, settings: Settings) -> None:
+    from signoff.resolvers.access.persons import link_actor
+
+    linked = _in_work(
+        settings,
+        lambda work: link_actor(
+            work=work, name=args.name, to=args.to, issuer=args.issuer, subject=args.subject
+        ),
+    )
+    print(f"{linked.actor.name} is now one person with: {', '.join(linked.actors)}.")
+    if linked.recounted:
+        print(f"Recounted the approvals of {len(linked.recounted)} waiting proposal(s).")
+
+
+def _actor_unlink(args: argparse.Namespace, settings: Settings) -> None:
+    from signoff.resolvers.access.persons import unlink_actor
+
+    actor = _in_work(settings, lambda work: unlink_actor(work=work, name=args.name))
+    print(f"{actor.name} now stands for itself alone.")
+
+
+def _warn_unlinked(settings: Settings) -> None:
+    """With sign-in on, a person's old token actor and their sign-in would be two votes
+    unless linked: name the token actors linked to no one."""
+    from signoff.resolvers.access.persons import unlinked_token_people
+
+    if settings.oidc is None:
+        return
+    names = _in_work(settings, lambda work: unlinked_token_people(work.session))
+    if names:
+        logging.getLogger("signoff.cli").warning(
+            "SIGNOFF_OIDC_ISSUER is set, and these reviewers, operators or admins use tokens "
+            "but are linked to no sign-in: %s. Someone who also signs in would have two "
+            "votes; link each with `signoff actor link --name NAME --to SIGNED-IN-NAME` (or "
+            "--issuer and --subject), or revoke their tokens.",
+            ", ".join(names),
+        )
 
 
 # Commands that never open the database.

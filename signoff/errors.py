@@ -220,8 +220,16 @@ class SelfApprovalForbidden(SignoffError):
     code = "SELF_APPROVAL_FORBIDDEN"
 
 
+class AmenderApprovalForbidden(SelfApprovalForbidden):
+    """The author of a proposal's current revision may not approve it (unless its target
+    allows it): a four-eyes refusal, told apart from the proposer's own."""
+
+    code = "AMENDER_APPROVAL_FORBIDDEN"
+
+
 class AlreadyDecided(SignoffError):
-    """This reviewer has already decided this proposal."""
+    """This reviewer (or another actor of the same person) has already decided this
+    revision of the proposal."""
 
     code = "ALREADY_DECIDED"
 

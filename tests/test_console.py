@@ -347,7 +347,9 @@ async def test_a_reviewer_amends_a_proposal_then_approves_two_at_once(
     browser: Browser, module_server: ModuleServer
 ) -> None:
     """Issue 14 in the console: amend instead of rejecting, then one bulk decision whose
-    items each name the digest the list showed (the amended one's new digest)."""
+    items each name the digest the list showed (the amended one's new digest). The
+    amender's approval of what they wrote is refused, in words (issue 41); another
+    reviewer approves it."""
     server, sessionmaker = module_server.server, module_server.sessionmaker
     names = unique_name("reviewer")
     async with http_gql(server, sessionmaker) as gql:
@@ -375,12 +377,13 @@ async def test_a_reviewer_amends_a_proposal_then_approves_two_at_once(
                 await page.locator(f"#pick-{made['task']['id']}").check()
             await expect(page.locator("#bulk-count")).to_contain_text("2 selected")
             await page.locator("#bulk-approve").click()
-            await expect(page.locator("#notice")).to_have_text(
-                "Approved 2 of 2.", timeout=LIVE_WITHIN
-            )
+            notice = page.locator("#notice")
+            await expect(notice).to_contain_text("Approved 1 of 2", timeout=LIVE_WITHIN)
+            await expect(notice).to_contain_text("another person must approve what you wrote")
             assert errors == []
         finally:
             await context.close()
+        await world.decide(world.reviewers[1], amended | {"id": small["proposal"]["id"]})
         for made in (small, other):
             decided = (await gql(PROPOSAL_STATE, {"id": made["proposal"]["id"]}, world.admin))[
                 "proposal"

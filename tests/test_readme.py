@@ -401,7 +401,9 @@ async def _the_worked_example(
         await receiver_printed(
             output, f"POST /hooks/refunds webhook-id=msg_{proposal_id} attempt=1 signature verified"
         )
-        await _deciding_better(readme, agent=agent, alice=alice, output=output, delivered=delivered)
+        await _deciding_better(
+            readme, ops=ops, agent=agent, alice=alice, output=output, delivered=delivered
+        )
 
 
 async def _from_a_shell(readme: Readme, shell: Shell, delivered: list[str]) -> None:
@@ -444,11 +446,12 @@ async def receiver_printed(output: IO[str], line: str) -> None:
 
 
 async def _deciding_better(
-    readme: Readme, *, agent: str, alice: str, output: IO[str], delivered: list[str]
+    readme: Readme, *, ops: str, agent: str, alice: str, output: IO[str], delivered: list[str]
 ) -> None:
     """The "Deciding better" section, continuing the worked example: simulate the policy,
-    propose two more refunds, amend one, preview and make a bulk decision; the amended
-    refund reaches the worked example's receiver."""
+    propose two more refunds, amend one (ops; alice, who did not write it, approves it),
+    preview and make a bulk decision; the amended refund reaches the worked example's
+    receiver."""
     simulated = await readme.run("simulatePolicy", alice)
     assert simulated["ruleName"] == "small" and simulated["autoApproved"] is True
     assert [e["matched"] for e in simulated["evaluations"]] == [True]
@@ -462,10 +465,10 @@ async def _deciding_better(
         "the large proposal id": large["id"],
         "the large payloadDigest": large["payloadDigest"],
     }
-    amended = await readme.run("amendProposal", alice)
+    amended = await readme.run("amendProposal", ops)
     assert amended["proposal"]["revision"] == 2 and amended["proposal"]["approvalCount"] == 0
     assert amended["revision"]["diff"] == [{"op": "replace", "path": "/amount", "value": 1000}]
-    assert amended["revision"]["amendedBy"] == {"name": "alice"}
+    assert amended["revision"]["amendedBy"] == {"name": "ops"}
     readme.values["the amended payloadDigest"] = amended["proposal"]["payloadDigest"]
 
     preview = await readme.run("bulkDecisionPreview", alice)

@@ -242,3 +242,23 @@ async def test_actor_disable_and_enable_refuse_an_unknown_name(database_url: str
     for action in ("disable", "enable"):
         nobody = await cli(database_url, "actor", action, "--name", "bob")
         assert_refused(nobody, "No actor is named bob.")
+
+
+async def test_actor_link_makes_two_actors_one_person_and_unlink_undoes_it(
+    gql: GraphQLClient, database_url: str
+) -> None:
+    alice = await token(database_url, "--name", "alice", "--role", "reviewer")
+    await token(database_url, "--name", "Alice Ng", "--role", "reviewer")
+
+    linked = await cli(database_url, "actor", "link", "--name", "alice", "--to", "Alice Ng")
+    assert linked.returncode == 0, linked.stderr
+    assert linked.stdout.strip() == "alice is now one person with: Alice Ng, alice."
+    unlinked = await cli(database_url, "actor", "unlink", "--name", "alice")
+    assert unlinked.stdout.strip() == "alice now stands for itself alone."
+    actions = [e["action"] for e in await audit_of(gql, (await viewer(gql, alice))["id"])]
+    assert actions[-2:] == ["actor.linked", "actor.unlinked"]
+
+    neither = await cli(database_url, "actor", "link", "--name", "alice")
+    assert_refused(neither, "Give either --to, or both --issuer and --subject.")
+    nobody = await cli(database_url, "actor", "link", "--name", "alice", "--to", "bob")
+    assert_refused(nobody, "No actor is named bob.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from enum import StrEnum
 
@@ -9,6 +10,9 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 from signoff.models.base import enum_field, fk_field, id_field, time_field
+
+# Person keys (``person_of``, ``oidc_person``) are a short prefix and a hash or an id.
+PERSON_MAX_CHARS = 80
 
 
 class Role(StrEnum):
@@ -47,6 +51,22 @@ class Actor(SQLModel, table=True):
     slack_user_id: str | None = Field(
         default=None, sa_column=sa.Column(sa.String(32), nullable=True)
     )
+    # The person behind the actor (``person_of``): actors that share it are one person, who
+    # has one vote in a quorum and is its proposer's or amender's self for four eyes.
+    person: str | None = Field(
+        default=None, sa_column=sa.Column(sa.String(PERSON_MAX_CHARS), nullable=True, index=True)
+    )
+
+
+def person_of(actor_id: str, person: str | None) -> str:
+    """The person an actor stands for: its ``person`` key, or, not linked, itself alone."""
+    return person if person is not None else f"actor:{actor_id}"
+
+
+def oidc_person(issuer: str, subject: str) -> str:
+    """The person key of whoever the provider ``issuer`` knows as ``subject`` (fixed length,
+    so that an issuer's long URL fits)."""
+    return "oidc:" + hashlib.sha256(f"{issuer} {subject}".encode()).hexdigest()
 
 
 class ApiToken(SQLModel, table=True):

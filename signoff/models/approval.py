@@ -8,6 +8,7 @@ from enum import StrEnum
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
+from signoff.models.actor import PERSON_MAX_CHARS
 from signoff.models.base import enum_field, fk_field, id_field, time_field
 
 
@@ -24,11 +25,15 @@ class Approval(SQLModel, table=True):
         sa.UniqueConstraint(
             "proposal_id", "revision", "approver_id", name="uq_approvals_reviewer_revision"
         ),
+        # And each person once, whichever of their linked actors decides.
+        sa.Index("uq_approvals_person_revision", "proposal_id", "revision", "person", unique=True),
     )
 
     id: str = id_field()
     proposal_id: str = fk_field("proposals.id")
     approver_id: str = fk_field("actors.id", index=False)
+    # The approver's person key when deciding (``signoff.models.actor.person_of``).
+    person: str = Field(sa_column=sa.Column(sa.String(PERSON_MAX_CHARS), nullable=False))
     decision: Decision = enum_field()
     payload_digest: str = Field(sa_column=sa.Column(sa.String(71), nullable=False))
     revision: int = Field(

@@ -101,6 +101,12 @@ class Target(SQLModel, table=True):
         default=False,
         sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()),
     )
+    # Whether the author of a revision may approve it (four eyes, section 4.4): by default
+    # an amender is that revision's proposer, and another person must approve it.
+    amender_may_approve: bool = Field(
+        default=False,
+        sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()),
+    )
     # A numeric top-level payload field that bulk previews add up (section 4.18).
     summary_field: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
     # Approval policy (section 4.19): ``{"rules": [...], "default": {...}}``, or none.

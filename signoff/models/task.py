@@ -30,13 +30,16 @@ class TaskState(StrEnum):
 
 APPROVAL_KIND = "APPROVAL"
 
+# Completing an approval task decides its proposal: the response names the digest the
+# reviewer saw, as ``decideProposal`` does (docs/design.md section 4.4).
 APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "decision": {"enum": ["APPROVED", "REJECTED"]},
+        "payloadDigest": {"type": "string", "minLength": 1, "maxLength": 100},
         "reason": {"type": "string", "minLength": 3, "maxLength": 2000},
     },
-    "required": ["decision"],
+    "required": ["decision", "payloadDigest"],
     "additionalProperties": False,
 }
 

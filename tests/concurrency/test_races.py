@@ -185,7 +185,8 @@ async def test_a_decision_through_the_task_never_overwrites_a_claim_taken_meanwh
         return task
 
     monkeypatch.setattr(approvals, "approval_task", read_then_let_b_claim)
-    decide = {"input": {"taskId": task_id, "response": {"decision": "APPROVED"}}}
+    response = {"decision": "APPROVED", "payloadDigest": proposed["proposal"]["payloadDigest"]}
+    decide = {"input": {"taskId": task_id, "response": response}}
     decided = await gql.raw(COMPLETE, decide, a)
     assert "errors" not in claims[0], claims[0]
     assert decided["errors"][0]["extensions"]["code"] == "TASK_CLAIMED_BY_OTHER", decided

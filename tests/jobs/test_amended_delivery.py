@@ -8,6 +8,7 @@ from sqlmodel import col, select
 
 from signoff import clock
 from signoff.models import Actor, Approval, Decision, Proposal
+from signoff.models.actor import person_of
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_delivery import read
@@ -26,7 +27,7 @@ async def test_the_delivered_body_names_the_approved_revision(
         amended = (await amend(world, world.reviewers[1], proposal, patch={"amount": 80}))[
             "proposal"
         ]
-        await world.decide(world.reviewers[1], amended)
+        await world.decide(world.reviewers[0], amended)  # not its amender
         queued = await world.decide(world.reviewers[2], amended)
         assert queued["proposal"]["state"] == "QUEUED"
         assert await worker.deliver(proposal["id"]) == "APPLIED"
@@ -51,12 +52,14 @@ async def test_a_quorum_of_an_earlier_revision_is_refused_before_sending(
         async with gql.sessionmaker() as session:
             stored = await session.get(Proposal, proposal["id"])
             assert stored is not None
+            approver = (
+                await session.exec(select(Actor.id).where(Actor.name == "reviewer-0"))
+            ).one()
             session.add(
                 Approval(
                     proposal_id=stored.id,
-                    approver_id=(
-                        await session.exec(select(Actor.id).where(Actor.name == "reviewer-0"))
-                    ).one(),
+                    approver_id=approver,
+                    person=person_of(approver, None),
                     decision=Decision.APPROVED,
                     payload_digest=proposal["payloadDigest"],
                     revision=1,

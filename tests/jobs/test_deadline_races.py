@@ -95,7 +95,9 @@ async def decide(
         await session.commit()  # SQLite: end the read, so the escalation may write
         read_it.set()
         try:
-            await apply_decision(work, viewer, stale, Decision.APPROVED, None)
+            await apply_decision(
+                work, viewer, stale, Decision.APPROVED, None, payload_digest=stale.payload_digest
+            )
         except (NotAwaitingApproval, PayloadDigestMismatch):
             # The escalation gave the proposal a new deadline, so a new digest: the
             # decision named the old one.

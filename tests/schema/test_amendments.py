@@ -96,10 +96,9 @@ async def test_an_amendment_makes_a_new_revision_and_voids_earlier_approvals(
     )
     assert stale.code == "PAYLOAD_DIGEST_MISMATCH"
 
-    # The full quorum again, on the new digest; the reviewer who approved revision 1 may
-    # approve revision 2, and the amender's approval counts once.
-    amender = world.reviewers[1]
-    first = await world.decide(amender, new)
+    # The full quorum again, on the new digest, from reviewers other than its author; the
+    # reviewer who approved revision 1 may approve revision 2, once.
+    first = await world.decide(world.reviewers[2], new)
     assert first["proposal"]["state"] == "APPROVAL_REQUIRED"
     again = await gql.error(
         "mutation($i: DecideProposalInput!) { decideProposal(input: $i) { replayed } }",
@@ -110,7 +109,7 @@ async def test_an_amendment_makes_a_new_revision_and_voids_earlier_approvals(
                 "payloadDigest": new["payloadDigest"],
             }
         },
-        amender,
+        world.reviewers[2],
     )
     assert again.code == "ALREADY_DECIDED"
     second = await world.decide(world.reviewers[0], new)

@@ -45,14 +45,22 @@ async def test_completing_the_approval_task_decides_the_proposal(gql: GraphQLCli
             {
                 "input": {
                     "taskId": task_id,
-                    "response": {"decision": "REJECTED", "reason": "Wrong customer."},
+                    "response": {
+                        "decision": "REJECTED",
+                        "payloadDigest": proposed["proposal"]["payloadDigest"],
+                        "reason": "Wrong customer.",
+                    },
                 }
             },
             reviewer,
         )
     )["completeTask"]
     assert done["task"]["state"] == "COMPLETED"
-    assert done["task"]["response"] == {"decision": "REJECTED", "reason": "Wrong customer."}
+    assert done["task"]["response"] == {
+        "decision": "REJECTED",
+        "payloadDigest": proposed["proposal"]["payloadDigest"],
+        "reason": "Wrong customer.",
+    }
     proposal = await gql(
         "query($id: ID!) { proposal(id: $id) { state approvals { decision } } }",
         {"id": proposed["proposal"]["id"]},

@@ -26,7 +26,8 @@ async def test_a_quorum_of_two_needs_two_distinct_reviewers(gql: GraphQLClient) 
     assert second["proposal"]["state"] == "QUEUED"
     assert second["proposal"]["approvalCount"] == 2
     task = (await gql(TASK, {"id": task_id}, world.admin))["task"]
-    assert task["state"] == "COMPLETED" and task["response"] == {"decision": "APPROVED"}
+    assert task["state"] == "COMPLETED"
+    assert task["response"] == {"decision": "APPROVED", "payloadDigest": proposal["payloadDigest"]}
 
 
 async def test_one_rejection_rejects_whatever_came_before(gql: GraphQLClient) -> None:

@@ -48,7 +48,9 @@ def reassign(task_id: str, assignee_id: str, **extra: Any) -> dict[str, Any]:
 
 
 async def claimed_task(world: World, **propose: Any) -> dict[str, Any]:
-    task: dict[str, Any] = (await world.propose(**propose))["task"]
+    """A claimed approval task, with the digest its reviewers were shown."""
+    proposed = await world.propose(**propose)
+    task: dict[str, Any] = {**proposed["task"], "digest": proposed["proposal"]["payloadDigest"]}
     await world.gql(CLAIM, {"id": task["id"]}, world.reviewers[0])
     return task
 
@@ -98,7 +100,14 @@ async def test_the_holder_hands_a_task_to_another_reviewer_who_may_decide_it(
     refused = await gql.error(REASSIGN, reassign(task["id"], carol_id), world.reviewers[0])
     assert refused.code == "TASK_NOT_CLAIMED"
     done = await gql(
-        COMPLETE, {"input": {"taskId": task["id"], "response": {"decision": "APPROVED"}}}, carol
+        COMPLETE,
+        {
+            "input": {
+                "taskId": task["id"],
+                "response": {"decision": "APPROVED", "payloadDigest": task["digest"]},
+            }
+        },
+        carol,
     )
     assert done["completeTask"]["task"]["state"] == "COMPLETED"
 
@@ -220,7 +229,12 @@ async def test_concurrent_hand_ons_and_a_decision_one_wins(gql: GraphQLClient) -
         calls.append(
             (
                 COMPLETE,
-                {"input": {"taskId": task["id"], "response": {"decision": "APPROVED"}}},
+                {
+                    "input": {
+                        "taskId": task["id"],
+                        "response": {"decision": "APPROVED", "payloadDigest": task["digest"]},
+                    }
+                },
                 world.reviewers[0],
             )
         )

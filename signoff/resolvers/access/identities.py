@@ -20,6 +20,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.errors import ActorDisabled, NoMappedGroup
 from signoff.models import Actor, ChangeKind, OidcIdentity, Queue, QueueMembership, Role
+from signoff.models.actor import oidc_person
 from signoff.oidc_settings import ClaimMapping
 from signoff.resolvers.access.actors import NAME_MAX_CHARS
 from signoff.resolvers.access.rules import Viewer
@@ -135,7 +136,10 @@ async def _bring_in_line(work: UnitOfWork, who: Claimed) -> _Current:
     session = work.session
     current = await _current(session, who)
     if current is None:
-        actor = Actor(name=await _free_name(session, who), role=who.role)
+        # Its person is who the provider says it is; a token actor an administrator
+        # linked to this issuer and subject (``signoff actor link``) is the same person.
+        person = oidc_person(who.issuer, who.subject)
+        actor = Actor(name=await _free_name(session, who), role=who.role, person=person)
         session.add(actor)
         await session.flush()
         identity = OidcIdentity(actor_id=actor.id, issuer=who.issuer, subject=who.subject)

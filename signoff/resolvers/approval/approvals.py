@@ -22,12 +22,12 @@ from signoff.errors import (
     AlreadyDecided,
     NotAwaitingApproval,
     PayloadDigestMismatch,
-    SelfApprovalForbidden,
     TaskClaimedByOther,
 )
 from signoff.models import Approval, Decision, HumanTask, Proposal, ProposalState, TaskState
 from signoff.models.task import claim_lapsed, workable_by
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
+from signoff.resolvers.approval.four_eyes import require_four_eyes
 from signoff.resolvers.approval.proposals import get_proposal
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
@@ -85,8 +85,9 @@ async def decide_named(
 ) -> DecideResult:
     """Decide the proposal ``payload_digest`` names, if it still has that digest."""
     proposal = await get_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
-    require_digest(proposal, payload_digest)
-    return await apply_decision(work, viewer, proposal, decision, reason, bulk=bulk)
+    return await apply_decision(
+        work, viewer, proposal, decision, reason, payload_digest=payload_digest, bulk=bulk
+    )
 
 
 def require_digest(proposal: Proposal, payload_digest: str) -> None:
@@ -97,19 +98,27 @@ def require_digest(proposal: Proposal, payload_digest: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Decidable:
+    """What a decision the viewer may make rests on: the approval task, and the person
+    the viewer is."""
+
+    task: HumanTask | None
+    person: str
+
+
 async def check_decidable(
-    session: AsyncSession, viewer: Viewer, proposal: Proposal, now: datetime
-) -> HumanTask | None:
-    """Refuse a decision this viewer may not make on the proposal now; returns its
-    approval task. Deciding and bulk previews share it."""
+    session: AsyncSession, viewer: Viewer, proposal: Proposal, decision: Decision, now: datetime
+) -> Decidable:
+    """Refuse a decision this viewer may not make on the proposal now. Deciding and bulk
+    previews share it."""
     require_reviewer_of(viewer, proposal.queue_id)
     require_awaiting(proposal, now)
-    if proposal.proposed_by_id == viewer.id:
-        raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
+    person = await require_four_eyes(session, viewer, proposal, decision)
     task = await approval_task(session, proposal.id)
     if task is not None and held_by_other(task, viewer, now):
         raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
-    return task
+    return Decidable(task=task, person=person)
 
 
 async def apply_decision(
@@ -119,30 +128,34 @@ async def apply_decision(
     decision: Decision,
     reason: str | None,
     *,
+    payload_digest: str,
     bulk: dict[str, Any] | None = None,
 ) -> DecideResult:
-    """Check and record a decision in the unit of work; the caller commits.
-
-    The proposal and its approval task each move by compare-and-set, so a decision
-    never overwrites a claim another reviewer took meanwhile, and an approval counts only
-    while the proposal still has the digest it names (an amendment voids it). ``bulk``
-    names the bulk action a decision was made in, for the audit record.
+    """Check and record a decision of the digest the reviewer saw (``payload_digest``:
+    every path that decides names one); the caller commits. The proposal and its task
+    each move by compare-and-set: a decision never overwrites a claim taken meanwhile,
+    and an approval counts only while the proposal still has the digest it names (an
+    amendment voids it). ``bulk`` names the bulk action it was made in, for the audit.
     """
     now = work.now()
     session = work.session
-    task = await check_decidable(session, viewer, proposal, now)
+    require_digest(proposal, payload_digest)
+    decidable = await check_decidable(session, viewer, proposal, decision, now)
+    task = decidable.task
     reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
     approval = Approval(
         proposal_id=proposal.id,
         approver_id=viewer.id,
+        person=decidable.person,
         decision=decision,
-        payload_digest=proposal.payload_digest,
+        payload_digest=payload_digest,
         revision=proposal.revision,
         reason=reason,
         created_at=now,
     )
-    # The unique (proposal, revision, reviewer) row is the check that a reviewer decides
-    # each revision once: a look beforehand would cost every decision a query and race.
+    # The unique (proposal, revision, reviewer) and (proposal, revision, person) rows are
+    # the check that a reviewer, and a person, decides each revision once: a look
+    # beforehand would race.
     await work.add_unique(approval, AlreadyDecided("You have already decided this proposal."))
     _audit_approval(work, viewer, approval, bulk)
 
@@ -151,7 +164,7 @@ async def apply_decision(
         await PROPOSAL.refuse(work, proposal.id, _decided_meanwhile(approval.payload_digest))
     decided = updated.state != ProposalState.APPROVAL_REQUIRED
     if task is not None:
-        task = await _settle_task(work, viewer, task, decision, reason, decided, now)
+        task = await _settle_task(work, viewer, task, approval, decided, now)
     return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)
 
 
@@ -275,8 +288,7 @@ async def _settle_task(
     work: UnitOfWork,
     viewer: Viewer,
     task: HumanTask,
-    decision: Decision,
-    reason: str | None,
+    approval: Approval,
     decided: bool,
     now: datetime,
 ) -> HumanTask:
@@ -285,7 +297,11 @@ async def _settle_task(
     values: dict[str, Any] = {"assignee_id": None, "claim_expires_at": None}
     if decided:
         values |= {
-            "response": {"decision": decision.value, **({"reason": reason} if reason else {})},
+            "response": {
+                "decision": approval.decision.value,
+                "payloadDigest": approval.payload_digest,
+                **({"reason": approval.reason} if approval.reason else {}),
+            },
             "completed_by_id": viewer.id,
             "completed_at": now,
         }

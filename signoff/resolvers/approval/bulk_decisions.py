@@ -247,7 +247,7 @@ async def preview_bulk_decision(
             )
             by_state[str(proposal.state)] += 1
             require_digest(proposal, item.payload_digest)
-            await check_decidable(session, viewer, proposal, now)
+            await check_decidable(session, viewer, proposal, Decision.APPROVED, now)
             await require_undecided(session, proposal, viewer.id)
         except SignoffError as refused:
             previews.append(PreviewItem(item.proposal_id, proposal, refused.code, refused.message))

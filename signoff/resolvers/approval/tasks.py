@@ -17,7 +17,6 @@ from signoff.errors import (
     AlreadyDecided,
     Forbidden,
     ResponseInvalid,
-    SelfApprovalForbidden,
     TaskClaimedByOther,
     TaskNotClaimable,
     TaskNotClaimed,
@@ -26,6 +25,7 @@ from signoff.errors import (
 from signoff.jsonvalues import check_schema, require_object, validate_against
 from signoff.models import (
     APPROVAL_KIND,
+    APPROVAL_RESPONSE_SCHEMA,
     Approval,
     ChangeKind,
     Decision,
@@ -39,6 +39,7 @@ from signoff.models.task import claim_lapsed, workable_by
 from signoff.resolvers.access.eligibility import require_eligible
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of, require_role
 from signoff.resolvers.approval.approvals import apply_decision
+from signoff.resolvers.approval.four_eyes import require_four_eyes
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import TASK
 from signoff.resolvers.core.pagination import Equals, Matches, OneOf, Order, Page, Where, paginate
@@ -181,12 +182,15 @@ async def claim_task(*, work: UnitOfWork, viewer: Viewer, task_id: str) -> Human
 async def _require_may_decide(session: AsyncSession, viewer: Viewer, task: HumanTask) -> None:
     proposal = await session.get(Proposal, task.proposal_id)
     assert proposal is not None  # approval tasks always point at their proposal
-    if proposal.proposed_by_id == viewer.id:
-        raise SelfApprovalForbidden("You proposed this action; another reviewer must decide it.")
+    # Claiming is for approving: the proposer, and the author of the current revision
+    # (unless the target lets them), may not hold the task.
+    await require_four_eyes(session, viewer, proposal, Decision.APPROVED)
     decided = (
         await session.exec(
             select(Approval.id).where(
-                Approval.proposal_id == proposal.id, Approval.approver_id == viewer.id
+                Approval.proposal_id == proposal.id,
+                Approval.revision == proposal.revision,  # an amendment lets them decide again
+                Approval.approver_id == viewer.id,
             )
         )
     ).first()
@@ -258,7 +262,10 @@ async def complete_task(
         now = work.now()
         _require_completable(task, viewer, now)
         require_object(response, "response")
-        validate_against(response, task.response_schema, ResponseInvalid, "response")
+        # An approval task answers to the schema of today's rule, whatever a task made
+        # before it stored: it must name the digest the reviewer saw.
+        schema = APPROVAL_RESPONSE_SCHEMA if task.kind == APPROVAL_KIND else task.response_schema
+        validate_against(response, schema, ResponseInvalid, "response")
         if task.kind == APPROVAL_KIND:
             return await _complete_approval(work, viewer, task, response)
         return await _complete_free(work, viewer, task, response, now)
@@ -286,11 +293,17 @@ def _require_completable(task: HumanTask, viewer: Viewer, now: datetime) -> None
 async def _complete_approval(
     work: UnitOfWork, viewer: Viewer, task: HumanTask, response: dict[str, Any]
 ) -> HumanTask:
-    """Completing an approval task is deciding its proposal: the same rule, the same checks."""
+    """Completing an approval task is deciding its proposal: the same rule, the same checks,
+    the digest the reviewer saw named in the response."""
     proposal = await work.session.get(Proposal, task.proposal_id)
     assert proposal is not None
     result = await apply_decision(
-        work, viewer, proposal, Decision(response["decision"]), response.get("reason")
+        work,
+        viewer,
+        proposal,
+        Decision(response["decision"]),
+        response.get("reason"),
+        payload_digest=response["payloadDigest"],
     )
     assert result.task is not None
     return result.task

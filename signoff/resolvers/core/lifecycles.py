@@ -92,6 +92,15 @@ ACCEPT_AMENDMENT = Edge(
         P.QUEUED: Outcome(ChangeKind.PROPOSAL_APPROVED, "proposal.approved"),
     },
 )
+# Actors were linked into one person (``signoff actor link``): the approvals of the
+# current revision count that person once.
+RECOUNT = Edge.of(
+    "recount",
+    [P.APPROVAL_REQUIRED],
+    P.APPROVAL_REQUIRED,
+    ChangeKind.PROPOSAL_APPROVAL_ADDED,
+    "proposal.approvals_recounted",
+)
 REQUIRE_COMPENSATION = Edge.of(
     "require_compensation",
     [P.APPLIED, P.COMPENSATION_REQUIRED],
@@ -187,6 +196,7 @@ PROPOSAL: Lifecycle[Proposal, ProposalState] = Lifecycle(
         ACCEPT_AMENDMENT,
         REJECT_AT_DEADLINE,
         ESCALATE,
+        RECOUNT,
         REQUIRE_COMPENSATION,
         START_ATTEMPT,
         RENEW_LEASE,

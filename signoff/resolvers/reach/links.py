@@ -139,6 +139,13 @@ async def read_link(*, session: AsyncSession, token: str, now: datetime) -> Link
             f"This proposal no longer awaits approval: it is {proposal.state}.",
             reason="SETTLED",
         )
+    if proposal.payload_digest != link.payload_digest:
+        # The page would show content other than the digest the link decides.
+        raise ApprovalLinkUnusable(
+            "This proposal changed (amended, or given a new deadline) after the link was "
+            "made; ask for a new link to review what it is now.",
+            reason="CHANGED",
+        )
     target = await session.get(Target, proposal.target_id)
     reviewer = await session.get(Actor, link.reviewer_id)
     assert target is not None and reviewer is not None
@@ -221,6 +228,9 @@ async def _decide_by_link(
     if spent is None:
         # Used by a concurrent POST, or revoked with its reviewer's access meanwhile.
         await APPROVAL_LINK.refuse(work, link.id, _unusable)
-    result = await apply_decision(work, reviewer, proposal, decision, reason)
+    # The digest the confirmation page showed, which the link was minted with.
+    result = await apply_decision(
+        work, reviewer, proposal, decision, reason, payload_digest=link.payload_digest
+    )
     await work.commit()
     return result

@@ -84,6 +84,7 @@ async def register_target(
     idempotency_key: str | None = None,
     amendable: bool = True,
     amendments_need_proposer: bool = False,
+    amender_may_approve: bool = False,
     summary_field: str | None = None,
     approval_policy: Any = None,
     deadline_action: DeadlineAction | None = None,
@@ -113,6 +114,8 @@ async def register_target(
         "deadline_action": deadline_action,
         "deadline_reason": deadline_reason,
         "escalation": None if escalation is None else [list(step) for step in escalation],
+        # Only when set, so that a keyed call made before the setting existed replays.
+        **({"amender_may_approve": True} if amender_may_approve else {}),
     }
     registered, _ = await idempotency.once(
         work,
@@ -153,6 +156,7 @@ async def _register_target(
     deadline_action: DeadlineAction | None,
     deadline_reason: str | None,
     escalation: Sequence[Sequence[Any]] | None,
+    amender_may_approve: bool = False,
 ) -> RegisteredTarget:
     name = require_text(name, "name", 1, 200)
     method = (method or "POST").upper()
@@ -204,6 +208,7 @@ async def _register_target(
         rate_per_second=None if rate_per_second is None else require_rate(rate_per_second),
         amendable=amendable,
         amendments_need_proposer=amendments_need_proposer,
+        amender_may_approve=amender_may_approve,
         summary_field=None
         if summary_field is None
         else require_text(summary_field, "summaryField", 1, 200),

@@ -84,6 +84,10 @@ class Target(Node):
     amendments_need_proposer: bool = strawberry.field(
         description="An amended proposal waits for its agent's acceptAmendment."
     )
+    amender_may_approve: bool = strawberry.field(
+        description="The author of an amended revision may approve it (false: "
+        "AMENDER_APPROVAL_FORBIDDEN; another person must)."
+    )
     summary_field: str | None = strawberry.field(
         description="A numeric payload field bulkDecisionPreview adds up."
     )
@@ -130,6 +134,7 @@ class Target(Node):
             next_probe_at=target.circuit_probe_at,
             amendable=target.amendable,
             amendments_need_proposer=target.amendments_need_proposer,
+            amender_may_approve=target.amender_may_approve,
             summary_field=target.summary_field,
             created_at=target.created_at,
             model=target,
@@ -172,6 +177,11 @@ class RegisterTargetInput:
     amendments_need_proposer: bool = strawberry.field(
         default=False,
         description="An amendment must be accepted by the proposing agent before delivery.",
+    )
+    amender_may_approve: bool = strawberry.field(
+        default=False,
+        description="The reviewer who amended a proposal may approve that revision too "
+        "(default false: another person must approve it).",
     )
     summary_field: str | None = strawberry.field(
         default=None,

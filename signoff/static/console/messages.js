@@ -32,7 +32,8 @@ export const MESSAGES = {
   NOT_AWAITING_APPROVAL:
     "This proposal is no longer waiting for a decision: it was decided, or it expired.",
   SELF_APPROVAL_FORBIDDEN: "You proposed this action, so you cannot decide it.",
-  ALREADY_DECIDED: "You have already decided this proposal.",
+  AMENDER_APPROVAL_FORBIDDEN: "You amended this proposal, so another person must approve what you wrote.",
+  ALREADY_DECIDED: "You have already decided this proposal, under this or another of your accounts.",
   TASK_NOT_CLAIMABLE: "This task is finished (completed, expired or cancelled).",
   TASK_CLAIMED_BY_OTHER: "Another reviewer holds this task. Wait for them to release it.",
   TASK_NOT_CLAIMED: "You do not hold a claim on this task.",
