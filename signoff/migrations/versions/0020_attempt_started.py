@@ -4,7 +4,7 @@ is sent, and settled with its outcome after; one whose worker died keeps no outc
 receiver
 
 Revision ID: 0020_attempt_started
-Revises: 0018_audit_unstamped
+Revises: 0019_decisions_bound
 Create Date: 2026-12-06 11:40:00.000000
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0020_attempt_started"
-down_revision = "0018_audit_unstamped"
+down_revision = "0019_decisions_bound"
 branch_labels = None
 depends_on = None
 
