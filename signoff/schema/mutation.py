@@ -57,11 +57,11 @@ from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import (
     BeginExecutionInput,
     BeginExecutionPayload,
-    ReportExecutionInput,
-    ReportExecutionPayload,
     ProposeCompensationInput,
     ReportActionResultInput,
     ReportActionResultPayload,
+    ReportExecutionInput,
+    ReportExecutionPayload,
     RetryProposalInput,
     RetryProposalPayload,
 )
@@ -461,7 +461,9 @@ class Mutation:
         self, info: strawberry.Info, input: BeginExecutionInput
     ) -> BeginExecutionPayload:
         began = await call_with(info, executions.begin_execution, input)
-        return BeginExecutionPayload(proposal=Proposal.from_model(began.proposal), lease=began.lease)
+        return BeginExecutionPayload(
+            proposal=Proposal.from_model(began.proposal), lease=began.lease
+        )
 
     @strawberry.mutation(description="Agents: how the execution you began went.")
     async def report_execution(

@@ -118,9 +118,7 @@ async def test_a_bounded_auto_agent_target_approves_at_once(gql: GraphQLClient) 
 async def test_one_approval_one_execution(gql: GraphQLClient) -> None:
     world = await build_world(gql, url=None, output_schema=RESULT_SCHEMA)
     proposal = await approved(world)
-    began = (await gql(BEGIN, begin(proposal, executor="host-a:41"), world.agent))[
-        "beginExecution"
-    ]
+    began = (await gql(BEGIN, begin(proposal, executor="host-a:41"), world.agent))["beginExecution"]
     assert began["proposal"]["state"] == "EXECUTING"
     assert began["proposal"]["executor"] == "host-a:41"
     assert began["proposal"]["executedBy"] == {"name": "agent"}
@@ -143,7 +141,7 @@ async def test_one_approval_one_execution(gql: GraphQLClient) -> None:
     assert done["replayed"] is False
     assert done["proposal"]["state"] == "APPLIED"
     assert done["proposal"]["result"] == {"refund_id": "r-9"}
-    again = (await gql(REPORT, report(proposal, lease, result={"refund_id": "r-9"}), world.agent))
+    again = await gql(REPORT, report(proposal, lease, result={"refund_id": "r-9"}), world.agent)
     assert again["reportExecution"]["replayed"] is True
     contradiction = await gql.error(REPORT, report(proposal, lease, outcome="FAILED"), world.agent)
     assert contradiction.code == "RESULT_TERMINAL"
@@ -198,7 +196,9 @@ async def test_a_reported_failure_is_final(gql: GraphQLClient) -> None:
     lease = (await gql(BEGIN, begin(proposal), world.agent))["beginExecution"]["lease"]
     failed = (
         await gql(
-            REPORT, report(proposal, lease, outcome="FAILED", errorCode="CARD_DECLINED"), world.agent
+            REPORT,
+            report(proposal, lease, outcome="FAILED", errorCode="CARD_DECLINED"),
+            world.agent,
         )
     )["reportExecution"]["proposal"]
     assert failed["state"] == "FAILED" and failed["lastErrorCode"] == "CARD_DECLINED"
