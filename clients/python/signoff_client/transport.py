@@ -14,7 +14,7 @@ import contextlib
 import json
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -32,6 +32,8 @@ from signoff_client.errors import (
     error_from,
 )
 from signoff_client.generated import GeneratedClient
+from signoff_client.generated.base_model import UNSET, UnsetType
+from signoff_client.generated.proposal_events import ProposalEvents
 
 TRANSPORT_WS = Subprotocol("graphql-transport-ws")
 ACK_WITHIN = 10.0
@@ -181,15 +183,45 @@ class GraphQLApi(GeneratedClient):
         data: dict[str, Any] = response.json()["data"]
         return data
 
-    async def execute_ws(
+    async def proposal_events(
+        self, proposal_id: str, after: str | UnsetType | None = UNSET, **kwargs: Any
+    ) -> AsyncGenerator[ProposalEvents, None]:
+        """The generated subscription, with its socket closed when the reader stops
+        (``aclose``), on the reader's task: the generated wrapper would leave its inner
+        stream to the garbage collector, which closes it later, on a task of its own, and
+        at exit after the loop has gone."""
+        opened: list[AsyncGenerator[dict[str, Any], None]] = []
+        frames = cast(
+            AsyncGenerator[ProposalEvents, None],
+            super().proposal_events(proposal_id=proposal_id, after=after, opened=opened, **kwargs),
+        )
+        try:
+            async for frame in frames:
+                yield frame
+        finally:
+            await frames.aclose()
+            for stream in opened:
+                await stream.aclose()
+
+    def execute_ws(
         self,
         query: str,
         operation_name: str | None = None,
         variables: dict[str, Any] | None = None,
         **kwargs: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """One subscription on a socket of its own, until it ends or the socket closes
-        (``StreamInterrupted`` when resuming can recover, a ``SignoffError`` when not)."""
+        (``StreamInterrupted`` when resuming can recover, a ``SignoffError`` when not).
+        The stream is added to ``opened`` (a list), when given, for its reader to close."""
+        stream = self._subscribe(query, operation_name, variables)
+        opened = kwargs.get("opened")
+        if opened is not None:
+            opened.append(stream)
+        return stream
+
+    async def _subscribe(
+        self, query: str, operation_name: str | None, variables: dict[str, Any] | None
+    ) -> AsyncGenerator[dict[str, Any], None]:
         try:
             ws = await connect(
                 self.ws_url, subprotocols=[TRANSPORT_WS], open_timeout=10, close_timeout=2
