@@ -38,10 +38,19 @@ async def run_script(stage: Stage, code: str) -> list[str]:
 
 async def test_the_python_examples_run_as_printed(refunds: Stage) -> None:
     text = page(PAGE)
-    propose, decorated = fenced(text, "python")
-    printed = fenced(text, "text")[0].splitlines()
-    assert await run_script(refunds, propose) == printed
-    assert await run_script(refunds, decorated) == ["refunded 120 EUR"]
+    (register,) = fenced(text, "graphql")
+    mutation = register.replace("<the payments queue id>", refunds.world.queue_id)
+    registered = await refunds.gql(mutation, {}, refunds.world.admin)
+    assert registered["registerTarget"]["target"]["agentExecutes"] is True
+    scripts, printed = fenced(text, "python"), fenced(text, "text")
+    assert len(scripts) == len(printed) == 3
+    for script, output in zip(scripts, printed, strict=True):
+        assert await run_script(refunds, script) == output.splitlines()
+    # The decorated function ran once for its one approval, the second call replayed it.
+    data = await refunds.gql(
+        "query { proposals(state: APPLIED) { nodes { executor } } }", {}, refunds.world.admin
+    )
+    assert len([n for n in data["proposals"]["nodes"] if n["executor"]]) == 2
 
 
 async def test_the_desktop_configuration_starts_the_mcp_server(refunds: Stage) -> None:
