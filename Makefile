@@ -14,7 +14,7 @@ PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 UV_COMPILE := .venv-lock/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes
 UV_VERSION := 0.13.9
 
-.PHONY: serve test lint typecheck docs check lock clean client-models
+.PHONY: serve test test-deps lint typecheck docs docs-copies check lock clean client-models
 
 # Serving: pip and the build backend, then the locked dependencies, then Signoff itself
 # (editable, without resolving anything more).
@@ -51,6 +51,23 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt 
 		--no-deps --no-build-isolation -e clients/python
 	touch $@
 
+# The Node packages the tests run, each folder installed from its package-lock.json with
+# npm ci (tests/oidc_provider: the OpenID provider the sign-in tests use). Without npm the
+# recipe says what to install and the tests that need the folder skip (fail under CI).
+NODE_PACKAGES := tests/oidc_provider
+NODE_STAMPS := $(NODE_PACKAGES:%=%/node_modules/.installed)
+
+%/node_modules/.installed: %/package.json %/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		echo "make: npm ci in $*"; \
+		(cd $* && npm ci --no-audit --no-fund --loglevel=error) && mkdir -p $(@D) && touch $@; \
+	else \
+		echo "make test: no npm, so the tests that need $* skip: install Node.js 18 or later and npm (apt-get install nodejs npm)"; \
+	fi
+
+# Chromium is a system package the page tests drive; without it they skip (fail under CI).
+CHROMIUM ?= $(or $(SIGNOFF_TEST_CHROMIUM),$(shell command -v chromium 2>/dev/null))
+
 serve: $(BIN)/signoff
 	$(BIN)/signoff serve
 
@@ -68,7 +85,13 @@ serve: $(BIN)/signoff
 # to pytest's own (`-x`, `-k NAME`, a file, ...).
 TEST_WORKERS ?= $(if $(SIGNOFF_TEST_DATABASE_URL),3,4)
 
-test: $(VENV)/.test-tools .venv-openai-agents/.installed
+# Everything the tests install from the project's own files (`make test` does it first).
+test-deps: $(VENV)/.test-tools .venv-openai-agents/.installed $(NODE_STAMPS)
+
+test: test-deps
+	@if [ -z "$(CHROMIUM)" ]; then \
+		echo "make test: no Chromium, so the page tests skip: install it (apt-get install chromium)"; \
+	fi
 	@if [ -z "$$SIGNOFF_TEST_DATABASE_URL" ]; then \
 		echo "make test: SQLite only, $(TEST_WORKERS) workers: about 3 min on 2 cores, longer when other work shares them (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
 	else \
@@ -77,12 +100,12 @@ test: $(VENV)/.test-tools .venv-openai-agents/.installed
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 lint: $(VENV)/.test-tools
-	$(BIN)/ruff check signoff tests clients $(wildcard bench) $(wildcard examples)
-	$(BIN)/ruff format --check signoff tests clients $(wildcard bench) $(wildcard examples)
+	$(BIN)/ruff check signoff tests clients tools $(wildcard bench) $(wildcard examples)
+	$(BIN)/ruff format --check signoff tests clients tools $(wildcard bench) $(wildcard examples)
 
 # The OpenAI Agents SDK recipe is checked against its own venv's packages.
 typecheck: $(VENV)/.test-tools .venv-openai-agents/.installed
-	$(BIN)/mypy signoff $(wildcard examples)
+	$(BIN)/mypy signoff tools $(wildcard examples)
 	$(BIN)/mypy --python-executable .venv-openai-agents/bin/python \
 		examples/agents/openai_agents/agent.py
 	$(BIN)/mypy clients/python/signoff_client
@@ -104,8 +127,15 @@ client-models: $(CODEGEN)/ariadne-codegen
 # The documentation site, built offline with --strict: a broken link or anchor, or a page
 # left out of the nav, fails the build. NO_MKDOCS_2_WARNING quiets the Material theme's
 # notice about MkDocs 2, which is not a warning about these pages.
+# Pages that show a README section or BENCHMARKS.md hold a copy of it, so they read the
+# same on GitHub as on the site: `make docs-copies` copies them again, `make docs` fails
+# on a stale one.
 docs: $(VENV)/.test-tools
+	$(BIN)/python tools/copy_docs.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-copies: $(VENV)/.test-tools
+	$(BIN)/python tools/copy_docs.py
 
 check: lint typecheck docs test
 

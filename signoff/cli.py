@@ -55,10 +55,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     logs.configure(settings.log_level, settings.log_format)
-    if not args.log_migrations:
-        # A token or actor command migrates first, as every command does; its output is
-        # its answer (a token, a sentence), not Alembic's progress lines.
+    if args.migration_lines != "each":
+        # Alembic says a line per migration: `signoff migrate` shows them, a server says
+        # one line for the whole upgrade (a fresh database has many), and a token or actor
+        # command, which migrates first as every command does, says nothing of it: its
+        # output is its answer (a token, a sentence).
         logging.getLogger("alembic").setLevel(logging.WARNING)
+    if args.migration_lines == "none":
+        logging.getLogger("signoff.migrate").setLevel(logging.WARNING)
     missing = _missing_sqlite_folder(settings) if args.run not in _NO_DATABASE else None
     if missing is not None:
         print(
@@ -155,7 +159,7 @@ _SUMMARY = (
     "demo target that prints what it receives; migrate and schema look after the database "
     "and the schema; token and actor manage who may call the API; audit exports the "
     "tamper-evident audit log and verifies exports and decision receipts offline.",
-    "Settings come from SIGNOFF_* environment variables (see the README's Configuration). "
+    "Settings come from SIGNOFF_* environment variables (listed in docs/configuration.md). "
     "Run 'signoff COMMAND --help' for a command's options.",
 )
 
@@ -187,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
         description=_paragraphs(*_SUMMARY),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(log_migrations=True)
+    parser.set_defaults(migration_lines="each")
     commands = parser.add_subparsers(required=True, metavar="COMMAND", title="commands")
 
     serve = _command(
@@ -204,7 +208,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=int, help="port to listen on (default: SIGNOFF_PORT, else 8000)"
     )
-    serve.set_defaults(run=_serve)
+    serve.set_defaults(run=_serve, migration_lines="summary")
 
     worker = _command(
         commands,
@@ -213,7 +217,7 @@ def _parser() -> argparse.ArgumentParser:
         "It also runs the periodic sweeps: deadlines, reminders, notifications, "
         "reconciliation and draft retention. Run as many as you like beside 'signoff serve'.",
     )
-    worker.set_defaults(run=_worker)
+    worker.set_defaults(run=_worker, migration_lines="summary")
 
     receiver = _command(
         commands,
@@ -258,7 +262,7 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="for http (default: %(default)s)")
     mcp.add_argument("--port", default="8765", help="for http (default: %(default)s)")
-    mcp.set_defaults(run=_mcp, log_migrations=False)
+    mcp.set_defaults(run=_mcp, migration_lines="none")
 
     _token_commands(commands)
     _actor_commands(commands)
@@ -268,7 +272,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _token_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     token = _command(commands, "token", "create and revoke API tokens")
-    token.set_defaults(log_migrations=False)
+    token.set_defaults(migration_lines="none")
     token_commands = token.add_subparsers(required=True, metavar="ACTION", title="actions")
     create = _command(
         token_commands,
@@ -310,7 +314,7 @@ def _token_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 def _actor_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     actor = _command(commands, "actor", "change an actor's role, or disable and enable it")
-    actor.set_defaults(log_migrations=False)
+    actor.set_defaults(migration_lines="none")
     actor_commands = actor.add_subparsers(required=True, metavar="ACTION", title="actions")
     set_role = _command(
         actor_commands,
@@ -355,8 +359,43 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     _prepare(settings)
+    greeting = _greeting(settings, host, port)
     _tune_for_serving()
-    serve(create_app(settings), settings, host=host, port=port)
+    serve(create_app(settings), settings, host=host, port=port, greeting=greeting)
+
+
+def _greeting(settings: Settings, host: str, port: int) -> list[str]:
+    """What a server says once it listens: where to go, and on a fresh installation, the
+    command that gives someone access (nothing can be done without a token)."""
+    from signoff.resolvers.access.actors import has_actors
+
+    base = settings.public_url or f"http://{_browsable(host)}:{port}"
+    lines = [f"Signoff is serving: the review console at {base}/ and GraphiQL at {base}/graphql"]
+    if not _in_work(settings, lambda work: has_actors(session=work.session)):
+        lines.append(
+            "No one has access yet: in another terminal, make an admin token with "
+            f"`{_this_command()} token create --name ops --role admin`"
+        )
+    return lines
+
+
+def _browsable(host: str) -> str:
+    """The host part of a URL a browser on this machine opens for ``host``."""
+    if host in ("", "0.0.0.0", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def _this_command() -> str:
+    """How the person who started this server runs ``signoff`` (``.venv/bin/signoff`` after
+    ``make serve``)."""
+    invoked = Path(sys.argv[0])
+    if invoked.name != "signoff":
+        return "signoff"
+    try:
+        return str(invoked.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(invoked)
 
 
 def _tune_for_serving() -> None:

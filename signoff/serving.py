@@ -10,14 +10,17 @@ queue, the event relay, the database pool).
 from __future__ import annotations
 
 import errno
+import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import uvicorn
 from starlette.applications import Starlette
 
 from signoff.config import Settings
 from signoff.constants import SHUTDOWN_GRACE_SECONDS
+
+logger = logging.getLogger(__name__)
 
 
 class PortInUse(Exception):
@@ -46,9 +49,21 @@ def check_port_free(host: str, port: int) -> None:
 
 
 class GracefulServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, going_away: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        going_away: Callable[[], Awaitable[None]],
+        greeting: Sequence[str] = (),
+    ) -> None:
         super().__init__(config)
         self.going_away = going_away
+        self.greeting = greeting
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            for line in self.greeting:
+                logger.info(line)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         # Stop listening first, so that clients told to go away reconnect elsewhere.
@@ -58,8 +73,11 @@ class GracefulServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def serve(app: Starlette, settings: Settings, *, host: str, port: int) -> None:
-    """Run ``app`` as ``uvicorn.run`` would, with ``GracefulServer``'s shutdown."""
+def serve(
+    app: Starlette, settings: Settings, *, host: str, port: int, greeting: Sequence[str] = ()
+) -> None:
+    """Run ``app`` as ``uvicorn.run`` would, with ``GracefulServer``'s shutdown, saying the
+    ``greeting`` lines once it listens."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -76,4 +94,4 @@ def serve(app: Starlette, settings: Settings, *, host: str, port: int) -> None:
         log_config=None,
         access_log=False,
     )
-    GracefulServer(config, app.state.going_away).run()
+    GracefulServer(config, app.state.going_away, greeting).run()

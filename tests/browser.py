@@ -1,8 +1,6 @@
 """A real Chromium for the page tests: Debian's ``chromium`` package (``.ci/run`` installs
-it), driven by Playwright without a browser download of its own.
-
-Without Chromium the tests skip, saying so; under CI (``CI=true``) they fail instead, so a
-CI machine without the browser cannot pass by skipping.
+it), driven by Playwright without a browser download of its own. Without it the tests
+skip, or fail under CI (``tests/machine.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, Route, async_playwright
 
+from tests.machine import missing
 from tests.processes import ROOT
 
 CHROMIUM = (
@@ -29,10 +28,7 @@ def require_chromium() -> str:
     """The Chromium executable, or skip (locally) / fail (under CI) without one."""
     if Path(CHROMIUM).exists():
         return CHROMIUM
-    reason = f"needs Chromium at {CHROMIUM} (apt-get install chromium; .ci/run installs it)"
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    missing(f"needs Chromium at {CHROMIUM} (apt-get install chromium)")
 
 
 @pytest.fixture(scope="module")

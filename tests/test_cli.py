@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from signoff import cli
+from tests.processes import ROOT
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["serve", "worker", "receiver", "migrate", "schema", "token", "actor", "audit"]
@@ -51,6 +52,9 @@ def test_signoff_help_sums_up_every_command_in_plain_sentences(
         assert re.search(rf"\b{command}\b", summary), f"{command} is not summed up"
     for paragraph in summary.split("\n\n"):
         assert paragraph.endswith("."), f"a paragraph stops mid-way: {paragraph!r}"
+    # The settings' page, by a path that exists in the repository (as published).
+    [page] = re.findall(r"docs/[\w-]+\.md", " ".join(summary.split()))
+    assert page == "docs/configuration.md" and (ROOT / page).exists()
 
 
 @pytest.mark.parametrize("argv", [[c] for c in COMMANDS] + ACTIONS, ids=" ".join)

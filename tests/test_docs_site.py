@@ -3,8 +3,9 @@ the README stays a landing page: its first commands are the two the Makefile ser
 every file it links to exists.
 
 The site's examples are run where they are printed by ``tests/test_readme.py`` and the
-tests it names; ``--strict`` here fails on a broken link or anchor, a page left out of
-the nav, or a README section the site includes (``--8<--``) that is gone.
+tests it names; ``--strict`` here fails on a broken link or anchor, or a page left out of
+the nav. Pages that show a README section hold a copy of it (``tools/copy_docs.py``), so
+they read the same on GitHub as on the site.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from tests.processes import ROOT
 from tests.readme_shell import page, page_section, sh_blocks
+from tools.copy_docs import COPY, stale_pages
 
 README_AT_MOST = 300  # lines: what it is, a picture, two commands, a walk-through, links
 LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
@@ -65,3 +67,31 @@ def test_every_file_the_readme_links_to_exists() -> None:
         target = match["target"].split("#")[0]
         if target and not re.match(r"\w+:", target):
             assert (ROOT / target).exists(), f"README.md links to {target}, which is not there"
+
+
+def test_every_page_reads_the_same_in_the_repository_as_on_the_site() -> None:
+    """No include marker a reader of the repository would see raw, and every copy of a
+    README section (or BENCHMARKS.md) is its source as it is now."""
+    docs = ROOT / "docs"
+    for path in docs.glob("*.md"):
+        assert '--8<-- "' not in path.read_text(), f"{path.name} includes a file"
+    assert stale_pages(docs) == [], "run make docs-copies"
+    copies = [
+        found["source"] for path in docs.glob("*.md") for found in COPY.finditer(path.read_text())
+    ]
+    assert sorted(copies) == ["BENCHMARKS.md", "README.md", "README.md", "README.md"]
+
+
+def test_files_the_readmes_commands_write_are_ignored_by_git() -> None:
+    """A reader runs the README's commands in the repository: what they write (``> FILE``)
+    must not show up as changes to commit."""
+    written = {
+        target
+        for block in sh_blocks(page("README.md"))
+        for target in re.findall(r">\s*([\w.-]+)\s*$", block, re.M)
+    }
+    assert {"checkpoint.json", "log.jsonl", "audit.pub", "receipt.json"} <= written
+    ignored = subprocess.run(
+        ["git", "check-ignore", *sorted(written)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert sorted(ignored.stdout.split()) == sorted(written)

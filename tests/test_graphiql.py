@@ -9,10 +9,13 @@ import json
 from collections.abc import Awaitable, Callable
 
 import httpx
+from graphql import OperationDefinitionNode, parse, validate
 from playwright.async_api import Browser, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+from signoff.internals import core_schema
 from signoff.pages import STATIC_DIR
+from signoff.schema import build_schema
 from tests.browser import browser, console_errors, offline_context
 from tests.conftest import ModuleServer
 from tests.helpers import CREATE_QUEUE
@@ -33,6 +36,8 @@ RESULT_HAS = (
 )
 QUERY_EDITOR = ".graphiql-query-editor .CodeMirror"
 HEADERS_EDITOR = ".graphiql-editor-tool .CodeMirror"
+EDITOR_TEXT = "(selector) => document.querySelector(selector).CodeMirror.getValue()"
+STARTER = STATIC_DIR / "graphiql" / "starter.graphql"
 
 
 async def run(page: Page, document: str) -> None:
@@ -94,7 +99,9 @@ async def test_headers_tab_token_authenticates_queries_and_subscriptions(
             await page.get_by_role("button", name="Headers").click()
             headers = json.dumps({"Authorization": f"Bearer {admin}"})
             # Typed as a paste would put it (no bracket auto-closing), as a person does.
+            # In place of the template the tab opens with, as a person replaces it.
             await page.locator(HEADERS_EDITOR).filter(visible=True).click()
+            await page.keyboard.press("Control+A")
             await page.keyboard.insert_text(headers)
             await run(page, "{ viewer { actor { name } } }")
             assert "graphiql-admin" in await result_containing(page, "graphiql-admin")
@@ -111,3 +118,35 @@ async def test_headers_tab_token_authenticates_queries_and_subscriptions(
             assert context.outside == []  # type: ignore[attr-defined]
             assert errors == []
         await context.close()
+
+
+def test_the_starter_document_is_valid_against_the_schema() -> None:
+    document = parse(STARTER.read_text())
+    assert validate(core_schema(build_schema()), document) == []
+    names = [
+        operation.name.value
+        for operation in document.definitions
+        if isinstance(operation, OperationDefinitionNode) and operation.name
+    ]
+    assert names[:3] == ["WhoAmI", "CreateQueue", "RegisterTarget"]
+    assert {"ProposeRefund", "OpenTasks", "ClaimTask", "Approve", "History"} <= set(names)
+
+
+async def test_a_first_visit_opens_on_the_starter_document_and_a_headers_template(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    context = await offline_context(browser)
+    page = await context.new_page()
+    errors = console_errors(page)
+    await page.goto(f"{module_server.server.url}/graphql")
+    await page.wait_for_selector(QUERY_EDITOR)
+
+    shown = await page.evaluate(EDITOR_TEXT, QUERY_EDITOR)
+    assert shown == STARTER.read_text()
+    assert "Welcome to GraphiQL" not in shown
+    headers = page.locator(HEADERS_EDITOR).filter(visible=True)
+    await headers.wait_for()
+    template = await headers.evaluate("(element) => element.CodeMirror.getValue()")
+    assert json.loads(template) == {"Authorization": "Bearer <a token from signoff token create>"}
+    assert errors == []
+    await context.close()

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 
 from signoff.oidc_settings import load_claim_mapping
 from tests.live import Server
+from tests.machine import require_node_package
+from tests.oidc.provider import PROVIDER_DIR
 from tests.processes import ROOT, free_port, signoff_env
 from tests.readme_shell import Shell, commands, page_section, sh_blocks
 
@@ -40,9 +42,10 @@ def test_the_printed_mapping_is_the_example_file() -> None:
 
 async def test_the_sign_in_example_runs_as_printed(serve: Serve, database_url: str) -> None:
     provider, settings, client = sh_blocks(page_section("README.md", SECTION))
-    # npm ci has run (.ci/run runs it; the provider tests need it): it is not run again.
+    # `make test` has run npm ci there (its NODE_PACKAGES): it is not run again.
     install, start_provider = commands(provider)
     assert install == "(cd tests/oidc_provider && npm ci)"
+    require_node_package(PROVIDER_DIR, "oidc-provider")
     port = free_port()
     ports = {9400: free_port(), 8000: port}
     shell = Shell(signoff_env(database_url), ports=ports)

@@ -19,6 +19,7 @@ from joserfc.jwk import RSAKey
 
 from signoff.models import Role
 from signoff.oidc_settings import OidcSettings, parse_claim_mapping
+from tests.machine import require_node_package
 from tests.processes import free_port
 
 PROVIDER_DIR = Path(__file__).resolve().parent.parent / "oidc_provider"
@@ -85,6 +86,7 @@ class TestProvider:
         (self.folder / "directory.json").write_text(json.dumps(self.directory))
 
     def start(self) -> None:
+        node = require_node_package(PROVIDER_DIR, "oidc-provider")
         self.folder.mkdir(parents=True, exist_ok=True)
         self.claims_file.write_text(MAPPING)
         self._write_directory()
@@ -103,7 +105,7 @@ class TestProvider:
         }
         with (self.folder / "provider.log").open("ab") as log:
             self.process = subprocess.Popen(
-                ["node", "provider.mjs", "--port", str(self.port)],
+                [node, "provider.mjs", "--port", str(self.port)],
                 cwd=PROVIDER_DIR,
                 env=env,
                 stdout=log,

@@ -273,6 +273,11 @@ async def list_actors(
     return await paginate(session, Actor, where, ACTOR_ORDER, first=first, after=after)
 
 
+async def has_actors(*, session: AsyncSession) -> bool:
+    """Whether anyone has been given access yet: a fresh installation has no one."""
+    return (await session.exec(select(Actor.id).limit(1))).first() is not None
+
+
 async def _actor_named(session: AsyncSession, name: str) -> Actor:
     actor = (await session.exec(select(Actor).where(Actor.name == name.strip()))).first()
     if actor is None:

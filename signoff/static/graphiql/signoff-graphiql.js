@@ -1,7 +1,8 @@
 // Signoff's own start-up for the vendored GraphiQL: one endpoint for HTTP and
 // graphql-transport-ws (GraphiQL sends the Headers tab as the websocket's
 // connection_init payload), and the Headers tab is never written to localStorage,
-// so a bearer token does not outlive the tab.
+// so a bearer token does not outlive the tab. A first visit opens on the worked
+// example's operations (starter.graphql) and a Headers template to fill in.
 (function () {
   "use strict";
 
@@ -54,15 +55,30 @@
     subscriptionUrl: subscriptionUrl.href,
   });
 
-  var root = ReactDOM.createRoot(document.getElementById("graphiql"));
-  root.render(
-    React.createElement(GraphiQL, {
-      fetcher: fetcher,
-      defaultEditorToolsVisibility: true,
-      isHeadersEditorEnabled: true,
-      shouldPersistHeaders: false,
-      storage: storage,
-      inputValueDeprecation: true,
-    }),
-  );
+  var HEADERS_TEMPLATE = '{\n  "Authorization": "Bearer <a token from signoff token create>"\n}\n';
+
+  function render(starter) {
+    var root = ReactDOM.createRoot(document.getElementById("graphiql"));
+    root.render(
+      React.createElement(GraphiQL, {
+        fetcher: fetcher,
+        defaultQuery: starter,
+        defaultHeaders: HEADERS_TEMPLATE,
+        defaultEditorToolsVisibility: "headers",
+        isHeadersEditorEnabled: true,
+        shouldPersistHeaders: false,
+        storage: storage,
+        inputValueDeprecation: true,
+      }),
+    );
+  }
+
+  fetch("/static/graphiql/starter.graphql")
+    .then(function (response) {
+      return response.ok ? response.text() : "";
+    })
+    .catch(function () {
+      return "";
+    })
+    .then(render);
 })();
