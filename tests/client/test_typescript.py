@@ -6,18 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 from typing import Any
-
-import pytest
 
 from tests.client.conftest import Stage
 from tests.client.test_client import target_name
+from tests.machine import require_node_package
 from tests.processes import ROOT
 
 PACKAGE = ROOT / "clients" / "typescript"
-
-pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs Node")
 
 
 async def line_of(process: asyncio.subprocess.Process) -> dict[str, Any]:
@@ -30,12 +26,10 @@ async def line_of(process: asyncio.subprocess.Process) -> dict[str, Any]:
 
 async def test_the_typescript_client_executes_once_per_approval(agent_stage: Stage) -> None:
     stage = agent_stage
-    assert (PACKAGE / "node_modules" / "graphql-ws").is_dir(), (
-        "run npm ci in clients/typescript (make test does, from NODE_PACKAGES)"
-    )
+    node = require_node_package(PACKAGE, "graphql-ws")
     env = {**os.environ, "SIGNOFF_URL": stage.server.url, "SIGNOFF_TOKEN": stage.world.agent}
     process = await asyncio.create_subprocess_exec(
-        "node",
+        node,
         "test/agent.mjs",
         await target_name(stage),
         cwd=PACKAGE,
