@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from signoff import cli
 from tests.processes import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ["serve", "worker", "receiver", "migrate", "schema", "token", "actor", "audit"]
 ACTIONS = [
     ["token", "create"],
