@@ -200,7 +200,11 @@ export class Signoff {
     const settled = (state) => {
       const outcome = outcomeOf(state);
       if (!outcome) return null;
-      if (until === "final" && outcome.kind === "approved") return null;
+      if (until === "final") return outcome.kind === "approved" ? null : outcome;
+      // The decision, even when what came of it is known already.
+      if (APPROVED_STATES.has(state.state)) {
+        return { proposalId: state.id, kind: "approved", payload: state.payload, payloadDigest: state.payloadDigest };
+      }
       return outcome;
     };
     let state = await this.proposal(proposal.id);
@@ -302,7 +306,8 @@ async function* withDeadline(iterable, deadline) {
       yield next.value;
     }
   } finally {
-    await iterator.return?.();
+    // Not awaited: after the socket failed, ending the subscription waits on nothing.
+    iterator.return?.().catch(() => {});
   }
 }
 
