@@ -66,7 +66,8 @@ async def run_node(stage: Stage, code: str) -> list[str]:
 
 async def test_the_python_examples_run_as_printed(refunds: Stage) -> None:
     text = page(PAGE)
-    (register,) = fenced(text, "graphql")
+    # Titled, so that the README's runner of graphql blocks leaves it to this test.
+    (register,) = fenced(text, 'graphql title="[^"\n]*"')
     mutation = register.replace("<the payments queue id>", refunds.world.queue_id)
     registered = await refunds.gql(mutation, {}, refunds.world.admin)
     assert registered["registerTarget"]["target"]["agentExecutes"] is True
