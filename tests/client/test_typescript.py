@@ -64,4 +64,3 @@ async def test_the_typescript_client_executes_once_per_approval(agent_stage: Sta
     _, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 0, err.decode()
     assert (await stage.proposal(proposed["proposed"]))["state"] == "APPLIED"
-
