@@ -43,6 +43,10 @@ SQLITE_CANNOT_OPEN = "SQLITE_CANTOPEN"
 HELP_WIDTH = 78
 
 
+# The agents' client is installed from this repository (it is not published on PyPI).
+MCP_INSTALL = "from a checkout of the Signoff repository, pip install './clients/python[mcp]'"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     try:
@@ -250,10 +254,10 @@ def _parser() -> argparse.ArgumentParser:
     mcp = _command(
         commands,
         "mcp",
-        "run the MCP server for agents (signoff-client's signoff-mcp), a client of "
-        "SIGNOFF_URL as SIGNOFF_TOKEN",
-        "Needs the signoff-client package with its mcp extra (pip install "
-        "'signoff-client[mcp]'); docs/agents.md says how to configure an MCP client.",
+        "run the MCP server for agents (signoff-approvals-client's signoff-approvals-mcp), "
+        "a client of SIGNOFF_URL as SIGNOFF_TOKEN",
+        f"Needs the signoff-approvals-client package with its mcp extra, which is not on "
+        f"PyPI: {MCP_INSTALL}. docs/agents.md says how to configure an MCP client.",
     )
     mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="for http (default: %(default)s)")
@@ -497,14 +501,14 @@ def _migrate(_: argparse.Namespace, settings: Settings) -> None:
 
 
 def _mcp(args: argparse.Namespace, _: Settings) -> None:
-    """Hand over to signoff-client's MCP server (a client of a running Signoff, so it
+    """Hand over to signoff-approvals-client's MCP server (a client of a running Signoff, so it
     needs no database: it is never a dependency of the server itself)."""
     try:
         from signoff_client.mcp_server import main as mcp_main
     except ImportError as exc:
         raise SystemExit(
-            f"error: signoff mcp needs signoff-client with its mcp extra ({exc}); "
-            "pip install 'signoff-client[mcp]'"
+            f"error: signoff mcp needs signoff-approvals-client with its mcp extra ({exc}); "
+            f"{MCP_INSTALL}"
         ) from None
     mcp_main(["--transport", args.transport, "--host", args.host, "--port", args.port])
 

@@ -121,6 +121,11 @@ SIGNING_SECRET_PREFIX = "whsec_"
 
 # Delivery (docs/design.md section 4.6 onwards)
 DELIVERY_LEASE_SECONDS = 60
+# An agent's execution right (docs/design.md section 4.21): how long it holds it without a
+# report, unless it asks for another length within these bounds.
+EXECUTION_LEASE_DEFAULT_SECONDS = 300
+EXECUTION_LEASE_MIN_SECONDS = 5
+EXECUTION_LEASE_MAX_SECONDS = 86_400
 DELIVERY_BACKOFF_BASE_SECONDS = 15
 DELIVERY_BACKOFF_MAX_SECONDS = 6 * 3600
 # After a 202 the proposal waits this long for reportActionResult, then is delivered again.
@@ -182,6 +187,7 @@ NOTIFY_JOB_ID = "notify:{notification_id}:{attempt}"
 WAKE_JOB_ID = "{queue}:wake:{bucket}"
 WAKE_BUCKET_SECONDS = CLAIM_INTERVAL_SECONDS
 DELIVERY_INCIDENT_FINGERPRINT = "deliver_proposal:{proposal_id}"
+EXECUTION_INCIDENT_FINGERPRINT = "execute_proposal:{proposal_id}"
 # Target health (docs/design.md section 6.4): a target is unhealthy when, of its last
 # TARGET_HEALTH_SAMPLE attempts that started within TARGET_HEALTH_WINDOW_SECONDS, at least
 # TARGET_HEALTH_MIN_ATTEMPTS were made and at least TARGET_HEALTH_FAILURE_PERCENT of them

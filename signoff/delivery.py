@@ -168,6 +168,8 @@ async def _exchange(
     http: aiohttp.ClientSession, target: Target, body: bytes, headers: dict[str, str]
 ) -> Response:
     """Send, then read at most ``RESPONSE_BODY_MAX_BYTES`` (+1, to tell it was cut off)."""
+    # Only a target with a url has proposals that reach delivery (QUEUED).
+    assert target.url is not None
     async with http.request(
         target.method, target.url, data=body, headers=headers, allow_redirects=False
     ) as response:

@@ -305,6 +305,33 @@ class ResultNotExpected(SignoffError):
     code = "RESULT_NOT_EXPECTED"
 
 
+class ExecutionConsumed(SignoffError):
+    """The proposal's one execution right was already taken (``executedById``,
+    ``executor``, ``state``: by whom, and how it went)."""
+
+    code = "EXECUTION_CONSUMED"
+
+
+class NotExecutable(SignoffError):
+    """The proposal cannot be executed by its agent: not approved (yet), past its deadline,
+    or on a target Signoff delivers to (``state``, ``reason``)."""
+
+    code = "NOT_EXECUTABLE"
+
+
+class ExecutionNotHeld(SignoffError):
+    """A report of an execution whose right the caller does not hold (another lease, or
+    none was taken)."""
+
+    code = "EXECUTION_NOT_HELD"
+
+
+class ResultSchemaInvalid(SignoffError):
+    """A reported result breaks the target's output schema (``errors``); nothing changed."""
+
+    code = "RESULT_SCHEMA_INVALID"
+
+
 class NotRetryable(SignoffError):
     """Only a terminally failed proposal can be retried."""
 

@@ -212,7 +212,7 @@ async def build_world(
     reviewers: int = 2,
     required_approvals: int = 1,
     approval_mode: str = "HUMAN",
-    url: str = "http://127.0.0.1:9/hook",
+    url: str | None = "http://127.0.0.1:9/hook",
     output_schema: dict[str, Any] | None = None,
     queue_options: dict[str, Any] | None = None,
     reviewer_names: str = "reviewer",

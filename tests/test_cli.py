@@ -4,6 +4,7 @@ summed up, each with a description of its own, and the defaults shown."""
 from __future__ import annotations
 
 import re
+import tomllib
 
 import pytest
 
@@ -81,3 +82,20 @@ def test_options_with_defaults_show_them(
     text = " ".join(_help(capsys, *argv).split())  # however wide the terminal wraps it
     for default in defaults:
         assert default in text, text
+
+
+def test_mcp_help_says_how_to_install_the_client_from_this_repository(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = " ".join(_help(capsys, "mcp").split())
+    assert "pip install './clients/python[mcp]'" in text
+    assert "from a checkout of the Signoff repository" in text
+    assert "signoff-client[mcp]" not in text  # no such package on PyPI
+
+
+def test_the_client_installs_no_command_named_like_another_project() -> None:
+    """``signoff-mcp`` is someone else's package on PyPI: a desktop configuration or
+    ``uvx signoff-mcp`` could run it. The client's names are its own."""
+    pyproject = tomllib.loads((ROOT / "clients" / "python" / "pyproject.toml").read_text())
+    assert pyproject["project"]["name"] == "signoff-approvals-client"
+    assert set(pyproject["project"]["scripts"]) == {"signoff-approvals-mcp"}

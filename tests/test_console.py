@@ -830,3 +830,57 @@ async def test_a_console_behind_a_proxy_that_refuses_websockets_follows_over_sse
                 assert "PUT graphql" in sent and "GET graphql" in sent
             finally:
                 await context.close()
+
+
+async def test_the_task_page_shows_who_executed_a_proposal_and_its_result(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """Issue 42: on a target its agent executes, the page shows the agent that took the
+    execution (and its label) and the result it reported, where deliveries show attempts."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(
+            gql, reviewers=1, reviewer_names=unique_name("reviewer"), url=None
+        )
+        operator = await gql.token(Role.OPERATOR, name=unique_name("ops"))
+        made = await world.propose({"amount": 4343, "currency": "EUR"})
+        proposal = made["proposal"]
+        await world.decide(world.reviewers[0], proposal)
+        began = await gql(
+            BEGIN_EXECUTION,
+            {
+                "i": {
+                    "proposalId": proposal["id"],
+                    "payloadDigest": proposal["payloadDigest"],
+                    "executor": "desk-7:4242",
+                }
+            },
+            world.agent,
+        )
+        await gql(
+            REPORT_EXECUTION,
+            {
+                "i": {
+                    "proposalId": proposal["id"],
+                    "lease": began["beginExecution"]["lease"],
+                    "outcome": "APPLIED",
+                    "result": {"refund_id": "r-4343"},
+                }
+            },
+            world.agent,
+        )
+    context, page, errors = await signed_in(browser, server, operator)
+    try:
+        await page.goto(f"{server.url}/#/task/{made['task']['id']}")
+        await expect(page.locator("#execution-title")).to_have_text("Execution by the agent")
+        await expect(page.locator("#executed-by")).to_contain_text("agent (desk-7:4242)")
+        await expect(page.locator("#executed-by")).to_contain_text("APPLIED")
+        await expect(page.locator("#attempts-title")).to_have_count(0)
+        await expect(page.locator(".json-block").last).to_contain_text("r-4343")
+        assert errors == []
+    finally:
+        await context.close()
+
+
+BEGIN_EXECUTION = "mutation($i: BeginExecutionInput!) { beginExecution(input: $i) { lease } }"
+REPORT_EXECUTION = "mutation($i: ReportExecutionInput!) { reportExecution(input: $i) { replayed } }"

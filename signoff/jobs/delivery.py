@@ -12,6 +12,7 @@ from typing import Any
 
 from signoff.jobs.context import services_of
 from signoff.jobs.dispatcher import Dispatcher
+from signoff.resolvers.delivery import executions
 from signoff.resolvers.delivery.sweeps import enqueue_due_deliveries
 from signoff.resolvers.reach.deadlines import apply_deadlines
 from signoff.resolvers.reach.reminders import send_due_reminders
@@ -40,6 +41,13 @@ async def sweep_deliveries(ctx: dict[str, Any]) -> int:
         return 0
     async with services.sessionmaker() as session:
         return await enqueue_due_deliveries(session, services.jobs)
+
+
+async def lapse_executions(ctx: dict[str, Any]) -> int:
+    """Cron: an agent's execution whose lease lapsed unreported becomes an incident."""
+    services = services_of(ctx)
+    async with services.work() as work:
+        return len(await executions.lapse_executions(work))
 
 
 async def expire_due_proposals(ctx: dict[str, Any]) -> int:

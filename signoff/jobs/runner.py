@@ -27,6 +27,7 @@ from signoff.jobs.context import CTX_KEY, WorkerServices, open_http_client
 from signoff.jobs.delivery import (
     DISPATCHER_KEY,
     expire_due_proposals,
+    lapse_executions,
     send_reminders,
     sweep_deliveries,
 )
@@ -125,6 +126,7 @@ class InProcessJobs:
                     self.settings.sweep_interval_seconds,
                     sweep_deliveries,
                     expire_due_proposals,
+                    lapse_executions,
                     send_reminders,
                     send_notifications,
                 )

@@ -43,6 +43,7 @@ from signoff.jobs.delivery import (
     deliver_proposal,
     dispatcher_of,
     expire_due_proposals,
+    lapse_executions,
     send_reminders,
     sweep_deliveries,
 )
@@ -204,6 +205,7 @@ def sweeps(
     jobs: list[tuple[Callable[[dict[str, Any]], Awaitable[int]], int]] = [
         (sweep_deliveries, interval_seconds),
         (expire_due_proposals, interval_seconds),
+        (lapse_executions, interval_seconds),
         (send_reminders, interval_seconds),
         (send_notifications, interval_seconds),
         (run_reconciliation, reconcile_seconds),

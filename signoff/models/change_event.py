@@ -38,6 +38,8 @@ class ChangeKind(StrEnum):
     PROPOSAL_COMPENSATION_REQUIRED = "proposal.compensation_required"
     PROPOSAL_AMENDED = "proposal.amended"
     PROPOSAL_AMENDMENT_ACCEPTED = "proposal.amendment_accepted"
+    PROPOSAL_EXECUTION_STARTED = "proposal.execution_started"
+    PROPOSAL_EXECUTION_UNKNOWN = "proposal.execution_unknown"
     TASK_CREATED = "task.created"
     TASK_CLAIMED = "task.claimed"
     TASK_RELEASED = "task.released"

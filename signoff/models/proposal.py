@@ -36,6 +36,10 @@ class ProposalState(StrEnum):
     APPLYING = "APPLYING"
     APPLIED = "APPLIED"
     FAILED = "FAILED"
+    # A target the agent executes (docs/design.md section 4.21): the agent holds the one
+    # execution right; a lease that lapsed without a report leaves the outcome unknown.
+    EXECUTING = "EXECUTING"
+    EXECUTION_UNKNOWN = "EXECUTION_UNKNOWN"
     CANCELLED = "CANCELLED"
     COMPENSATION_REQUIRED = "COMPENSATION_REQUIRED"
 
@@ -114,6 +118,16 @@ class Proposal(SQLModel, table=True):
     # stores it. Null otherwise.
     result: dict[str, Any] | None = json_field(nullable=True)
     compensates_proposal_id: str | None = fk_field("proposals.id", nullable=True, index=False)
+    # Its target had no url when it was proposed: approval leaves it APPROVED, and the
+    # agent that proposed it executes it once (docs/design.md section 4.21).
+    agent_executes: bool = Field(
+        default=False,
+        sa_column=sa.Column(sa.Boolean, nullable=False, server_default=sa.false()),
+    )
+    # Who took the execution right, the label it gave (a host and process), and when.
+    executed_by_id: str | None = fk_field("actors.id", nullable=True, index=False)
+    executor: str | None = Field(default=None, sa_column=sa.Column(sa.String(200)))
+    execution_started_at: datetime | None = time_field(nullable=True)
     created_at: datetime = time_field(default_now=True)
     updated_at: datetime = time_field(default_now=True)
 

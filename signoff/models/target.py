@@ -55,7 +55,9 @@ class Target(SQLModel, table=True):
 
     id: str = id_field()
     name: str = Field(sa_column=sa.Column(sa.String(200), nullable=False, unique=True))
-    url: str = Field(sa_column=sa.Column(sa.String(2048), nullable=False))
+    # ``None``: the agent executes its approved proposals itself (docs/design.md section
+    # 4.21); Signoff delivers nothing.
+    url: str | None = Field(default=None, sa_column=sa.Column(sa.String(2048), nullable=True))
     method: str = "POST"
     input_schema: dict[str, Any] = json_field(default={})
     output_schema: dict[str, Any] | None = json_field(nullable=True)
@@ -115,3 +117,8 @@ class Target(SQLModel, table=True):
     @property
     def is_active(self) -> bool:
         return self.retired_at is None
+
+    @property
+    def agent_executes(self) -> bool:
+        """The agent runs approved actions itself: nothing is delivered."""
+        return self.url is None

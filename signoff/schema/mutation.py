@@ -14,7 +14,7 @@ from signoff.resolvers.approval import (
     queues,
     tasks,
 )
-from signoff.resolvers.delivery import results, retries
+from signoff.resolvers.delivery import executions, results, retries
 from signoff.resolvers.drafts import drafts
 from signoff.resolvers.incidents import response as incident_response
 from signoff.resolvers.reach import channels as notification_channels
@@ -55,9 +55,13 @@ from signoff.schema.approval.task import (
 from signoff.schema.call import call, call_with
 from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import (
+    BeginExecutionInput,
+    BeginExecutionPayload,
     ProposeCompensationInput,
     ReportActionResultInput,
     ReportActionResultPayload,
+    ReportExecutionInput,
+    ReportExecutionPayload,
     RetryProposalInput,
     RetryProposalPayload,
 )
@@ -447,6 +451,34 @@ class Mutation:
         )
         return ReportActionResultPayload(
             proposal=Proposal.from_model(result.proposal), replayed=result.replayed
+        )
+
+    @strawberry.mutation(
+        description="Agents: take the one right to execute your approved proposal on a "
+        "target without a url; a second call is refused EXECUTION_CONSUMED."
+    )
+    async def begin_execution(
+        self, info: strawberry.Info, input: BeginExecutionInput
+    ) -> BeginExecutionPayload:
+        began = await call_with(info, executions.begin_execution, input)
+        return BeginExecutionPayload(
+            proposal=Proposal.from_model(began.proposal), lease=began.lease
+        )
+
+    @strawberry.mutation(description="Agents: how the execution you began went.")
+    async def report_execution(
+        self, info: strawberry.Info, input: ReportExecutionInput
+    ) -> ReportExecutionPayload:
+        reported = await call_with(
+            info,
+            executions.report_execution,
+            input,
+            omit=("outcome", "result"),
+            outcome=executions.ExecutionOutcome(input.outcome),
+            result=input.result,
+        )
+        return ReportExecutionPayload(
+            proposal=Proposal.from_model(reported.proposal), replayed=reported.replayed
         )
 
     @strawberry.mutation(description="Operators: deliver a terminally failed proposal again.")

@@ -119,6 +119,21 @@ async def result_stage(delivering_server: DeliveringServer, tmp_path: Path) -> A
 
 
 @pytest.fixture
+async def agent_stage(delivering_server: DeliveringServer, tmp_path: Path) -> AsyncIterator[Stage]:
+    """A stage whose target has no url: its agents execute approved proposals themselves."""
+    shared = delivering_server.shared
+    async with staged_on(
+        shared.server,
+        shared.sessionmaker,
+        shared.database_url,
+        delivering_server.queue,
+        tmp_path,
+        url=None,
+    ) as made:
+        yield made
+
+
+@pytest.fixture
 async def own_stage(
     serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path
 ) -> AsyncIterator[Stage]:
@@ -162,7 +177,7 @@ async def staged_on(
         world = await build_world(
             gql,
             reviewers=2,
-            url=receiver.url,
+            url=target.pop("url", receiver.url),
             amendmentsNeedProposer=True,
             reviewer_names=names,
             **target,

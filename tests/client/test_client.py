@@ -228,45 +228,66 @@ async def read_json(process: asyncio.subprocess.Process) -> dict[str, Any]:
     return found
 
 
-async def test_a_decorated_call_retried_after_a_crash_proposes_once(stage: Stage) -> None:
-    async with await agent(stage) as signoff:
-        target = (await signoff.target(stage.world.target_id)).name
+async def run_agent(
+    stage: Stage, script: str, *args: str, stderr: int | None = None
+) -> asyncio.subprocess.Process:
+    """One of the agent scripts beside this file, as the stage's agent."""
     env = {**os.environ, "SIGNOFF_URL": stage.server.url, "SIGNOFF_TOKEN": stage.world.agent}
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).parent / script),
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=stderr,
+    )
 
-    async def run_agent() -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(Path(__file__).parent / "decorated_agent.py"),
-            target,
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-        )
 
-    first = await run_agent()
-    assert await read_json(first) == {"started": True}
+async def target_name(stage: Stage) -> str:
+    async with await agent(stage) as signoff:
+        return (await signoff.target(stage.world.target_id)).name
+
+
+async def first_proposal(stage: Stage) -> str:
+    """The id of the stage's one proposal, once there is one."""
     async with asyncio.timeout(20):
         while await stage.proposals_count() == 0:  # noqa: ASYNC110
             await asyncio.sleep(0.1)
-    first.kill()  # the agent crashes while it waits
-    await first.communicate()
-
-    again = await run_agent()
-    assert await read_json(again) == {"started": True}
-    await asyncio.sleep(1)
-    assert await stage.proposals_count() == 1
     proposals = await stage.gql(
         "query($q: ID) { proposals(queueId: $q) { nodes { id } } }",
         {"q": stage.world.queue_id},
         stage.world.admin,
     )
-    proposal_id = proposals["proposals"]["nodes"][0]["id"]
+    found: str = proposals["proposals"]["nodes"][0]["id"]
+    return found
+
+
+async def test_a_keyed_call_retried_after_a_crash_proposes_and_runs_once(
+    agent_stage: Stage,
+) -> None:
+    stage = agent_stage
+    target = await target_name(stage)
+    first = await run_agent(stage, "decorated_agent.py", target, "ticket-7")
+    assert await read_json(first) == {"started": True}
+    await first_proposal(stage)
+    first.kill()  # the agent crashes while it waits
+    await first.communicate()
+
+    again = await run_agent(stage, "decorated_agent.py", target, "ticket-7")
+    assert await read_json(again) == {"started": True}
+    proposal_id = await first_proposal(stage)
     await stage.decide(proposal_id)  # a reviewer, in another process than the agent
     assert await read_json(again) == {"ran": PAYLOAD}
     assert await read_json(again) == {"result": "refunded 120 EUR"}
     await asyncio.wait_for(again.communicate(), 10)
     assert again.returncode == 0
     assert await stage.proposals_count() == 1
-    # The target is delivered too (its receiver is Signoff's to call): let it finish.
-    async with asyncio.timeout(20):
-        while (await stage.proposal(proposal_id))["state"] != "APPLIED":  # noqa: ASYNC110
-            await asyncio.sleep(0.1)
+    assert (await stage.proposal(proposal_id))["state"] == "APPLIED"
+
+    # Run once more with the same key: the recorded result, and the body does not run.
+    third = await run_agent(stage, "decorated_agent.py", target, "ticket-7")
+    out, _ = await asyncio.wait_for(third.communicate(), 30)
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"started": True},
+        {"result": "refunded 120 EUR"},
+    ]

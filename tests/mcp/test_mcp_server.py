@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, InputRequiredResult
 from signoff_client.mcp_server import MULTI_ROUND_VERSION
 
-from tests.client.conftest import REFUND_ANSWER, Stage
+from tests.client.conftest import REFUND_ANSWER, DeliveringServer, Stage, staged_on
 from tests.processes import free_port
 
 TOOLS = {
@@ -147,6 +148,7 @@ async def round_trip(stage: Stage, session: ClientSession) -> None:
         if decided["status"] == "applied":
             break
     assert decided["status"] == "applied", decided
+    assert decided["payload_digest"] == proposed["payload_digest"]  # the one approved
     assert decided["result"]["statusCode"] == 200
     assert "body" not in decided["result"]  # the target declares no output schema
 
@@ -155,6 +157,39 @@ async def round_trip(stage: Stage, session: ClientSession) -> None:
         {"target": target["name"], "payload": {"amount": "many", "currency": "EUR"}},
     )
     assert "PAYLOAD_SCHEMA_INVALID" in error_text(bad) and "/amount" in error_text(bad)
+
+
+POLICY = {
+    "rules": [
+        {"name": "large", "when": {"properties": {"amount": {"minimum": 1000}}}, "approvals": 2},
+        {"name": "small", "when": {"properties": {"amount": {"maximum": 10}}}, "approvals": 0},
+    ],
+    "default": {"approvals": 1},
+}
+
+
+async def test_list_targets_shows_the_approval_policy(
+    delivering_server: DeliveringServer, tmp_path: Path
+) -> None:
+    shared = delivering_server.shared
+    async with (
+        staged_on(
+            shared.server,
+            shared.sessionmaker,
+            shared.database_url,
+            delivering_server.queue,
+            tmp_path,
+            approvalPolicy=POLICY,
+        ) as stage,
+        over_stdio(stage, stage.world.agent) as session,
+    ):
+        targets = structured(await session.call_tool("list_targets", {}))["targets"]
+    target = next(t for t in targets if t["id"] == stage.world.target_id)
+    assert target["required_approvals"] == 1 and target["agent_executes"] is False
+    assert target["rules"] == [
+        {"name": "large", "when": POLICY["rules"][0]["when"], "approvals": 2},
+        {"name": "small", "when": POLICY["rules"][1]["when"], "approvals": 0},
+    ]
 
 
 async def test_over_stdio_a_proposal_goes_from_tool_call_to_applied(stage: Stage) -> None:

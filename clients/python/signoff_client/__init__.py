@@ -11,16 +11,22 @@ with Signoff("http://127.0.0.1:8000", token) as signoff:
 from __future__ import annotations
 
 from signoff_client.client import AsyncSignoff, Signoff, SyncProposal, Target
-from signoff_client.decorators import NotApproved, requires_approval
+from signoff_client.decorators import requires_approval
 from signoff_client.errors import (
+    AlreadyExecuted,
     CursorExpired,
     DatabaseBusy,
+    ExecutionConsumed,
+    ExecutionNotHeld,
     Forbidden,
     IdempotencyKeyReused,
+    NotApproved,
+    NotExecutable,
     NotFound,
     PayloadDigestMismatch,
     PayloadSchemaInvalid,
     RateLimited,
+    ResultSchemaInvalid,
     ServiceUnavailable,
     SignoffError,
     StillWaiting,
@@ -28,23 +34,28 @@ from signoff_client.errors import (
     Unauthenticated,
     Unreachable,
 )
+from signoff_client.executions import execute
 from signoff_client.keys import derive_key
 from signoff_client.outcomes import Amended, Applied, Approved, Expired, Failed, Outcome, Rejected
 from signoff_client.proposals import Proposal
 from signoff_client.transport import Retries
 
 __all__ = [
+    "AlreadyExecuted",
     "Amended",
     "Applied",
     "Approved",
     "AsyncSignoff",
     "CursorExpired",
     "DatabaseBusy",
+    "ExecutionConsumed",
+    "ExecutionNotHeld",
     "Expired",
     "Failed",
     "Forbidden",
     "IdempotencyKeyReused",
     "NotApproved",
+    "NotExecutable",
     "NotFound",
     "Outcome",
     "PayloadDigestMismatch",
@@ -52,6 +63,7 @@ __all__ = [
     "Proposal",
     "RateLimited",
     "Rejected",
+    "ResultSchemaInvalid",
     "Retries",
     "ServiceUnavailable",
     "Signoff",
@@ -63,5 +75,6 @@ __all__ = [
     "Unauthenticated",
     "Unreachable",
     "derive_key",
+    "execute",
     "requires_approval",
 ]

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from signoff_client.errors import NotFound, SignoffError
+from signoff_client.executions import Recorded, execute, report_applied, report_failed, take
 from signoff_client.generated.fragments import DraftFields
 from signoff_client.generated.input_types import PrepareDraftInput, ProposeActionInput
 from signoff_client.generated.targets import TargetsTargets
@@ -114,6 +115,17 @@ class AsyncSignoff:
         answer = await self.api.get_proposal(id=proposal_id)
         return Proposal(self, answer.proposal, answer.change_feed_cursor)
 
+    async def execute(
+        self,
+        proposal: Proposal,
+        function: Callable[..., Any],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
+        lease_seconds: int | None = None,
+    ) -> Any:
+        """See ``signoff_client.execute``: ``function`` runs once for this approval."""
+        return await execute(proposal, function, timeout=timeout, lease_seconds=lease_seconds)
+
     async def prepare_draft(
         self,
         *,
@@ -158,6 +170,27 @@ class SyncProposal:
     def wait(self, timeout: float | None = None) -> Outcome:
         """See ``Proposal.wait``."""
         return self._portal.call(self.proposal.wait, timeout)
+
+    def execute(
+        self,
+        function: Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        lease_seconds: int | None = None,
+    ) -> Any:
+        """See ``signoff_client.execute``; ``function`` runs in the calling thread."""
+        taken = self._portal.call(
+            lambda: take(self.proposal, timeout=timeout, lease_seconds=lease_seconds)
+        )
+        if isinstance(taken, Recorded):
+            return taken.result
+        try:
+            returned = function(**taken.payload)
+        except BaseException as exc:
+            self._portal.call(report_failed, self.proposal, taken, exc)
+            raise
+        self._portal.call(report_applied, self.proposal, taken, returned)
+        return returned
 
     def accept_amendment(self, payload_digest: str | None = None) -> SyncProposal:
         """See ``Proposal.accept_amendment``."""

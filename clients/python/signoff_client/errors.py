@@ -7,7 +7,10 @@ A refusal the server gives a code this module does not name is still a
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from signoff_client.outcomes import Outcome
 
 
 class SignoffError(Exception):
@@ -131,6 +134,71 @@ class StillWaiting(SignoffError, TimeoutError):
         self.state = state
 
 
+class ExecutionConsumed(SignoffError):
+    """The approval's one execution was already taken: ``executor`` (and ``state``) say by
+    whom and how it went."""
+
+    code = "EXECUTION_CONSUMED"
+
+    @property
+    def state(self) -> str | None:
+        value = self.extensions.get("state")
+        return None if value is None else str(value)
+
+    @property
+    def executor(self) -> str | None:
+        value = self.extensions.get("executor") or self.extensions.get("executedById")
+        return None if value is None else str(value)
+
+
+class NotExecutable(SignoffError):
+    """The proposal may not be executed by its agent (``reason``: ``NOT_APPROVED``,
+    ``ACTION_EXPIRED``, ``APPROVAL_DIGEST_MISMATCH``, ``DELIVERED_BY_SIGNOFF``)."""
+
+    code = "NOT_EXECUTABLE"
+
+
+class ExecutionNotHeld(SignoffError):
+    """A report of an execution this caller did not begin (another lease)."""
+
+    code = "EXECUTION_NOT_HELD"
+
+
+class ResultSchemaInvalid(SignoffError):
+    """The reported result does not meet the target's output schema; nothing changed."""
+
+    code = "RESULT_SCHEMA_INVALID"
+
+
+class AlreadyExecuted(SignoffError):
+    """This approval's one execution happened (or may have) elsewhere, with no result to
+    return: the function's body was not run again. ``state`` is the proposal's."""
+
+    code = "ALREADY_EXECUTED"
+
+    def __init__(self, proposal_id: str, state: str, executor: str | None) -> None:
+        by = f" by {executor}" if executor else ""
+        super().__init__(
+            f"Proposal {proposal_id} was already executed{by} (it is {state}); an approval "
+            "authorises one execution, so it was not run again.",
+            extensions={"proposalId": proposal_id, "state": state, "executor": executor},
+        )
+        self.proposal_id = proposal_id
+        self.state = state
+        self.executor = executor
+
+
+class NotApproved(SignoffError):
+    """The call was not approved: ``outcome`` is the ``Rejected``, ``Expired`` or (when
+    amendments are not accepted) ``Amended`` that ended it."""
+
+    code = "NOT_APPROVED"
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(f"Proposal {outcome.proposal_id} was {outcome.kind}.")
+        self.outcome = outcome
+
+
 # Codes worth waiting out: nothing was done, and the server says when to come back.
 RETRYABLE_CODES = frozenset({RateLimited.code, ServiceUnavailable.code, DatabaseBusy.code})
 
@@ -148,6 +216,10 @@ _BY_CODE: dict[str, type[SignoffError]] = {
         ServiceUnavailable,
         DatabaseBusy,
         CursorExpired,
+        ExecutionConsumed,
+        NotExecutable,
+        ExecutionNotHeld,
+        ResultSchemaInvalid,
     )
 }
 

@@ -1,10 +1,11 @@
-"""``signoff-mcp`` (and ``signoff mcp``): Signoff's approval step as MCP tools.
+"""``signoff-approvals-mcp`` (and ``signoff mcp``): Signoff's approval step as MCP tools.
 
 A client of the Signoff named by ``SIGNOFF_URL``, as the agent whose token is
 ``SIGNOFF_TOKEN``; every result is structured and readable. No call is held for long:
 ``wait_for_decision`` waits a bounded time, then asks a client that speaks the multi
 round-trip flow to call again with a request state, and tells any other ``still_waiting``.
-Run ``signoff-mcp`` (stdio) or ``signoff-mcp --transport http --port 8765`` (at /mcp).
+Run ``signoff-approvals-mcp`` (stdio) or ``signoff-approvals-mcp --transport http --port
+8765`` (at /mcp).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from mcp_types import InputRequiredResult
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
-from signoff_client.client import AsyncSignoff
+from signoff_client.client import AsyncSignoff, Target
 from signoff_client.errors import PayloadSchemaInvalid, SignoffError, StillWaiting
 from signoff_client.generated.fragments import DraftFields, ProposalFields
 from signoff_client.generated.input_types import PrepareDraftInput
@@ -44,12 +45,32 @@ INSTRUCTIONS = (
 )
 
 
+class RuleView(BaseModel):
+    """One rule of a target's approval policy: a payload matching ``when`` needs
+    ``approvals`` (0: let through at once). The first rule that matches decides."""
+
+    name: str | None = None
+    when: dict[str, Any] = Field(description="JSON Schema the payload must match.")
+    approvals: int
+
+
 class TargetView(BaseModel):
     id: str
     name: str
     input_schema: dict[str, Any] = Field(description="The payload's JSON Schema.")
     approval_mode: str
-    required_approvals: int
+    required_approvals: int = Field(
+        description="Approvals a proposal needs when no rule below matches it (0: none)."
+    )
+    rules: list[RuleView] = Field(
+        default_factory=list,
+        description="The approval policy's rules, in order; the first match decides.",
+    )
+    agent_executes: bool = Field(
+        default=False,
+        description="Approved actions are executed by the agent itself, once; otherwise "
+        "Signoff delivers them.",
+    )
 
 
 class TargetList(BaseModel):
@@ -85,7 +106,9 @@ class Decision(BaseModel):
         default=None, description="approved, amended: the payload as it stands."
     )
     payload_digest: str | None = Field(
-        default=None, description="amended: pass it to accept_amendment."
+        default=None,
+        description="approved, applied, failed: the digest the reviewers approved; amended: "
+        "the new one, to pass to accept_amendment.",
     )
     result: dict[str, Any] | None = Field(
         default=None,
@@ -155,9 +178,33 @@ def proposal_view(proposal: ProposalFields, replayed: bool = False) -> ProposalV
     )
 
 
-def decision_of(outcome: Outcome) -> Decision:
-    """An outcome as the model reads it."""
+def target_view(target: Target) -> TargetView:
+    """A target as the model reads it: what a payload needs to go through."""
+    policy = target.approval_policy if isinstance(target.approval_policy, dict) else None
+    auto = target.approval_mode.value == "BOUNDED_AUTO"
+    required = 0 if auto else target.required_approvals
+    if policy is not None:
+        required = int(policy.get("default", {}).get("approvals", required))
+    return TargetView(
+        id=target.id,
+        name=target.name,
+        input_schema=dict(target.input_schema),
+        approval_mode=target.approval_mode.value,
+        required_approvals=required,
+        rules=[
+            RuleView(name=rule.get("name"), when=rule["when"], approvals=rule["approvals"])
+            for rule in (policy or {}).get("rules", [])
+        ],
+        agent_executes=target.agent_executes,
+    )
+
+
+def decision_of(outcome: Outcome, approved_digest: str | None = None) -> Decision:
+    """An outcome as the model reads it; ``approved_digest`` is the digest the reviewers
+    approved, carried by the outcomes that follow an approval."""
     found = Decision(proposal_id=outcome.proposal_id, status=cast(Status, outcome.kind), message="")
+    if outcome.kind in ("approved", "applied", "failed"):
+        found.payload_digest = getattr(outcome, "payload_digest", None) or approved_digest
     match outcome.kind:
         case "approved":
             found.payload = getattr(outcome, "payload", None)
@@ -195,22 +242,11 @@ def build(url: str, token: str) -> MCPServer[Any]:
 
     @server.tool()
     async def list_targets() -> TargetList:
-        """The targets actions can be proposed to, with each payload's JSON Schema."""
+        """The targets actions can be proposed to, with each payload's JSON Schema and the
+        approvals it needs (the approval policy's rules, when the target has one)."""
         client = await tools.client()
         found = await call(client.targets())
-        return TargetList(
-            targets=[
-                TargetView(
-                    id=t.id,
-                    name=t.name,
-                    input_schema=dict(t.input_schema),
-                    approval_mode=t.approval_mode.value,
-                    required_approvals=t.required_approvals,
-                )
-                for t in found
-                if t.active
-            ]
-        )
+        return TargetList(targets=[target_view(t) for t in found if t.active])
 
     @server.tool()
     async def propose_action(
@@ -292,8 +328,9 @@ async def next_decision(client: AsyncSignoff, proposal_id: str, within: float) -
     """The proposal's next outcome, waited for a bounded time, or ``still_waiting``."""
     handle = await call(client.proposal(proposal_id))
     known = implied_outcomes(handle.state)
+    digest = handle.state.payload_digest
     if known and known[-1].kind != "approved":
-        return decision_of(known[-1])
+        return decision_of(known[-1], digest)
     handle.returned = list(known)
     try:
         outcome = await call(handle.wait(min(max(within, 0.0), MAX_WAIT_SECONDS)))
@@ -301,7 +338,7 @@ async def next_decision(client: AsyncSignoff, proposal_id: str, within: float) -
         if not isinstance(exc.__cause__, StillWaiting):
             raise
         if known:
-            return decision_of(known[-1])
+            return decision_of(known[-1], digest)
         return Decision(
             proposal_id=proposal_id,
             status="still_waiting",
@@ -310,7 +347,7 @@ async def next_decision(client: AsyncSignoff, proposal_id: str, within: float) -
                 "wait_for_decision again later."
             ),
         )
-    return decision_of(outcome)
+    return decision_of(outcome, handle.state.payload_digest)
 
 
 def draft_view(draft: DraftFields, replayed: bool = False) -> DraftView:
@@ -328,7 +365,9 @@ def draft_view(draft: DraftFields, replayed: bool = False) -> DraftView:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the MCP server on stdio (the default) or streamable HTTP."""
-    parser = argparse.ArgumentParser(prog="signoff-mcp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="signoff-approvals-mcp", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)

@@ -67,7 +67,8 @@ class Amended:
 class Applied:
     """The receiver took the delivery: ``result`` is what Signoff recorded of its answer
     (HTTP status, the digest of its body, when) and, where the target declares an output
-    schema, the answer itself as ``body`` (its JSON document)."""
+    schema, the answer itself as ``body`` (its JSON document); for a target its agent
+    executes, ``body`` is the result the agent reported and ``executor`` who ran it."""
 
     proposal_id: str
     result: dict[str, Any]
@@ -80,7 +81,9 @@ class Applied:
 
 @dataclass(frozen=True)
 class Failed:
-    """Delivery gave up (dead-lettered until an operator retries it)."""
+    """Delivery gave up (dead-lettered until an operator retries it); for a target its
+    agent executes, the agent reported a failure (or never reported: ``error_code``
+    ``EXECUTION_UNKNOWN``)."""
 
     proposal_id: str
     error_code: str | None
@@ -110,7 +113,16 @@ FINAL_KINDS = frozenset({"rejected", "applied", "failed", "expired"})
 
 P = ProposalState
 DECIDED = frozenset(
-    {P.APPROVED, P.QUEUED, P.APPLYING, P.APPLIED, P.FAILED, P.COMPENSATION_REQUIRED}
+    {
+        P.APPROVED,
+        P.QUEUED,
+        P.APPLYING,
+        P.EXECUTING,
+        P.EXECUTION_UNKNOWN,
+        P.APPLIED,
+        P.FAILED,
+        P.COMPENSATION_REQUIRED,
+    }
 )
 APPLIED_STATES = frozenset({P.APPLIED, P.COMPENSATION_REQUIRED})
 
@@ -129,6 +141,9 @@ def implied_outcomes(proposal: ProposalFields) -> list[Outcome]:
     if proposal.state in APPLIED_STATES:
         found.append(applied(proposal))
     elif proposal.state is P.FAILED and proposal.delivery_terminal:
+        found.append(Failed(proposal.id, proposal.last_error_code, proposal.delivery_attempt_count))
+    elif proposal.state is P.EXECUTION_UNKNOWN:
+        # Its agent began it and never reported: it may or may not have run (an incident).
         found.append(Failed(proposal.id, proposal.last_error_code, proposal.delivery_attempt_count))
     return found
 
@@ -172,4 +187,6 @@ def applied(proposal: ProposalFields) -> Applied:
         }
     if proposal.result is not None:
         result["body"] = proposal.result
+    if proposal.executor is not None:
+        result["executor"] = proposal.executor
     return Applied(proposal.id, result)

@@ -12,12 +12,15 @@ repeated or skipped frame cannot change what an agent is told.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from signoff_client.errors import CursorExpired, StillWaiting
 from signoff_client.generated.fragments import ProposalFields
 from signoff_client.generated.input_types import AcceptAmendmentInput
+from signoff_client.generated.proposal_events import ProposalEvents
 from signoff_client.outcomes import FINAL_KINDS, Outcome, implied_outcomes
 from signoff_client.transport import StreamInterrupted, WebsocketsUnavailable
 
@@ -57,8 +60,12 @@ class Proposal:
 
     async def wait(self, timeout: float | None = None) -> Outcome:  # noqa: ASYNC109
         """The next outcome not returned before: the decision, then (for an approved
-        proposal) how its delivery ended. ``StillWaiting`` after ``timeout`` seconds."""
+        proposal) how its delivery ended; once a final one was returned, that one again
+        at once. ``StillWaiting`` after ``timeout`` seconds."""
         outcome = self.pending()
+        if outcome is None and self.done:
+            # Nothing more will happen: the final outcome again, at once.
+            return self.returned[-1]
         if outcome is None:
             try:
                 async with asyncio.timeout(timeout):
@@ -88,26 +95,38 @@ class Proposal:
         self.state = answer.accept_amendment.proposal
         return self
 
+    async def _read(self, frames: AsyncIterator[ProposalEvents]) -> Outcome | None:
+        """Read events until the state implies an outcome not yet returned (``None``: the
+        stream ended first)."""
+        async for frame in frames:
+            event = frame.proposal_events
+            self.cursor = event.cursor
+            self.events.append((event.cursor, event.kind))
+            if event.proposal is not None:
+                self.state = event.proposal
+            outcome = self.pending()
+            if outcome is not None:
+                return outcome
+        return None
+
     async def _follow(self) -> Outcome:
         """Follow the proposal until its state implies an outcome not yet returned."""
         attempt = 0
         while True:
             if not self.polling:
+                seen = len(self.events)
                 try:
-                    async for frame in self.client.api.proposal_events(
-                        proposal_id=self.id, after=self.cursor
-                    ):
-                        attempt = 0
-                        event = frame.proposal_events
-                        self.cursor = event.cursor
-                        self.events.append((event.cursor, event.kind))
-                        if event.proposal is not None:
-                            self.state = event.proposal
-                        outcome = self.pending()
-                        if outcome is not None:
-                            return outcome
+                    # Closed here, on this task, when we stop reading (see
+                    # ``GraphQLApi.proposal_events``).
+                    async with aclosing(
+                        self.client.api.proposal_events(proposal_id=self.id, after=self.cursor)
+                    ) as frames:
+                        outcome = await self._read(frames)
+                    if outcome is not None:
+                        return outcome
                 except StreamInterrupted:
-                    attempt += 1
+                    # Back off longer only while reconnecting brings nothing new.
+                    attempt = 1 if len(self.events) > seen else attempt + 1
                 except CursorExpired:
                     self.cursor = (await self.client.api.feed_cursor()).change_feed_cursor
                     await self.refresh()

@@ -16,7 +16,7 @@ import contextlib
 import json
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -34,6 +34,8 @@ from signoff_client.errors import (
     error_from,
 )
 from signoff_client.generated import GeneratedClient
+from signoff_client.generated.base_model import UNSET, UnsetType
+from signoff_client.generated.proposal_events import ProposalEvents
 
 TRANSPORT_WS = Subprotocol("graphql-transport-ws")
 ACK_WITHIN = 10.0
@@ -189,16 +191,46 @@ class GraphQLApi(GeneratedClient):
         data: dict[str, Any] = response.json()["data"]
         return data
 
-    async def execute_ws(
+    async def proposal_events(
+        self, proposal_id: str, after: str | UnsetType | None = UNSET, **kwargs: Any
+    ) -> AsyncGenerator[ProposalEvents, None]:
+        """The generated subscription, with its socket closed when the reader stops
+        (``aclose``), on the reader's task: the generated wrapper would leave its inner
+        stream to the garbage collector, which closes it later, on a task of its own, and
+        at exit after the loop has gone."""
+        opened: list[AsyncGenerator[dict[str, Any], None]] = []
+        frames = cast(
+            AsyncGenerator[ProposalEvents, None],
+            super().proposal_events(proposal_id=proposal_id, after=after, opened=opened, **kwargs),
+        )
+        try:
+            async for frame in frames:
+                yield frame
+        finally:
+            await frames.aclose()
+            for stream in opened:
+                await stream.aclose()
+
+    def execute_ws(
         self,
         query: str,
         operation_name: str | None = None,
         variables: dict[str, Any] | None = None,
         **kwargs: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """One subscription on a socket of its own, or an event stream of its own once a
         websocket could not be opened, until it ends or the connection goes
-        (``StreamInterrupted`` when resuming can recover, a ``SignoffError`` when not)."""
+        (``StreamInterrupted`` when resuming can recover, a ``SignoffError`` when not).
+        The stream is added to ``opened`` (a list), when given, for its reader to close."""
+        stream = self._subscribe(query, operation_name, variables)
+        opened = kwargs.get("opened")
+        if opened is not None:
+            opened.append(stream)
+        return stream
+
+    async def _subscribe(
+        self, query: str, operation_name: str | None, variables: dict[str, Any] | None
+    ) -> AsyncGenerator[dict[str, Any], None]:
         payload = {
             "query": query,
             "operationName": operation_name,
@@ -214,13 +246,16 @@ class GraphQLApi(GeneratedClient):
             except OSError as exc:
                 raise StreamInterrupted(None, repr(exc)) from exc
             else:
-                async for data in self._over_websocket(ws, payload):
-                    yield data
+                # Closed here, on the reader's task, when the reader closes this stream.
+                async with contextlib.aclosing(self._over_websocket(ws, payload)) as frames:
+                    async for data in frames:
+                        yield data
                 return
-        async for data in self._over_sse(payload):
-            yield data
+        async with contextlib.aclosing(self._over_sse(payload)) as frames:
+            async for data in frames:
+                yield data
 
-    async def _over_sse(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def _over_sse(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """One subscription as graphql-sse's distinct connections mode: a POST whose answer
         is the stream of its results (``WebsocketsUnavailable`` if it is not one)."""
         headers = {
@@ -251,7 +286,7 @@ class GraphQLApi(GeneratedClient):
 
     async def _over_websocket(
         self, ws: ClientConnection, payload: dict[str, Any]
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         async with ws:
             try:
                 await self._open(ws)

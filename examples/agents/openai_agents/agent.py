@@ -1,12 +1,7 @@
 """An OpenAI Agents SDK agent whose refund tool needs a person's approval, asked of
-Signoff: the run stops on the tool call, Signoff's decision approves or rejects it in the
-run's state, and the run is resumed from that state.
-
-The tool is a function tool with ``needs_approval=True``, so the run ends with an
-interruption; its arguments are proposed to Signoff, and ``state.approve()`` or
-``state.reject()`` records the decision before ``Runner.run`` resumes. The model is a
-scripted ``Model`` implementation: no network, no key. Run it with SIGNOFF_URL and
-SIGNOFF_TOKEN set; see README.md here.
+Signoff with ``signoff_client.openai_agents``: the run stops on the tool call, Signoff's
+decision approves or rejects it in the run's state, and the run resumes from that state.
+The model is a scripted ``Model`` implementation: no network, no key. See README.md here.
 """
 
 from __future__ import annotations
@@ -14,8 +9,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from agents import (
@@ -28,7 +23,6 @@ from agents import (
     ModelTracing,
     Runner,
     Tool,
-    ToolApprovalItem,
     TResponseInputItem,
     Usage,
     function_tool,
@@ -42,7 +36,8 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 from openai.types.responses.response_prompt_param import ResponsePromptParam
-from signoff_client import Amended, Applied, Approved, AsyncSignoff, Proposal
+from signoff_client import Applied, AsyncSignoff
+from signoff_client.openai_agents import SignoffApprovals
 
 
 def plan(ticket: str) -> dict[str, Any]:
@@ -80,7 +75,7 @@ class ScriptedModel(Model):
         ticket = str(items[0]["content"])
         call = ResponseFunctionToolCall(
             type="function_call",
-            call_id=f"c-{ticket}",
+            call_id=f"c-{ticket}-{uuid.uuid4().hex[:8]}",  # as a model's: unique
             name="refund",
             arguments=json.dumps(plan(ticket)),
         )
@@ -103,61 +98,27 @@ class ScriptedModel(Model):
         raise NotImplementedError("this recipe runs the agent without streaming")
 
 
-@dataclass
-class Desk:
-    """The run's context: the Signoff client and the proposal behind each tool call."""
-
-    signoff: AsyncSignoff
-    target: str
-    proposals: dict[str, Proposal] = field(default_factory=dict)
-
-
 @function_tool(needs_approval=True)
-async def refund(ctx: ToolContext[Desk], amount: int, currency: str) -> str:
+async def refund(ctx: ToolContext[SignoffApprovals], amount: int, currency: str) -> str:
     """Refund the customer. Runs once approved; Signoff delivers the refund as approved (a
     reviewer may have amended it), so this waits for how that delivery ends."""
     proposal = ctx.context.proposals[ctx.tool_call_id]
     outcome = await proposal.wait(timeout=600)
     approved = proposal.state.payload
-    refund = f"refund of {approved['amount']} {approved['currency']}"
     amended = " (as amended)" if proposal.state.revision > 1 else ""
-    if isinstance(outcome, Applied):
-        return f"{refund} applied{amended}"
-    return f"{refund} {outcome.kind}"
+    done = "applied" if isinstance(outcome, Applied) else outcome.kind
+    return f"refund of {approved['amount']} {approved['currency']} {done}{amended}"
 
 
-async def decide(desk: Desk, ticket: str, item: ToolApprovalItem) -> str | None:
-    """Propose one interrupted tool call to Signoff; None once approved, else why not."""
-    payload = json.loads(item.arguments or "{}")
-    proposal = await desk.signoff.propose(desk.target, payload, subject={"ticket": ticket})
-    assert item.call_id is not None
-    desk.proposals[item.call_id] = proposal
-    outcome = await proposal.wait(timeout=3600)
-    if isinstance(outcome, Amended):
-        await proposal.accept_amendment(outcome.payload_digest)
-        outcome = await proposal.wait(timeout=3600)
-    if isinstance(outcome, Approved):
-        return None
-    reason = getattr(outcome, "reason", None) or "no reason given"
-    return f"refund not made ({outcome.kind}: {reason})"
-
-
-agent = Agent[Desk](name="refunds", tools=[refund], model=ScriptedModel())
+agent = Agent[SignoffApprovals](name="refunds", tools=[refund], model=ScriptedModel())
 
 
 async def handle(signoff: AsyncSignoff, target: str, ticket: str) -> str:
     """Run the agent on a ticket, resuming each interruption with Signoff's decision."""
-    desk = Desk(signoff, target)
-    result = await Runner.run(agent, ticket, context=desk)
+    approvals = SignoffApprovals(signoff, target, subject={"ticket": ticket})
+    result = await Runner.run(agent, ticket, context=approvals)
     while result.interruptions:
-        state = result.to_state()
-        for item in result.interruptions:
-            refused = await decide(desk, ticket, item)
-            if refused is None:
-                state.approve(item)
-            else:
-                state.reject(item, rejection_message=refused)
-        result = await Runner.run(agent, state, context=desk)
+        result = await Runner.run(agent, await approvals.decide(result), context=approvals)
     return f"{ticket}: {result.final_output}"
 
 

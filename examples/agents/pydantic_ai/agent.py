@@ -1,27 +1,17 @@
-"""A Pydantic AI agent whose refund tool needs a person's approval, asked of Signoff: the
-run ends with the deferred call, Signoff's decision answers it, and the run goes on.
-
-The tool is declared ``requires_approval=True``, so the run ends on a
-``DeferredToolRequests``; each call is proposed to Signoff and answered with a
-``DeferredToolResults``: approved (an amended payload as the call's overridden arguments)
-or denied with the reviewer's reason. The model is a scripted ``FunctionModel``: no
-network, no key. Run it with SIGNOFF_URL and SIGNOFF_TOKEN set; see README.md here.
+"""A Pydantic AI agent whose refund tool needs a person's approval, asked of Signoff with
+``signoff_client.pydantic_ai``: the run ends with the deferred call, Signoff's decision
+answers it (an amended payload as the call's overridden arguments), and the run goes on.
+The model is a scripted ``FunctionModel``: no network, no key. See README.md here.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from dataclasses import dataclass, field
+import uuid
 from typing import Any
 
-from pydantic_ai import (
-    Agent,
-    DeferredToolRequests,
-    RunContext,
-    ToolApproved,
-    ToolDenied,
-)
+from pydantic_ai import Agent, DeferredToolRequests, RunContext
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -31,7 +21,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from signoff_client import Amended, Applied, Approved, AsyncSignoff, Proposal
+from signoff_client import Applied, AsyncSignoff
+from signoff_client.pydantic_ai import SignoffApprovals
 
 
 def plan(ticket: str) -> dict[str, Any]:
@@ -47,63 +38,35 @@ def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if answers:
         return ModelResponse(parts=[TextPart(str(answers[-1].content))])
     ticket = next(str(part.content) for part in parts if isinstance(part, UserPromptPart))
-    return ModelResponse(parts=[ToolCallPart("refund", plan(ticket), tool_call_id=f"c-{ticket}")])
+    call_id = f"c-{ticket}-{uuid.uuid4().hex[:8]}"  # as a model's: unique to this call
+    return ModelResponse(parts=[ToolCallPart("refund", plan(ticket), tool_call_id=call_id)])
 
 
-@dataclass
-class Desk:
-    """What the tool needs: the Signoff client and the proposal behind each tool call."""
-
-    signoff: AsyncSignoff
-    target: str
-    proposals: dict[str, Proposal] = field(default_factory=dict)
-
-
-agent = Agent(FunctionModel(scripted), deps_type=Desk, output_type=[str, DeferredToolRequests])
+agent = Agent(
+    FunctionModel(scripted), deps_type=SignoffApprovals, output_type=[str, DeferredToolRequests]
+)
 
 
 @agent.tool(requires_approval=True)
-async def refund(ctx: RunContext[Desk], amount: int, currency: str) -> str:
-    """Refund the customer. Runs once approved, with the arguments as approved; Signoff
-    delivers the approved refund to its target, so this waits for how that ends."""
+async def refund(ctx: RunContext[SignoffApprovals], amount: int, currency: str) -> str:
+    """Refund the customer, as approved; Signoff delivers it, so this follows how it ends."""
     assert ctx.tool_call_id is not None
     proposal = ctx.deps.proposals[ctx.tool_call_id]
     outcome = await proposal.wait(timeout=600)
     amended = " (as amended)" if proposal.state.revision > 1 else ""
-    if isinstance(outcome, Applied):
-        return f"refund of {amount} {currency} applied{amended}"
-    return f"refund of {amount} {currency} {outcome.kind}"
-
-
-async def decide(desk: Desk, ticket: str, call: ToolCallPart) -> ToolApproved | ToolDenied:
-    """Propose one deferred call to Signoff and turn its decision into the call's answer."""
-    proposal = await desk.signoff.propose(
-        desk.target, call.args_as_dict(), subject={"ticket": ticket}
-    )
-    desk.proposals[call.tool_call_id] = proposal
-    outcome = await proposal.wait(timeout=3600)
-    if isinstance(outcome, Amended):
-        await proposal.accept_amendment(outcome.payload_digest)
-        outcome = await proposal.wait(timeout=3600)
-    if isinstance(outcome, Approved):
-        return ToolApproved(override_args=outcome.payload)
-    reason = getattr(outcome, "reason", None) or "no reason given"
-    return ToolDenied(f"refund not made ({outcome.kind}: {reason})")
+    done = "applied" if isinstance(outcome, Applied) else outcome.kind
+    return f"refund of {amount} {currency} {done}{amended}"
 
 
 async def handle(signoff: AsyncSignoff, target: str, ticket: str) -> str:
     """Run the agent on a ticket, answering its deferred calls from Signoff's decisions."""
-    desk = Desk(signoff, target)
-    result = await agent.run(ticket, deps=desk)
+    approvals = SignoffApprovals(signoff, target, subject={"ticket": ticket})
+    result = await agent.run(ticket, deps=approvals)
     while isinstance(result.output, DeferredToolRequests):
-        requests = result.output
-        answers = {
-            call.tool_call_id: await decide(desk, ticket, call) for call in requests.approvals
-        }
         result = await agent.run(
             message_history=result.all_messages(),
-            deferred_tool_results=requests.build_results(approvals=answers),
-            deps=desk,
+            deferred_tool_results=await approvals.answer(result.output),
+            deps=approvals,
         )
     return f"{ticket}: {result.output}"
 

@@ -2,7 +2,7 @@
 no change), where each posted Slack message went, and the Slack user an actor decides as
 
 Revision ID: 0023_slack_email
-Revises: 0018_audit_unstamped
+Revises: 0022_agent_execution
 Create Date: 2026-12-06 11:20:00.000000
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0023_slack_email"
-down_revision = "0018_audit_unstamped"
+down_revision = "0022_agent_execution"
 branch_labels = None
 depends_on = None
 

@@ -303,7 +303,7 @@ async def _accept(work: UnitOfWork, viewer: Viewer, proposal: Proposal, now: dat
     )
     if updated is None:
         await PROPOSAL.refuse(work, proposal.id, _accepted_meanwhile(now))
-    if updated.state == ProposalState.QUEUED:
+    if updated.state in (ProposalState.QUEUED, ProposalState.APPROVED):
         # The quorum was already in: the acceptance queued it. Audit the acceptance too,
         # and close the approval task with the decision the reviewers made.
         record(

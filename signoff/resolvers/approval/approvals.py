@@ -240,11 +240,17 @@ def _audit_approval(
 
 def queue_if_reached(reached: sa.ColumnElement[bool], now: datetime) -> dict[str, Any]:
     """The values that queue a proposal for delivery, in the statement that counts toward
-    its quorum, where ``reached`` holds: the check and the move are one compare-and-set."""
+    its quorum, where ``reached`` holds: the check and the move are one compare-and-set.
+    A proposal its agent executes is left APPROVED instead, with no attempt due."""
+    delivered = sa.and_(reached, col(Proposal.agent_executes).is_(False))
     return {
-        "state": case((reached, ProposalState.QUEUED.value), else_=col(Proposal.state)),
+        "state": case(
+            (delivered, ProposalState.QUEUED.value),
+            (reached, ProposalState.APPROVED.value),
+            else_=col(Proposal.state),
+        ),
         "decided_at": case((reached, now), else_=None),
-        "next_attempt_at": case((reached, now), else_=None),
+        "next_attempt_at": case((delivered, now), else_=None),
     }
 
 

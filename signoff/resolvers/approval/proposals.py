@@ -237,7 +237,7 @@ async def add_proposal(
             **details,
         },
     )
-    if policy_rule and proposal.state == ProposalState.QUEUED:
+    if policy_rule and proposal.state in (ProposalState.QUEUED, ProposalState.APPROVED):
         # Let through by the policy, not by a person: the audit names the rule, no actor.
         record(
             work,
@@ -278,6 +278,14 @@ async def load_result(session: AsyncSession, proposal_id: str) -> ProposeResult:
     return ProposeResult(proposal=proposal, task=task, replayed=True)
 
 
+def _first_state(human: bool, target: Target) -> ProposalState:
+    """Waiting for reviewers, or let through: queued for delivery, or approved for its
+    agent to execute (docs/design.md section 4.21)."""
+    if human:
+        return ProposalState.APPROVAL_REQUIRED
+    return ProposalState.APPROVED if target.agent_executes else ProposalState.QUEUED
+
+
 def new_proposal(
     viewer: Viewer,
     target: Target,
@@ -311,8 +319,9 @@ def new_proposal(
         payload_digest="",
         request_digest=request.digest(),
         operation_key=request.operation_key,
-        state=ProposalState.APPROVAL_REQUIRED if human else ProposalState.QUEUED,
-        next_attempt_at=None if human else now,
+        state=_first_state(human, target),
+        next_attempt_at=None if human or target.agent_executes else now,
+        agent_executes=target.agent_executes,
         required_approvals=required if human else 0,
         policy_rule=None if approval is None else approval.recorded(),
         expires_at=expires_at,

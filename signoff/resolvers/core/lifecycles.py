@@ -47,9 +47,10 @@ COUNT_APPROVAL = Edge(
     {
         # Short of the quorum: still waiting, one approval more.
         P.APPROVAL_REQUIRED: Outcome(ChangeKind.PROPOSAL_APPROVAL_ADDED, None),
-        # The quorum's last approval: straight to the delivery outbox (APPROVED is
-        # never left standing).
+        # The quorum's last approval: straight to the delivery outbox; APPROVED stands
+        # only on a target its agent executes, until the agent takes the right (EXECUTE).
         P.QUEUED: Outcome(ChangeKind.PROPOSAL_APPROVED, "proposal.approved"),
+        P.APPROVED: Outcome(ChangeKind.PROPOSAL_APPROVED, "proposal.approved"),
     },
 )
 REJECT = Edge.of(
@@ -90,6 +91,7 @@ ACCEPT_AMENDMENT = Edge(
             ChangeKind.PROPOSAL_AMENDMENT_ACCEPTED, "proposal.amendment_accepted"
         ),
         P.QUEUED: Outcome(ChangeKind.PROPOSAL_APPROVED, "proposal.approved"),
+        P.APPROVED: Outcome(ChangeKind.PROPOSAL_APPROVED, "proposal.approved"),
     },
 )
 # Actors were linked into one person (``signoff actor link``): the approvals of the
@@ -147,6 +149,34 @@ RELEASE_LEASE = Edge.of(
     P.QUEUED,
     ChangeKind.PROPOSAL_LEASE_RELEASED,
     "proposal.lease_released",
+)
+
+# --- proposals: executed by their agent (docs/design.md section 4.21) -------------------
+
+# The agent takes the one execution right: one winner, with a lease.
+BEGIN_EXECUTION = Edge.of(
+    "begin_execution",
+    [P.APPROVED],
+    P.EXECUTING,
+    ChangeKind.PROPOSAL_EXECUTION_STARTED,
+    "proposal.execution_started",
+)
+# The holder reports how it went; a late report (after the lease lapsed) still tells.
+REPORT_EXECUTION = Edge(
+    "report_execution",
+    frozenset({P.EXECUTING, P.EXECUTION_UNKNOWN}),
+    {
+        P.APPLIED: Outcome(ChangeKind.PROPOSAL_APPLIED, "proposal.applied"),
+        P.FAILED: Outcome(ChangeKind.PROPOSAL_FAILED, "proposal.execution_failed"),
+    },
+)
+# The lease lapsed without a report: Signoff cannot know whether it ran; never retried.
+LAPSE_EXECUTION = Edge.of(
+    "lapse_execution",
+    [P.EXECUTING],
+    P.EXECUTION_UNKNOWN,
+    ChangeKind.PROPOSAL_EXECUTION_UNKNOWN,
+    "proposal.execution_unknown",
 )
 
 
@@ -207,6 +237,9 @@ PROPOSAL: Lifecycle[Proposal, ProposalState] = Lifecycle(
         REFUSE,
         REQUEUE,
         RELEASE_LEASE,
+        BEGIN_EXECUTION,
+        REPORT_EXECUTION,
+        LAPSE_EXECUTION,
     ],
     describe=describe_proposal,
     follow_up=follow_proposal,

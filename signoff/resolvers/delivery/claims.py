@@ -190,7 +190,7 @@ async def _checked(
     work: UnitOfWork, claimed: Sequence[Proposal], allowances: dict[str, Allowance]
 ) -> tuple[list[Delivery], dict[str, str]]:
     """The checks before sending, for the whole batch; refuses those that fail."""
-    approved = await _approved_digests(work, [p.id for p in claimed])
+    approved = await approved_digests(work, [p.id for p in claimed])
     secrets = _secrets(work, [allowances[t].target for t in {p.target_id for p in claimed}])
     deliveries: list[Delivery] = []
     refused: dict[str, str] = {}
@@ -215,6 +215,12 @@ def refusal_before_send(
     what reaches the target must be exactly what was approved, while it is still valid."""
     if proposal.delivery_attempt_count > target.max_attempts:
         return "ATTEMPTS_EXHAUSTED"
+    return approval_refusal(now, proposal, approved)
+
+
+def approval_refusal(now: datetime, proposal: Proposal, approved: list[str] | None) -> str | None:
+    """Why the proposal as stored is not the one its reviewers approved, or past its
+    deadline; ``None`` if it may be carried out (delivered, or executed by its agent)."""
     if proposal.expires_at <= now:
         return "ACTION_EXPIRED"
     if payload_digest_of(proposal) != proposal.payload_digest or proposal.awaiting_proposer:
@@ -228,7 +234,7 @@ def refusal_before_send(
     return None
 
 
-async def _approved_digests(work: UnitOfWork, proposal_ids: list[str]) -> dict[str, list[str]]:
+async def approved_digests(work: UnitOfWork, proposal_ids: list[str]) -> dict[str, list[str]]:
     """The digests approved of each proposal's current revision (an amendment voids the
     approvals of earlier ones)."""
     if not proposal_ids:

@@ -129,6 +129,12 @@ def _check(result: ActionResult) -> None:
 def _replay(proposal: Proposal, result: ActionResult) -> ReportResult | None:
     """The answer for a proposal whose delivery already ended, or ``None`` if it has not."""
     state = ProposalState(proposal.state)
+    if proposal.agent_executes:
+        raise ResultNotExpected(
+            "Its agent executes this proposal and reports with reportExecution; Signoff "
+            "never delivered it.",
+            state=state,
+        )
     if state in NOT_DELIVERED:
         raise ResultNotExpected(
             f"The proposal is {state}; it was never sent for delivery.", state=state

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -65,6 +66,12 @@ async def _requeue(work: UnitOfWork, viewer: Viewer, proposal: Proposal) -> Prop
 
 def _not_retryable(current: Proposal) -> Exception:
     state = ProposalState(current.state)
+    if current.agent_executes:
+        return NotRetryable(
+            "Its agent executed this proposal and reported the outcome; an approval "
+            "authorises one execution, so propose the action again.",
+            state=state,
+        )
     return NotRetryable(
         f"Only a terminally failed proposal can be retried; it is {state} "
         "(another retry may have just queued it).",
@@ -83,7 +90,10 @@ async def requeue_terminal(
         lifecycles.REQUEUE,
         proposal.id,
         actor_id=actor_id,
-        guard=col(Proposal.delivery_terminal).is_(True),
+        # An agent's own execution is never retried: one approval, one execution.
+        guard=sa.and_(
+            col(Proposal.delivery_terminal).is_(True), col(Proposal.agent_executes).is_(False)
+        ),
         values={
             "delivery_terminal": False,
             "delivery_attempt_count": 0,

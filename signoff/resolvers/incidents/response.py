@@ -294,6 +294,13 @@ async def _repairable_proposal(session: AsyncSession, incident: Incident) -> Pro
     proposal = None if proposal_id is None else await session.get(Proposal, proposal_id)
     if proposal is None:
         raise NotRepairable("This incident records no delivery that a retry could repair.")
+    if proposal.agent_executes:
+        raise NotRepairable(
+            "Its agent executed this proposal (or may have): an approval authorises one "
+            "execution, so there is nothing to retry. Check the system it acts on, then "
+            "resolve the incident.",
+            state=proposal.state,
+        )
     if proposal.state != ProposalState.FAILED or not proposal.delivery_terminal:
         raise NotRepairable(
             f"The proposal is {proposal.state}, not failed for good: there is nothing to retry.",

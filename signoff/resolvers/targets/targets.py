@@ -70,8 +70,8 @@ async def register_target(
     work: UnitOfWork,
     viewer: Viewer,
     name: str,
-    url: str,
     input_schema: Any,
+    url: str | None = None,
     approval_mode: ApprovalMode,
     queue_id: str | None = None,
     method: str | None = None,
@@ -138,8 +138,8 @@ async def _register_target(
     viewer: Viewer,
     *,
     name: str,
-    url: str,
     input_schema: Any,
+    url: str | None = None,
     approval_mode: ApprovalMode,
     queue_id: str | None,
     method: str | None,
@@ -190,7 +190,7 @@ async def _register_target(
     secret = new_signing_secret()
     target = Target(
         name=name,
-        url=check_url(url),
+        url=None if url is None else check_url(url),
         method=method,
         input_schema=check_schema(input_schema, "inputSchema"),
         output_schema=None

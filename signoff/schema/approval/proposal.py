@@ -153,8 +153,17 @@ class Proposal(Node):
     result: JSON | None = strawberry.field(
         resolver=_result,
         description="The receiver's JSON answer to the attempt that applied it, kept only "
-        "when the target declares an outputSchema and the answer met it; null otherwise.",
+        "when the target declares an outputSchema and the answer met it; for a target its "
+        "agent executes, the result the agent reported. Null otherwise.",
     )
+    agent_executes: bool = strawberry.field(
+        description="Its target has no url: after approval the proposing agent executes it "
+        "once (beginExecution, reportExecution); Signoff delivers nothing."
+    )
+    executor: str | None = strawberry.field(
+        description="The label the agent gave when it took the execution (a host and process)."
+    )
+    execution_started_at: datetime | None
     compensates_proposal_id: strawberry.ID | None
     deadline_policy: DeadlinePolicy = strawberry.field(
         resolver=_deadline_policy,
@@ -182,6 +191,11 @@ class Proposal(Node):
     @strawberry.field(graphql_type=Actor)
     def proposed_by(self, info: strawberry.Info) -> Actor | Awaitable[Actor]:
         return now_or_later(context_of(info).loaders.actor, self.model.proposed_by_id, _actor)
+
+    @strawberry.field(description="The agent that took the execution, if one did.")
+    async def executed_by(self, info: strawberry.Info) -> Actor | None:
+        actor_id = self.model.executed_by_id
+        return None if actor_id is None else await load_actor(info, actor_id)
 
     @strawberry.field(graphql_type=list[Approval])
     def approvals(self, info: strawberry.Info) -> list[Approval] | Awaitable[list[Approval]]:
@@ -258,6 +272,9 @@ class Proposal(Node):
             next_attempt_at=p.next_attempt_at,
             last_error_code=p.last_error_code,
             applied_at=p.applied_at,
+            agent_executes=p.agent_executes,
+            executor=p.executor,
+            execution_started_at=p.execution_started_at,
             compensates_proposal_id=(
                 None
                 if p.compensates_proposal_id is None

@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 from signoff import models
 from signoff.delivery import webhook_id
+from signoff.resolvers.delivery.executions import ExecutionOutcome
 from signoff.resolvers.delivery.results import ResultStatus
 from signoff.schema.node import Node
 
@@ -21,6 +22,7 @@ LazyProposal = Annotated["Proposal", strawberry.lazy("signoff.schema.approval.pr
 # strawberry.enum registers the enum class itself, so the model enums annotate the fields.
 strawberry.enum(models.ResponseClass, name="ResponseClass")
 strawberry.enum(ResultStatus, name="ResultStatus")
+strawberry.enum(ExecutionOutcome, name="ExecutionOutcome")
 
 
 @strawberry.type(
@@ -80,6 +82,47 @@ class ReportActionResultInput:
 
 @strawberry.type
 class ReportActionResultPayload:
+    proposal: LazyProposal
+    replayed: bool
+
+
+@strawberry.input
+class BeginExecutionInput:
+    proposal_id: strawberry.ID
+    payload_digest: str = strawberry.field(description="The digest the reviewers approved.")
+    lease_seconds: int | None = strawberry.field(
+        default=None,
+        description="How long the right is held without a report (5 s-1 day, default 300 s); "
+        "after that the outcome is EXECUTION_UNKNOWN, an incident, never a retry.",
+    )
+    executor: str | None = strawberry.field(
+        default=None, description="Who runs it, as refusals to others name it (host, process)."
+    )
+
+
+@strawberry.type
+class BeginExecutionPayload:
+    proposal: LazyProposal
+    lease: int = strawberry.field(description="Report the outcome with this lease.")
+
+
+@strawberry.input
+class ReportExecutionInput:
+    proposal_id: strawberry.ID
+    lease: int = strawberry.field(description="The lease beginExecution gave.")
+    outcome: ExecutionOutcome
+    result: JSON | None = strawberry.field(
+        default=None,
+        description="APPLIED: what the action returned; it must meet the target's "
+        "outputSchema when it has one.",
+    )
+    error_code: str | None = strawberry.field(
+        default=None, description="FAILED: why (default EXECUTION_FAILED)."
+    )
+
+
+@strawberry.type
+class ReportExecutionPayload:
     proposal: LazyProposal
     replayed: bool
 

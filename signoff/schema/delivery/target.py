@@ -43,7 +43,10 @@ def _deadline_policy(root: Target) -> DeadlinePolicy:
 class Target(Node):
     id: strawberry.ID
     name: str
-    url: str
+    url: str | None = strawberry.field(
+        description="Where approved actions are delivered; null: the agent that proposes "
+        "executes them itself (agentExecutes)."
+    )
     method: str
     input_schema: JSON = strawberry.field(resolver=_input_schema)
     output_schema: JSON | None = strawberry.field(resolver=_output_schema)
@@ -107,6 +110,13 @@ class Target(Node):
     def active(self) -> bool:
         return self.retired_at is None
 
+    @strawberry.field(
+        description="No url: its agents execute approved proposals once themselves "
+        "(beginExecution, reportExecution)."
+    )
+    def agent_executes(self) -> bool:
+        return self.url is None
+
     @strawberry.field
     async def queue(self, info: strawberry.Info) -> Queue | None:
         return await load_queue(info, self.model.queue_id)
@@ -144,7 +154,11 @@ class Target(Node):
 @strawberry.input
 class RegisterTargetInput:
     name: str
-    url: str
+    url: str | None = strawberry.field(
+        default=None,
+        description="Where approved actions are delivered. Leave it out for a target whose "
+        "agents execute approved actions themselves, once each (beginExecution).",
+    )
     input_schema: JSON = strawberry.field(description="JSON Schema every payload must meet.")
     approval_mode: models.ApprovalMode = models.ApprovalMode.HUMAN
     queue_id: strawberry.ID | None = strawberry.field(

@@ -59,6 +59,7 @@ const LOAD_TASK = `query Task($id: ID!) {
       id state actionCode subject payload preconditions payloadDigest operationKey
       requiredApprovals approvalCount expiresAt createdAt deliveryAttemptCount
       deliveryTerminal nextAttemptAt lastErrorCode appliedAt
+      agentExecutes executor executionStartedAt executedBy { name } result
       target { name url method }
       proposedBy { name }
       approvals { id decision reason createdAt payloadDigest approver { name } }
@@ -669,7 +670,30 @@ function approvalsSection(proposal) {
   );
 }
 
+// A target without a url: its agent executes the approved action once, and reports.
+function executionSection(proposal) {
+  return h(
+    "section",
+    { "aria-labelledby": "execution-title" },
+    h("h3", { id: "execution-title" }, "Execution by the agent"),
+    proposal.executedBy
+      ? h(
+          "p",
+          { id: "executed-by" },
+          `${proposal.executedBy.name}${proposal.executor ? ` (${proposal.executor})` : ""} began it `,
+          when(proposal.executionStartedAt),
+          "; it is ",
+          badge(proposal.state),
+          ".",
+        )
+      : h("p", { class: "empty" }, "Not executed yet."),
+    proposal.lastErrorCode ? h("p", {}, "Last error: ", h("code", {}, proposal.lastErrorCode)) : null,
+    proposal.result == null ? null : jsonBlock("Result", proposal.result),
+  );
+}
+
 function attemptsSection(proposal) {
+  if (proposal.agentExecutes) return executionSection(proposal);
   const rows = proposal.attempts.map((a) =>
     h(
       "tr",

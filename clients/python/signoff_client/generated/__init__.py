@@ -5,6 +5,11 @@ from .accept_amendment import (
 )
 from .async_base_client import AsyncBaseClient
 from .base_model import BaseModel, Upload
+from .begin_execution import (
+    BeginExecution,
+    BeginExecutionBeginExecution,
+    BeginExecutionBeginExecutionProposal,
+)
 from .client import GeneratedClient
 from .enums import (
     ApprovalLinkState,
@@ -18,6 +23,7 @@ from .enums import (
     DraftOutcome,
     DraftSource,
     DraftStatus,
+    ExecutionOutcome,
     IncidentState,
     OwnerKind,
     ProposalState,
@@ -44,6 +50,7 @@ from .fragments import (
     ProposalFieldsApprovalsApprover,
     ProposalFieldsAttempts,
     ProposalFieldsDeadlinePolicy,
+    ProposalFieldsExecutedBy,
     ProposalFieldsRevisions,
     ProposalFieldsRevisionsAmendedBy,
     ProposalFieldsTarget,
@@ -55,6 +62,7 @@ from .input_types import (
     AcknowledgeIncidentInput,
     AddNotificationChannelInput,
     AmendProposalInput,
+    BeginExecutionInput,
     BulkDecisionItemInput,
     CancelDraftInput,
     CheckDraftDispatchInput,
@@ -83,6 +91,7 @@ from .input_types import (
     ReleaseTaskInput,
     RemoveNotificationChannelInput,
     ReportActionResultInput,
+    ReportExecutionInput,
     ReserveDraftInput,
     ResolveIncidentInput,
     ResumeTargetInput,
@@ -109,6 +118,11 @@ from .propose_action import (
     ProposeActionProposeAction,
     ProposeActionProposeActionProposal,
 )
+from .report_execution import (
+    ReportExecution,
+    ReportExecutionReportExecution,
+    ReportExecutionReportExecutionProposal,
+)
 from .targets import Targets, TargetsTargets, TargetsTargetsQueue
 from .viewer import Viewer, ViewerViewer, ViewerViewerActor
 
@@ -124,6 +138,10 @@ __all__ = [
     "ApprovalMode",
     "AsyncBaseClient",
     "BaseModel",
+    "BeginExecution",
+    "BeginExecutionBeginExecution",
+    "BeginExecutionBeginExecutionProposal",
+    "BeginExecutionInput",
     "BulkDecisionItemInput",
     "CancelDraftInput",
     "CancelReason",
@@ -151,6 +169,7 @@ __all__ = [
     "DraftStatus",
     "EnableNotificationChannelInput",
     "EscalationStepInput",
+    "ExecutionOutcome",
     "FeedCursor",
     "GeneratedClient",
     "GetDraft",
@@ -179,6 +198,7 @@ __all__ = [
     "ProposalFieldsApprovalsApprover",
     "ProposalFieldsAttempts",
     "ProposalFieldsDeadlinePolicy",
+    "ProposalFieldsExecutedBy",
     "ProposalFieldsRevisions",
     "ProposalFieldsRevisionsAmendedBy",
     "ProposalFieldsTarget",
@@ -195,6 +215,10 @@ __all__ = [
     "ReleaseTaskInput",
     "RemoveNotificationChannelInput",
     "ReportActionResultInput",
+    "ReportExecution",
+    "ReportExecutionInput",
+    "ReportExecutionReportExecution",
+    "ReportExecutionReportExecutionProposal",
     "ReserveDraftInput",
     "ResolveIncidentInput",
     "ResponseClass",

@@ -4,13 +4,21 @@ from typing import Any, Optional, Union
 from .accept_amendment import AcceptAmendment
 from .async_base_client import AsyncBaseClient
 from .base_model import UNSET, UnsetType
+from .begin_execution import BeginExecution
 from .feed_cursor import FeedCursor
 from .get_draft import GetDraft
 from .get_proposal import GetProposal
-from .input_types import AcceptAmendmentInput, PrepareDraftInput, ProposeActionInput
+from .input_types import (
+    AcceptAmendmentInput,
+    BeginExecutionInput,
+    PrepareDraftInput,
+    ProposeActionInput,
+    ReportExecutionInput,
+)
 from .prepare_draft import PrepareDraft
 from .proposal_events import ProposalEvents
 from .propose_action import ProposeAction
+from .report_execution import ReportExecution
 from .targets import Targets
 from .viewer import Viewer
 
@@ -48,8 +56,10 @@ class GeneratedClient(AsyncBaseClient):
                 inputSchema
                 approvalMode
                 requiredApprovals
+                approvalPolicy
                 amendable
                 amendmentsNeedProposer
+                agentExecutes
                 active
                 queue {
                   id
@@ -103,6 +113,11 @@ class GeneratedClient(AsyncBaseClient):
               decidedAt
               appliedAt
               result
+              agentExecutes
+              executor
+              executedBy {
+                name
+              }
               deliveryTerminal
               deliveryAttemptCount
               lastErrorCode
@@ -178,6 +193,11 @@ class GeneratedClient(AsyncBaseClient):
               decidedAt
               appliedAt
               result
+              agentExecutes
+              executor
+              executedBy {
+                name
+              }
               deliveryTerminal
               deliveryAttemptCount
               lastErrorCode
@@ -253,6 +273,11 @@ class GeneratedClient(AsyncBaseClient):
               decidedAt
               appliedAt
               result
+              agentExecutes
+              executor
+              executedBy {
+                name
+              }
               deliveryTerminal
               deliveryAttemptCount
               lastErrorCode
@@ -299,6 +324,166 @@ class GeneratedClient(AsyncBaseClient):
         data = self.get_data(response)
         return AcceptAmendment.model_validate(data)
 
+    async def begin_execution(
+        self, input: BeginExecutionInput, **kwargs: Any
+    ) -> BeginExecution:
+        query = gql("""
+            mutation BeginExecution($input: BeginExecutionInput!) {
+              beginExecution(input: $input) {
+                lease
+                proposal {
+                  ...ProposalFields
+                }
+              }
+            }
+
+            fragment ProposalFields on Proposal {
+              id
+              state
+              actionCode
+              subject
+              payload
+              payloadDigest
+              operationKey
+              revision
+              awaitingProposer
+              requiredApprovals
+              approvalCount
+              expiresAt
+              decidedAt
+              appliedAt
+              result
+              agentExecutes
+              executor
+              executedBy {
+                name
+              }
+              deliveryTerminal
+              deliveryAttemptCount
+              lastErrorCode
+              target {
+                id
+                name
+              }
+              deadlinePolicy {
+                action
+                reason
+              }
+              approvals {
+                decision
+                reason
+                revision
+                createdAt
+                approver {
+                  name
+                }
+              }
+              revisions {
+                revision
+                digest
+                payload
+                reason
+                amendedBy {
+                  name
+                }
+              }
+              attempts {
+                attemptNumber
+                responseClass
+                statusCode
+                errorCode
+                responseDigest
+                finishedAt
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="BeginExecution", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return BeginExecution.model_validate(data)
+
+    async def report_execution(
+        self, input: ReportExecutionInput, **kwargs: Any
+    ) -> ReportExecution:
+        query = gql("""
+            mutation ReportExecution($input: ReportExecutionInput!) {
+              reportExecution(input: $input) {
+                replayed
+                proposal {
+                  ...ProposalFields
+                }
+              }
+            }
+
+            fragment ProposalFields on Proposal {
+              id
+              state
+              actionCode
+              subject
+              payload
+              payloadDigest
+              operationKey
+              revision
+              awaitingProposer
+              requiredApprovals
+              approvalCount
+              expiresAt
+              decidedAt
+              appliedAt
+              result
+              agentExecutes
+              executor
+              executedBy {
+                name
+              }
+              deliveryTerminal
+              deliveryAttemptCount
+              lastErrorCode
+              target {
+                id
+                name
+              }
+              deadlinePolicy {
+                action
+                reason
+              }
+              approvals {
+                decision
+                reason
+                revision
+                createdAt
+                approver {
+                  name
+                }
+              }
+              revisions {
+                revision
+                digest
+                payload
+                reason
+                amendedBy {
+                  name
+                }
+              }
+              attempts {
+                attemptNumber
+                responseClass
+                statusCode
+                errorCode
+                responseDigest
+                finishedAt
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="ReportExecution", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return ReportExecution.model_validate(data)
+
     async def proposal_events(
         self,
         proposal_id: str,
@@ -333,6 +518,11 @@ class GeneratedClient(AsyncBaseClient):
               decidedAt
               appliedAt
               result
+              agentExecutes
+              executor
+              executedBy {
+                name
+              }
               deliveryTerminal
               deliveryAttemptCount
               lastErrorCode

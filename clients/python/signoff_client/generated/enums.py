@@ -67,6 +67,11 @@ class DraftStatus(str, Enum):
     CANCELLED = "CANCELLED"
 
 
+class ExecutionOutcome(str, Enum):
+    APPLIED = "APPLIED"
+    FAILED = "FAILED"
+
+
 class IncidentState(str, Enum):
     OPEN = "OPEN"
     ACKNOWLEDGED = "ACKNOWLEDGED"
@@ -87,6 +92,8 @@ class ProposalState(str, Enum):
     APPLYING = "APPLYING"
     APPLIED = "APPLIED"
     FAILED = "FAILED"
+    EXECUTING = "EXECUTING"
+    EXECUTION_UNKNOWN = "EXECUTION_UNKNOWN"
     CANCELLED = "CANCELLED"
     COMPENSATION_REQUIRED = "COMPENSATION_REQUIRED"
 

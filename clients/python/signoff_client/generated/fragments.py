@@ -52,6 +52,9 @@ class ProposalFields(BaseModel):
     decided_at: Optional[Any] = Field(alias="decidedAt")
     applied_at: Optional[Any] = Field(alias="appliedAt")
     result: Optional[Any]
+    agent_executes: bool = Field(alias="agentExecutes")
+    executor: Optional[str]
+    executed_by: Optional["ProposalFieldsExecutedBy"] = Field(alias="executedBy")
     delivery_terminal: bool = Field(alias="deliveryTerminal")
     delivery_attempt_count: int = Field(alias="deliveryAttemptCount")
     last_error_code: Optional[str] = Field(alias="lastErrorCode")
@@ -60,6 +63,10 @@ class ProposalFields(BaseModel):
     approvals: list["ProposalFieldsApprovals"]
     revisions: list["ProposalFieldsRevisions"]
     attempts: list["ProposalFieldsAttempts"]
+
+
+class ProposalFieldsExecutedBy(BaseModel):
+    name: str
 
 
 class ProposalFieldsTarget(BaseModel):

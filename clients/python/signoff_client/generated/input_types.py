@@ -10,6 +10,7 @@ from .enums import (
     Decision,
     DraftOutcome,
     DraftSource,
+    ExecutionOutcome,
     ResultStatus,
     Severity,
 )
@@ -53,6 +54,16 @@ class AmendProposalInput(BaseModel):
     patch: Optional[Any] = None
     "A JSON Merge Patch (RFC 7386) of the payload (or payload)."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+
+
+class BeginExecutionInput(BaseModel):
+    proposal_id: str = Field(alias="proposalId")
+    payload_digest: str = Field(alias="payloadDigest")
+    "The digest the reviewers approved."
+    lease_seconds: Optional[int] = Field(alias="leaseSeconds", default=None)
+    "How long the right is held without a report (5 s-1 day, default 300 s); after that the outcome is EXECUTION_UNKNOWN, an incident, never a retry."
+    executor: Optional[str] = None
+    "Who runs it, as refusals to others name it (host, process)."
 
 
 class BulkDecisionItemInput(BaseModel):
@@ -262,7 +273,8 @@ class ReassignTaskInput(BaseModel):
 
 class RegisterTargetInput(BaseModel):
     name: str
-    url: str
+    url: Optional[str] = None
+    "Where approved actions are delivered. Leave it out for a target whose agents execute approved actions themselves, once each (beginExecution)."
     input_schema: Any = Field(alias="inputSchema")
     "JSON Schema every payload must meet."
     approval_mode: ApprovalMode = Field(
@@ -316,6 +328,17 @@ class ReportActionResultInput(BaseModel):
     retry_after_seconds: Optional[int] = Field(alias="retryAfterSeconds", default=None)
     error_code: Optional[str] = Field(alias="errorCode", default=None)
     provider_request_id: Optional[str] = Field(alias="providerRequestId", default=None)
+
+
+class ReportExecutionInput(BaseModel):
+    proposal_id: str = Field(alias="proposalId")
+    lease: int
+    "The lease beginExecution gave."
+    outcome: ExecutionOutcome
+    result: Optional[Any] = None
+    "APPLIED: what the action returned; it must meet the target's outputSchema when it has one."
+    error_code: Optional[str] = Field(alias="errorCode", default=None)
+    "FAILED: why (default EXECUTION_FAILED)."
 
 
 class ReserveDraftInput(BaseModel):

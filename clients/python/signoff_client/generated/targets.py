@@ -16,8 +16,10 @@ class TargetsTargets(BaseModel):
     input_schema: Any = Field(alias="inputSchema")
     approval_mode: ApprovalMode = Field(alias="approvalMode")
     required_approvals: int = Field(alias="requiredApprovals")
+    approval_policy: Optional[Any] = Field(alias="approvalPolicy")
     amendable: bool
     amendments_need_proposer: bool = Field(alias="amendmentsNeedProposer")
+    agent_executes: bool = Field(alias="agentExecutes")
     active: bool
     queue: Optional["TargetsTargetsQueue"]
 

@@ -1,0 +1,66 @@
+"""The TypeScript client (clients/typescript) under Node against a real ``signoff serve``:
+typed refusals, propose, wait over graphql-ws, and one execution per approval."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+from tests.client.conftest import Stage
+from tests.client.test_client import target_name
+from tests.machine import require_node_package
+from tests.processes import ROOT
+
+PACKAGE = ROOT / "clients" / "typescript"
+
+
+async def line_of(process: asyncio.subprocess.Process) -> dict[str, Any]:
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), 60)
+    assert line, "the agent ended early"
+    found: dict[str, Any] = json.loads(line)
+    return found
+
+
+async def test_the_typescript_client_executes_once_per_approval(agent_stage: Stage) -> None:
+    stage = agent_stage
+    node = require_node_package(PACKAGE, "graphql-ws")
+    env = {**os.environ, "SIGNOFF_URL": stage.server.url, "SIGNOFF_TOKEN": stage.world.agent}
+    process = await asyncio.create_subprocess_exec(
+        node,
+        "test/agent.mjs",
+        await target_name(stage),
+        cwd=PACKAGE,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert await line_of(process) == {
+        "refused": "PAYLOAD_SCHEMA_INVALID",
+        "typed": True,
+        "pointer": "/amount",
+    }
+    proposed = await line_of(process)
+    assert proposed["state"] == "APPROVAL_REQUIRED"
+    await asyncio.sleep(0.5)  # the agent follows the proposal over graphql-ws by now
+    await stage.decide(proposed["proposed"])
+    assert await line_of(process) == {"executed": "refunded 120 EUR"}
+    assert await line_of(process) == {"replayed": True, "again": "refunded 120 EUR", "ran": 1}
+    other = await line_of(process)
+    await stage.decide(other["proposed"], "REJECTED", reason="Already refunded.")
+    assert await line_of(process) == {
+        "notApproved": "NOT_APPROVED",
+        "outcome": "rejected",
+        "reason": "Already refunded.",
+        "ran": 1,
+    }
+    assert await line_of(process) == {
+        "consumed": "EXECUTION_CONSUMED",
+        "state": "APPLIED",
+        "isAlready": False,
+    }
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err.decode()
+    assert (await stage.proposal(proposed["proposed"]))["state"] == "APPLIED"
