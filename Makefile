@@ -35,6 +35,9 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt 
 	$(PIP) install --require-hashes -r requirements/docs.txt
 	$(PIP) install --require-hashes -r requirements/agents.txt
 	$(PIP) install --no-deps --no-build-isolation -e clients/python
+	@# The agents' package was named signoff-client before: a .venv made then keeps it,
+	@# with its signoff-mcp command, unless it goes.
+	$(PIP) uninstall --yes signoff-client 2>/dev/null || true
 	touch $@
 
 # The OpenAI Agents SDK recipe's venv (examples/agents/openai_agents): openai-agents pins an

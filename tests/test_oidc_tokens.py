@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from httpx import ASGITransport, AsyncClient
 from joserfc import jws
@@ -255,3 +256,29 @@ async def test_a_stream_on_a_provider_token_ends_with_4403_at_its_exp(
         logging.getLogger("tests.oidc").warning(
             "stream closed %+.3f s from its token's exp", closed_at - expires
         )
+
+
+async def _event_stream_ended_at(server: Server, token: str) -> float:
+    """Follow a subscription over Server-Sent Events with ``token``; when its stream ended."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+    async with (
+        httpx.AsyncClient(timeout=20) as http,
+        http.stream(
+            "POST", f"{server.url}/graphql", json={"query": INCIDENTS}, headers=headers
+        ) as response,
+    ):
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for _ in response.aiter_bytes():
+            pass
+    return time.time()
+
+
+async def test_an_event_stream_on_a_provider_token_ends_at_its_exp(
+    serve: Callable[..., Awaitable[Server]], provider: TestProvider
+) -> None:
+    """Over Server-Sent Events as over a websocket: the stream ends at the token's ``exp``."""
+    server = await serve(**provider.env())
+    expires = int(time.time()) + 4
+    operator = {"sub": "ops-bot", "client_id": "ops-bot", "groups": ["signoff-operators"]}
+    ended_at = await _event_stream_ended_at(server, provider.sign({**operator, "exp": expires}))
+    assert abs(ended_at - expires) <= 1.0, ended_at - expires

@@ -325,6 +325,13 @@ class StreamOperation:
         """The stream ends (a websocket's close code has no meaning here)."""
         self.stream.end()
 
+    def end_at(self, expires_at: float) -> None:
+        """End the stream at ``expires_at`` (epoch seconds): the token it was opened with
+        (an identity provider's access token) ends then, and no frame may leave after it."""
+        delay = max(0.0, expires_at - time.time())
+        # Ending a stream already ended does nothing, so the timer need not be cancelled.
+        asyncio.get_running_loop().call_later(delay, self.stream.end)
+
 
 # Who a request is: its API token (or console session) and viewer; refusals are raised.
 Authenticate = Callable[[Request], Awaitable[tuple[str, Viewer]]]
@@ -479,6 +486,8 @@ class EventStreams:
             stream, operation_id, self.broadcaster, request.headers.get("last-event-id")
         )
         context = self.make_context(request, stream.token, viewer, live)
+        if viewer.expires_at is not None:
+            live.end_at(viewer.expires_at)
         try:
             results = await self.schema.stream(
                 body.get("query"),
