@@ -108,9 +108,10 @@ def notification_body(
     payload = task.context.get("payload") if channel.include_payload else None
     due = task.due_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     if ChannelKind(channel.kind) is ChannelKind.SLACK:
-        text = f"[{queue.name}] {HEADLINES.get(event, event)}: {task.title} (due {due})"
+        headline = HEADLINES.get(event, event)
+        text = f"[{slack_text(queue.name)}] {headline}: {slack_text(task.title)} (due {due})"
         if payload is not None:
-            text += f"\n```{json.dumps(payload, sort_keys=True)}```"
+            text += f"\n```{slack_code(payload)}```"
         return {"text": text}
     body: dict[str, Any] = {
         "schema_version": NOTIFICATION_SCHEMA_VERSION,
@@ -125,6 +126,20 @@ def notification_body(
     return body
 
 
+def slack_text(text: str) -> str:
+    """Text from agents or operators as Slack shows it literally: ``&``, ``<`` and ``>``
+    escaped as Slack's formatting rules ask, so ``<!channel>`` mentions no one and
+    ``<https://…|Approve>`` is no link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_code(document: Any) -> str:
+    """A JSON document for a Slack code block it cannot leave: a backtick can only stand
+    inside a JSON string, where ``\\u0060`` spells the same character, so no ``` ends
+    the block early."""
+    return slack_text(json.dumps(document, sort_keys=True).replace("`", "\\u0060"))
+
+
 def with_link(
     kind: ChannelKind, body: dict[str, Any], url: str, expires_at: datetime, reviewer: Actor
 ) -> dict[str, Any]:
@@ -132,9 +147,9 @@ def with_link(
     the URL in the text, for clients that show no buttons)."""
     expires = expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     if kind is ChannelKind.SLACK:
-        text = str(body["text"])
+        text, name = str(body["text"]), slack_text(reviewer.name)
         return {
-            "text": f"{text}\n<{url}|{LINK_LABEL}> (once, as {reviewer.name}, until {expires})",
+            "text": f"{text}\n<{url}|{LINK_LABEL}> (once, as {name}, until {expires})",
             "blocks": [
                 {"type": "section", "text": {"type": "mrkdwn", "text": text}},
                 {
@@ -152,7 +167,7 @@ def with_link(
                     "elements": [
                         {
                             "type": "mrkdwn",
-                            "text": f"Single use, as {reviewer.name}, until {expires}. "
+                            "text": f"Single use, as {name}, until {expires}. "
                             "Opening it decides nothing.",
                         }
                     ],
