@@ -6,6 +6,7 @@ in-process event hub and an in-process job runner.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from signoff.oidc_settings import OidcSettings
 from signoff.sealing import Sealer
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./signoff.db"
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,12 @@ class Settings:
     oidc: OidcSettings | None = None
     # Whether the console offers pasting an API token: by default, only without OIDC.
     console_token_sign_in: bool = True
+    # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs);
+    # none: the peer's address is the client's, whatever a request claims.
+    trusted_proxies: tuple[Network, ...] = ()
+    # Private and loopback networks deliveries and notifications may reach (CIDRs); none:
+    # only public addresses (docs/design.md section 10, "Where deliveries may go").
+    delivery_allow_networks: tuple[Network, ...] = ()
 
     @property
     def public_base_url(self) -> str:
@@ -204,7 +213,26 @@ class Settings:
                 "SIGNOFF_CONSOLE_TOKEN_SIGN_IN", "0" if oidc is not None else "1"
             )
             not in {"0", "false", "no"},
+            trusted_proxies=parse_networks(
+                "SIGNOFF_TRUSTED_PROXIES", env.get("SIGNOFF_TRUSTED_PROXIES", "")
+            ),
+            delivery_allow_networks=parse_networks(
+                "SIGNOFF_DELIVERY_ALLOW_NETWORKS", env.get("SIGNOFF_DELIVERY_ALLOW_NETWORKS", "")
+            ),
         )
+
+
+def parse_networks(name: str, value: str) -> tuple[Network, ...]:
+    """A list of addresses or CIDRs separated by commas or spaces (an address is its own
+    /32 or /128); a mistake is refused at start, naming the variable."""
+    networks = []
+    for item in value.replace(",", " ").split():
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            message = f"{name}: {item!r} is not an address or a CIDR like 10.0.0.0/8"
+            raise ValueError(message) from None
+    return tuple(networks)
 
 
 def parse_origins(value: str) -> tuple[str, ...]:
