@@ -373,7 +373,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
     read_sessionmaker = create_sessionmaker(read_only(engine))
     events = create_event_service(settings, sessionmaker, read_sessionmaker)
     sealer = load_sealer(settings)
-    work = WorkMaker(sessionmaker, Services(jobs=jobs, events=events, sealer=sealer))
+    work = WorkMaker(
+        sessionmaker,
+        Services(jobs=jobs, events=events, sealer=sealer, destinations=settings.destinations),
+    )
     persisted_queries = _persisted_queries(settings)
     view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub, persisted_queries)
 

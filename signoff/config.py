@@ -29,6 +29,7 @@ from signoff.constants import (
     WS_MAX_OPERATIONS_PER_CONNECTION,
     WS_PING_INTERVAL_SECONDS,
 )
+from signoff.destinations import DestinationPolicy
 from signoff.oidc_settings import OidcSettings
 from signoff.sealing import Sealer
 
@@ -119,6 +120,11 @@ class Settings:
     # Private and loopback networks deliveries and notifications may reach (CIDRs); none:
     # only public addresses (docs/design.md section 10, "Where deliveries may go").
     delivery_allow_networks: tuple[Network, ...] = ()
+
+    @property
+    def destinations(self) -> DestinationPolicy:
+        """Where this process's deliveries and notifications may go."""
+        return DestinationPolicy(self.delivery_allow_networks)
 
     @property
     def public_base_url(self) -> str:

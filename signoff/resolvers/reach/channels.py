@@ -83,7 +83,7 @@ async def add_notification_channel(
     channel = NotificationChannel(
         queue_id=queue_id,
         kind=kind,
-        url=check_url(url),
+        url=check_url(url, work.services.destinations),
         signing_secret=None if secret is None else work.sealer.seal(secret),
         include_payload=include_payload,
         reviewer_id=reviewer_id,

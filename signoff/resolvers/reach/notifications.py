@@ -29,7 +29,8 @@ from signoff.constants import (
     NOTIFICATION_MAX_ATTEMPTS,
     NOTIFICATION_TIMEOUT_SECONDS,
 )
-from signoff.delivery import Jitter, backoff_seconds
+from signoff.delivery import DESTINATION_REFUSED, Jitter, backoff_seconds
+from signoff.destinations import carries_userinfo, refused_connection
 from signoff.digest import canonical_json
 from signoff.models import (
     Actor,
@@ -317,6 +318,8 @@ async def send_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> 
     if outgoing.secret is not None:
         timestamp = int(clock.now().timestamp())
         headers |= sign(outgoing.secret, f"ntf_{outgoing.id}", timestamp, body)
+    if carries_userinfo(outgoing.url):  # added before the destination policy
+        return DESTINATION_REFUSED
     try:
         async with (
             asyncio.timeout(NOTIFICATION_TIMEOUT_SECONDS),
@@ -326,8 +329,8 @@ async def send_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> 
             status = answer.status
     except TimeoutError:
         return "TIMEOUT"
-    except aiohttp.ClientError:
-        return "CONNECTION_FAILED"
+    except aiohttp.ClientError as error:
+        return DESTINATION_REFUSED if refused_connection(error) else "CONNECTION_FAILED"
     return None if 200 <= status < 300 else f"HTTP_{status}"
 
 

@@ -26,6 +26,7 @@ from signoff.constants import (
     TARGET_RATE_MIN_PER_SECOND,
     TARGET_TIMEOUT_DEFAULT_SECONDS,
 )
+from signoff.destinations import DestinationPolicy
 from signoff.errors import (
     AlreadyExists,
     NotFound,
@@ -186,7 +187,7 @@ async def _register_target(
     secret = new_signing_secret()
     target = Target(
         name=name,
-        url=check_url(url),
+        url=check_url(url, work.services.destinations),
         method=method,
         input_schema=check_schema(input_schema, "inputSchema"),
         output_schema=None
@@ -251,12 +252,15 @@ def require_rate(value: float) -> float:
     return value
 
 
-def check_url(url: str) -> str:
-    """An absolute http or https URL, as targets and notification channels need."""
-    parts = urlsplit(url.strip())
+def check_url(url: str, destinations: DestinationPolicy) -> str:
+    """An absolute http or https URL, as targets and notification channels need, that the
+    destination policy does not refuse (``DESTINATION_REFUSED``)."""
+    url = url.strip()
+    parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.netloc or len(url) > 2048:
         raise ValidationFailed("url must be an absolute http or https URL.", field="url")
-    return url.strip()
+    destinations.check_url(url)
+    return url
 
 
 async def retire_target(*, work: UnitOfWork, viewer: Viewer, target_id: str) -> Target:
