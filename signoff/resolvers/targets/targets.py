@@ -434,13 +434,19 @@ def iso(at: datetime | None) -> str | None:
 
 
 async def get_target(*, session: AsyncSession, viewer: Viewer, target_id: str) -> Target:
+    """A target the viewer may read; one it may not is answered as one that does not
+    exist (``NOT_FOUND``), so ids tell nothing."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
     target = await session.get(Target, target_id)
-    if target is None:
+    if target is None or not viewer.sees_target(target):
         raise NotFound("No such target.")
     return target
 
 
 async def list_targets(*, session: AsyncSession, viewer: Viewer) -> list[Target]:
+    """The targets the viewer may read, by name."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
-    return list((await session.exec(select(Target).order_by(col(Target.name)))).all())
+    stmt = select(Target).order_by(col(Target.name))
+    if viewer.role is Role.AGENT:
+        stmt = stmt.where(col(Target.retired_at).is_(None))
+    return [target for target in (await session.exec(stmt)).all() if viewer.sees_target(target)]
