@@ -59,7 +59,7 @@ from sqlalchemy import insert
 from sqlalchemy.engine import make_url
 from sqlmodel import select
 
-from signoff.config import Settings, load_sealer
+from signoff.config import Settings, load_sealer, parse_networks
 from signoff.database import create_engine, create_sessionmaker
 from signoff.migrate import migrate
 from signoff.models import Approval, ApprovalMode, Decision, HumanTask, Proposal, Role
@@ -134,6 +134,10 @@ done = function(summary, latency, requests)
 end
 """
 
+# The bench's targets and receivers are on loopback, which deliveries reach only if allowed.
+LOOPBACK_TEXT = "127.0.0.0/8,::1/128"
+LOOPBACK = parse_networks("SIGNOFF_DELIVERY_ALLOW_NETWORKS", LOOPBACK_TEXT)
+
 
 @dataclass(frozen=True)
 class World:
@@ -160,8 +164,10 @@ async def seed(url: str, proposals: int, queues: int) -> World:
     approval, inserted in bulk."""
     engine = create_engine(url)
     await migrate(engine)
+    settings = Settings(database_url=url, delivery_allow_networks=LOOPBACK)
     work = WorkMaker(
-        create_sessionmaker(engine), Services(sealer=load_sealer(Settings(database_url=url)))
+        create_sessionmaker(engine),
+        Services(sealer=load_sealer(settings), destinations=settings.destinations),
     )
     slugs = [f"bench-{i}" for i in range(queues)]
     admin = await _viewer(work, Role.ADMIN, "bench-admin", [])
@@ -287,6 +293,8 @@ def sides(database_url: str, copy_url: str) -> list[Side]:
         "SIGNOFF_LOG_LEVEL": "warning",
         # wrk sends every request with one token: measure, not the rate limit.
         "SIGNOFF_RATE_LIMIT": "0",
+        # The seeded targets point at loopback, as before deliveries were confined.
+        "SIGNOFF_DELIVERY_ALLOW_NETWORKS": LOOPBACK_TEXT,
     }
     return [
         Side("Signoff", serve, {**env, "SIGNOFF_DATABASE_URL": database_url}, graphql, OPERATIONS),

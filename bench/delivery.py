@@ -49,7 +49,7 @@ from redis.asyncio import Redis
 from sqlalchemy.engine import make_url
 
 from signoff import metrics
-from signoff.config import Settings, load_sealer, normalise_database_url
+from signoff.config import Settings, load_sealer, normalise_database_url, parse_networks
 from signoff.constants import DELIVERY_CONCURRENCY
 from signoff.database import create_engine, create_sessionmaker
 from signoff.delivery import webhook_id
@@ -68,6 +68,10 @@ from signoff.resolvers.targets.targets import register_target
 APPROVERS = 8
 # Approver processes begin this long after they are spawned, all at once.
 APPROVER_STARTUP_SECONDS = 3.0
+
+# The bench's targets and receivers are on loopback, which deliveries reach only if allowed.
+LOOPBACK_TEXT = "127.0.0.0/8,::1/128"
+LOOPBACK = parse_networks("SIGNOFF_DELIVERY_ALLOW_NETWORKS", LOOPBACK_TEXT)
 
 
 class Receiver:
@@ -391,6 +395,7 @@ def start_worker(settings: Settings, metrics_port: int) -> subprocess.Popen[byte
         "SIGNOFF_DATABASE_URL": settings.database_url,
         "SIGNOFF_REDIS_URL": settings.redis_url,
         "SIGNOFF_ARQ_QUEUE": settings.arq_queue,
+        "SIGNOFF_DELIVERY_ALLOW_NETWORKS": LOOPBACK_TEXT,
         "SIGNOFF_LOG_LEVEL": "warning",
         "SIGNOFF_METRICS_PORT": str(metrics_port),
     }
@@ -428,6 +433,7 @@ async def run(
             redis_url=redis_url,
             arq_queue=f"signoff:bench:{uuid.uuid4().hex[:8]}",
             delivery_concurrency=worker_concurrency,
+            delivery_allow_networks=LOOPBACK,  # the counting receiver listens on loopback
         )
         engine = create_engine(settings.database_url, pool_size=20)
         await migrate(engine)
@@ -436,7 +442,8 @@ async def run(
         jobs = ArqJobs(settings) if redis_url else InProcessJobs(settings)
         clock = CommitClock(jobs)
         work = WorkMaker(
-            create_sessionmaker(engine), Services(jobs=clock, sealer=load_sealer(settings))
+            create_sessionmaker(engine),
+            Services(jobs=clock, sealer=load_sealer(settings), destinations=settings.destinations),
         )
         receiver = Receiver()
         metrics_port = free_port() if redis_url else None

@@ -454,7 +454,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
     sealer = load_sealer(settings)
     work = WorkMaker(
         sessionmaker,
-        Services(jobs=jobs, events=events, sealer=sealer, slack_bot_token=settings.slack_bot_token),
+        Services(
+            jobs=jobs,
+            events=events,
+            sealer=sealer,
+            slack_bot_token=settings.slack_bot_token,
+            destinations=settings.destinations,
+        ),
     )
     persisted_queries = _persisted_queries(settings)
     view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub, persisted_queries)

@@ -255,13 +255,22 @@ def _parser() -> argparse.ArgumentParser:
         commands,
         "mcp",
         "run the MCP server for agents (signoff-approvals-client's signoff-approvals-mcp), "
-        "a client of SIGNOFF_URL as SIGNOFF_TOKEN",
+        "a client of SIGNOFF_URL as SIGNOFF_TOKEN (stdio) or as each client's own bearer "
+        "token (http)",
         f"Needs the signoff-approvals-client package with its mcp extra, which is not on "
         f"PyPI: {MCP_INSTALL}. docs/agents.md says how to configure an MCP client.",
     )
     mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="for http (default: %(default)s)")
     mcp.add_argument("--port", default="8765", help="for http (default: %(default)s)")
+    mcp.add_argument(
+        "--public-url", help="for http: where clients reach /mcp (default: http://HOST:PORT/mcp)"
+    )
+    mcp.add_argument(
+        "--authorization-server",
+        help="for http: where clients get tokens (default: SIGNOFF_MCP_AUTHORIZATION_SERVER, "
+        "else SIGNOFF_URL)",
+    )
     mcp.set_defaults(run=_mcp, migration_lines="none")
 
     _token_commands(commands)
@@ -510,7 +519,13 @@ def _mcp(args: argparse.Namespace, _: Settings) -> None:
             f"error: signoff mcp needs signoff-approvals-client with its mcp extra ({exc}); "
             f"{MCP_INSTALL}"
         ) from None
-    mcp_main(["--transport", args.transport, "--host", args.host, "--port", args.port])
+    options = ["--transport", args.transport, "--host", args.host, "--port", args.port]
+    for name, value in (
+        ("--public-url", args.public_url),
+        ("--authorization-server", args.authorization_server),
+    ):
+        options += [name, value] if value else []
+    mcp_main(options)
 
 
 def _schema(_: argparse.Namespace, __: Settings) -> None:

@@ -6,6 +6,7 @@ in-process event hub and an in-process job runner.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,10 +30,13 @@ from signoff.constants import (
     WS_MAX_OPERATIONS_PER_CONNECTION,
     WS_PING_INTERVAL_SECONDS,
 )
+from signoff.destinations import DestinationPolicy
 from signoff.oidc_settings import OidcSettings
 from signoff.sealing import Sealer
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./signoff.db"
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,17 @@ class Settings:
     slack_api_url: str = SLACK_API_URL
     # EMAIL channels: the SMTP server and the sender.
     smtp: SmtpSettings | None = None
+    # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs);
+    # none: the peer's address is the client's, whatever a request claims.
+    trusted_proxies: tuple[Network, ...] = ()
+    # Private and loopback networks deliveries and notifications may reach (CIDRs); none:
+    # only public addresses (docs/design.md section 10, "Where deliveries may go").
+    delivery_allow_networks: tuple[Network, ...] = ()
+
+    @property
+    def destinations(self) -> DestinationPolicy:
+        """Where this process's deliveries and notifications may go."""
+        return DestinationPolicy(self.delivery_allow_networks)
 
     @property
     def public_base_url(self) -> str:
@@ -216,7 +231,26 @@ class Settings:
             slack_signing_secret=env.get("SIGNOFF_SLACK_SIGNING_SECRET") or None,
             slack_api_url=parse_slack_api_url(env.get("SIGNOFF_SLACK_API_URL", "")),
             smtp=SmtpSettings.from_env(env),
+            trusted_proxies=parse_networks(
+                "SIGNOFF_TRUSTED_PROXIES", env.get("SIGNOFF_TRUSTED_PROXIES", "")
+            ),
+            delivery_allow_networks=parse_networks(
+                "SIGNOFF_DELIVERY_ALLOW_NETWORKS", env.get("SIGNOFF_DELIVERY_ALLOW_NETWORKS", "")
+            ),
         )
+
+
+def parse_networks(name: str, value: str) -> tuple[Network, ...]:
+    """A list of addresses or CIDRs separated by commas or spaces (an address is its own
+    /32 or /128); a mistake is refused at start, naming the variable."""
+    networks = []
+    for item in value.replace(",", " ").split():
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            message = f"{name}: {item!r} is not an address or a CIDR like 10.0.0.0/8"
+            raise ValueError(message) from None
+    return tuple(networks)
 
 
 @dataclass(frozen=True)

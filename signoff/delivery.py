@@ -28,6 +28,12 @@ from signoff.constants import (
     RESPONSE_BODY_MAX_BYTES,
     WEBHOOK_ID,
 )
+from signoff.destinations import (
+    USERINFO,
+    DestinationRefusedError,
+    carries_userinfo,
+    refused_connection,
+)
 from signoff.digest import canonical_json
 from signoff.errors import SignoffError
 from signoff.jsonvalues import decode_value, schema_errors
@@ -43,6 +49,8 @@ PRECONDITION_STATUS = frozenset({409, 412})
 DELIVERY_CONTROL_HEADER = "webhook-delivery"
 ABORT_MESSAGE = "abort-message"
 RECEIVER_ABORTED = "RECEIVER_ABORTED"
+# The destination policy refused the target's address (docs/design.md section 10).
+DESTINATION_REFUSED = "DESTINATION_REFUSED"
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,10 @@ async def send(
     content: bytes | None = None
     retry_after: str | None = None
     result: Any = None
+    assert target.url is not None  # a target its agents execute is never delivered
     try:
+        if carries_userinfo(target.url):  # registered before the destination policy
+            raise DestinationRefusedError(USERINFO)
         async with asyncio.timeout(target.timeout_seconds):
             response = await _exchange(http, target, body, headers)
         status, content, retry_after = response.status, response.content, response.retry_after
@@ -144,6 +155,12 @@ async def send(
             response_class, code, result = ResponseClass.TERMINAL, RECEIVER_ABORTED, None
     except TimeoutError:
         response_class, code = ResponseClass.RETRYABLE, "TIMEOUT"
+    except DestinationRefusedError:
+        response_class, code = ResponseClass.TERMINAL, DESTINATION_REFUSED
+    except aiohttp.ClientConnectorError as error:
+        refused = refused_connection(error)
+        response_class = ResponseClass.TERMINAL if refused else ResponseClass.RETRYABLE
+        code = DESTINATION_REFUSED if refused else "CONNECTION_FAILED"
     except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError, ValueError):
         response_class, code = ResponseClass.TERMINAL, "INVALID_URL"
     except (aiohttp.ClientError, OSError):

@@ -122,6 +122,13 @@ class ValidationFailed(SignoffError):
     code = "VALIDATION_FAILED"
 
 
+class DestinationRefused(SignoffError):
+    """A target's or channel's URL points where Signoff does not deliver (an address that
+    is reserved or not public, or credentials in the URL); ``reason`` says which."""
+
+    code = "DESTINATION_REFUSED"
+
+
 class SchemaInvalid(SignoffError):
     """A JSON Schema given to Signoff is not itself a valid schema."""
 

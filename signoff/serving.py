@@ -93,5 +93,10 @@ def serve(
         # Logging is configured already (signoff.logs), with a line per request of its own.
         log_config=None,
         access_log=False,
+        # X-Forwarded-For names the client only when a trusted proxy sent it; uvicorn
+        # would otherwise believe it from loopback, and a client could pick its own address
+        # (and so its own rate-limit bucket).
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=[str(network) for network in settings.trusted_proxies],
     )
     GracefulServer(config, app.state.going_away, greeting).run()

@@ -47,17 +47,14 @@ def session_cookie(connection: HTTPConnection) -> str | None:
 
 def same_origin(connection: HTTPConnection, settings: Settings) -> bool:
     """Whether the request comes from a page of Signoff's own origin: the ``Origin``
-    header names this host (as the browser reached it) or ``SIGNOFF_PUBLIC_URL``'s."""
+    header names ``SIGNOFF_PUBLIC_URL``'s (or, unset, the address Signoff listens on).
+    Never the request's ``Host``: whoever sends the request chooses it (a rebound DNS
+    name, a proxy that passes it on)."""
     origin = connection.headers.get("origin")
     if origin is None:
         return False
     public = urlsplit(settings.public_base_url)
-    own = {f"{public.scheme}://{public.netloc}"}
-    host = connection.headers.get("host")
-    if host:
-        scheme = "https" if connection.url.scheme in {"https", "wss"} else "http"
-        own.add(f"{scheme}://{host}")
-    return origin in own
+    return origin == f"{public.scheme}://{public.netloc}"
 
 
 def check_cookie_request(request: Request, token: str, settings: Settings) -> None:

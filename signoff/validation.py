@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from signoff.errors import ValidationFailed
 
 
@@ -10,6 +12,24 @@ def require_text(value: str, field: str, min_chars: int, max_chars: int) -> str:
     if not min_chars <= len(value) <= max_chars:
         raise ValidationFailed(
             f"{field} must be {min_chars} to {max_chars} characters.", field=field
+        )
+    return value
+
+
+# A plain identifier (``refund.create``, ``payouts:send_batch``): an action code is shown
+# to reviewers in Slack and pages, so it carries no markup, spaces or punctuation to
+# dress it as something else.
+ACTION_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,199}")
+
+
+def require_action_code(value: str) -> str:
+    """An action code: a letter, then letters, digits, ``_ . : -``, 200 characters at most."""
+    value = value.strip()
+    if ACTION_CODE.fullmatch(value) is None:
+        raise ValidationFailed(
+            "actionCode must be a plain identifier like refund.create: a letter, then "
+            "letters, digits, '_', '.', ':' or '-', 200 characters at most.",
+            field="actionCode",
         )
     return value
 

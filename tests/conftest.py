@@ -30,6 +30,7 @@ from signoff.migrate import migrate
 from tests import zygote
 from tests.helpers import GraphQLClient
 from tests.live import Server, start_server
+from tests.processes import LOOPBACK_NETWORKS
 from tests.redis_keys import delete_under, unique_channel, unique_queue
 
 # One sealing key for the test run and every process it starts (they inherit it), so
@@ -125,6 +126,7 @@ def settings(database_url: str) -> Settings:
         embedded_worker=False,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
         audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+        delivery_allow_networks=LOOPBACK_NETWORKS,
     )
 
 

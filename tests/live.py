@@ -32,6 +32,7 @@ from signoff.events import feed
 from signoff.models import ChangeEvent
 from tests import zygote
 from tests.helpers import GraphQLClient, World, build_world
+from tests.processes import LOOPBACK
 from tests.redis_keys import unique_channel as unique_channel  # where tests import it from
 from tests.zygote import WarmProcess
 
@@ -165,6 +166,7 @@ async def _start_server(database_url: str, log_dir: Path, port: int, **env: str)
         "SIGNOFF_DATABASE_URL": database_url,
         "SIGNOFF_PORT": str(port),
         "SIGNOFF_LOG_LEVEL": "warning",
+        "SIGNOFF_DELIVERY_ALLOW_NETWORKS": LOOPBACK,
         **env,
     }
     process = _spawn([sys.executable, "-m", "signoff", "serve"], environ, log)

@@ -15,9 +15,14 @@ from typing import IO
 
 import httpx
 
+from signoff.config import parse_networks
 from tests import zygote
 
 ROOT = Path(__file__).resolve().parent.parent
+# The suite's receivers listen on loopback, which deliveries may not reach by default:
+# every server and worker a test starts allows it, as the README's examples do.
+LOOPBACK = "127.0.0.0/8,::1/128"
+LOOPBACK_NETWORKS = parse_networks("SIGNOFF_DELIVERY_ALLOW_NETWORKS", LOOPBACK)
 
 
 def free_port() -> int:
@@ -35,6 +40,7 @@ def signoff_env(database_url: str, **extra: str) -> dict[str, str]:
             "SIGNOFF_LOG_LEVEL": "warning",
             "SIGNOFF_SECRET_KEY": os.environ["SIGNOFF_SECRET_KEY"],
             "SIGNOFF_AUDIT_SIGNING_KEY": os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+            "SIGNOFF_DELIVERY_ALLOW_NETWORKS": LOOPBACK,
             **extra,
         }
     )

@@ -34,6 +34,7 @@ SH_FENCE = re.compile(r"^```sh[ \t]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 SH_PLACEHOLDER = re.compile(r"""(?P<quote>["'])<(?P<name>[^"'<>]+)>(?P=quote)""")
 FUNCTION = re.compile(r"^\w+\(\) \{")
 ASSIGNMENT = re.compile(r"^(?P<name>[A-Z_]+)=\$\(")
+MAKE_SERVE = re.compile(r"^(?P<settings>(?:[A-Z_]+=\S+ )*)make serve\b")
 
 
 def page(name: str) -> str:
@@ -67,7 +68,8 @@ def sh_blocks(text: str) -> list[str]:
 
 def commands(block: str) -> list[str]:
     """A block's commands: a command's continuation lines are indented; comments and
-    ``make serve`` (the test's server stands in for it) are left out."""
+    ``make serve`` (the test's server stands in for it, with the settings printed in front
+    of it: ``serve_settings``) are left out."""
     found: list[str] = []
     for line in block.splitlines():
         if not line.strip() or line.startswith("#"):
@@ -76,7 +78,18 @@ def commands(block: str) -> list[str]:
             found[-1] += "\n" + line
         else:
             found.append(line)
-    return [c for c in found if not c.startswith("make serve")]
+    return [c for c in found if MAKE_SERVE.match(c) is None]
+
+
+def serve_settings(text: str) -> dict[str, str]:
+    """The variables a page's first ``make serve`` is printed with (``A=1 make serve``), for
+    the test's server that stands in for it."""
+    for block in sh_blocks(text):
+        for line in block.splitlines():
+            started = MAKE_SERVE.match(line)
+            if started is not None:
+                return dict(pair.split("=", 1) for pair in started["settings"].split())
+    raise AssertionError("no make serve printed here")
 
 
 @dataclass

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import re
 import time
@@ -34,6 +35,7 @@ from redis.asyncio import Redis
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from signoff.config import parse_networks
 from signoff.database import SessionMaker
 from signoff.models import Role
 from tests.conftest import REDIS_URL, requires_postgres, requires_redis
@@ -49,13 +51,23 @@ from tests.live import (
     server_log_on_failure,
 )
 from tests.processes import ROOT, free_port, signoff_env
-from tests.readme_shell import Shell, commands, page, page_section, printed, sh_blocks
+from tests.readme_shell import (
+    Shell,
+    commands,
+    page,
+    page_section,
+    printed,
+    serve_settings,
+    sh_blocks,
+)
 from tests.receivers import Answer, Receiver
 from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
 from tests.schema.test_target_circuit import open_circuit
 from tests.test_server import new_token
 from tools.copy_docs import COPY
+
+ALLOW = "SIGNOFF_DELIVERY_ALLOW_NETWORKS"
 
 Serve = Callable[..., Awaitable[Server]]
 
@@ -359,13 +371,14 @@ async def test_the_worked_examples_run_one_after_the_other_on_one_database(
     where the README starts it, and each approved action delivered to it. A worker delivers:
     the server's own, or ``signoff worker``."""
     queue = unique_queue()
-    server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
+    printed = _printed_serve_settings()
+    server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue, **printed)
     shell = Shell(
         signoff_env(database_url, SIGNOFF_PORT=str(server.port)),
         ports={9000: free_port(), 9001: free_port()},
     )
     delivered: list[str] = []
-    with delivering(database_url, queue, tmp_path):
+    with delivering(database_url, queue, tmp_path, printed):
         try:
             async with Readme.against(server) as readme:
                 readme.ports = shell.ports
@@ -375,6 +388,18 @@ async def test_the_worked_examples_run_one_after_the_other_on_one_database(
         finally:
             for proposal_id in delivered:
                 await forget_jobs(queue, proposal_id)
+
+
+def _printed_serve_settings() -> dict[str, str]:
+    """The destination setting ``make serve`` is printed with, in the README's worked
+    example and in Delivery's shell steps (one server stands in for both); none printed
+    is none set: loopback receivers then get nothing."""
+    readme = serve_settings(page_section("README.md", "## A worked example in GraphiQL"))
+    delivery = serve_settings(
+        page_section("docs/delivery.md", "## See an approved action arrive (embedded default)")
+    )
+    assert readme == delivery
+    return {ALLOW: readme.get(ALLOW, "")}
 
 
 async def _the_worked_example(
@@ -663,13 +688,20 @@ async def wait_for_state(world: World, proposal_id: str, state: str) -> None:
 
 
 @contextlib.contextmanager
-def delivering(database_url: str, queue: str, logs: Path) -> Iterator[None]:
+def delivering(
+    database_url: str, queue: str, logs: Path, env: dict[str, str] | None = None
+) -> Iterator[None]:
     """With Redis, a ``signoff worker`` on the server's arq queue (Delivery's "Running
-    distributed"); on the embedded default the server's in-process worker delivers."""
+    distributed"), with the server's destination setting (``env``, when the test's is not
+    it); on the embedded default the server's in-process worker delivers."""
     if REDIS_URL is None:
         yield
         return
-    workers = Workers(arq_settings(database_url, queue), logs)
+    settings = arq_settings(database_url, queue)
+    if env is not None:
+        allowed = parse_networks(ALLOW, env[ALLOW])
+        settings = dataclasses.replace(settings, delivery_allow_networks=allowed)
+    workers = Workers(settings, logs)
     workers.start()
     try:
         yield
@@ -885,6 +917,7 @@ async def test_running_distributed_as_printed(
     [recipe] = sh_blocks(page_section("docs/delivery.md", "## Running distributed"))
     assert REDIS_URL is not None
     env = signoff_env(database_url, SIGNOFF_ARQ_QUEUE=unique_queue())
+    del env[ALLOW]  # as a reader's shell: the recipe sets it
     script = recipe.replace("postgresql://postgres@127.0.0.1:5432/signoff", database_url).replace(
         "redis://127.0.0.1:6379/0", REDIS_URL
     )

@@ -13,6 +13,7 @@ from signoff.config import Settings
 from signoff.constants import HTTP_CONNECTIONS
 from signoff.database import SessionMaker, create_sessionmaker, read_only
 from signoff.delivery import Jitter
+from signoff.destinations import DestinationPolicy
 from signoff.resolvers.core.work import JobQueue, WorkMaker
 
 CTX_KEY = "signoff"
@@ -43,16 +44,28 @@ class WorkerServices:
         return self.work.services.jobs
 
 
-def open_http_client(connections: int = HTTP_CONNECTIONS) -> aiohttp.ClientSession:
+def open_http_client(
+    destinations: DestinationPolicy,
+    connections: int = HTTP_CONNECTIONS,
+    *,
+    resolver: aiohttp.abc.AbstractResolver | None = None,
+) -> aiohttp.ClientSession:
     """One client for every delivery: pooled connections (as many as deliveries may be in
-    flight, so none waits for a socket), no redirects, no environment proxies.
+    flight, so none waits for a socket), no redirects, no environment proxies, and every
+    connection checked by ``destinations`` on the address it is opened to (``resolver``:
+    how names become addresses; the system's by default).
 
     aiohttp rather than httpx: httpx's CPU cost per request alone would cap a worker an
     order of magnitude below what aiohttp sends (docs/delivery-throughput.md).
     Per-target timeouts are applied around each request; this is only the outer bound.
     """
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=connections, ttl_dns_cache=300),
+        connector=aiohttp.TCPConnector(
+            limit=connections,
+            ttl_dns_cache=300,
+            resolver=resolver,
+            socket_factory=destinations.socket_factory,
+        ),
         timeout=aiohttp.ClientTimeout(total=130.0, connect=10.0),
         trust_env=False,
         headers={"user-agent": f"signoff/{__version__}"},

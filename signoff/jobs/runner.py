@@ -114,7 +114,9 @@ class InProcessJobs:
         services name this runner as their job queue)."""
         concurrency = self.settings.delivery_concurrency
         services = WorkerServices(
-            settings=self.settings, work=work, http=open_http_client(concurrency)
+            settings=self.settings,
+            work=work,
+            http=open_http_client(self.settings.destinations, concurrency),
         )
         self.ctx[CTX_KEY] = services
         self._dispatcher = Dispatcher(services, concurrency=concurrency)

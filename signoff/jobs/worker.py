@@ -160,11 +160,13 @@ async def startup(ctx: dict[str, Any]) -> None:
     events = create_event_service(settings, sessionmaker, create_sessionmaker(read_only(engine)))
     await events.start()
     ctx["events"] = events
-    services = WorkServices(jobs=jobs, events=events, sealer=sealer)
+    services = WorkServices(
+        jobs=jobs, events=events, sealer=sealer, destinations=settings.destinations
+    )
     concurrency = settings.delivery_concurrency
     ctx[CTX_KEY] = WorkerServices(
         settings=settings,
-        http=open_http_client(concurrency),
+        http=open_http_client(settings.destinations, concurrency),
         work=WorkMaker(sessionmaker, services),
     )
     ctx[DISPATCHER_KEY] = Dispatcher(services_of(ctx), concurrency=concurrency)

@@ -105,7 +105,7 @@ async def _cast(process: Process) -> Cast:
         register_target,
         viewer=admin,
         name=f"refunds-{uuid.uuid4().hex[:6]}",
-        url="http://127.0.0.1:9/hook",
+        url="https://refunds.example/hook",  # never delivered to
         input_schema={"type": "object"},
         approval_mode=ApprovalMode.HUMAN,
         queue_id=queue.id,

@@ -21,6 +21,7 @@ from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_crash import applied_count, approve_many, eventually
 from tests.live import Server, queue_subscription
 from tests.log_lines import log_lines, messages, problems
+from tests.processes import LOOPBACK_NETWORKS
 from tests.receivers import Receiver, serve
 
 pytestmark = requires_redis_server
@@ -43,6 +44,7 @@ def settings(database_url: str, redis_server: RedisServer) -> Settings:
         sweep_interval_seconds=1,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
         audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+        delivery_allow_networks=LOOPBACK_NETWORKS,
     )
 
 

@@ -17,6 +17,7 @@ from tests.faults.redis_server import RedisServer, requires_redis_server, worker
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.test_crash import applied_count, approve_many, eventually
 from tests.log_lines import log_lines, problems
+from tests.processes import LOOPBACK_NETWORKS
 from tests.receivers import Answer, Receiver, serve
 
 pytestmark = requires_redis_server
@@ -33,6 +34,7 @@ def settings(database_url: str) -> Settings:
         embedded_worker=False,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
         audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+        delivery_allow_networks=LOOPBACK_NETWORKS,
     )
 
 

@@ -58,9 +58,10 @@ async def worker(
 ) -> AsyncIterator[Worker]:
     """A worker process's ``ctx``; jitter is pinned so backoff is exactly its upper bound."""
     jobs = RecordingJobs()
-    http = open_http_client()
+    http = open_http_client(settings.destinations)
     work = WorkMaker(
-        create_sessionmaker(engine), WorkServices(jobs=jobs, sealer=load_sealer(settings))
+        create_sessionmaker(engine),
+        WorkServices(jobs=jobs, sealer=load_sealer(settings), destinations=settings.destinations),
     )
     services = WorkerServices(settings=settings, work=work, http=http, jitter=lambda: 1.0)
     yield Worker(ctx={CTX_KEY: services}, jobs=jobs)

@@ -52,6 +52,7 @@ class Workers:
             settings.database_url,
             SIGNOFF_REDIS_URL=settings.redis_url,
             SIGNOFF_ARQ_QUEUE=settings.arq_queue,
+            SIGNOFF_DELIVERY_ALLOW_NETWORKS=",".join(map(str, settings.delivery_allow_networks)),
             SIGNOFF_DELIVERY_LEASE_SECONDS="5",
             SIGNOFF_SWEEP_INTERVAL_SECONDS="1",
             SIGNOFF_JOB_TIMEOUT_SECONDS="10",

@@ -17,6 +17,7 @@ from tests.conftest import requires_redis
 from tests.helpers import GraphQLClient, build_world
 from tests.jobs.test_notification_links import PUBLIC_URL, link_channel, link_path
 from tests.jobs.test_runners import arq_settings, arq_worker
+from tests.processes import LOOPBACK_NETWORKS
 from tests.receivers import Receiver, serve
 from tests.redis_keys import unique_queue
 from tests.schema.test_approval_links import form, post, proposal_state
@@ -51,6 +52,7 @@ class TestEmbedded:
             database_url=database_url,
             secret_key=os.environ["SIGNOFF_SECRET_KEY"],
             audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+            delivery_allow_networks=LOOPBACK_NETWORKS,
             sweep_interval_seconds=60,
             public_url=PUBLIC_URL,
         )

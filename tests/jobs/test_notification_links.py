@@ -21,6 +21,7 @@ from signoff.models import ApprovalLink, AuditEvent, Notification, Role
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.jobs.test_notifications import add_channel
+from tests.processes import LOOPBACK_NETWORKS
 from tests.receivers import Answer, Received, Receiver, serve
 from tests.schema.test_approval_links import (
     REMOVE_MEMBER,
@@ -42,6 +43,7 @@ def settings(database_url: str) -> Settings:
         embedded_worker=False,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
         audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+        delivery_allow_networks=LOOPBACK_NETWORKS,
         public_url=PUBLIC_URL,
     )
 

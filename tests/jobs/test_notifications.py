@@ -13,7 +13,7 @@ from signoff import clock
 from signoff.jobs.delivery import expire_due_proposals, send_reminders
 from signoff.jobs.notifications import send_notifications
 from signoff.models import AuditEvent, Incident, Notification, Role
-from tests.helpers import CREATE_QUEUE, GraphQLClient, build_world
+from tests.helpers import CREATE_QUEUE, CREATE_TASK, PROPOSE, GraphQLClient, build_world
 from tests.jobs.conftest import Worker
 from tests.receivers import Answer, Receiver, serve
 
@@ -206,3 +206,47 @@ async def test_adding_a_channel_is_checked(gql: GraphQLClient) -> None:
             ADD_CHANNEL, {"input": {"queueId": queue_id, "kind": "WEBHOOK", "url": url}}, token
         )
         assert refused.code == code, url
+
+
+async def test_agent_text_in_a_slack_message_is_shown_not_obeyed(
+    gql: GraphQLClient, worker: Worker, frozen_clock: clock.FrozenClock
+) -> None:
+    async with serve(Receiver(signed=False)) as slack:
+        world = await build_world(gql)
+        await add_channel(
+            gql, world.admin, world.queue_id, slack.url, kind="SLACK", includePayload=True
+        )
+        title = "<!channel> & <https://evil.example|Approve>"
+        given = {"queueId": world.queue_id, "kind": "REVIEW", "title": title}
+        await gql(CREATE_TASK, {"i": given}, world.admin)
+        await world.propose({"amount": 1, "currency": "EUR", "note": "```\n<!here> *pay now*"})
+        assert await send_notifications(worker.ctx) == 2
+    texts = [got.body["text"] for got in slack.requests]
+    assert not [text for text in texts if "<!" in text or "<http" in text]
+    [task_text] = [text for text in texts if "evil" in text]
+    assert "&lt;!channel&gt; &amp; &lt;https://evil.example|Approve&gt;" in task_text
+    [payload_text] = [text for text in texts if "pay now" in text]
+    # One code block: its fences are the only backticks, so the note stays inside.
+    assert payload_text.count("`") == 6
+    assert payload_text.endswith("```")
+    assert '"note": "\\u0060\\u0060\\u0060\\n&lt;!here&gt; *pay now*"' in payload_text
+
+
+async def test_an_action_code_is_a_plain_identifier(gql: GraphQLClient) -> None:
+    world = await build_world(gql)
+    for code in ("<!channel>", "<https://evil.example|Approve>", "refund create", "1refund"):
+        refused = await gql.error(
+            PROPOSE,
+            {
+                "input": {
+                    "targetId": world.target_id,
+                    "actionCode": code,
+                    "payload": {"amount": 1, "currency": "EUR"},
+                    "operationKey": code,
+                }
+            },
+            world.agent,
+        )
+        refusal = (refused.code, refused.extensions.get("field"))
+        assert refusal == ("VALIDATION_FAILED", "actionCode"), code
+    await world.propose(actionCode="payouts:send_batch-2")

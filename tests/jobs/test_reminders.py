@@ -158,7 +158,7 @@ async def test_queue_stats(gql: GraphQLClient, frozen_clock: clock.FrozenClock) 
     assert other["createQueue"]["slug"] == "other"
     outsider = await gql.token(Role.REVIEWER, name="outsider", queues=["other"])
     refused = await gql.error(STATS, {"id": world.queue_id}, outsider)
-    assert refused.code == "FORBIDDEN"
+    assert refused.code == "NOT_FOUND"  # as for a queue that does not exist
     agent = await gql.error(STATS, {"id": world.queue_id}, world.agent)
     assert agent.code == "FORBIDDEN"
 

@@ -35,6 +35,7 @@ from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.conftest import REDIS_URL, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_delivery import RETRY, approved, read
+from tests.processes import LOOPBACK_NETWORKS
 from tests.receivers import Answer, Receiver, serve
 from tests.redis_keys import unique_queue
 
@@ -59,6 +60,7 @@ class TestEmbedded:
             database_url=database_url,
             secret_key=os.environ["SIGNOFF_SECRET_KEY"],
             audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+            delivery_allow_networks=LOOPBACK_NETWORKS,
         )
 
     async def test_approving_delivers_with_no_other_process(self, gql: GraphQLClient) -> None:
@@ -80,6 +82,7 @@ def arq_settings(database_url: str, queue: str) -> Settings:
         sweep_interval_seconds=1,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
         audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+        delivery_allow_networks=LOOPBACK_NETWORKS,
     )
 
 
@@ -237,6 +240,7 @@ async def test_a_worker_started_by_arq_itself_refuses_another_key(
             database_url=database_url,
             secret_key=new_key_text(),
             audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+            delivery_allow_networks=LOOPBACK_NETWORKS,
         )
     }
     try:
@@ -257,6 +261,7 @@ async def test_a_worker_started_by_arq_itself_refuses_another_audit_signing_key(
             database_url=database_url,
             secret_key=os.environ["SIGNOFF_SECRET_KEY"],
             audit_signing_key=new_key_text(),
+            delivery_allow_networks=LOOPBACK_NETWORKS,
         )
     }
     try:

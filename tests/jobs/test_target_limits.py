@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlmodel import col, func, select
 
+from signoff.destinations import DestinationPolicy
 from signoff.jobs.context import open_http_client
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import DeliveryAttempt, Proposal, ProposalState
@@ -26,6 +27,7 @@ from signoff.resolvers.targets.limits import BURST_SECONDS
 from tests.conftest import requires_postgres
 from tests.helpers import PAYMENT_SCHEMA, REGISTER_TARGET, GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
+from tests.processes import LOOPBACK_NETWORKS
 from tests.receivers import Answer, Receiver, serve
 
 # Each dispatcher of a test labels its requests, so the receiver tells who sent what.
@@ -97,7 +99,7 @@ async def dispatching(
     own HTTP client (its requests labelled with ``WORKER_HEADER``), all on one database.
     ``woken_often``: each is woken every 10 ms, as a stream of due delivery jobs wakes it,
     so that their claims keep meeting."""
-    clients = [open_http_client() for _ in range(count)]
+    clients = [open_http_client(DestinationPolicy(LOOPBACK_NETWORKS)) for _ in range(count)]
     for number, client in enumerate(clients):
         client.headers[WORKER_HEADER] = str(number)
     dispatchers = [

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client import Client
@@ -68,10 +69,12 @@ async def over_http(stage: Stage, token: str, modern: bool = False) -> AsyncIter
     port = free_port()
     # Through the server's command line, which hands over to signoff-client's server.
     command = ["-m", "signoff", "mcp", "--transport", "http", "--port", str(port)]
+    # Over HTTP the client brings its token; the server's environment holds none.
+    env = {k: v for k, v in mcp_env(stage, token).items() if k != "SIGNOFF_TOKEN"}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         *command,
-        env=mcp_env(stage, token),
+        env=env,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
@@ -87,7 +90,8 @@ async def over_http(stage: Stage, token: str, modern: bool = False) -> AsyncIter
                 assert time.monotonic() < deadline, "signoff-mcp did not listen"
                 await asyncio.sleep(0.1)
         async with (
-            streamable_http_client(url) as (read, write),
+            bearer(token) as http_client,
+            streamable_http_client(url, http_client=http_client) as (read, write),
             ClientSession(read, write) as session,
         ):
             await connect(session, modern)
@@ -95,6 +99,12 @@ async def over_http(stage: Stage, token: str, modern: bool = False) -> AsyncIter
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), 10)
+
+
+def bearer(token: str) -> httpx2.AsyncClient:
+    """An HTTP client for the MCP client that sends ``token``, with the SDK's timeouts."""
+    timeout = httpx2.Timeout(30, read=300)
+    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
 
 
 def structured(result: CallToolResult) -> dict[str, Any]:

@@ -178,7 +178,7 @@ async def one_of_each(gql: GraphQLClient) -> list[Sample]:
         Sample("Proposal", amended["id"], first, outsider),
         Sample("HumanTask", plain["task"]["id"], first, outsider),
         Sample("Queue", world.queue_id, first, outsider),
-        Sample("Target", world.target_id, outsider, None),
+        Sample("Target", world.target_id, first, outsider),
         Sample("Actor", first_id, first, second),
         Sample("Actor", second_id, operator, first),
         Sample("Approval", read["approvals"][0]["id"], first, outsider),

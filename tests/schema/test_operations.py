@@ -31,6 +31,7 @@ from signoff.models import (
     TaskState,
 )
 from tests.helpers import GraphQLClient
+from tests.processes import LOOPBACK_NETWORKS
 
 SNAPSHOT = """
 query {
@@ -65,6 +66,7 @@ def settings(database_url: str) -> Settings:
         embedded_worker=False,
         secret_key=os.environ["SIGNOFF_SECRET_KEY"],
         audit_signing_key=os.environ["SIGNOFF_AUDIT_SIGNING_KEY"],
+        delivery_allow_networks=LOOPBACK_NETWORKS,
         events_relay_seconds=3600.0,
     )
 

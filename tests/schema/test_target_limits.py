@@ -60,8 +60,8 @@ async def test_a_target_registered_with_limits_reads_them_back(gql: GraphQLClien
     ]["target"]
     assert registered["maxConcurrency"] == 5 and registered["ratePerSecond"] == 2.5
 
-    reviewer = await gql.token(Role.REVIEWER)  # whoever may see targets sees their limits
-    read = (await gql(LIMITS, {"id": registered["id"]}, reviewer))["target"]
+    agent = await gql.token(Role.AGENT)  # whoever may see targets sees their limits
+    read = (await gql(LIMITS, {"id": registered["id"]}, agent))["target"]
     assert read == {
         "maxConcurrency": 5,
         "ratePerSecond": 2.5,

@@ -1,11 +1,15 @@
 """``signoff-approvals-mcp`` (and ``signoff mcp``): Signoff's approval step as MCP tools.
 
-A client of the Signoff named by ``SIGNOFF_URL``, as the agent whose token is
-``SIGNOFF_TOKEN``; every result is structured and readable. No call is held for long:
-``wait_for_decision`` waits a bounded time, then asks a client that speaks the multi
-round-trip flow to call again with a request state, and tells any other ``still_waiting``.
-Run ``signoff-approvals-mcp`` (stdio) or ``signoff-approvals-mcp --transport http --port
-8765`` (at /mcp).
+A client of the Signoff named by ``SIGNOFF_URL``; every result is structured and
+readable. Over stdio it acts as the agent whose token is ``SIGNOFF_TOKEN``. Over HTTP
+nothing is served without a credential: each MCP client sends its own bearer token (a
+Signoff token or the identity provider's access token), which Signoff checks on every
+request and the tools forward, as the MCP authorization specification has a resource
+server do (protected resource metadata, 401 with ``WWW-Authenticate``). No call is held
+for long: ``wait_for_decision`` waits a bounded time, then asks a client that speaks the
+multi round-trip flow to call again with a request state, and tells any other
+``still_waiting``. Run ``signoff-approvals-mcp`` (stdio) or ``signoff-approvals-mcp
+--transport http --port 8765`` (at /mcp).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import json
 import os
 from typing import Any, Literal, cast
 
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.request_state import RequestStateSecurity
@@ -36,6 +43,8 @@ MULTI_ROUND_VERSION = "2026-07-28"
 # SDK to the same tool, arguments and caller, so a client may come back to it much later.
 REQUEST_STATE_TTL_SECONDS = 24 * 3600.0
 PROPOSING_ROLES = frozenset({"AGENT", "ADMIN"})
+# Over HTTP, clients of Signoff kept for the tokens seen most recently.
+HTTP_CLIENTS_KEPT = 64
 
 INSTRUCTIONS = (
     "Signoff puts a human review step before side-effecting actions. Call list_targets to "
@@ -130,27 +139,66 @@ class DraftView(BaseModel):
 
 
 class Tools:
-    """The tools' shared state: one client of Signoff, and whether its token may propose."""
+    """The tools' shared state: a client of Signoff for each token, and which tokens are
+    known to be agents'. ``token``: the one token of stdio; ``None`` over HTTP, where each
+    request's own bearer token is used, never another."""
 
-    def __init__(self, url: str, token: str) -> None:
+    def __init__(self, url: str, token: str | None) -> None:
         self.url = url
         self.token = token
-        self._client: AsyncSignoff | None = None
-        self._checked = False
+        self._clients: dict[str, AsyncSignoff] = {}
+        self._checked: set[str] = set()
 
     async def client(self) -> AsyncSignoff:
-        """The client, once its token is known to be an agent's (``FORBIDDEN`` if not)."""
-        if self._client is None:
-            self._client = AsyncSignoff(self.url, self.token)
-        if not self._checked:
-            actor = await call(self._client.viewer())
+        """The client of this call's token, once it is known to be an agent's
+        (``FORBIDDEN`` if not)."""
+        token = self.token or _request_token()
+        client = self._clients.get(token)
+        if client is None:
+            await self._forget_oldest()
+            client = self._clients[token] = AsyncSignoff(self.url, token)
+        if token not in self._checked:
+            actor = await call(client.viewer())
             if actor.role.value not in PROPOSING_ROLES:
+                held = "the token in SIGNOFF_TOKEN" if self.token else "your token"
                 raise ToolError(
-                    f"FORBIDDEN: the token in SIGNOFF_TOKEN is {actor.name}'s, a "
-                    f"{actor.role.value.lower()}; signoff mcp needs an agent's token."
+                    f"FORBIDDEN: {held} is {actor.name}'s, a {actor.role.value.lower()}; "
+                    "signoff mcp needs an agent's token."
                 )
-            self._checked = True
-        return self._client
+            self._checked.add(token)
+        return client
+
+    async def _forget_oldest(self) -> None:
+        """Keep at most ``HTTP_CLIENTS_KEPT`` clients: the oldest one goes first."""
+        if len(self._clients) >= HTTP_CLIENTS_KEPT:
+            token = next(iter(self._clients))
+            self._checked.discard(token)
+            await self._clients.pop(token).aclose()
+
+
+def _request_token() -> str:
+    """The bearer token of the HTTP request being served (checked by ``SignoffTokens``)."""
+    access = get_access_token()
+    if access is None:  # the transport serves no request without one
+        raise ToolError("UNAUTHENTICATED: send your token (Authorization: Bearer <token>).")
+    return access.token
+
+
+class SignoffTokens:
+    """The HTTP transport's token verifier: a bearer token is good while Signoff says
+    whose it is (asked on every request, so a revoked token stops at once); it is then
+    forwarded unchanged, so the caller acts as itself and Signoff applies its rules."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        async with AsyncSignoff(self.url, token) as client:
+            try:
+                actor = await client.viewer()
+            except SignoffError:  # unknown, revoked, expired, another audience...
+                return None
+        return AccessToken(token=token, client_id=actor.id, subject=actor.id, scopes=[])
 
 
 async def call(awaitable: Any) -> Any:
@@ -231,14 +279,17 @@ def decision_of(outcome: Outcome, approved_digest: str | None = None) -> Decisio
     return found
 
 
-def build(url: str, token: str) -> MCPServer[Any]:
-    """The MCP server with Signoff's tools, for the server at ``url`` as ``token``."""
+def build(url: str, token: str | None, auth: AuthSettings | None = None) -> MCPServer[Any]:
+    """The MCP server with Signoff's tools, for the server at ``url``: as ``token`` (stdio),
+    or, with ``auth`` (HTTP), as each request's own bearer token."""
     server: MCPServer[Any] = MCPServer(
         "signoff",
         instructions=INSTRUCTIONS,
         request_state_security=RequestStateSecurity.ephemeral(ttl=REQUEST_STATE_TTL_SECONDS),
+        auth=auth,
+        token_verifier=None if auth is None else SignoffTokens(url),
     )
-    tools = Tools(url, token)
+    tools = Tools(url, None if auth is not None else token)
 
     @server.tool()
     async def list_targets() -> TargetList:
@@ -363,6 +414,21 @@ def draft_view(draft: DraftFields, replayed: bool = False) -> DraftView:
     )
 
 
+def http_auth(resource_url: str, authorization_server: str) -> AuthSettings:
+    """The HTTP transport as an OAuth resource server (MCP authorization): its metadata at
+    ``/.well-known/oauth-protected-resource/mcp`` names ``authorization_server`` as where
+    tokens come from, and a request without a good one is answered 401 pointing there."""
+    return AuthSettings.model_validate(
+        {
+            "issuer_url": authorization_server,
+            "resource_server_url": resource_url,
+            # Signoff checks each token's audience itself (SIGNOFF_OIDC_AUDIENCE): the
+            # token is forwarded to it, not consumed here.
+            "validate_token_resource": False,
+        }
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the MCP server on stdio (the default) or streamable HTTP."""
     parser = argparse.ArgumentParser(
@@ -371,15 +437,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--public-url",
+        help="http: the URL MCP clients reach /mcp at, the resource their tokens are for "
+        "(default: http://HOST:PORT/mcp)",
+    )
+    parser.add_argument(
+        "--authorization-server",
+        default=os.environ.get("SIGNOFF_MCP_AUTHORIZATION_SERVER"),
+        help="http: where clients get tokens, named in the resource metadata: the identity "
+        "provider's issuer (default: SIGNOFF_MCP_AUTHORIZATION_SERVER, else SIGNOFF_URL)",
+    )
     args = parser.parse_args(argv)
     url, token = os.environ.get("SIGNOFF_URL"), os.environ.get("SIGNOFF_TOKEN")
-    if not url or not token:
-        parser.error("set SIGNOFF_URL (the Signoff server) and SIGNOFF_TOKEN (an agent's token)")
-    server = build(url, token)
+    if not url:
+        parser.error("set SIGNOFF_URL (the Signoff server)")
     if args.transport == "stdio":
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=args.host, port=args.port)
+        if not token:
+            parser.error("set SIGNOFF_TOKEN (an agent's token) for stdio")
+        build(url, token).run("stdio")
+        return
+    # Over HTTP, SIGNOFF_TOKEN is never used: whoever reaches the port would act with it.
+    resource = args.public_url or f"http://{args.host}:{args.port}/mcp"
+    auth = http_auth(resource, args.authorization_server or url)
+    build(url, None, auth).run("streamable-http", host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

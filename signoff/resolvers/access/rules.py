@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from signoff.errors import Forbidden
-from signoff.models import Actor, Role
+from signoff.models import Actor, Role, Target
 
 STAFF = frozenset({Role.OPERATOR, Role.ADMIN})
 
@@ -27,6 +27,32 @@ def sees(
     if role is Role.AGENT:
         return owner_id is not None and owner_id == actor_id
     return False
+
+
+def sees_target(role: Role, queue_ids: frozenset[str], target: Target) -> bool:
+    """Which targets a viewer may read: staff all; reviewers those whose approvals come to
+    one of their queues (the target's queue or a queue its approval policy names); agents
+    those they may propose to (the active ones). Integrations none."""
+    if role in STAFF:
+        return True
+    if role is Role.REVIEWER:
+        return not queues_of(target).isdisjoint(queue_ids)
+    return role is Role.AGENT and target.is_active
+
+
+def queues_of(target: Target) -> frozenset[str]:
+    """The queues a target's approvals may be asked in: its own, and those its approval
+    policy's rules and default name."""
+    policy = target.approval_policy or {}
+    entries = [*policy.get("rules", []), policy.get("default") or {}]
+    named = {entry.get("queueId") for entry in entries}
+    return frozenset(queue for queue in (target.queue_id, *named) if queue is not None)
+
+
+def sees_target_url(role: Role) -> bool:
+    """Only staff read where a target delivers: a URL may name internal hosts, and one
+    stored before URLs were checked may carry credentials."""
+    return role in STAFF
 
 
 def sees_now_in(role: Role, queue_ids: frozenset[str], queue_id: str | None) -> bool:
@@ -62,6 +88,10 @@ class Viewer:
     def sees(self, *, queue_id: str | None, owner_id: str | None) -> bool:
         """Whether the viewer may read an object in ``queue_id`` made by ``owner_id``."""
         return sees(self.role, self.queue_ids, self.id, queue_id=queue_id, owner_id=owner_id)
+
+    def sees_target(self, target: Target) -> bool:
+        """Whether the viewer may read ``target`` (``sees_target``)."""
+        return sees_target(self.role, self.queue_ids, target)
 
     def can_see_queue(self, queue_id: str | None) -> bool:
         return self.sees_everything or (queue_id is not None and queue_id in self.queue_ids)

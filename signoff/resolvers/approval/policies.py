@@ -15,11 +15,10 @@ from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import POLICY_MAX_RULES, REQUIRED_APPROVALS_MAX
-from signoff.errors import PolicyInvalid, SchemaInvalid
+from signoff.errors import NotFound, PolicyInvalid, SchemaInvalid
 from signoff.jsonvalues import check_schema, require_object, require_size, schema_errors
 from signoff.models import ApprovalMode, Queue, Role, Target
 from signoff.resolvers.access.rules import Viewer, require_role
-from signoff.resolvers.core.rows import require_row
 
 RULE_KEYS = frozenset({"when", "approvals", "queue", "name"})
 DEFAULT_KEYS = frozenset({"approvals", "queue"})
@@ -173,7 +172,9 @@ async def simulate_policy(
     """Which rule a payload would match on a target, and why the rules before it did not;
     also whether the payload meets the target's input schema."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
-    target = await require_row(session, Target, target_id, "No such target.", field="targetId")
+    target = await session.get(Target, target_id)
+    if target is None or not viewer.sees_target(target):  # the same answer for both
+        raise NotFound("No such target.", field="targetId")
     checked = require_object(payload, "payload")
     decided, tried = evaluate(target, checked)
     if decided is None:

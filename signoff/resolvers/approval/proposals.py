@@ -50,7 +50,7 @@ from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach import reminders
 from signoff.resolvers.reach.deadlines import DeadlineOverride, DeadlinePolicy, policy_of
 from signoff.resolvers.reach.notifications import RECEIVING, notify
-from signoff.validation import require_range, require_text
+from signoff.validation import require_action_code, require_range, require_text
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def checked_request(
     """A proposal request with every field checked (sizes, lengths, expiry range)."""
     return ProposalRequest(
         target_id=target_id,
-        action_code=require_text(action_code, "actionCode", 1, 200),
+        action_code=require_action_code(action_code),
         subject=require_object({} if subject is None else subject, "subject"),
         # Numbers beyond ±2^53 are checked once the target is known: its schema may allow them.
         payload=require_object(payload, "payload", large_numbers=True),

@@ -10,7 +10,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import QUEUE_CLAIM_TTL_DEFAULT_SECONDS, QUEUE_DUE_DEFAULT_SECONDS
-from signoff.errors import AlreadyExists, Forbidden, ValidationFailed
+from signoff.errors import AlreadyExists, NotFound, ValidationFailed
 from signoff.models import Actor, ChangeKind, Queue, QueueMembership, Role
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core import idempotency
@@ -103,9 +103,11 @@ async def _stored_queue(work: UnitOfWork, queue_id: str) -> Queue:
 
 
 async def get_queue(*, session: AsyncSession, viewer: Viewer, queue_id: str) -> Queue:
-    queue = await require_row(session, Queue, queue_id, "No such queue.")
-    if viewer.role is Role.REVIEWER and queue.id not in viewer.queue_ids:
-        raise Forbidden("You are not a reviewer of this queue.")
+    """A queue the viewer may read; a reviewer's question about another queue is answered
+    as one about a queue that does not exist (``NOT_FOUND``), so ids tell nothing."""
+    queue = await session.get(Queue, queue_id)
+    if queue is None or (viewer.role is Role.REVIEWER and queue.id not in viewer.queue_ids):
+        raise NotFound("No such queue.")
     return queue
 
 

@@ -12,7 +12,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff import clock
 from signoff.constants import DELIVER_JOB_ID, NOTIFY_JOB_ID, WAKE_BUCKET_SECONDS, WAKE_JOB_ID
 from signoff.database import SessionMaker
+from signoff.destinations import DestinationPolicy
 from signoff.sealing import Sealer
 
 logger = logging.getLogger("signoff.work")
@@ -90,6 +91,8 @@ class Services:
     sealer: Sealer | None = None
     # The Slack app's bot token (SIGNOFF_SLACK_BOT_TOKEN), sealed into SLACK_APP channels.
     slack_bot_token: str | None = None
+    # Where targets and channels may point: by default only public addresses.
+    destinations: DestinationPolicy = field(default_factory=DestinationPolicy)
 
 
 class MissingService(RuntimeError):

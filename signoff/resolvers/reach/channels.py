@@ -44,6 +44,7 @@ from signoff.resolvers.reach.slack_messages import slack_channel_url
 from signoff.resolvers.targets.targets import check_url, iso, new_signing_secret
 from signoff.validation import require_range
 
+HTTP_KINDS = (ChannelKind.WEBHOOK, ChannelKind.SLACK)
 SLACK_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{2,31}")
 # One @, no spaces or angle brackets: the server finds out the rest.
 EMAIL_ADDRESS = re.compile(r"[^@\s<>]{1,64}@[^@\s<>]{1,255}")
@@ -96,7 +97,9 @@ async def add_notification_channel(
     channel = NotificationChannel(
         queue_id=queue_id,
         kind=kind,
-        url=url,
+        # Deliveries by HTTP meet the destination policy; a Slack app's channel or a mail
+        # address is no URL anything connects to.
+        url=check_url(url, work.services.destinations) if kind in HTTP_KINDS else url,
         signing_secret=None if sealed is None else work.sealer.seal(sealed),
         include_payload=include_payload,
         reviewer_id=reviewer_id,
@@ -164,7 +167,7 @@ def _address(
             raise ValidationFailed("emailAddress is not a mail address.", field="emailAddress")
         return email_url(email_address)
     assert url is not None
-    return check_url(url)
+    return url  # checked with the destination policy as the channel is made
 
 
 def _bot_token(work: UnitOfWork, kind: ChannelKind) -> str | None:

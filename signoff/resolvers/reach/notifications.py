@@ -44,7 +44,7 @@ from signoff.resolvers.core.occurrences import announce_occurrence, upsert_incid
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach.emails import mail, plain_mail
 from signoff.resolvers.reach.link_minting import CreatedLink, link_for_notification
-from signoff.resolvers.reach.slack_messages import ShownCache, slack_request
+from signoff.resolvers.reach.slack_messages import ShownCache, mrkdwn, slack_request
 
 NOTIFICATION_SCHEMA_VERSION = 1
 HEADLINES = {
@@ -106,10 +106,16 @@ def notification_body(
     """What a channel receives: a JSON document, or a Slack message (``{"text": ...}``)."""
     payload = task.context.get("payload") if channel.include_payload else None
     due = task.due_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    if ChannelKind(channel.kind) in (ChannelKind.SLACK, ChannelKind.SLACK_APP, ChannelKind.EMAIL):
-        text = f"[{queue.name}] {HEADLINES.get(event, event)}: {task.title} (due {due})"
+    kind = ChannelKind(channel.kind)
+    if kind in (ChannelKind.SLACK, ChannelKind.SLACK_APP, ChannelKind.EMAIL):
+        # Slack reads its text as markup: what agents and operators wrote is escaped there
+        # (mrkdwn), and shown as written in a mail.
+        shown = str if kind is ChannelKind.EMAIL else mrkdwn
+        headline = HEADLINES.get(event, event)
+        text = f"[{shown(queue.name)}] {headline}: {shown(task.title)} (due {due})"
         if payload is not None:
-            text += f"\n```{json.dumps(payload, sort_keys=True)}```"
+            code = json.dumps(payload, sort_keys=True) if shown is str else slack_code(payload)
+            text += f"\n```{code}```"
         return {"text": text}
     body: dict[str, Any] = {
         "schema_version": NOTIFICATION_SCHEMA_VERSION,
@@ -124,6 +130,13 @@ def notification_body(
     return body
 
 
+def slack_code(document: Any) -> str:
+    """A JSON document for a Slack code block it cannot leave: a backtick can only stand
+    inside a JSON string, where ``\\u0060`` spells the same character, so no ``` ends
+    the block early."""
+    return mrkdwn(json.dumps(document, sort_keys=True).replace("`", "\\u0060"))
+
+
 def with_link(
     kind: ChannelKind, body: dict[str, Any], url: str, expires_at: datetime, reviewer: Actor
 ) -> dict[str, Any]:
@@ -131,9 +144,9 @@ def with_link(
     the URL in the text, for clients that show no buttons)."""
     expires = expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     if kind is ChannelKind.SLACK:
-        text = str(body["text"])
+        text, name = str(body["text"]), mrkdwn(reviewer.name)
         return {
-            "text": f"{text}\n<{url}|{LINK_LABEL}> (once, as {reviewer.name}, until {expires})",
+            "text": f"{text}\n<{url}|{LINK_LABEL}> (once, as {name}, until {expires})",
             "blocks": [
                 {"type": "section", "text": {"type": "mrkdwn", "text": text}},
                 {
@@ -151,7 +164,7 @@ def with_link(
                     "elements": [
                         {
                             "type": "mrkdwn",
-                            "text": f"Single use, as {reviewer.name}, until {expires}. "
+                            "text": f"Single use, as {name}, until {expires}. "
                             "Opening it decides nothing.",
                         }
                     ],

@@ -12,6 +12,8 @@ import aiohttp
 from signoff import clock
 from signoff.config import SmtpSettings
 from signoff.constants import NOTIFICATION_TIMEOUT_SECONDS, SLACK_API_URL
+from signoff.delivery import DESTINATION_REFUSED
+from signoff.destinations import carries_userinfo, refused_connection
 from signoff.digest import canonical_json
 from signoff.models import ChannelKind
 from signoff.resolvers.reach import emails, slack_api
@@ -48,6 +50,8 @@ async def post_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> 
     if outgoing.secret is not None:
         timestamp = int(clock.now().timestamp())
         headers |= sign(outgoing.secret, f"ntf_{outgoing.id}", timestamp, body)
+    if carries_userinfo(outgoing.url):  # added before the destination policy
+        return DESTINATION_REFUSED
     try:
         async with (
             asyncio.timeout(NOTIFICATION_TIMEOUT_SECONDS),
@@ -57,6 +61,6 @@ async def post_notification(http: aiohttp.ClientSession, outgoing: Outgoing) -> 
             status = answer.status
     except TimeoutError:
         return "TIMEOUT"
-    except aiohttp.ClientError:
-        return "CONNECTION_FAILED"
+    except aiohttp.ClientError as error:
+        return DESTINATION_REFUSED if refused_connection(error) else "CONNECTION_FAILED"
     return None if 200 <= status < 300 else f"HTTP_{status}"

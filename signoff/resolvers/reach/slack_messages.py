@@ -43,8 +43,9 @@ WAIT = {"method": "wait"}  # an update of a message Slack has not confirmed yet
 
 
 def mrkdwn(text: str) -> str:
-    """Text for a ``mrkdwn`` object, with Slack's three control characters escaped: what an
-    agent wrote never becomes a mention, a channel link or a URL."""
+    """Text from agents or operators as Slack shows it literally, in a message's text or a
+    ``mrkdwn`` object: ``&``, ``<`` and ``>`` escaped as Slack's formatting rules ask, so
+    ``<!channel>`` mentions no one and ``<https://…|Approve>`` is no link."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 

@@ -26,6 +26,7 @@ from signoff.constants import (
     TARGET_RATE_MIN_PER_SECOND,
     TARGET_TIMEOUT_DEFAULT_SECONDS,
 )
+from signoff.destinations import DestinationPolicy
 from signoff.errors import (
     AlreadyExists,
     NotFound,
@@ -190,7 +191,7 @@ async def _register_target(
     secret = new_signing_secret()
     target = Target(
         name=name,
-        url=None if url is None else check_url(url),
+        url=None if url is None else check_url(url, work.services.destinations),
         method=method,
         input_schema=check_schema(input_schema, "inputSchema"),
         output_schema=None
@@ -256,12 +257,15 @@ def require_rate(value: float) -> float:
     return value
 
 
-def check_url(url: str) -> str:
-    """An absolute http or https URL, as targets and notification channels need."""
-    parts = urlsplit(url.strip())
+def check_url(url: str, destinations: DestinationPolicy) -> str:
+    """An absolute http or https URL, as targets and notification channels need, that the
+    destination policy does not refuse (``DESTINATION_REFUSED``)."""
+    url = url.strip()
+    parts = urlsplit(url)
     if parts.scheme not in {"http", "https"} or not parts.netloc or len(url) > 2048:
         raise ValidationFailed("url must be an absolute http or https URL.", field="url")
-    return url.strip()
+    destinations.check_url(url)
+    return url
 
 
 async def retire_target(*, work: UnitOfWork, viewer: Viewer, target_id: str) -> Target:
@@ -435,13 +439,19 @@ def iso(at: datetime | None) -> str | None:
 
 
 async def get_target(*, session: AsyncSession, viewer: Viewer, target_id: str) -> Target:
+    """A target the viewer may read; one it may not is answered as one that does not
+    exist (``NOT_FOUND``), so ids tell nothing."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
     target = await session.get(Target, target_id)
-    if target is None:
+    if target is None or not viewer.sees_target(target):
         raise NotFound("No such target.")
     return target
 
 
 async def list_targets(*, session: AsyncSession, viewer: Viewer) -> list[Target]:
+    """The targets the viewer may read, by name."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
-    return list((await session.exec(select(Target).order_by(col(Target.name)))).all())
+    stmt = select(Target).order_by(col(Target.name))
+    if viewer.role is Role.AGENT:
+        stmt = stmt.where(col(Target.retired_at).is_(None))
+    return [target for target in (await session.exec(stmt)).all() if viewer.sees_target(target)]

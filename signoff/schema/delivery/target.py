@@ -15,7 +15,9 @@ from signoff.constants import (
     TARGET_RATE_MAX_PER_SECOND,
     TARGET_RATE_MIN_PER_SECOND,
 )
+from signoff.resolvers.access.rules import sees_target_url
 from signoff.schema.approval.queue import Queue, load_queue
+from signoff.schema.context import context_of, viewer_dependent
 from signoff.schema.node import Node
 from signoff.schema.reach.deadline import DeadlinePolicy, DeadlinePolicyInput
 
@@ -43,10 +45,6 @@ def _deadline_policy(root: Target) -> DeadlinePolicy:
 class Target(Node):
     id: strawberry.ID
     name: str
-    url: str | None = strawberry.field(
-        description="Where approved actions are delivered; null: the agent that proposes "
-        "executes them itself (agentExecutes)."
-    )
     method: str
     input_schema: JSON = strawberry.field(resolver=_input_schema)
     output_schema: JSON | None = strawberry.field(resolver=_output_schema)
@@ -106,6 +104,16 @@ class Target(Node):
     )
     model: strawberry.Private[models.Target]
 
+    @strawberry.field(
+        description="Where approved actions are delivered; shown to operators and admins "
+        "only (null for everyone else, and for every viewer on a target whose agents "
+        "execute: agentExecutes).",
+        metadata=viewer_dependent(),
+    )
+    async def url(self, info: strawberry.Info) -> str | None:
+        viewer = await context_of(info).viewer()
+        return self.model.url if sees_target_url(viewer.role) else None
+
     @strawberry.field
     def active(self) -> bool:
         return self.retired_at is None
@@ -115,7 +123,7 @@ class Target(Node):
         "(beginExecution, reportExecution)."
     )
     def agent_executes(self) -> bool:
-        return self.url is None
+        return self.model.url is None
 
     @strawberry.field
     async def queue(self, info: strawberry.Info) -> Queue | None:
@@ -126,7 +134,6 @@ class Target(Node):
         return cls(
             id=strawberry.ID(target.id),
             name=target.name,
-            url=target.url,
             method=target.method,
             approval_mode=models.ApprovalMode(target.approval_mode),
             required_approvals=target.required_approvals,

@@ -807,7 +807,7 @@ function renderTask(task) {
     facts.push(
       ["Proposal", badge(proposal.state)],
       ["Action", h("code", {}, proposal.actionCode)],
-      ["Target", `${proposal.target.name} (${proposal.target.method} ${proposal.target.url})`],
+      ["Target", targetLine(proposal.target)],
       ["Proposed by", proposal.proposedBy.name],
       ["Expires", when(proposal.expiresAt)],
       ["Payload digest", h("code", { id: "digest", class: "digest" }, proposal.payloadDigest)],
@@ -1261,3 +1261,9 @@ async function start() {
 }
 
 start();
+
+// A target as the task page names it: where it delivers only for those shown its URL
+// (operators and admins; it is null for reviewers).
+function targetLine(target) {
+  return target.url ? `${target.name} (${target.method} ${target.url})` : target.name;
+}

@@ -18,6 +18,8 @@ export const MESSAGES = {
     "No audit proof for that yet: the log has no signed checkpoint covering it. Try again after the next checkpoint.",
   AUDIT_KEY_MISMATCH: "This server's audit signing key is not the one its database was signed with. Tell an operator.",
   VALIDATION_FAILED: "Some of what was sent is not valid; check the fields and try again.",
+  DESTINATION_REFUSED:
+    "Signoff does not deliver to that URL: its address is not public (or is reserved), or it carries a password. An operator may allow private networks.",
   SCHEMA_INVALID: "The JSON Schema given is not valid.",
   PAYLOAD_SCHEMA_INVALID: "The payload does not meet the target's input schema.",
   RESPONSE_INVALID: "Your response does not meet the task's response schema.",
