@@ -24,6 +24,8 @@ class CancelReason(str, Enum):
 class ChannelKind(str, Enum):
     WEBHOOK = "WEBHOOK"
     SLACK = "SLACK"
+    SLACK_APP = "SLACK_APP"
+    EMAIL = "EMAIL"
 
 
 class CircuitState(str, Enum):
@@ -70,6 +72,11 @@ class DraftStatus(str, Enum):
     CANCELLED = "CANCELLED"
 
 
+class ExecutionOutcome(str, Enum):
+    APPLIED = "APPLIED"
+    FAILED = "FAILED"
+
+
 class IncidentState(str, Enum):
     OPEN = "OPEN"
     ACKNOWLEDGED = "ACKNOWLEDGED"
@@ -90,6 +97,8 @@ class ProposalState(str, Enum):
     APPLYING = "APPLYING"
     APPLIED = "APPLIED"
     FAILED = "FAILED"
+    EXECUTING = "EXECUTING"
+    EXECUTION_UNKNOWN = "EXECUTION_UNKNOWN"
     CANCELLED = "CANCELLED"
     COMPENSATION_REQUIRED = "COMPENSATION_REQUIRED"
 
@@ -106,6 +115,7 @@ class ResponseClass(str, Enum):
     ACCEPTED = "ACCEPTED"
     RETRYABLE = "RETRYABLE"
     TERMINAL = "TERMINAL"
+    UNKNOWN = "UNKNOWN"
 
 
 class ResultStatus(str, Enum):

@@ -13,6 +13,7 @@ from .enums import (
     Decision,
     DraftOutcome,
     DraftSource,
+    ExecutionOutcome,
     ResultStatus,
     Severity,
 )
@@ -33,8 +34,13 @@ class AcknowledgeIncidentInput(BaseModel):
 class AddNotificationChannelInput(BaseModel):
     queue_id: str = Field(alias="queueId")
     kind: ChannelKind
-    "WEBHOOK: a signed JSON document. SLACK: a Slack incoming-webhook message."
-    url: str
+    "WEBHOOK: a signed JSON document. SLACK: a Slack incoming-webhook message. SLACK_APP: a message from Signoff's Slack app with Approve and Reject, kept up to date. EMAIL: a mail to the channel's reviewer with their single-use approval link."
+    url: Optional[str] = None
+    "WEBHOOK and SLACK channels: where to post."
+    slack_channel: Optional[str] = Field(alias="slackChannel", default=None)
+    "SLACK_APP channels: the Slack channel id (C…) the app posts in."
+    email_address: Optional[str] = Field(alias="emailAddress", default=None)
+    "EMAIL channels: the reviewer's mail address."
     include_payload: bool = Field(alias="includePayload", default=False)
     "Send the proposal's payload too (default: never)."
     reviewer_id: Optional[str] = Field(alias="reviewerId", default=None)
@@ -56,6 +62,16 @@ class AmendProposalInput(BaseModel):
     patch: Optional[Any] = None
     "A JSON Merge Patch (RFC 7386) of the payload (or payload)."
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
+
+
+class BeginExecutionInput(BaseModel):
+    proposal_id: str = Field(alias="proposalId")
+    payload_digest: str = Field(alias="payloadDigest")
+    "The digest the reviewers approved."
+    lease_seconds: Optional[int] = Field(alias="leaseSeconds", default=None)
+    "How long the right is held without a report (5 s-1 day, default 300 s); after that the outcome is EXECUTION_UNKNOWN, an incident, never a retry."
+    executor: Optional[str] = None
+    "Who runs it, as refusals to others name it (host, process)."
 
 
 class BulkDecisionItemInput(BaseModel):
@@ -265,7 +281,8 @@ class ReassignTaskInput(BaseModel):
 
 class RegisterTargetInput(BaseModel):
     name: str
-    url: str
+    url: Optional[str] = None
+    "Where approved actions are delivered. Leave it out for a target whose agents execute approved actions themselves, once each (beginExecution)."
     input_schema: Any = Field(alias="inputSchema")
     "JSON Schema every payload must meet."
     approval_mode: ApprovalMode = Field(
@@ -291,6 +308,8 @@ class RegisterTargetInput(BaseModel):
         alias="amendmentsNeedProposer", default=False
     )
     "An amendment must be accepted by the proposing agent before delivery."
+    amender_may_approve: bool = Field(alias="amenderMayApprove", default=False)
+    "The reviewer who amended a proposal may approve that revision too (default false: another person must approve it)."
     summary_field: Optional[str] = Field(alias="summaryField", default=None)
     "A numeric top-level payload field bulkDecisionPreview adds up (e.g. amount)."
     approval_policy: Optional[Any] = Field(alias="approvalPolicy", default=None)
@@ -319,6 +338,17 @@ class ReportActionResultInput(BaseModel):
     retry_after_seconds: Optional[int] = Field(alias="retryAfterSeconds", default=None)
     error_code: Optional[str] = Field(alias="errorCode", default=None)
     provider_request_id: Optional[str] = Field(alias="providerRequestId", default=None)
+
+
+class ReportExecutionInput(BaseModel):
+    proposal_id: str = Field(alias="proposalId")
+    lease: int
+    "The lease beginExecution gave."
+    outcome: ExecutionOutcome
+    result: Optional[Any] = None
+    "APPLIED: what the action returned; it must meet the target's outputSchema when it has one."
+    error_code: Optional[str] = Field(alias="errorCode", default=None)
+    "FAILED: why (default EXECUTION_FAILED)."
 
 
 class ReserveDraftInput(BaseModel):

@@ -21,6 +21,8 @@ class CancelReason(str, Enum):
 class ChannelKind(str, Enum):
     WEBHOOK = "WEBHOOK"
     SLACK = "SLACK"
+    SLACK_APP = "SLACK_APP"
+    EMAIL = "EMAIL"
 
 
 class CircuitState(str, Enum):

@@ -31,8 +31,13 @@ class AcknowledgeIncidentInput(BaseModel):
 class AddNotificationChannelInput(BaseModel):
     queue_id: str = Field(alias="queueId")
     kind: ChannelKind
-    "WEBHOOK: a signed JSON document. SLACK: a Slack incoming-webhook message."
-    url: str
+    "WEBHOOK: a signed JSON document. SLACK: a Slack incoming-webhook message. SLACK_APP: a message from Signoff's Slack app with Approve and Reject, kept up to date. EMAIL: a mail to the channel's reviewer with their single-use approval link."
+    url: Optional[str] = None
+    "WEBHOOK and SLACK channels: where to post."
+    slack_channel: Optional[str] = Field(alias="slackChannel", default=None)
+    "SLACK_APP channels: the Slack channel id (C…) the app posts in."
+    email_address: Optional[str] = Field(alias="emailAddress", default=None)
+    "EMAIL channels: the reviewer's mail address."
     include_payload: bool = Field(alias="includePayload", default=False)
     "Send the proposal's payload too (default: never)."
     reviewer_id: Optional[str] = Field(alias="reviewerId", default=None)
@@ -300,6 +305,8 @@ class RegisterTargetInput(BaseModel):
         alias="amendmentsNeedProposer", default=False
     )
     "An amendment must be accepted by the proposing agent before delivery."
+    amender_may_approve: bool = Field(alias="amenderMayApprove", default=False)
+    "The reviewer who amended a proposal may approve that revision too (default false: another person must approve it)."
     summary_field: Optional[str] = Field(alias="summaryField", default=None)
     "A numeric top-level payload field bulkDecisionPreview adds up (e.g. amount)."
     approval_policy: Optional[Any] = Field(alias="approvalPolicy", default=None)
