@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import AssigneeNotEligible
+from signoff.errors import ActorDisabled, AssigneeNotEligible, Forbidden
 from signoff.models import (
     Actor,
     ApiToken,
@@ -21,6 +21,7 @@ from signoff.models import (
     QueueMembership,
     Role,
 )
+from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import APPROVAL_LINK, TASK
 from signoff.resolvers.core.work import UnitOfWork
@@ -75,6 +76,22 @@ async def require_eligible(
     if why is not None:
         raise AssigneeNotEligible(f"{actor.name}{via} {why}.", field=field)
     return actor
+
+
+async def require_deciding_now(session: AsyncSession, viewer: Viewer, queue_id: str | None) -> None:
+    """The viewer may still decide on ``queue_id`` as its actor is committed now, not only
+    as its viewer was read (a process keeps a token's viewer for a moment): enabled, with
+    the same role, and for a reviewer, still a member. Every decision checks it in its own
+    transaction, whatever the path; links check ``is_eligible`` besides."""
+    actor = await current_actor(session, viewer.id)
+    if actor is None or actor.disabled_at is not None:
+        raise ActorDisabled()
+    if actor.role != viewer.role.value:
+        raise Forbidden("Your role has just changed: sign in again to decide.")
+    if actor.role == Role.REVIEWER.value and (
+        queue_id is None or await session.get(QueueMembership, (queue_id, actor.id)) is None
+    ):
+        raise Forbidden("You are no longer a reviewer of this queue.")
 
 
 async def is_eligible(session: AsyncSession, actor_id: str, queue_id: str | None) -> bool:

@@ -26,6 +26,7 @@ from signoff.errors import (
 )
 from signoff.models import Approval, Decision, HumanTask, Proposal, ProposalState, TaskState
 from signoff.models.task import claim_lapsed, workable_by
+from signoff.resolvers.access.eligibility import require_deciding_now
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
 from signoff.resolvers.approval.four_eyes import require_four_eyes
 from signoff.resolvers.approval.proposals import get_proposal
@@ -141,6 +142,7 @@ async def apply_decision(
     session = work.session
     require_digest(proposal, payload_digest)
     decidable = await check_decidable(session, viewer, proposal, decision, now)
+    await require_deciding_now(session, viewer, proposal.queue_id)
     task = decidable.task
     reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
     approval = Approval(
