@@ -1,13 +1,9 @@
 """Where deliveries and notifications may go (docs/design.md section 10, "Where deliveries
-may go").
-
-A URL is checked twice. When a target or a channel is registered, what the URL alone
-says is checked: no userinfo, and a host that spells an address (``127.1``,
-``0x7f000001``, ``[::1]``) or ``localhost`` must be one the policy allows; a name is not
-resolved then (no network wait inside a transaction). Then every connection a worker
-opens is checked on the address it is about to connect to, after resolution
-(``socket_factory``), so a name that resolves elsewhere later (DNS rebinding) is refused
-at the moment it would be reached.
+may go"). A URL is checked twice: at registration, what it says alone (no userinfo; a
+host spelling an address, or ``localhost``, must be allowed; no name is resolved inside
+a transaction); then at each connection, the address about to be connected to, after
+resolution (``socket_factory``), so a name that resolves elsewhere later (DNS rebinding)
+is refused when it would be reached.
 """
 
 from __future__ import annotations

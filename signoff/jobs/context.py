@@ -50,14 +50,10 @@ def open_http_client(
     *,
     resolver: aiohttp.abc.AbstractResolver | None = None,
 ) -> aiohttp.ClientSession:
-    """One client for every delivery: pooled connections (as many as deliveries may be in
-    flight, so none waits for a socket), no redirects, no environment proxies, and every
-    connection checked by ``destinations`` on the address it is opened to (``resolver``:
-    how names become addresses; the system's by default).
-
-    aiohttp rather than httpx: httpx's CPU cost per request alone would cap a worker an
-    order of magnitude below what aiohttp sends (docs/delivery-throughput.md).
-    Per-target timeouts are applied around each request; this is only the outer bound.
+    """One client for every delivery: pooled connections (one per delivery in flight), no
+    redirects or environment proxies, each connection checked by ``destinations`` on the
+    address it opens (``resolver``: the system's by default). aiohttp, not httpx: httpx's
+    CPU per request would cap a worker far lower (docs/delivery-throughput.md).
     """
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(

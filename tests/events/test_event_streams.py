@@ -51,7 +51,9 @@ async def test_an_idle_stream_gets_heartbeats_and_events_carry_their_cursor(
             async with asyncio.timeout(30):
                 async for line in response.aiter_lines():
                     lines.append(line)
-                    if lines.count(": ping") >= 2 and any(x.startswith("id:") for x in lines):
+                    # Two heartbeats, and an event read whole (its id, name and data).
+                    ids = [i for i, x in enumerate(lines) if x.startswith("id:")]
+                    if lines.count(": ping") >= 2 and ids and len(lines) > ids[0] + 2:
                         break
             [task_id] = await created
     event_at = next(i for i, line in enumerate(lines) if line.startswith("id:"))

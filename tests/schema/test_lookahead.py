@@ -126,8 +126,15 @@ async def test_only_what_is_selected_is_loaded(gql: GraphQLClient, app: Starlett
         await gql("{ proposals { edges { node { id } } } }", {}, world.admin)
     with counting_statements(app) as with_target:
         await gql("{ proposals { edges { node { target { name } } } } }", {}, world.admin)
-    assert len(with_target) == len(bare) + 1, (bare, with_target)
+    # The page's own reads: whatever else the process reads meanwhile (its viewer again,
+    # once the cache's moment has passed on a loaded machine) is not the page's.
+    page, page_with_target = _page_reads(bare), _page_reads(with_target)
+    assert len(page_with_target) == len(page) + 1, (bare, with_target)
     assert not any("FROM targets" in s for s in bare), bare
+
+
+def _page_reads(statements: list[str]) -> list[str]:
+    return [s for s in statements if "FROM proposals" in s or "FROM targets" in s]
 
 
 async def test_proposals_of_one_target_share_its_conversion(
