@@ -11,6 +11,7 @@ subscriptions included, at the session's next refresh.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -33,7 +34,14 @@ from signoff.constants import CONSOLE_SESSION_COOKIE, CONSOLE_SIGN_IN_COOKIE
 from signoff.database import SessionMaker
 from signoff.models import Approval, AuditEvent, ConsoleSession, Role
 from tests.browser import browser, console_errors, offline_context, screenshot_path
-from tests.helpers import CREATE_QUEUE, PAYMENT_SCHEMA, PROPOSE, REGISTER_TARGET, GraphQLClient
+from tests.helpers import (
+    CREATE_QUEUE,
+    DECIDE,
+    PAYMENT_SCHEMA,
+    PROPOSE,
+    REGISTER_TARGET,
+    GraphQLClient,
+)
 from tests.live import TRANSPORT_WS, Server, http_gql, server_log_on_failure
 from tests.oidc.provider import TestProvider
 from tests.processes import free_port
@@ -385,3 +393,45 @@ async def test_token_paste_stays_where_the_operator_allows_it(
     await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
     await expect(page.locator("#who")).to_have_text("admin (admin)")
     await context.close()
+
+
+async def test_a_console_session_follows_over_server_sent_events_under_its_csrf_rule(
+    scene: Callable[..., Awaitable[Scene]],
+) -> None:
+    """Issue 45: an event stream authenticates as a console's request does, by the session
+    cookie with its CSRF token (and an Origin of Signoff's own, if any); without the token
+    the stream is refused before it begins."""
+    world = await scene()
+    callback, sign_in_cookie = await _captured_callback(world)
+    session = (await _callback(callback, sign_in_cookie)).cookies[CONSOLE_SESSION_COOKIE]
+    subscribe = {"query": "subscription { queueEvents { kind proposalId } }"}
+    accept = {"accept": "text/event-stream"}
+    async with httpx.AsyncClient(base_url=world.server.url, timeout=30) as http:
+        http.cookies.set(CONSOLE_SESSION_COOKIE, session)
+        refused = await http.post("/graphql", json=subscribe, headers=accept)
+        assert refused.json()["errors"][0]["extensions"]["code"] == "CSRF_REFUSED"
+        elsewhere = {**_csrf_headers(session, world.server), "origin": "https://evil.example"}
+        refused = await http.post("/graphql", json=subscribe, headers={**accept, **elsewhere})
+        assert refused.json()["errors"][0]["extensions"]["code"] == "CSRF_REFUSED"
+
+        headers = {**accept, **_csrf_headers(session, world.server)}
+        async with http.stream("POST", "/graphql", json=subscribe, headers=headers) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            await world.server.subscriptions_live(1)
+            decided = {
+                "proposalId": world.proposal["id"],
+                "decision": "REJECTED",
+                "payloadDigest": world.proposal["payloadDigest"],
+                "reason": "Seen live by a console session over SSE.",
+            }
+            async with httpx.AsyncClient(base_url=world.server.url, timeout=10) as admin:
+                answer = await admin.post(
+                    "/graphql",
+                    json={"query": DECIDE, "variables": {"input": decided}},
+                    headers={"authorization": f"Bearer {world.admin}"},
+                )
+                assert not answer.json().get("errors"), answer.json()
+            async with asyncio.timeout(20):
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:") and world.proposal["id"] in line:
+                        break
