@@ -17,11 +17,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from tests.live import Server
-from tests.processes import ROOT, signoff_env
-from tests.readme_shell import commands, page_section, sh_blocks
+from tests.processes import ROOT, free_port, signoff_env
+from tests.readme_shell import Shell, commands, page_section, sh_blocks
+from tests.redis_keys import unique_queue
 from tests.test_readme import (
     Readme,
     create_queue_and_target,
+    delivering,
+    forget_jobs,
     propose_review_decide,
     token_create,
 )
@@ -32,15 +35,27 @@ VERIFIED = re.compile(r"^OK: (\d+) records, (\d+) signed checkpoints; positions 
 async def test_the_evidence_section_runs_as_printed(
     serve: Callable[..., Awaitable[Server]], database_url: str, tmp_path: Path
 ) -> None:
-    server = await serve()
+    queue = unique_queue()
+    server = await serve(SIGNOFF_EMBEDDED_WORKER="1", SIGNOFF_ARQ_QUEUE=queue)
+    # As a reader comes to this section: after the worked example, its receiver running
+    # where the README starts it and the refund delivered to it (the records and their
+    # count are those of an applied proposal, not of a failed attempt).
+    shell = Shell(signoff_env(database_url), ports={9000: free_port()})
+    walkthrough = page_section("README.md", "## A worked example in GraphiQL")
+    [receiver] = [c for b in sh_blocks(walkthrough) for c in commands(b) if " receiver " in c]
     async with Readme.against(server) as readme:
+        readme.ports = shell.ports
         ops = await token_create(database_url, "--name", "ops", "--role", "admin")
         await create_queue_and_target(readme, ops)
-        agent = await token_create(database_url, "--name", "refund-bot", "--role", "agent")
-        alice = await token_create(
-            database_url, "--name", "alice", "--role", "reviewer", "--queue", "payments"
-        )
-        await propose_review_decide(readme, ops=ops, agent=agent, alice=alice)
+        shell.values["the signingSecret"] = readme.values["the signingSecret"]
+        with delivering(database_url, queue, tmp_path), shell.background(receiver):
+            agent = await token_create(database_url, "--name", "refund-bot", "--role", "agent")
+            alice = await token_create(
+                database_url, "--name", "alice", "--role", "reviewer", "--queue", "payments"
+            )
+            await propose_review_decide(readme, ops=ops, agent=agent, alice=alice)
+            await readme.applied(ops, readme.values["the proposal id"])
+            await forget_jobs(queue, readme.values["the proposal id"])
     proposal_id = readme.values["the proposal id"]
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     values = {"<the ops token>": ops, "<the proposal id>": proposal_id}
