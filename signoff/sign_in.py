@@ -30,6 +30,7 @@ from signoff.constants import (
     OIDC_SIGN_IN_SECONDS,
 )
 from signoff.errors import CsrfRefused, SignInRefused, SignoffError
+from signoff.pages import PAGE_HEADERS
 from signoff.resolvers.access.authenticator import Authenticator
 from signoff.resolvers.access.sessions import csrf_of, end_session, start_session
 from signoff.resolvers.access.viewer_cache import ViewerCache
@@ -228,12 +229,18 @@ def _error_body(refusal: SignoffError) -> dict[str, object]:
 
 
 def _refusal_page(refusal: SignoffError, status: int) -> HTMLResponse:
+    """The console's header and why sign-in failed; its script takes the provider's code
+    and state out of the address."""
     message = html.escape(refusal.message)
     page = (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in failed'
-        '</title><link rel="stylesheet" href="/static/console/console.css"></head><body>'
-        f'<main><h1>Sign-in failed</h1><p role="alert">{message} '
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<title>Sign-in failed · Signoff</title>"
+        '<link rel="stylesheet" href="/static/console/console.css">'
+        '<script src="/static/console/sign-in-failed.js"></script></head><body>'
+        '<header class="bar"><h1>Signoff</h1></header>'
+        f'<main id="main"><h2>Sign-in failed</h2><p role="alert">{message} '
         f"({html.escape(refusal.code)})</p>"
         '<p><a href="/">Back to the console</a></p></main></body></html>'
     )
-    return HTMLResponse(page, status_code=status, headers=NO_STORE)
+    return HTMLResponse(page, status_code=status, headers={**PAGE_HEADERS, **NO_STORE})

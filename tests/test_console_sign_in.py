@@ -229,6 +229,11 @@ async def test_someone_in_no_mapped_group_is_told_so(
     await page.locator("input[name=password]").fill("whatever")
     await page.get_by_role("button", name="Sign-in").click()
     await expect(page.locator("body")).to_contain_text("(NO_MAPPED_GROUP)")
+    # Under the console's header, and the provider's one-time code and state are gone
+    # from the address (issue 43, item 5).
+    await expect(page.locator("header.bar")).to_contain_text("Signoff")
+    await expect(page).to_have_url(f"{world.server.url}/auth/callback")
+    assert "code=" not in await page.evaluate("() => JSON.stringify(history.state) + location.href")
     await context.close()
 
 
