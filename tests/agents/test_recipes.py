@@ -1,84 +1,115 @@
 """The recipes in examples/agents, each run as its README prints it against a real
 ``signoff serve``, with a reviewer deciding what the agent proposes as the README says
-(approving, amending, rejecting)."""
+(approving, amending, rejecting). All four run one after another on one server that also
+has the worked example's ``refunds`` target (whose ``small`` rule approves refunds up to
+100 with no person): each registers a target of its own and its tickets (the same ticket
+ids as the others') are decided and delivered there alone."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+from pathlib import Path
 
 import pytest
 
+from signoff.database import SessionMaker
 from tests.agents.conftest import Decision, approve_each, fenced, review
-from tests.client.conftest import Stage
+from tests.client.conftest import Serve, Stage, staged
 from tests.processes import ROOT
+from tests.receivers import Receiver
+from tests.receivers import serve as serve_receiver
 
-
-async def test_the_asyncio_worker_runs_as_printed(refunds: Stage) -> None:
-    readme = (ROOT / "examples" / "agents" / "asyncio_worker" / "README.md").read_text()
-    [command] = fenced(readme, "sh")
-    printed = fenced(readme, "text")[0].splitlines()
-    command = command.replace("127.0.0.1:8000", f"127.0.0.1:{refunds.server.port}")
-    process = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        command,
-        cwd=ROOT,
-        env={**os.environ, "AGENT": refunds.world.agent},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    await approve_each(refunds, 2, process)
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    assert sorted(out.decode().splitlines()) == sorted(printed)
-
-
-# What the three framework recipes' READMEs ask of the reviewer.
+# What the framework recipes' READMEs ask of the reviewer (the asyncio worker's approves both).
 DECISIONS: dict[str, list[Decision]] = {
     "T-1001": ["approve"],
     "T-1002": [("amend", {"amount": 30}), "approve"],
     "T-1003": [("reject", "Already refunded")],
 }
+RECIPES = {  # each recipe, and the amounts its receiver is delivered
+    "asyncio_worker": [40, 120],
+    "pydantic_ai": [30, 120],
+    "langgraph": [30, 120],
+    "openai_agents": [30, 120],
+}
+# The worked example's policy: refunds up to 100 need no person.
+SMALL = {
+    "rules": [
+        {"name": "small", "when": {"properties": {"amount": {"maximum": 100}}}, "approvals": 0}
+    ],
+    "default": {"approvals": 1},
+}
+
+
+async def run(stage: Stage, command: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        command.replace("127.0.0.1:8000", f"127.0.0.1:{stage.server.port}"),
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def register(stage: Stage, command: str, receiver: Receiver) -> str:
+    """Run the README's registration as printed (on the test's queue, delivering to the
+    test's receiver) twice: the second finds the first's target and uses it."""
+    url = re.search(r"--url (\S+)", command)
+    assert url is not None
+    command = command.replace(url[1], receiver.url).replace(
+        "--queue payments", f"--queue {stage.world.queue_slug}"
+    )
+    lines = []
+    for _ in range(2):
+        process = await run(stage, command, {"OPS": stage.world.admin})
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        lines.append(out.decode().strip())
+    name = command.split("register.py ")[1].split()[0]
+    assert lines[1] == f"{name}: already registered"
+    receiver.secret = lines[0].removeprefix(f"{name}: registered, signing secret ")
+    return name
 
 
 async def run_as_printed(stage: Stage, recipe: str) -> None:
-    """Run the recipe's command as its README prints it, decide as the README says, and
-    compare what it prints with the README's lines (in any order)."""
+    """Build the recipe's venv where it has one, register its target, run it as its README
+    prints, decide as the README says, and compare what it prints with the README's lines
+    (in any order) and what its own receiver was delivered with what was approved."""
     readme = (ROOT / "examples" / "agents" / recipe / "README.md").read_text()
-    *setup, command = fenced(readme, "sh")
+    *setup, registration, command = fenced(readme, "sh")
     printed = fenced(readme, "text")[0].splitlines()
-    for step in setup:  # building the recipe's venv, where it has one
+    for step in setup:
         built = await asyncio.create_subprocess_exec(
             "bash", "-c", step, cwd=ROOT, stderr=asyncio.subprocess.PIPE
         )
         _, err = await built.communicate()
         assert built.returncode == 0, err.decode()
-    command = command.replace("127.0.0.1:8000", f"127.0.0.1:{stage.server.port}")
-    process = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        command,
-        cwd=ROOT,
-        env={**os.environ, "AGENT": stage.world.agent},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    await review(stage, DECISIONS, process)
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    assert sorted(out.decode().splitlines()) == sorted(printed)
-    assert [r.body["payload"]["amount"] for r in stage.receiver.requests] in ([120, 30], [30, 120])
+    receiver = Receiver()
+    async with serve_receiver(receiver):
+        name = await register(stage, registration, receiver)
+        assert f"--target {name}" in command
+        process = await run(stage, command, {"AGENT": stage.world.agent})
+        if recipe == "asyncio_worker":
+            await approve_each(stage, 2, process)
+        else:
+            await review(stage, DECISIONS, process)
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        assert sorted(out.decode().splitlines()) == sorted(printed)
+        assert sorted(r.body["payload"]["amount"] for r in receiver.requests) == RECIPES[recipe]
+        assert receiver.refused == 0
 
 
-async def test_the_pydantic_ai_agent_runs_as_printed(refunds: Stage) -> None:
-    await run_as_printed(refunds, "pydantic_ai")
-
-
-async def test_the_langgraph_graph_runs_as_printed(refunds: Stage) -> None:
-    await run_as_printed(refunds, "langgraph")
-
-
-@pytest.mark.timeout(300)  # a first run builds the recipe's venv
-async def test_the_openai_agents_sdk_agent_runs_as_printed(refunds: Stage) -> None:
-    await run_as_printed(refunds, "openai_agents")
+@pytest.mark.timeout(600)  # a first run builds the OpenAI Agents SDK recipe's venv
+async def test_the_recipes_run_as_printed_one_after_another(
+    serve: Serve, sessionmaker: SessionMaker, database_url: str, tmp_path: Path
+) -> None:
+    async with staged(
+        serve, sessionmaker, database_url, tmp_path, name="refunds", approvalPolicy=SMALL
+    ) as stage:
+        for recipe in RECIPES:
+            await run_as_printed(stage, recipe)
+        assert stage.receiver.requests == []  # nothing went to the worked example's target

@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.client.conftest import Stage
 from tests.client.test_client import target_name
+from tests.faults.proxy import TcpProxy
 from tests.machine import require_node_package
 from tests.processes import ROOT
 
@@ -64,3 +65,38 @@ async def test_the_typescript_client_executes_once_per_approval(agent_stage: Sta
     _, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 0, err.decode()
     assert (await stage.proposal(proposed["proposed"]))["state"] == "APPLIED"
+
+
+async def test_the_typescript_client_resumes_after_its_socket_is_cut(agent_stage: Stage) -> None:
+    """The client's socket is cut while it waits and the proposal is approved during the
+    outage: the client reconnects and resumes after its last cursor, so it still learns of
+    the approval (a client resuming from now would wait past its deadline)."""
+    stage = agent_stage
+    node = require_node_package(PACKAGE, "graphql-ws")
+    with TcpProxy("127.0.0.1", stage.server.port) as proxy:
+        env = {
+            **os.environ,
+            "SIGNOFF_URL": f"http://127.0.0.1:{proxy.port}",
+            "SIGNOFF_TOKEN": stage.world.agent,
+        }
+        process = await asyncio.create_subprocess_exec(
+            node,
+            "test/resume.mjs",
+            await target_name(stage),
+            cwd=PACKAGE,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        proposed = await line_of(process)
+        await asyncio.sleep(0.5)  # the agent follows the proposal over graphql-ws by now
+        proxy.cut()
+        await stage.decide(proposed["proposed"])  # the approval is made while the socket is down
+        await asyncio.sleep(1)  # the client's reconnects are refused meanwhile
+        proxy.restore()
+        assert await line_of(process) == {
+            "outcome": "approved",
+            "payload": {"amount": 120, "currency": "EUR"},
+        }
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 0, err.decode()
