@@ -884,3 +884,20 @@ async def test_the_task_page_shows_who_executed_a_proposal_and_its_result(
 
 BEGIN_EXECUTION = "mutation($i: BeginExecutionInput!) { beginExecution(input: $i) { lease } }"
 REPORT_EXECUTION = "mutation($i: ReportExecutionInput!) { reportExecution(input: $i) { replayed } }"
+
+
+async def test_signing_out_leaves_no_live_dot(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """Issue 43, item 5: the header said nothing after sign-out, but its green dot stayed."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, reviewer_names=unique_name("reviewer"))
+    context, page, errors = await signed_in(browser, server, world.reviewers[0])
+    await page.locator("#sign-out").click()
+    await expect(page.get_by_label("API token")).to_be_visible()
+    dot = "() => getComputedStyle(document.getElementById('live'), '::before').content"
+    assert await page.evaluate(dot) in ("none", "normal")
+    assert await page.locator("#live").get_attribute("data-state") is None
+    assert errors == []
+    await context.close()

@@ -228,6 +228,7 @@ function renderSignIn(message, endSessionUrl) {
   document.body.classList.remove("signed-in");
   who.textContent = "";
   liveStatus.textContent = "";
+  delete liveStatus.dataset.state; // its coloured dot is drawn from the state
   say(message || "", "error");
   const parts = [h("h2", {}, "Sign in")];
   if (signInOptions.provider) {
