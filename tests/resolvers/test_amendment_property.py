@@ -10,7 +10,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlmodel import select
@@ -18,7 +17,6 @@ from sqlmodel import select
 from signoff import clock
 from signoff.database import create_engine, create_sessionmaker
 from signoff.errors import SignoffError
-from signoff.migrate import migrate
 from signoff.models import (
     Approval,
     ApprovalMode,
@@ -34,7 +32,7 @@ from signoff.resolvers.access.actors import authenticate, create_token
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.approval import amendments, approvals, proposals
 from signoff.resolvers.core.work import WorkMaker
-from tests.conftest import PG_URL, fresh_database
+from tests.conftest import PG_URL
 
 REVIEWERS = 3
 REVIEWER = st.integers(min_value=0, max_value=REVIEWERS - 1)
@@ -184,21 +182,6 @@ async def _run(url: str, needs_proposer: bool, operations: list[tuple[Any, ...]]
         event(f"ended {state} after {len(world.digests) - 1} amendments")
     finally:
         await engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def property_database(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with fresh_database(tmp_path_factory.mktemp("amendments")) as url:
-
-        async def setup() -> None:
-            engine = create_engine(url)
-            try:
-                await migrate(engine)
-            finally:
-                await engine.dispose()
-
-        asyncio.run(setup())
-        yield url
 
 
 FROZEN = clock.FrozenClock()

@@ -12,7 +12,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlmodel import col, select
@@ -20,7 +19,6 @@ from sqlmodel import col, select
 from signoff import clock
 from signoff.database import create_engine, create_sessionmaker
 from signoff.errors import SignoffError
-from signoff.migrate import migrate
 from signoff.models import (
     Actor,
     Approval,
@@ -40,7 +38,7 @@ from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.approval import amendments, approvals, proposals, tasks
 from signoff.resolvers.approval.four_eyes import revision_author
 from signoff.resolvers.core.work import UnitOfWork, WorkMaker
-from tests.conftest import PG_URL, fresh_database
+from tests.conftest import PG_URL
 
 REVIEWERS = 3
 REQUIRED = 2
@@ -244,21 +242,6 @@ async def _run(url: str, operations: list[tuple[Any, ...]]) -> None:
         event(f"ended {state}")
     finally:
         await engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def property_database(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with fresh_database(tmp_path_factory.mktemp("decisions")) as url:
-
-        async def setup() -> None:
-            engine = create_engine(url)
-            try:
-                await migrate(engine)
-            finally:
-                await engine.dispose()
-
-        asyncio.run(setup())
-        yield url
 
 
 FROZEN = clock.FrozenClock()

@@ -11,20 +11,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from signoff import clock
 from signoff.database import create_engine, create_sessionmaker
 from signoff.errors import SignoffError
-from signoff.migrate import migrate
 from signoff.models import Draft, DraftOutcome, DraftSource, Role
 from signoff.resolvers.access.actors import authenticate, create_token
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core.work import UnitOfWork, WorkMaker
 from signoff.resolvers.drafts import drafts
-from tests.conftest import PG_URL, fresh_database
+from tests.conftest import PG_URL
 
 PREPARE = st.tuples(st.just("prepare"), st.sampled_from(["A", "B"]))
 RESERVE = st.tuples(st.just("reserve"))
@@ -190,21 +188,6 @@ async def _run(url: str, operations: list[tuple[Any, ...]]) -> None:
         event(f"dispatch checks passed: {len(world.managed)}, form: {world.form_passed}")
     finally:
         await engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def property_database(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with fresh_database(tmp_path_factory.mktemp("drafts")) as url:
-
-        async def setup() -> None:
-            engine = create_engine(url)
-            try:
-                await migrate(engine)
-            finally:
-                await engine.dispose()
-
-        asyncio.run(setup())
-        yield url
 
 
 @settings(
