@@ -71,7 +71,17 @@ class Listening:
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/graphql"
 
-    async def subscriptions_live(self, count: int, within: float = 15) -> None:
+    async def live_subscriptions(self) -> float:
+        """How many live subscriptions the server counts now (``/metrics``)."""
+        async with httpx.AsyncClient(base_url=self.url, timeout=5) as http:
+            text = (await http.get("/metrics")).text
+        return next(
+            float(line.split()[1])
+            for line in text.splitlines()
+            if line.startswith("signoff_live_subscribers ")
+        )
+
+    async def subscriptions_live(self, count: float, within: float = 15) -> None:
         """Until the server counts ``count`` live subscriptions (``signoff_live_subscribers``
         on its ``/metrics``): a subscription joins its group asynchronously after
         ``subscribe`` is sent, and an event committed before that would not reach it."""

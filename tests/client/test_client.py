@@ -212,8 +212,13 @@ async def test_wait_follows_over_server_sent_events_when_websockets_are_refused(
         AsyncSignoff(f"http://127.0.0.1:{port}", stage.world.agent, poll_interval=60) as signoff,
     ):
         proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-7"})
+        # Decided once the client follows it: a proposal decided before its wait starts
+        # is answered at once from its state, with no event to show how it was followed.
+        before = await stage.server.live_subscriptions()
+        following = asyncio.create_task(proposal.wait(timeout=20))
+        await stage.server.subscriptions_live(before + 1)
         await stage.decide(proposal.id)
-        assert isinstance(await proposal.wait(timeout=20), Approved)
+        assert isinstance(await following, Approved)
         assert isinstance(await proposal.wait(timeout=20), Applied)
     # Followed live (a poll would wait a minute and see no event): no poll, no websocket.
     assert not proposal.polling and signoff.api.over_sse

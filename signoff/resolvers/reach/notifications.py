@@ -238,6 +238,9 @@ async def claim_notifications(
             "next_attempt_at": None,
         },
     )
+    # An UPDATE returns its rows in no particular order: a channel's notifications are
+    # sent in the order they were made (a task's "new" before its "due soon").
+    claimed = sorted(claimed, key=lambda n: (n.created_at, n.id))
     channels = {
         channel.id: channel
         for channel in (
