@@ -93,6 +93,7 @@ from signoff.schema.serving.http import from_http_exception, refusal_response, u
 from signoff.schema.serving.media import answer_in, note_request_error
 from signoff.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
 from signoff.slack_actions import ACTIONS_PATH, SlackActions
+from signoff.slack_socket import slack_socket
 
 logger = logging.getLogger("signoff.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.
@@ -463,6 +464,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         ),
     )
     persisted_queries = _persisted_queries(settings)
+    # Socket Mode is held by the process that runs the jobs: this one unless Redis brings
+    # `signoff worker` (docs/slack.md, "Behind a firewall").
+    socket = slack_socket(work, settings) if settings.redis_url is None else None
     view = SignoffGraphQL(work, read_sessionmaker, settings, events.hub, persisted_queries)
 
     async def healthz(_: Request) -> Response:
@@ -497,9 +501,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await jobs.start(work)
         elif jobs is not None:
             await jobs.start()
+        if socket is not None:
+            await socket.start()
         try:
             yield
         finally:
+            if socket is not None:
+                await socket.stop()
             if jobs is not None:
                 await jobs.stop()
             await events.stop()

@@ -120,6 +120,9 @@ class Settings:
     slack_bot_token: str | None = None
     slack_signing_secret: str | None = None
     slack_api_url: str = SLACK_API_URL
+    # Socket Mode (no public URL): the app-level token (xapp-…) and whether to connect.
+    slack_app_token: str | None = None
+    slack_socket_mode: bool = False
     # EMAIL channels: the SMTP server and the sender.
     smtp: SmtpSettings | None = None
     # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs);
@@ -230,6 +233,8 @@ class Settings:
             slack_bot_token=env.get("SIGNOFF_SLACK_BOT_TOKEN") or None,
             slack_signing_secret=env.get("SIGNOFF_SLACK_SIGNING_SECRET") or None,
             slack_api_url=parse_slack_api_url(env.get("SIGNOFF_SLACK_API_URL", "")),
+            slack_app_token=parse_slack_app_token(env),
+            slack_socket_mode=env.get("SIGNOFF_SLACK_SOCKET_MODE", "0") in {"1", "true", "yes"},
             smtp=SmtpSettings.from_env(env),
             trusted_proxies=parse_networks(
                 "SIGNOFF_TRUSTED_PROXIES", env.get("SIGNOFF_TRUSTED_PROXIES", "")
@@ -287,6 +292,26 @@ def parse_slack_api_url(value: str) -> str:
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"SIGNOFF_SLACK_API_URL: {value!r} is not a URL like https://host/api/")
     return url if url.endswith("/") else url + "/"
+
+
+def parse_slack_app_token(env: Mapping[str, str]) -> str | None:
+    """``SIGNOFF_SLACK_APP_TOKEN``: an app-level token (``xapp-…``), required by Socket Mode
+    (``SIGNOFF_SLACK_SOCKET_MODE=1``) together with the bot token; a mistake is refused at
+    start (the token itself is never repeated)."""
+    token = env.get("SIGNOFF_SLACK_APP_TOKEN") or None
+    if token is not None and not token.startswith("xapp-"):
+        raise ValueError(
+            "SIGNOFF_SLACK_APP_TOKEN: not an app-level token (those start with xapp-; "
+            "make one under Basic Information, App-Level Tokens, scope connections:write)"
+        )
+    if env.get("SIGNOFF_SLACK_SOCKET_MODE", "0") in {"1", "true", "yes"} and (
+        token is None or not env.get("SIGNOFF_SLACK_BOT_TOKEN")
+    ):
+        raise ValueError(
+            "SIGNOFF_SLACK_SOCKET_MODE=1 needs SIGNOFF_SLACK_APP_TOKEN (xapp-…) and "
+            "SIGNOFF_SLACK_BOT_TOKEN"
+        )
+    return token
 
 
 def parse_origins(value: str) -> tuple[str, ...]:

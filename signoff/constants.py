@@ -37,6 +37,10 @@ NOTIFICATION_INCIDENT_FINGERPRINT = "notification:{notification_id}"
 # Reviewers in Slack (docs/slack.md): Slack's Web API, and how old a signed request may be.
 SLACK_API_URL = "https://slack.com/api/"
 SLACK_REQUEST_MAX_AGE_SECONDS = 300
+# Socket Mode: how often the connection is pinged (a socket silent four times this long is
+# replaced), and how long envelopes being answered get to finish when the process stops.
+SLACK_SOCKET_PING_SECONDS = 5.0
+SLACK_SOCKET_STOP_GRACE_SECONDS = 5.0
 # An EMAIL channel without approvalLinkTtlSeconds sends links valid this long.
 EMAIL_LINK_TTL_SECONDS = 24 * 3600
 # The last_error_code of a notification cancelled, unsent, as its channel was switched off.

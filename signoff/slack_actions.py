@@ -74,12 +74,19 @@ class SlackActions:
             payload: dict[str, Any] = json.loads(raw)
         except (KeyError, ValueError, UnicodeDecodeError):
             return PlainTextResponse("Not a Slack interaction.", status_code=400)
+        answer = await self.interaction(payload)
+        return Response(status_code=200) if answer is None else JSONResponse(answer)
+
+    async def interaction(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """An interaction's payload, however it came (this endpoint or Socket Mode,
+        ``signoff.slack_socket``): what to answer Slack with, if anything but an empty
+        acknowledgement."""
         if payload.get("type") == "block_actions":
             await self._clicked(payload)
-            return Response(status_code=200)
+            return None
         if payload.get("type") == "view_submission":
             return await self._submitted(payload)
-        return Response(status_code=200)
+        return None
 
     def _signed(self, body: bytes, request: Request) -> bool:
         assert self.verifier is not None
@@ -138,22 +145,22 @@ class SlackActions:
             logger.warning("views.open failed: %s", refused.response.get("error"))
         return None
 
-    async def _submitted(self, payload: dict[str, Any]) -> Response:
+    async def _submitted(self, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The Reject modal: decide with its reason, or show the refusal in the modal."""
         view = payload.get("view", {})
         if view.get("callback_id") != REJECT_MODAL:
-            return Response(status_code=200)
+            return None
         try:
             shown = ButtonValue.decode(str(view.get("private_metadata", "")))
         except ValueError:
-            return Response(status_code=200)
+            return None
         values = view.get("state", {}).get("values", {})
         reason = values.get(REASON_BLOCK, {}).get(REASON_INPUT, {}).get("value")
         user = str(payload.get("user", {}).get("id", ""))
         words = await self._decide(user, shown, Decision.REJECTED, reason)
         if words is None:
-            return Response(status_code=200)  # closes the modal
-        return JSONResponse({"response_action": "errors", "errors": {REASON_BLOCK: words}})
+            return None  # an empty answer closes the modal
+        return {"response_action": "errors", "errors": {REASON_BLOCK: words}}
 
     async def _answer(self, payload: dict[str, Any], user: str, words: str) -> None:
         """An ephemeral message: only the one who clicked sees it."""

@@ -17,12 +17,19 @@ from tests.readme_shell import commands, page, sh_blocks
 YAML_FENCE = re.compile(r"^```yaml\n(?P<body>.*?)^```$", re.M | re.S)
 
 
-def test_the_manifest_points_slack_at_the_actions_endpoint_with_the_scopes_used() -> None:
-    [manifest] = [yaml.safe_load(m["body"]) for m in YAML_FENCE.finditer(page("docs/slack.md"))]
-    interactivity = manifest["settings"]["interactivity"]
+def test_the_manifests_point_slack_at_signoff_with_the_scopes_used() -> None:
+    """The first manifest sends clicks to the actions endpoint; the second, Socket Mode's,
+    names no URL: Signoff connects."""
+    manifests = [yaml.safe_load(m["body"]) for m in YAML_FENCE.finditer(page("docs/slack.md"))]
+    [http, socket] = manifests
+    interactivity = http["settings"]["interactivity"]
     assert interactivity["is_enabled"] is True
     assert interactivity["request_url"].endswith(ACTIONS_PATH)
-    assert set(manifest["oauth_config"]["scopes"]["bot"]) == {"chat:write", "users:read"}
+    assert http["settings"]["socket_mode_enabled"] is False
+    assert socket["settings"]["interactivity"] == {"is_enabled": True}
+    assert socket["settings"]["socket_mode_enabled"] is True
+    for manifest in manifests:
+        assert set(manifest["oauth_config"]["scopes"]["bot"]) == {"chat:write", "users:read"}
 
 
 def test_the_link_slack_example_runs_as_printed(tmp_path: Path) -> None:

@@ -60,11 +60,13 @@ from signoff.resolvers.core.work import (
     notification_job_id,
     wake_job_id,
 )
+from signoff.slack_socket import slack_socket
 
 logger = logging.getLogger("signoff.jobs")
 
 # What a lost Redis raises: redis-py's own errors, or the socket's.
 REDIS_DOWN = (RedisError, OSError)
+SLACK_SOCKET_KEY = "slack_socket"
 
 
 class ArqJobs:
@@ -171,6 +173,11 @@ async def startup(ctx: dict[str, Any]) -> None:
     )
     ctx[DISPATCHER_KEY] = Dispatcher(services_of(ctx), concurrency=concurrency)
     await dispatcher_of(ctx).start()
+    # With Redis, the worker holds Slack's Socket Mode connection (docs/slack.md).
+    socket = slack_socket(services_of(ctx).work, settings)
+    if socket is not None:
+        await socket.start()
+        ctx[SLACK_SOCKET_KEY] = socket
     if settings.metrics_port is not None:
         # A thread of its own: scrapes never wait for the event loop, and read no database.
         ctx["metrics_server"], _ = start_http_server(
@@ -179,6 +186,8 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
+    if SLACK_SOCKET_KEY in ctx:
+        await ctx[SLACK_SOCKET_KEY].stop()
     if "metrics_server" in ctx:
         ctx["metrics_server"].shutdown()
         ctx["metrics_server"].server_close()
