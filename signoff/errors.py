@@ -55,12 +55,26 @@ class ActorDisabled(Forbidden):
 
 
 class SlackUserUnknown(Unauthenticated):
-    """A Slack user clicked a button but no Signoff actor is linked to them."""
+    """A Slack user clicked a button but no Signoff actor is linked to them, and none
+    signed in with the verified email address of their Slack profile."""
 
     code = "SLACK_USER_UNKNOWN"
     default_message = (
-        "Your Slack account is not linked to a Signoff reviewer; an admin can link it with "
+        "Your Slack account is not linked to a Signoff reviewer: sign in to Signoff once "
+        "with the email address your Slack profile shows, or ask an admin to link it with "
         "`signoff actor link-slack --name <actor> --slack-user <U…>`."
+    )
+
+
+class SlackUserAmbiguous(Unauthenticated):
+    """The email address of a Slack user's profile is the verified email of more than one
+    Signoff actor: deciding as either could be deciding as the wrong person."""
+
+    code = "SLACK_USER_AMBIGUOUS"
+    default_message = (
+        "More than one Signoff account signed in with the email address your Slack profile "
+        "shows, so Signoff cannot tell which is you; ask an admin to link your Slack account "
+        "with `signoff actor link-slack --name <actor> --slack-user <U…>`."
     )
 
 

@@ -40,6 +40,7 @@ from signoff.resolvers.reach.slack_messages import (
     ButtonValue,
     reject_modal,
 )
+from signoff.resolvers.reach.slack_users import slack_actor_id
 
 ACTIONS_PATH = "/integrations/slack/actions"
 BODY_MAX_BYTES = 64 * 1024
@@ -118,24 +119,30 @@ class SlackActions:
     ) -> str | None:
         """Decide; the refusal in words, or ``None`` once decided (the message, updated
         through the change feed, shows it to everyone)."""
-        async with self.work() as work:
-            try:
+        try:
+            actor_id = await slack_actor_id(
+                work=self.work, client=self._client(), slack_user_id=user
+            )
+            async with self.work() as work:
                 await decide_from_slack(
-                    work=work, slack_user_id=user, shown=shown, decision=decision, reason=reason
+                    work=work, actor_id=actor_id, shown=shown, decision=decision, reason=reason
                 )
-            except SignoffError as refused:
-                return refusal_words(refused)
+        except SignoffError as refused:
+            return refusal_words(refused)
         return None
 
     async def _ask_reason(
         self, user: str, shown: ButtonValue, payload: dict[str, Any]
     ) -> str | None:
-        """Open the Reject modal for a linked reviewer; an unknown user is told at once."""
-        async with self.work() as work:
-            try:
-                await slack_reviewer(work.session, user)
-            except SignoffError as refused:
-                return refusal_words(refused)
+        """Open the Reject modal for a known reviewer; an unknown user is told at once."""
+        try:
+            actor_id = await slack_actor_id(
+                work=self.work, client=self._client(), slack_user_id=user
+            )
+            async with self.work.sessionmaker() as session:
+                await slack_reviewer(session, actor_id)
+        except SignoffError as refused:
+            return refusal_words(refused)
         title = str(payload.get("message", {}).get("text", "Reject this proposal"))
         try:
             await self._client().views_open(

@@ -1,17 +1,10 @@
 """Slack without a public URL: Socket Mode (docs/slack.md, "Behind a firewall").
 
-With ``SIGNOFF_SLACK_SOCKET_MODE=1`` one process opens a websocket to Slack with the
-app-level token (``SIGNOFF_SLACK_APP_TOKEN``, ``xapp-…``) through ``slack_sdk``'s
-aiohttp Socket Mode client, which asks ``apps.connections.open`` for the socket's URL and
-connects again, to a fresh URL, whenever Slack or the network closes it. Each
-``interactive`` envelope (a button, the Reject modal) is answered by exactly what
-``POST /integrations/slack/actions`` does with the same payload
-(``SlackActions.interaction``), then acknowledged with that answer; every other envelope is
-acknowledged and ignored. The envelopes come over a connection this process opened to
-Slack, so no signature is checked: the app token is the proof.
-
-Which process holds it: ``signoff serve`` when it runs its own jobs (no Redis), else
-``signoff worker`` (docs/slack.md says why).
+One process (``signoff serve`` without Redis, else ``signoff worker``) holds a websocket
+that ``slack_sdk``'s aiohttp client opens with the app-level token and opens again,
+at a fresh URL, whenever it closes. An ``interactive`` envelope is answered by
+``SlackActions.interaction``, exactly what the HTTP endpoint does with the same payload,
+then acknowledged; no signature is checked: the connection is Signoff's own.
 """
 
 from __future__ import annotations

@@ -64,8 +64,9 @@ class FakeSlack:
         body = await request.body()
         if request.headers.get("content-type", "").startswith("application/json"):
             arguments: dict[str, Any] = json.loads(body or b"{}")
-        else:
+        else:  # a form, or a GET's query (users.info is a GET)
             arguments = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            arguments.update(request.query_params)
         token = request.headers.get("authorization", "").removeprefix("Bearer ")
         if self.throttle.get(method, 0) > 0:
             self.throttle[method] -= 1
@@ -179,7 +180,7 @@ async def serve_slack(fake: FakeSlack | None = None) -> AsyncIterator[FakeSlack]
     fake = fake or FakeSlack()
     app = Starlette(
         routes=[
-            Route("/api/{method}", fake.handle, methods=["POST"]),
+            Route("/api/{method}", fake.handle, methods=["GET", "POST"]),
             WebSocketRoute("/link/", fake.socket),
         ]
     )

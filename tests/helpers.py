@@ -216,12 +216,14 @@ async def build_world(
     output_schema: dict[str, Any] | None = None,
     queue_options: dict[str, Any] | None = None,
     reviewer_names: str = "reviewer",
+    slug: str | None = None,
     **target: Any,
 ) -> World:
-    """A queue with a target and ``reviewers`` reviewers named ``<reviewer_names>-0``, ...
-    (worlds that share a database give theirs names of their own)."""
+    """A queue (``slug``, or one of its own) with a target and ``reviewers`` reviewers named
+    ``<reviewer_names>-0``, ... (worlds that share a database give theirs names of their
+    own)."""
     admin = await gql.token(Role.ADMIN, name="admin")
-    slug = f"q-{uuid.uuid4().hex[:8]}"
+    slug = slug or f"q-{uuid.uuid4().hex[:8]}"
     queue = (
         await gql(
             CREATE_QUEUE,

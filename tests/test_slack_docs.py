@@ -29,7 +29,8 @@ def test_the_manifests_point_slack_at_signoff_with_the_scopes_used() -> None:
     assert socket["settings"]["interactivity"] == {"is_enabled": True}
     assert socket["settings"]["socket_mode_enabled"] is True
     for manifest in manifests:
-        assert set(manifest["oauth_config"]["scopes"]["bot"]) == {"chat:write", "users:read"}
+        scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+        assert scopes == {"chat:write", "users:read", "users:read.email"}
 
 
 def test_the_link_slack_example_runs_as_printed(tmp_path: Path) -> None:

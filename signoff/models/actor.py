@@ -98,13 +98,25 @@ class OidcIdentity(SQLModel, table=True):
     while a display name or an email may."""
 
     __tablename__ = "oidc_identities"
-    __table_args__ = (sa.UniqueConstraint("issuer", "subject", name="uq_oidc_identities_subject"),)
+    __table_args__ = (
+        sa.UniqueConstraint("issuer", "subject", name="uq_oidc_identities_subject"),
+        sa.Index("ix_oidc_identities_email_hash", "email_hash"),
+    )
 
     id: str = id_field()
     actor_id: str = fk_field("actors.id")
     issuer: str = Field(sa_column=sa.Column(sa.String(2048), nullable=False))
     subject: str = Field(sa_column=sa.Column(sa.String(255), nullable=False))
     created_at: datetime = time_field(default_now=True)
+    # ``email_hash`` of the address the provider last said it verified (none: it said of
+    # none): how a Slack user with no explicit link is found (docs/slack.md).
+    email_hash: str | None = Field(default=None, sa_column=sa.Column(sa.String(64), nullable=True))
+
+
+def email_hash(address: str) -> str:
+    """An email address as stored: SHA-256 of it trimmed and lower-cased. Signoff only
+    compares addresses, never mails or shows these, so the table lists none."""
+    return hashlib.sha256(address.strip().lower().encode()).hexdigest()
 
 
 class ConsoleSession(SQLModel, table=True):

@@ -186,6 +186,7 @@ async def test_a_reviewer_approves_from_slack_and_the_message_shows_who_did(
     assert answer.status_code == 200
     assert (await state(gql, setup.world, proposal["id"]))["state"] == "QUEUED"
     assert slack.of("chat.postEphemeral") == []
+    assert slack.of("users.info") == []  # an explicit link: Slack is not asked who it is
 
     assert await send_notifications(worker.ctx) == 1  # the message's update
     [update] = slack.of("chat.update")

@@ -3,7 +3,9 @@
 An actor is found by its issuer and subject, and made on first sign-in. The directory is
 the source of truth: at each sign-in, each API token and each session refresh, the role
 and the queue memberships follow the groups the provider names (a change is audited and
-written to the change feed like one made by an operator).
+written to the change feed like one made by an operator). The email address the provider
+says it verified is kept, as a hash, with the identity: it is how a Slack user without an
+explicit link is matched (``signoff.resolvers.reach.slack_users``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import col, select, update
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.errors import ActorDisabled, NoMappedGroup
 from signoff.models import Actor, ChangeKind, OidcIdentity, Queue, QueueMembership, Role
-from signoff.models.actor import oidc_person
+from signoff.models.actor import email_hash, oidc_person
 from signoff.oidc_settings import ClaimMapping
 from signoff.resolvers.access.actors import NAME_MAX_CHARS
 from signoff.resolvers.access.rules import Viewer
@@ -39,6 +41,10 @@ class Claimed:
     name: str
     role: Role
     queues: frozenset[str]
+    # Whether the claims speak of an email at all (an access token often carries none: then
+    # what an earlier sign-in stored stands), and the address's hash if it is verified.
+    email_said: bool = False
+    email_hash: str | None = None
 
 
 def claimed(issuer: str, claims: Mapping[str, Any], mapping: ClaimMapping) -> Claimed:
@@ -53,9 +59,29 @@ def claimed(issuer: str, claims: Mapping[str, Any], mapping: ClaimMapping) -> Cl
         )
     # Only reviewers are members of queues (signoff.resolvers.approval.queues).
     queues = grant.queues if grant.role == Role.REVIEWER else frozenset()
+    said, hashed = _verified_email(claims)
     return Claimed(
-        issuer=issuer, subject=str(claims["sub"]), name=name, role=grant.role, queues=queues
+        issuer=issuer,
+        subject=str(claims["sub"]),
+        name=name,
+        role=grant.role,
+        queues=queues,
+        email_said=said,
+        email_hash=hashed,
     )
+
+
+def _verified_email(claims: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """Whether the claims name an email, and its hash only if ``email_verified`` is true
+    (an address anyone may type into their profile would let them decide as another)."""
+    address = claims.get("email")
+    if not isinstance(address, str) or not address.strip():
+        return False, None
+    verified = claims.get("email_verified")
+    # Some providers (Amazon Cognito) send the claim as a string.
+    if verified is True or verified == "true":
+        return True, email_hash(address)
+    return True, None
 
 
 @dataclass(frozen=True)
@@ -90,7 +116,11 @@ async def _bring_in_line_in(work: WorkMaker, who: Claimed) -> _Current:
 
 
 def _in_line(current: _Current, who: Claimed, wanted: frozenset[str]) -> bool:
-    return current.actor.role == who.role and current.queue_ids == wanted
+    return (
+        current.actor.role == who.role
+        and current.queue_ids == wanted
+        and (not who.email_said or current.identity.email_hash == who.email_hash)
+    )
 
 
 def _viewer(current: _Current) -> Viewer:
@@ -142,11 +172,14 @@ async def _bring_in_line(work: UnitOfWork, who: Claimed) -> _Current:
         actor = Actor(name=await _free_name(session, who), role=who.role, person=person)
         session.add(actor)
         await session.flush()
-        identity = OidcIdentity(actor_id=actor.id, issuer=who.issuer, subject=who.subject)
+        identity = OidcIdentity(
+            actor_id=actor.id, issuer=who.issuer, subject=who.subject, email_hash=who.email_hash
+        )
         session.add(identity)
         await session.flush()
         record(work, _signed_in(actor, who))
         current = _Current(identity=identity, actor=actor, queue_ids=frozenset())
+    await _keep_email(work, current.identity, who)
     actor = current.actor
     if actor.role != who.role:
         moved = await ACTOR_ROLE.move(
@@ -170,6 +203,19 @@ async def _bring_in_line(work: UnitOfWork, who: Claimed) -> _Current:
             record(work, membership_changed(None, queue_id, actor, ChangeKind.QUEUE_MEMBER_REMOVED))
     await session.flush()
     return _Current(identity=current.identity, actor=actor, queue_ids=wanted)
+
+
+async def _keep_email(work: UnitOfWork, identity: OidcIdentity, who: Claimed) -> None:
+    """Store the verified email the claims name (or forget it, when they name one the
+    provider did not verify); claims silent about email leave it as it was."""
+    if not who.email_said or identity.email_hash == who.email_hash:
+        return
+    await work.session.exec(
+        update(OidcIdentity)
+        .where(col(OidcIdentity.id) == identity.id)
+        .values(email_hash=who.email_hash)
+    )
+    identity.email_hash = who.email_hash
 
 
 async def _free_name(session: AsyncSession, who: Claimed) -> str:

@@ -1,20 +1,20 @@
 """Deciding from Slack (docs/design.md section 5.6, docs/slack.md): a button click or the
-Reject modal's submission, made by a Slack user, decided as the Signoff actor an admin
-linked to them, through the same rule as ``decideProposal`` (four eyes, quorum,
-membership now, the deadline, one decision per reviewer) and on the digest the message
-showed. Each refusal is answered in words to the one who clicked.
+Reject modal's submission, made by a Slack user, decided as their Signoff actor
+(``slack_users.slack_actor_id``: an admin's link, or the verified email they signed in
+with), through the same rule as ``decideProposal`` (four eyes, quorum, membership now,
+the deadline, one decision per reviewer) and on the digest the message showed. Each
+refusal is answered in words to the one who clicked.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.errors import ActorDisabled, SignoffError, SlackUserUnknown, ValidationFailed
+from signoff.errors import ActorDisabled, NotFound, SignoffError, ValidationFailed
 from signoff.models import Actor, Decision
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.approval.approvals import DecideResult, decide_proposal
@@ -22,8 +22,8 @@ from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.reach.link_minting import reviewer_as_now
 from signoff.resolvers.reach.slack_messages import ButtonValue
+from signoff.resolvers.reach.slack_users import SLACK_USER_ID
 
-SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{2,31}")
 # What the one who clicked reads, by refusal code; any other code: the error's own message.
 REFUSALS = {
     "FORBIDDEN": "You may not decide this proposal: you are not a reviewer of its queue now.",
@@ -47,11 +47,11 @@ def refusal_words(refused: SignoffError) -> str:
     return REFUSALS.get(refused.code, refused.message)
 
 
-async def slack_reviewer(session: AsyncSession, slack_user_id: str) -> Viewer:
-    """The actor linked to a Slack user, with their queue memberships as they are now."""
-    actor = (await session.exec(select(Actor).where(Actor.slack_user_id == slack_user_id))).first()
+async def slack_reviewer(session: AsyncSession, actor_id: str) -> Viewer:
+    """A Slack user's actor, with their queue memberships as they are now."""
+    actor = await session.get(Actor, actor_id)
     if actor is None:
-        raise SlackUserUnknown()
+        raise NotFound("That Signoff account no longer exists.")
     if actor.disabled_at is not None:
         raise ActorDisabled()
     return await reviewer_as_now(session, actor.id)
@@ -60,13 +60,13 @@ async def slack_reviewer(session: AsyncSession, slack_user_id: str) -> Viewer:
 async def decide_from_slack(
     *,
     work: UnitOfWork,
-    slack_user_id: str,
+    actor_id: str,
     shown: ButtonValue,
     decision: Decision,
     reason: str | None = None,
 ) -> DecideResult:
     """Decide, as the Slack user's actor, the digest the message showed."""
-    viewer = await slack_reviewer(work.session, slack_user_id)
+    viewer = await slack_reviewer(work.session, actor_id)
     return await decide_proposal(
         work=work,
         viewer=viewer,

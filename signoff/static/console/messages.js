@@ -7,6 +7,8 @@ export const MESSAGES = {
   UNAUTHENTICATED: "That token is not valid (or was revoked). Sign in again with a current token.",
   FORBIDDEN: "Your role or queues do not allow this.",
   SLACK_USER_UNKNOWN: "That Slack account is not linked to a Signoff reviewer; an admin can link it with signoff actor link-slack.",
+  SLACK_USER_AMBIGUOUS:
+    "That Slack account's email is that of more than one Signoff account; an admin can link it with signoff actor link-slack.",
   IDENTITY_TOKEN_REFUSED: "The identity provider's token is not valid here. Sign in again.",
   NO_MAPPED_GROUP:
     "Your groups at the identity provider give you no role in Signoff. Ask to be added to a reviewers' group.",
