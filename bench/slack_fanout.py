@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
-from delivery import free_port, fresh_database, viewer
+from delivery import LOOPBACK, free_port, fresh_database, viewer
 from sqlmodel import col, func, select
 
 from signoff.config import Settings, load_sealer, normalise_database_url
@@ -122,12 +122,16 @@ async def run(database_url: str | None, n: int, channels: int, rate: float) -> N
                 database_url=normalise_database_url(db),
                 slack_bot_token="xoxb-bench",
                 slack_api_url=f"{url}/api/",
+                delivery_allow_networks=LOOPBACK,  # the target's URL is on loopback
             )
             engine = create_engine(settings.database_url, pool_size=20)
             await migrate(engine)
             jobs = InProcessJobs(settings)
             services = Services(
-                jobs=jobs, sealer=load_sealer(settings), slack_bot_token="xoxb-bench"
+                jobs=jobs,
+                sealer=load_sealer(settings),
+                slack_bot_token="xoxb-bench",
+                destinations=settings.destinations,
             )
             work = WorkMaker(create_sessionmaker(engine), services)
             for _ in range(500):
