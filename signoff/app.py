@@ -64,6 +64,7 @@ from signoff.errors import (
 )
 from signoff.events import EventHub, create_event_service
 from signoff.jobs.runner import InProcessJobs
+from signoff.jobs.slack_socket import slack_socket
 from signoff.jobs.worker import ArqJobs
 from signoff.jsonvalues import decode_body
 from signoff.live.broadcast import Broadcaster
@@ -93,7 +94,6 @@ from signoff.schema.serving.http import from_http_exception, refusal_response, u
 from signoff.schema.serving.media import answer_in, note_request_error
 from signoff.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
 from signoff.slack_actions import ACTIONS_PATH, SlackActions
-from signoff.slack_socket import slack_socket
 
 logger = logging.getLogger("signoff.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.

@@ -51,6 +51,7 @@ from signoff.jobs.dispatcher import Dispatcher
 from signoff.jobs.draft_retention import run_draft_retention
 from signoff.jobs.notifications import send_notifications, send_one_notification
 from signoff.jobs.reconciliation import run_reconciliation
+from signoff.jobs.slack_socket import slack_socket
 from signoff.outages import Outage
 from signoff.resolvers.core.key_check import verify_audit_key, verify_secret_key
 from signoff.resolvers.core.work import Services as WorkServices
@@ -60,7 +61,6 @@ from signoff.resolvers.core.work import (
     notification_job_id,
     wake_job_id,
 )
-from signoff.slack_socket import slack_socket
 
 logger = logging.getLogger("signoff.jobs")
 

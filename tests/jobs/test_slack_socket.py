@@ -13,9 +13,9 @@ from starlette.applications import Starlette
 
 from signoff.app import create_app
 from signoff.config import Settings
+from signoff.jobs.slack_socket import SlackSocket
 from signoff.jobs.worker import shutdown, startup
-from signoff.slack_actions import SlackActions
-from signoff.slack_socket import SlackSocket
+from signoff.resolvers.reach.slack_interactions import SlackInteractions
 from tests.fake_slack import FakeSlack, serve_slack
 from tests.helpers import GraphQLClient
 from tests.jobs.conftest import Worker
@@ -47,7 +47,7 @@ def settings(settings: Settings, slack: FakeSlack) -> Settings:
 async def socket(worker: Worker, settings: Settings, slack: FakeSlack) -> AsyncIterator[None]:
     """This test's connection, deciding with the worker's services, open once Slack said
     hello."""
-    actions = SlackActions(worker.services.work, settings)
+    actions = SlackInteractions(worker.services.work, settings)
     connection = SlackSocket(actions, APP_TOKEN, settings.slack_api_url)
     await connection.start()
     await slack.connections(1)

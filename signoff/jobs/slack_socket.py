@@ -3,8 +3,8 @@
 One process (``signoff serve`` without Redis, else ``signoff worker``) holds a websocket
 that ``slack_sdk``'s aiohttp client opens with the app-level token and opens again,
 at a fresh URL, whenever it closes. An ``interactive`` envelope is answered by
-``SlackActions.interaction``, exactly what the HTTP endpoint does with the same payload,
-then acknowledged; no signature is checked: the connection is Signoff's own.
+``SlackInteractions.interaction``, exactly what the HTTP endpoint does with the same
+payload, then acknowledged; no signature is checked: the connection is Signoff's own.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from signoff.config import Settings
 from signoff.constants import SLACK_SOCKET_PING_SECONDS, SLACK_SOCKET_STOP_GRACE_SECONDS
 from signoff.resolvers.core.work import WorkMaker
-from signoff.slack_actions import SlackActions
+from signoff.resolvers.reach.slack_interactions import SlackInteractions
 
 INTERACTIVE = "interactive"
 logger = logging.getLogger("signoff.slack.socket")
@@ -30,7 +30,7 @@ logger = logging.getLogger("signoff.slack.socket")
 class SlackSocket:
     """One Socket Mode connection, kept open from ``start`` to ``stop``."""
 
-    def __init__(self, actions: SlackActions, app_token: str, api_url: str) -> None:
+    def __init__(self, actions: SlackInteractions, app_token: str, api_url: str) -> None:
         self.actions, self.app_token, self.api_url = actions, app_token, api_url
         self.client: SocketModeClient | None = None
         self._connecting: asyncio.Task[None] | None = None
@@ -83,5 +83,5 @@ def slack_socket(work: WorkMaker, settings: Settings) -> SlackSocket | None:
         return None
     assert settings.slack_app_token is not None  # Settings refuse the mode without it
     return SlackSocket(
-        SlackActions(work, settings), settings.slack_app_token, settings.slack_api_url
+        SlackInteractions(work, settings), settings.slack_app_token, settings.slack_api_url
     )
