@@ -25,9 +25,9 @@ from signoff.database import SessionMaker
 from signoff.errors import ApprovalLinkUnusable, NotFound, SignoffError
 from signoff.models import Decision
 from signoff.models.proposal import format_expiry
-from signoff.ratelimit import RateLimiter
 from signoff.resolvers.core.work import WorkMaker
 from signoff.resolvers.reach.links import LinkPage, decide_by_link, read_link
+from signoff.web.ratelimit import RateLimiter
 
 FORM_MAX_BYTES = 8 * 1024
 HEADERS = {

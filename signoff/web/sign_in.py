@@ -30,11 +30,11 @@ from signoff.constants import (
     OIDC_SIGN_IN_SECONDS,
 )
 from signoff.errors import CsrfRefused, SignInRefused, SignoffError
-from signoff.pages import PAGE_HEADERS
+from signoff.evidence.sealing import Sealer, SealingError
 from signoff.resolvers.access.authenticator import Authenticator
 from signoff.resolvers.access.sessions import csrf_of, end_session, start_session
 from signoff.resolvers.access.viewer_cache import ViewerCache
-from signoff.sealing import Sealer, SealingError
+from signoff.web.pages import PAGE_HEADERS
 
 CSRF_HEADER = "x-csrf-token"
 NO_STORE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}

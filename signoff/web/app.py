@@ -29,8 +29,6 @@ from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 
 from signoff import jsoncodec, metrics
-from signoff.approval_pages import ApprovalPages
-from signoff.bodies import BodyTooLarge, read_body, replay_body
 from signoff.config import Settings, load_sealer
 from signoff.constants import (
     AUDIT_KEY_PATH,
@@ -76,9 +74,6 @@ from signoff.live.websocket import (
     close_all,
 )
 from signoff.logs import RequestLogging
-from signoff.pages import graphiql_page, page_routes
-from signoff.persisted import PersistedQueries, PersistedQueryMiddleware, load_allow_list
-from signoff.ratelimit import RateLimiter
 from signoff.resolvers.access.authenticator import Authenticator
 from signoff.resolvers.access.provider import OpenIdProvider
 from signoff.resolvers.access.rules import Viewer
@@ -91,10 +86,16 @@ from signoff.schema.context import Admission, Context, bearer_token
 from signoff.schema.live import LiveSocket
 from signoff.schema.serving.http import from_http_exception, refusal_response, unexpected_response
 from signoff.schema.serving.media import answer_in, note_request_error
-from signoff.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
-from signoff.slack_actions import ACTIONS_PATH, SlackActions
+from signoff.schema.serving.persisted import PersistedQueries, load_allow_list
+from signoff.web.approval_pages import ApprovalPages
+from signoff.web.bodies import BodyTooLarge, read_body, replay_body
+from signoff.web.pages import graphiql_page, page_routes
+from signoff.web.persisted import PersistedQueryMiddleware
+from signoff.web.ratelimit import RateLimiter
+from signoff.web.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
+from signoff.web.slack_actions import ACTIONS_PATH, SlackActions
 
-logger = logging.getLogger("signoff.app")
+logger = logging.getLogger("signoff.web.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.
 ADMISSION = "signoff.admission"
 

@@ -11,7 +11,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-STATIC_DIR = Path(__file__).resolve().parent / "static"
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 # The pages load only their own files and talk only to this origin (HTTP and websockets);
 # GraphiQL sets inline styles, nothing runs inline script.

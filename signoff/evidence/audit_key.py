@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from sqlalchemy.engine import make_url
 
-from signoff import sealing
+from signoff.evidence import sealing
 from signoff.evidence.verify import PUBLIC_KEY_PREFIX
 
 ENV_SOURCE = "SIGNOFF_AUDIT_SIGNING_KEY"
