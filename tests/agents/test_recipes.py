@@ -32,7 +32,11 @@ RECIPES = {  # each recipe, and the amounts its receiver is delivered
     "pydantic_ai": [30, 120],
     "langgraph": [30, 120],
     "openai_agents": [30, 120],
+    "vercel_ai": [30, 120],
 }
+# The recipes whose agent executes the refund itself (a target without a url): nothing is
+# delivered, each approval is executed once by the agent.
+EXECUTES = {"vercel_ai"}
 # The worked example's policy: refunds up to 100 need no person.
 SMALL = {
     "rules": [
@@ -87,6 +91,9 @@ async def run_as_printed(stage: Stage, recipe: str) -> None:
         )
         _, err = await built.communicate()
         assert built.returncode == 0, err.decode()
+    if recipe in EXECUTES:
+        await run_executing(stage, recipe, registration, command, printed)
+        return
     receiver = Receiver()
     async with serve_receiver(receiver):
         name = await register(stage, registration, receiver)
@@ -101,6 +108,37 @@ async def run_as_printed(stage: Stage, recipe: str) -> None:
         assert sorted(out.decode().splitlines()) == sorted(printed)
         assert sorted(r.body["payload"]["amount"] for r in receiver.requests) == RECIPES[recipe]
         assert receiver.refused == 0
+
+
+async def run_executing(
+    stage: Stage, recipe: str, registration: str, command: str, printed: list[str]
+) -> None:
+    """A recipe that runs the refund itself: its own registration (as an admin, twice: the
+    second finds the first's target), then the agent, whose approved proposals each end
+    APPLIED once, executed by the agent with the line it printed as the result."""
+    registration = registration.replace("--queue payments", f"--queue {stage.world.queue_slug}")
+    name = registration.split("--target ")[1].split()[0]
+    lines = []
+    for _ in range(2):
+        process = await run(stage, registration, {"OPS": stage.world.admin})
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        lines.append(out.decode().strip())
+    assert lines == [f"{name}: registered", f"{name}: already registered"]
+    assert f"--target {name}" in command
+    process = await run(stage, command, {"AGENT": stage.world.agent})
+    await review(stage, DECISIONS, process)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    assert sorted(out.decode().splitlines()) == sorted(printed)
+    data = await stage.gql(
+        "query { proposals(state: APPLIED) { nodes { payload executor target { name } } } }",
+        {},
+        stage.world.admin,
+    )
+    applied = [node for node in data["proposals"]["nodes"] if node["target"]["name"] == name]
+    assert sorted(node["payload"]["amount"] for node in applied) == RECIPES[recipe]
+    assert all(node["executor"] for node in applied)
 
 
 @pytest.mark.timeout(600)  # a first run builds the OpenAI Agents SDK recipe's venv
