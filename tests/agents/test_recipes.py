@@ -18,6 +18,7 @@ import pytest
 from signoff.database import SessionMaker
 from tests.agents.conftest import Decision, approve_each, fenced, review
 from tests.client.conftest import Serve, Stage, staged
+from tests.machine import require_node_package
 from tests.processes import ROOT
 from tests.receivers import Receiver
 from tests.receivers import serve as serve_receiver
@@ -191,3 +192,25 @@ async def refuse_what_the_recipe_cannot_use(refunds: Stage) -> None:
     assert err.decode().startswith("Target 'refunds' exists but approvalPolicy is {")
     data = await refunds.gql("query { targets { name } }", {}, refunds.world.admin)
     assert [target["name"] for target in data["targets"]] == ["refunds"]
+
+
+async def test_the_vercel_ai_recipe_says_what_its_target_needs(refunds: Stage) -> None:
+    """The Node recipe too: without its target it stops saying an admin registers it, and
+    it refuses a target of its name that Signoff delivers for, asking the agent to accept
+    amendments (the worked example's ``refunds``)."""
+    require_node_package(ROOT / "examples" / "agents" / "vercel_ai", "ai")
+    agent = "node examples/agents/vercel_ai/agent.mjs"
+    env = {"SIGNOFF_URL": refunds.server.url, "SIGNOFF_TOKEN": refunds.world.agent}
+    missing = await run(refunds, f"{agent} --target recipe-nowhere --ticket T-1", env)
+    _, err = await asyncio.wait_for(missing.communicate(), 60)
+    assert missing.returncode == 2
+    assert err.decode().startswith("No target recipe-nowhere: an admin registers it first")
+    env["SIGNOFF_TOKEN"] = refunds.world.admin
+    queue = refunds.world.queue_slug
+    other = await run(refunds, f"{agent} register --target refunds --queue {queue}", env)
+    _, err = await asyncio.wait_for(other.communicate(), 60)
+    assert other.returncode == 2
+    assert err.decode().strip() == (
+        "Target refunds is not as this recipe needs: agentExecutes is false, not true; "
+        "amendmentsNeedProposer is true, not false."
+    )

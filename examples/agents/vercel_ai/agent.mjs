@@ -25,13 +25,41 @@ const TARGET = {
   amendmentsNeedProposer: false,
 };
 
-/** Register the target unless one of that name exists (run with an admin's token). */
+/** The target is missing or not as needed: said in one line, without a stack. */
+class TargetNotReady extends Error {}
+
+const TARGETS = `query { targets { name agentExecutes requiredApprovals approvalPolicy amendable
+  amendmentsNeedProposer active } }`;
+
+/** How an existing target differs from what this recipe needs (nothing: it will do). */
+function differences(target) {
+  const wanted = {
+    agentExecutes: true,
+    requiredApprovals: TARGET.requiredApprovals,
+    approvalPolicy: null,
+    amendable: TARGET.amendable,
+    amendmentsNeedProposer: TARGET.amendmentsNeedProposer,
+    active: true,
+  };
+  return Object.entries(wanted)
+    .filter(([field, value]) => target[field] !== value)
+    .map(([field, value]) => `${field} is ${JSON.stringify(target[field])}, not ${JSON.stringify(value)}`);
+}
+
+/** The target of that name, or null; one that is not as needed stops the recipe. */
+async function existing(signoff, name) {
+  const found = (await signoff.request(TARGETS)).targets.find((target) => target.name === name);
+  const differs = found ? differences(found) : [];
+  if (differs.length) throw new TargetNotReady(`Target ${name} is not as this recipe needs: ${differs.join("; ")}.`);
+  return found ?? null;
+}
+
+/** Register the target unless one of that name is there as needed (an admin's token). */
 async function register(signoff, name, queue) {
-  const { targets } = await signoff.request("query { targets { name } }");
-  if (targets.some((target) => target.name === name)) return `${name}: already registered`;
+  if (await existing(signoff, name)) return `${name}: already registered`;
   const { queues } = await signoff.request("query { queues { id slug } }");
   const found = queues.find((candidate) => candidate.slug === queue);
-  if (!found) throw new Error(`no queue ${JSON.stringify(queue)}`);
+  if (!found) throw new TargetNotReady(`no queue ${JSON.stringify(queue)}`);
   await signoff.request(
     `mutation($input: RegisterTargetInput!) { registerTarget(input: $input) { target { id } } }`,
     { input: { ...TARGET, name, queueId: found.id } },
@@ -121,18 +149,22 @@ const { positionals, values } = parseArgs({
   },
 });
 const signoff = new Signoff({ url: process.env.SIGNOFF_URL, token: process.env.SIGNOFF_TOKEN });
-if (positionals[0] === "register") {
-  console.log(await register(signoff, values.target, values.queue));
-} else {
-  const { targets } = await signoff.request("query { targets { name } }");
-  if (!targets.some((target) => target.name === values.target)) {
-    console.error(
-      `No target ${values.target}: an admin registers it first, with this script's ` +
-        "`register --target <name> --queue <slug>` and an admin's token (see README.md).",
+try {
+  if (positionals[0] === "register") {
+    console.log(await register(signoff, values.target, values.queue));
+  } else {
+    if (!(await existing(signoff, values.target))) {
+      throw new TargetNotReady(
+        `No target ${values.target}: an admin registers it first, with this script's ` +
+          "`register --target <name> --queue <slug>` and an admin's token (see README.md).",
+      );
+    }
+    await Promise.all(
+      values.ticket.map(async (ticket) => console.log(await handle(signoff, values.target, ticket))),
     );
-    process.exit(2);
   }
-  await Promise.all(
-    values.ticket.map(async (ticket) => console.log(await handle(signoff, values.target, ticket))),
-  );
+} catch (error) {
+  if (!(error instanceof TargetNotReady)) throw error;
+  console.error(error.message);
+  process.exitCode = 2;
 }
