@@ -57,10 +57,14 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt 
 # The Node packages the tests run, each folder installed from its package-lock.json with
 # npm ci (tests/oidc_provider: the OpenID provider the sign-in tests use;
 # tests/graphql_clients: graphql-http's audit and graphql-sse's client; clients/typescript:
-# the TypeScript client, run under Node by tests/client/test_typescript.py). Without npm the
+# the TypeScript client, run under Node by tests/client/test_typescript.py;
+# examples/agents/vercel_ai: the Vercel AI SDK recipe, which links the TypeScript client
+# as a file: dependency, so that folder's own packages come first). Without npm the
 # recipe says what to install and the tests that need the folder skip (fail under CI).
-NODE_PACKAGES := tests/oidc_provider tests/graphql_clients clients/typescript
+NODE_PACKAGES := tests/oidc_provider tests/graphql_clients clients/typescript examples/agents/vercel_ai
 NODE_STAMPS := $(NODE_PACKAGES:%=%/node_modules/.installed)
+
+examples/agents/vercel_ai/node_modules/.installed: clients/typescript/node_modules/.installed
 
 %/node_modules/.installed: %/package.json %/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \

@@ -27,13 +27,13 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from signoff import clock
-from signoff.auditkey import signer_of
 from signoff.database import create_engine, create_sessionmaker
 from signoff.events import auditlog
+from signoff.evidence.audit_key import signer_of
+from signoff.evidence.sealing import decode_key, new_key_text
 from signoff.evidence.verify import entry_hash
 from signoff.migrate import migrate
 from signoff.models.base import new_id
-from signoff.sealing import decode_key, new_key_text
 
 BATCH = 10_000
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from signoff import audit_commands, logs
+from signoff import logs
 from signoff.config import Settings, load_audit_signer, load_sealer
 from signoff.constants import GC_THRESHOLDS, GIL_SWITCH_INTERVAL_SECONDS
 from signoff.database import (
@@ -24,9 +24,10 @@ from signoff.database import (
     is_unreachable,
 )
 from signoff.errors import SignoffError
+from signoff.evidence import commands as audit_commands
+from signoff.evidence.sealing import SealingError
 from signoff.migrate import migrate
 from signoff.models import Role
-from signoff.sealing import SealingError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -401,8 +402,8 @@ def _person_commands(actor_commands: argparse._SubParsersAction[argparse.Argumen
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> None:
-    from signoff.app import create_app
-    from signoff.serving import PortInUse, check_port_free, serve
+    from signoff.web.app import create_app
+    from signoff.web.serving import PortInUse, check_port_free, serve
 
     host, port = args.host or settings.host, args.port or settings.port
     try:

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from signoff import auditkey, sealing
-from signoff.auditkey import Signer
 from signoff.constants import (
     ARQ_QUEUE_DEFAULT,
     AUDIT_CHECKPOINT_RECORDS,
@@ -31,8 +29,10 @@ from signoff.constants import (
     WS_PING_INTERVAL_SECONDS,
 )
 from signoff.destinations import DestinationPolicy
+from signoff.evidence import audit_key, sealing
+from signoff.evidence.audit_key import Signer
+from signoff.evidence.sealing import Sealer
 from signoff.oidc_settings import OidcSettings
-from signoff.sealing import Sealer
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./signoff.db"
 
@@ -64,19 +64,19 @@ class Settings:
     # Origins (scheme://host[:port]) whose pages may call the API from a browser; none: only
     # pages served by Signoff itself.
     cors_origins: tuple[str, ...] = ()
-    # Persisted queries (signoff.persisted): a JSON file of sha256 -> document always
+    # Persisted queries (signoff.schema.serving.persisted): a JSON file of sha256 -> document always
     # known, and whether nothing else may run.
     persisted_queries_file: str | None = None
     persisted_queries_only: bool = False
-    # Seals webhook signing secrets at rest (signoff.sealing); every process sharing a
+    # Seals webhook signing secrets at rest (signoff.evidence.sealing); every process sharing a
     # database needs the same key. Unset: a key file, created on first use.
     secret_key: str | None = None
     secret_key_file: str = "signoff.key"
     # Off: audit records are kept but get no place in the verifiable log (no proofs, no
     # checkpoints) until a process with it on stamps them; for measuring what it costs.
     audit_log: bool = True
-    # Signs the audit log's checkpoints (signoff.auditkey); every process sharing a database
-    # needs the same key. Unset: a key file beside the database, created on first use.
+    # Signs the audit log's checkpoints (signoff.evidence.audit_key); every process sharing
+    # a database needs the same key. Unset: a key file beside the database, created on first use.
     audit_signing_key: str | None = None
     audit_signing_key_file: str | None = None
     # A checkpoint is signed once this many records or seconds have passed since the last.
@@ -353,8 +353,8 @@ def normalise_database_url(url: str) -> str:
 def load_audit_signer(settings: Settings) -> Signer:
     """The signer of this process's audit checkpoints."""
     key_file = settings.audit_signing_key_file
-    path = Path(key_file) if key_file else auditkey.default_key_file(settings.database_url)
-    return auditkey.load_signer(settings.audit_signing_key, path)
+    path = Path(key_file) if key_file else audit_key.default_key_file(settings.database_url)
+    return audit_key.load_signer(settings.audit_signing_key, path)
 
 
 def load_sealer(settings: Settings) -> Sealer:

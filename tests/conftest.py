@@ -23,10 +23,10 @@ from sqlmodel import SQLModel
 from starlette.applications import Starlette
 
 from signoff import clock
-from signoff.app import create_app
 from signoff.config import Settings, normalise_database_url
 from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.migrate import migrate
+from signoff.web.app import create_app
 from tests import zygote
 from tests.helpers import GraphQLClient
 from tests.live import Server, start_server

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from httpx import AsyncClient
 
-from signoff.sealing import new_key_text
+from signoff.evidence.sealing import new_key_text
 from tests.helpers import GraphQLClient, build_world
 from tests.processes import run_cli, signoff_env
 

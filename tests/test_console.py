@@ -31,13 +31,13 @@ from playwright.async_api import (
     expect,
 )
 
-from signoff import persisted
 from signoff.database import SessionMaker
 from signoff.errors import SignoffError
 from signoff.models import Role
-from signoff.pages import STATIC_DIR
 from signoff.resolvers.access.actors import set_actor_role
 from signoff.resolvers.core.work import UnitOfWork
+from signoff.schema.serving import persisted
+from signoff.web.pages import STATIC_DIR
 from tests.browser import browser, console_errors, offline_context, screenshot_path
 from tests.client.blocking_proxy import refusing_websockets
 from tests.conftest import ModuleServer

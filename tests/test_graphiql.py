@@ -14,8 +14,8 @@ from playwright.async_api import Browser, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from signoff.internals import core_schema
-from signoff.pages import STATIC_DIR
 from signoff.schema import build_schema
+from signoff.web.pages import STATIC_DIR
 from tests.browser import browser, console_errors, offline_context
 from tests.conftest import ModuleServer
 from tests.helpers import CREATE_QUEUE

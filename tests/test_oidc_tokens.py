@@ -27,13 +27,13 @@ from starlette.applications import Starlette
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from signoff.app import create_app
 from signoff.config import Settings
 from signoff.constants import OIDC_JWKS_REFETCH_SECONDS
 from signoff.database import SessionMaker, create_sessionmaker
 from signoff.errors import IdentityTokenRefused
 from signoff.models import Actor, AuditEvent, OidcIdentity
 from signoff.resolvers.access.provider import OpenIdProvider
+from signoff.web.app import create_app
 from tests.helpers import CREATE_QUEUE, GraphQLClient
 from tests.live import TRANSPORT_WS, Server, open_stream, open_transport_ws
 from tests.oidc.provider import OTHER_AUDIENCE, TestProvider, signing_key

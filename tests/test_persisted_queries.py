@@ -15,9 +15,9 @@ from httpx import ASGITransport, AsyncClient
 from starlette.applications import Starlette
 from websockets.exceptions import ConnectionClosed
 
-from signoff.app import create_app
 from signoff.config import Settings
-from signoff.persisted import document_hash, load_allow_list
+from signoff.schema.serving.persisted import document_hash, load_allow_list
+from signoff.web.app import create_app
 from tests.helpers import GraphQLClient
 from tests.live import open_transport_ws, serve_in_process
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 
 from signoff.config import Settings, parse_networks
 from signoff.constants import APPROVAL_LINK_RATE_LIMIT
-from signoff.sign_in import same_origin
+from signoff.web.sign_in import same_origin
 from tests.live import Server
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from signoff.sealing import new_key_text
+from signoff.evidence.sealing import new_key_text
 from tests.conftest import fresh_database
 from tests.processes import free_port, run_cli, serving, signoff_env
 from tests.readme_shell import page

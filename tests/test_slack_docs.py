@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from signoff.slack_actions import ACTIONS_PATH
+from signoff.web.slack_actions import ACTIONS_PATH
 from tests.processes import ROOT
 from tests.readme_shell import commands, page, sh_blocks
 

@@ -211,9 +211,9 @@ def _serve() -> None:
     import importlib
 
     for name in (
-        "signoff.app",
+        "signoff.web.app",
         "signoff.cli",
-        "signoff.serving",
+        "signoff.web.serving",
         "signoff.jobs.worker",
         # What uvicorn, SQLAlchemy and Alembic import only once they run.
         "uvicorn.protocols.websockets.websockets_sansio_impl",

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import clock
-from signoff.auditkey import Signer
+from signoff.evidence.audit_key import Signer
 from signoff.evidence.verify import (
     EXPORT_FORMAT,
     MerkleTree,

@@ -52,11 +52,11 @@ from signoff.internals import (
 )
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload, SocketWriter
-from signoff.persisted import PersistedQueries, Refused
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
 from signoff.schema.context import Context
 from signoff.schema.live import ScopeOf
+from signoff.schema.serving.persisted import PersistedQueries, Refused
 from signoff.schema.subscription import LiveEventsUnavailable
 
 logger = logging.getLogger("signoff.websocket")

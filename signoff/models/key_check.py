@@ -11,7 +11,7 @@ from signoff.models.base import time_field
 
 # The purpose of the one key Signoff seals with today: webhook signing secrets.
 SIGNING_SECRETS = "signing-secrets"
-# The key that signs the audit log's checkpoints (``signoff.auditkey``).
+# The key that signs the audit log's checkpoints (``signoff.evidence.audit_key``).
 AUDIT_SIGNING = "audit-signing"
 
 

@@ -72,8 +72,11 @@ async def test_the_python_examples_run_as_printed(refunds: Stage) -> None:
     registered = await refunds.gql(mutation, {}, refunds.world.admin)
     assert registered["registerTarget"]["target"]["agentExecutes"] is True
     scripts, printed = fenced(text, "python"), fenced(text, "text")
-    assert len(scripts) == 3 and len(printed) == 4
-    for script, output in zip(scripts, printed[:3], strict=True):
+    assert len(scripts) == 4 and len(printed) == 5
+    # In the page's order: three Python examples, the JavaScript one, then the recipes'
+    # statement of the target they need.
+    python_printed = [*printed[:3], printed[4]]
+    for script, output in zip(scripts, python_printed, strict=True):
         assert await run_script(refunds, script) == output.splitlines()
     (javascript,) = fenced(text, "js")
     assert await run_node(refunds, javascript) == printed[3].splitlines()

@@ -19,10 +19,10 @@ from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from signoff.app import create_app
 from signoff.config import Settings
 from signoff.database import create_engine, create_sessionmaker
 from signoff.migrate import migrate
+from signoff.web.app import create_app
 from tests.concurrency.test_races import codes_of, reviewers
 from tests.conftest import fresh_database, requires_postgres
 from tests.helpers import CLAIM, DECIDE, GraphQLClient, build_world

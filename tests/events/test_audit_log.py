@@ -14,11 +14,11 @@ import pytest
 import sqlalchemy as sa
 from httpx import ASGITransport, AsyncClient
 
-from signoff.app import create_app
-from signoff.auditkey import signer_of
 from signoff.config import Settings
 from signoff.database import SessionMaker
 from signoff.events import auditlog, feed
+from signoff.evidence.audit_key import signer_of
+from signoff.evidence.sealing import decode_key
 from signoff.evidence.verify import (
     entry_hash,
     load_public_key,
@@ -30,7 +30,7 @@ from signoff.models import AuditEvent, ChangeEvent
 from signoff.resolvers.core.audit import audit_tree
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.sealing import decode_key
+from signoff.web.app import create_app
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, build_world
 

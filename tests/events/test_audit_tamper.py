@@ -16,16 +16,16 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.auditkey import signer_of
 from signoff.database import SessionMaker
 from signoff.events import auditlog, feed
 from signoff.evidence import verify
+from signoff.evidence.audit_key import signer_of
+from signoff.evidence.sealing import decode_key, new_key_text
 from signoff.evidence.verify import Verdict, entry_hash
 from signoff.models import Incident
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork, WorkMaker
 from signoff.resolvers.delivery.reconciliation import reconcile
-from signoff.sealing import decode_key, new_key_text
 
 SIGNER = signer_of(decode_key(os.environ["SIGNOFF_AUDIT_SIGNING_KEY"]))
 KEY = verify.load_public_key(SIGNER.public_key)

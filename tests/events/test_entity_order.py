@@ -25,6 +25,7 @@ from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.events import feed
 from signoff.events.hub import Change, EventHub, MemoryTransport
 from signoff.events.service import EventService
+from signoff.evidence.sealing import Sealer
 from signoff.models import ApprovalMode, ChangeEvent, Decision, Role
 from signoff.resolvers.access.actors import authenticate, create_token
 from signoff.resolvers.access.rules import Viewer
@@ -34,7 +35,6 @@ from signoff.resolvers.approval.queues import create_queue
 from signoff.resolvers.approval.tasks import claim_task, release_task
 from signoff.resolvers.core.work import Services, WorkMaker
 from signoff.resolvers.targets.targets import register_target
-from signoff.sealing import Sealer
 
 SKEW = timedelta(seconds=5)
 T = TypeVar("T")

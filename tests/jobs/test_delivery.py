@@ -18,11 +18,11 @@ from sqlmodel import select
 from signoff import clock
 from signoff.database import create_sessionmaker
 from signoff.digest import canonical_json
+from signoff.evidence.sealing import Sealer, decode_key, new_key_text
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import DeadLetter, DeliveryAttempt, Incident, IncidentState, Role
 from signoff.resolvers.core.work import Services as WorkServices
 from signoff.resolvers.core.work import WorkMaker
-from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.conftest import Worker
 from tests.receivers import Answer, Receiver, serve

@@ -17,11 +17,12 @@ from arq.connections import RedisSettings
 from arq.worker import Worker
 
 from signoff import clock
-from signoff.auditkey import signer_of
 from signoff.config import Settings
 from signoff.constants import WAKE_BUCKET_SECONDS
 from signoff.database import SessionMaker
 from signoff.errors import AuditKeyMismatch, SecretKeyMismatch
+from signoff.evidence.audit_key import signer_of
+from signoff.evidence.sealing import Sealer, decode_key, new_key_text
 from signoff.jobs.worker import (
     ArqJobs,
     ResilientWorker,
@@ -31,7 +32,6 @@ from signoff.jobs.worker import (
     sweeps,
 )
 from signoff.resolvers.core.key_check import verify_audit_key, verify_secret_key
-from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.conftest import REDIS_URL, requires_redis
 from tests.helpers import GraphQLClient, World, build_world
 from tests.jobs.test_delivery import RETRY, approved, read

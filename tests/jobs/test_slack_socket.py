@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 
-from signoff.app import create_app
 from signoff.config import Settings
 from signoff.jobs.slack_socket import SlackSocket
 from signoff.jobs.worker import shutdown, startup
 from signoff.resolvers.reach.slack_interactions import SlackInteractions
+from signoff.web.app import create_app
 from tests.fake_slack import FakeSlack, serve_slack
 from tests.helpers import GraphQLClient
 from tests.jobs.conftest import Worker

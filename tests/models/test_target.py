@@ -6,9 +6,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from signoff.database import SessionMaker
+from signoff.evidence.sealing import Sealer, decode_key, new_key_text
 from signoff.models import Actor, ApprovalMode, Role, Target
 from signoff.resolvers.targets.targets import new_signing_secret
-from signoff.sealing import Sealer, decode_key, new_key_text
 
 
 async def test_the_longest_sealed_signing_secret_fits_its_column(

@@ -8,15 +8,15 @@ import os
 
 import pytest
 
-from signoff.auditkey import signer_of
 from signoff.database import SessionMaker
 from signoff.errors import AuditKeyMismatch, SecretKeyMismatch
 from signoff.events import auditlog, feed
+from signoff.evidence.audit_key import signer_of
+from signoff.evidence.sealing import Sealer, decode_key, new_key_text
 from signoff.models import SIGNING_SECRETS, KeyCheck
 from signoff.resolvers.core.key_check import verify_audit_key, verify_secret_key
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.sealing import Sealer, decode_key, new_key_text
 from tests.helpers import GraphQLClient, build_world
 
 

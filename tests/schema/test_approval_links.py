@@ -22,9 +22,9 @@ from signoff.models import (
     Role,
 )
 from signoff.models.proposal import payload_digest_of
-from signoff.ratelimit import RateLimiter
 from signoff.resolvers.access.actors import disable_actor, revoke_actor_tokens
 from signoff.resolvers.core.work import WorkMaker
+from signoff.web.ratelimit import RateLimiter
 from tests.helpers import GraphQLClient, World, build_world
 
 CREATE_LINK = """

@@ -13,11 +13,11 @@ from httpx import ASGITransport, AsyncClient
 from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
 
-from signoff.app import create_app
 from signoff.config import Settings
 from signoff.database import SessionMaker, database_condition
 from signoff.models import Role
 from signoff.schema.errors import describe
+from signoff.web.app import create_app
 from tests.conftest import PG_URL
 from tests.helpers import CREATE_QUEUE, GraphQLClient
 

@@ -13,12 +13,12 @@ from graphql import parse
 from httpx import ASGITransport, AsyncClient
 from starlette.applications import Starlette
 
-from signoff.app import create_app
 from signoff.config import Settings
 from signoff.constants import QUERY_MAX_ALIASES, QUERY_MAX_DEPTH, QUERY_MAX_TOKENS
 from signoff.models import Role
 from signoff.schema import build_schema
 from signoff.schema.serving.limits import limits_refusal
+from signoff.web.app import create_app
 from tests.helpers import GraphQLClient
 
 SCHEMA = build_schema()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from signoff.ratelimit import RateLimiter
+from signoff.web.ratelimit import RateLimiter
 
 
 class Clock:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from signoff import sealing
-from signoff.sealing import Sealer, SealingError, decode_key, load_sealer, new_key_text
+from signoff.evidence import sealing
+from signoff.evidence.sealing import Sealer, SealingError, decode_key, load_sealer, new_key_text
 
 
 def test_a_sealed_secret_opens_with_its_key_only() -> None:

@@ -98,7 +98,12 @@ export class Signoff {
   proposal(id: string): Promise<ProposalState>;
   wait(
     proposal: { id: string; cursor?: string | null },
-    options?: { timeoutMs?: number; until?: "decision" | "final" },
+    options?: {
+      timeoutMs?: number;
+      until?: "decision" | "final";
+      /** Told each event the wait receives over graphql-ws. */
+      onEvent?: (event: { cursor: string; kind: string }) => void;
+    },
   ): Promise<Outcome>;
   execute<T>(
     proposal: Proposal | ProposalState,

@@ -195,8 +195,9 @@ export class Signoff {
    * The proposal's decision (or, once `until` is "final", how it ended): read off its
    * state at once when it is already there, else followed over graphql-ws from the last
    * cursor seen, reconnecting after a dropped socket without losing an event.
+   * `onEvent` is told each event the wait receives (its cursor and kind).
    */
-  async wait(proposal, { timeoutMs, until = "decision" } = {}) {
+  async wait(proposal, { timeoutMs, until = "decision", onEvent } = {}) {
     const settled = (state) => {
       const outcome = outcomeOf(state);
       if (!outcome) return null;
@@ -230,6 +231,7 @@ export class Signoff {
             if (frame.errors?.length) throw errorFrom(frame.errors[0]);
             const event = frame.data.proposalEvents;
             cursor = event.cursor;
+            onEvent?.({ cursor: event.cursor, kind: event.kind });
             if (event.proposal) state = event.proposal;
             const outcome = settled(state);
             if (outcome) return outcome;
@@ -300,8 +302,14 @@ async function* withDeadline(iterable, deadline) {
       const timedOut = new Promise((resolve) => {
         timer = setTimeout(() => resolve({ done: true, value: undefined }), Math.min(left, 2 ** 31 - 1));
       });
-      const next = await Promise.race([iterator.next(), timedOut]);
-      clearTimeout(timer);
+      let next;
+      try {
+        next = await Promise.race([iterator.next(), timedOut]);
+      } finally {
+        // Also when next() rejects (the socket closed): a timer left running for the rest
+        // of the deadline would keep Node alive after the wait returned.
+        clearTimeout(timer);
+      }
       if (next.done) return;
       yield next.value;
     }

@@ -23,6 +23,17 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from signoff_client import Applied, AsyncSignoff
 from signoff_client.pydantic_ai import SignoffApprovals
+from signoff_client.targets import TargetNeeds, TargetNotReady, register_target, require_target
+
+REFUND = {
+    "type": "object",
+    "properties": {"amount": {"type": "integer", "minimum": 1}, "currency": {"type": "string"}},
+    "required": ["amount", "currency"],
+}
+# What this recipe needs of its target (README.md says it in words): a reviewer deciding
+# every refund, with no approval policy; amendments the agent accepts before they are
+# decided; Signoff delivering what is approved to a url.
+NEEDS = TargetNeeds(input_schema=REFUND)
 
 
 def plan(ticket: str) -> dict[str, Any]:
@@ -73,13 +84,29 @@ async def handle(signoff: AsyncSignoff, target: str, ticket: str) -> str:
 
 async def main(target: str, tickets: list[str]) -> None:
     async with AsyncSignoff.from_env() as signoff:
+        await require_target(signoff, target, NEEDS)
         for done in asyncio.as_completed([handle(signoff, target, t) for t in tickets]):
             print(await done, flush=True)
 
 
+async def register(target: str, queue: str | None, url: str | None) -> None:
+    """Register the target this recipe needs (SIGNOFF_TOKEN: an admin's token)."""
+    async with AsyncSignoff.from_env() as signoff:
+        print((await register_target(signoff, target, NEEDS, queue=queue, url=url)).line())
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("step", nargs="?", choices=["register"], help="register its target")
     parser.add_argument("--target", required=True, help="the target's name")
-    parser.add_argument("--ticket", action="append", required=True, help="a ticket id")
+    parser.add_argument("--queue", help="register: the slug of the queue reviewing it")
+    parser.add_argument("--url", help="register: where approved refunds are delivered")
+    parser.add_argument("--ticket", action="append", default=[], help="a ticket id")
     args = parser.parse_args()
-    asyncio.run(main(args.target, args.ticket))
+    step = (
+        register(args.target, args.queue, args.url) if args.step else main(args.target, args.ticket)
+    )
+    try:
+        asyncio.run(step)
+    except TargetNotReady as missing:
+        raise SystemExit(missing.message) from None

@@ -19,6 +19,7 @@ from sqlmodel import col, select
 from signoff import clock
 from signoff.constants import CONSOLE_SESSION_PREFIX
 from signoff.errors import ActorDisabled, SignoffError, Unauthenticated
+from signoff.evidence.sealing import Sealer
 from signoff.models import Actor, ChangeKind, ConsoleSession, OidcIdentity, QueueMembership
 from signoff.resolvers.access.actors import hash_token
 from signoff.resolvers.access.identities import claimed, sign_in
@@ -27,7 +28,6 @@ from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core.actor_lifecycle import ACTOR_ACCESS
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import WorkMaker
-from signoff.sealing import Sealer
 
 ENDED = "Your console session has ended; sign in again."
 

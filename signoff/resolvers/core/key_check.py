@@ -11,10 +11,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff.auditkey import Signer
 from signoff.errors import AuditKeyMismatch, SecretKeyMismatch
+from signoff.evidence.audit_key import Signer
+from signoff.evidence.sealing import Sealer, SealingError
 from signoff.models import AUDIT_SIGNING, SIGNING_SECRETS, AuditCheckpoint, KeyCheck, Target
-from signoff.sealing import Sealer, SealingError
 
 
 async def verify_secret_key(*, session: AsyncSession, sealer: Sealer) -> None:

@@ -26,7 +26,7 @@ from signoff import clock
 from signoff.constants import DELIVER_JOB_ID, NOTIFY_JOB_ID, WAKE_BUCKET_SECONDS, WAKE_JOB_ID
 from signoff.database import SessionMaker
 from signoff.destinations import DestinationPolicy
-from signoff.sealing import Sealer
+from signoff.evidence.sealing import Sealer
 
 logger = logging.getLogger("signoff.work")
 

@@ -18,6 +18,7 @@ from sqlalchemy import exists, func, tuple_, union_all, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff.evidence.sealing import SealingError
 from signoff.models import Approval, Decision, Proposal, ProposalState, Target
 from signoff.models.proposal import payload_digest_of
 from signoff.resolvers.core import lifecycles
@@ -28,7 +29,6 @@ from signoff.resolvers.delivery.due import due, due_rows
 from signoff.resolvers.delivery.outcomes import refuse_attempt, start_attempts
 from signoff.resolvers.targets.circuit import accepting
 from signoff.resolvers.targets.limits import Allowance, allowance, rate_available_after, share
-from signoff.sealing import SealingError
 
 SIGNING_SECRET_UNREADABLE = "SIGNING_SECRET_UNREADABLE"
 logger = logging.getLogger("signoff.delivery")
