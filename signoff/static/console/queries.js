@@ -41,7 +41,13 @@ export const LOAD_TASK = `query Task($id: ID!) {
       agentExecutes executor executionStartedAt executedBy { name } result
       target { name url method }
       proposedBy { name }
-      approvals { id decision reason createdAt payloadDigest approver { name } }
+      revision
+      approvals { id decision reason createdAt payloadDigest revision approver { name } }
+      viewerStanding {
+        decision decidedAs mayApprove mayReject
+        approveRefusal { code message }
+        rejectRefusal { code message }
+      }
       attempts { id attemptNumber responseClass statusCode errorCode durationMs startedAt }
     }
   }
