@@ -49,3 +49,25 @@ def test_the_bundle_needs_no_eval_and_exports_what_the_console_imports() -> None
             imported |= {name.strip() for name in names.split(",") if name.strip()}
     assert imported, "no console module imports the vendored bundle"
     assert imported <= exports, imported - exports
+
+
+UPLOT = ("uPlot.esm.js", "uPlot.min.css")
+
+
+def test_uplot_is_the_files_and_version_the_readme_names() -> None:
+    for name in UPLOT:
+        digest = hashlib.sha256((VENDOR / name).read_bytes()).hexdigest()
+        assert f"{digest}  {name}" in README
+    (version,) = set(re.findall(r"uplot@(\d+\.\d+\.\d+)", README))
+    assert f"(v{version})" in (VENDOR / "uPlot.esm.js").read_text(encoding="utf-8")[:400]
+    assert f"npm pack uplot@{version} " in README
+    assert f"uplot-{version}.tgz" in README
+    assert "MIT License" in (VENDOR / "LICENSE.uplot").read_text(encoding="utf-8")
+
+
+def test_uplot_needs_no_eval_and_writes_no_style_attribute() -> None:
+    """Under the pages' CSP a ``style`` attribute or element could be refused; uPlot sets
+    styles through the CSSOM, which the policy does not govern."""
+    text = (VENDOR / "uPlot.esm.js").read_text(encoding="utf-8")
+    assert not re.search(r"\beval\(|new Function\(|setAttribute\(|innerHTML|cssText", text)
+    assert "export { uPlot as default };" in text

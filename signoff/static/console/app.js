@@ -10,7 +10,8 @@ import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
 import { ask, focusHeading, listen, loadTasks, say, sortedTasks, state } from "./store.js";
-import { OperationsView, leaveOperations, showOperations } from "./views/operations.js";
+import { IncidentView, incidentEvent, leaveIncident, showIncident } from "./views/incident.js";
+import { OperationsView, leaveOperations, operationsEvent, showOperations } from "./views/operations.js";
 import { SignInView, focusSignIn } from "./views/sign-in.js";
 import { TaskView, onTaskPage, refreshTask, rejectFromKeyboard, showTask } from "./views/task.js";
 import { TasksView, showTasks } from "./views/tasks.js";
@@ -26,7 +27,7 @@ const liveStatus = document.getElementById("live");
 const who = document.getElementById("who");
 const help = document.getElementById("help");
 
-const VIEWS = { tasks: TasksView, task: TaskView, operations: OperationsView };
+const VIEWS = { tasks: TasksView, task: TaskView, operations: OperationsView, incident: IncidentView };
 
 function Screen() {
   if (signInScreen) {
@@ -101,6 +102,7 @@ async function signOut(message) {
   state.tasks.clear();
   state.versions.clear();
   leaveOperations();
+  leaveIncident();
   if (window.location.hash) history.replaceState(null, "", window.location.pathname);
   let endSessionUrl = null;
   if (session) {
@@ -134,6 +136,7 @@ function route() {
   if (!state.token) return;
   state.route = parse();
   if (state.route.name !== "operations") leaveOperations();
+  if (state.route.name !== "incident") leaveIncident();
   if (state.route.name === "task") {
     showTask(state.route.params.id);
     return;
@@ -142,18 +145,26 @@ function route() {
     showOperations();
     return;
   }
+  if (state.route.name === "incident") {
+    showIncident(state.route.params.id);
+    return;
+  }
   showTasks(state.route.params.queue);
   focusHeading();
 }
 
-// A live event draws again what it concerns: the task page of its task or proposal, or
-// the list; the operations page stays as it is.
+// A live event draws again what it concerns: the task page of its task or proposal, the
+// list, the operations page's figures, or the incident page of its proposal.
 function followEvent(event) {
   const shown = state.openTask;
   if (shown && (event.entityId === shown.id || (shown.proposal && event.proposalId === shown.proposal.id))) {
     refreshTask(shown.id);
   } else if (!shown && state.route.name === "tasks") {
     redraw();
+  } else if (state.route.name === "operations") {
+    operationsEvent(event);
+  } else if (state.route.name === "incident") {
+    incidentEvent(event);
   }
 }
 

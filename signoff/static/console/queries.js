@@ -53,12 +53,20 @@ export const LOAD_TASK = `query Task($id: ID!) {
   }
 }`;
 
+const DECISION_TIMES = "count p50Seconds p90Seconds p99Seconds";
+
 export const LOAD_OPERATIONS = `query Operations {
+  changeFeedCursor
   operationsSnapshot {
     generatedAt
     proposalsByState { state count }
     openIncidents { severity count }
     humanTasks { pending inFlight retrying }
+  }
+  operationsStatistics {
+    since until
+    hours { start decided applied openIncidents timeToDecision { ${DECISION_TIMES} } }
+    timeToDecision { ${DECISION_TIMES} }
   }
   incidents(first: 20) {
     nodes {
@@ -66,6 +74,25 @@ export const LOAD_OPERATIONS = `query Operations {
       proposal { id state deliveryTerminal }
     }
   }
+}`;
+
+export const LOAD_INCIDENT = `query Incident($id: ID!) {
+  changeFeedCursor
+  incident(id: $id) {
+    id title severity state category summary occurrenceCount lastErrorCode
+    firstSeenAt lastSeenAt acknowledgedAt resolvedAt resolutionCode resolutionSummary
+    proposal {
+      id state actionCode subject lastErrorCode deliveryTerminal deliveryAttemptCount
+      createdAt decidedAt appliedAt agentExecutes task { id }
+    }
+    target { id name circuitState consecutiveFailures lastError pausedAt retiredAt }
+    auditTrail { id action targetType createdAt details actor { name } }
+  }
+}`;
+
+// Incidents opened, recurring, acknowledged, retried, resolved (operators and admins).
+export const INCIDENT_EVENTS = `subscription Incidents($after: String) {
+  incidentEvents(after: $after) { cursor kind entityType entityId entityVersion }
 }`;
 
 export const CLAIM = `mutation Claim($id: ID!) { claimTask(input: { taskId: $id }) { id state } }`;

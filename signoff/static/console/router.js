@@ -6,6 +6,7 @@
 //   #/queue/<id>        the task list of one queue
 //   #/task/<id>         one task and its proposal
 //   #/operations        the operations page (operators and admins)
+//   #/incident/<id>     one incident: its timeline, what it concerns, its moves
 //
 // Any route may carry a query (`#/queue/<id>?sort=due`): `route.query` is its
 // URLSearchParams.
@@ -14,6 +15,7 @@ const ROUTES = [
   { name: "task", pattern: /^\/task\/([\w-]+)$/, params: ["id"] },
   { name: "queue", pattern: /^\/queue\/([\w-]+)$/, params: ["queue"] },
   { name: "operations", pattern: /^\/operations$/, params: [] },
+  { name: "incident", pattern: /^\/incident\/([\w-]+)$/, params: ["id"] },
   { name: "tasks", pattern: /^\/?$/, params: [] },
 ];
 
@@ -38,6 +40,7 @@ export function href(name, params = {}, query = null) {
   let path;
   if (name === "task") path = `#/task/${params.id}`;
   else if (name === "operations") path = "#/operations";
+  else if (name === "incident") path = `#/incident/${params.id}`;
   else path = params.queue ? `#/queue/${params.queue}` : "#/";
   const search = query ? String(query) : "";
   return search ? `${path}?${search}` : path;

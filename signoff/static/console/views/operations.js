@@ -1,18 +1,20 @@
-// The operations page (operators and admins): proposals by state, open incidents, the
-// task backlog, and the recent incidents with the moves their state allows.
+// The operations page (operators and admins): proposals by state, open incidents, the task
+// backlog, the last day's charts, and the recent incidents with the moves their state
+// allows. It stays live: a change in a queue (from the console's feed) or to an incident
+// (from the incidents' feed) loads the figures again.
 
+import { HourChart } from "../charts.js";
 import { Badge, When, html } from "../components.js";
+import { IncidentActions, coalesced, followIncidents, forgetMoves, working } from "../incidents.js";
 import { Layout } from "../nav.js";
-import { ACKNOWLEDGE_INCIDENT, LOAD_OPERATIONS, RESOLVE_INCIDENT, RETRY_INCIDENT } from "../queries.js";
+import { LOAD_OPERATIONS } from "../queries.js";
 import { STAFF } from "../roles.js";
-import { ask, focusHeading, redraw, refused, role, say, state } from "../store.js";
-
-// An incident's moves (signoff/resolvers/lifecycles.py): acknowledge from OPEN; retry and
-// resolve from OPEN or ACKNOWLEDGED; a RESOLVED one takes none of them.
-const UNRESOLVED = new Set(["OPEN", "ACKNOWLEDGED"]);
+import { href } from "../router.js";
+import { ask, focusHeading, redraw, refused, role, state } from "../store.js";
 
 let shown = null; // what the page was last drawn from: { data } or { forbidden: true }
-const busy = new Set(); // incidents with a move on its way: their controls wait for it
+let stopFollowing = null;
+const reload = coalesced(() => load());
 
 /** Load the page and draw it; `focusIncident` keeps the keyboard on a row just worked. */
 export async function showOperations(focusIncident = null) {
@@ -23,19 +25,33 @@ export async function showOperations(focusIncident = null) {
     focusHeading();
     return;
   }
+  if (!(await load())) return;
+  const row = focusIncident && document.querySelector(`[data-incident-id="${CSS.escape(focusIncident)}"]`);
+  if (row) row.focus();
+  else focusHeading();
+}
+
+/** Read the figures and draw them; false when the page is no longer wanted (or refused). */
+async function load() {
   let data;
   try {
     data = await ask(LOAD_OPERATIONS);
   } catch (failure) {
     refused(failure);
-    return;
+    return false;
   }
-  if (state.route.name !== "operations") return; // moved on meanwhile
+  if (state.route.name !== "operations") return false; // moved on meanwhile
   shown = { data };
+  // Incidents are followed from the cursor of the first load; queue events come through
+  // the console's own feed (`operationsEvent`).
+  if (!stopFollowing) stopFollowing = followIncidents(data.changeFeedCursor, reload);
   redraw();
-  const row = focusIncident && document.querySelector(`[data-incident-id="${CSS.escape(focusIncident)}"]`);
-  if (row) row.focus();
-  else focusHeading();
+  return true;
+}
+
+/** A change in one of the queues: the figures it moves are loaded again. */
+export function operationsEvent() {
+  if (shown && shown.data) reload();
 }
 
 export function OperationsView() {
@@ -48,9 +64,9 @@ export function OperationsView() {
   <//>`;
 }
 
-function Counts({ rows, by }) {
-  return html`<ul class="counts">
-    ${rows.map((r) => html`<li key=${r[by]}><${Badge} value=${r[by]} /> ${r.count}</li>`)}
+function Counts({ rows, by, label }) {
+  return html`<ul class="counts" aria-label=${label}>
+    ${rows.map((r) => html`<li key=${r[by]} data-key=${r[by]}><${Badge} value=${r[by]} /> <span class="number">${r.count}</span></li>`)}
   </ul>`;
 }
 
@@ -58,13 +74,14 @@ function Overview({ data }) {
   const snapshot = data.operationsSnapshot;
   const tasks = snapshot.humanTasks;
   return html`
-    <p>As of <${When} iso=${snapshot.generatedAt} /></p>
+    <p>As of <${When} iso=${snapshot.generatedAt} /> · updates live</p>
     <h3>Proposals by state</h3>
-    <${Counts} rows=${snapshot.proposalsByState} by="state" />
+    <${Counts} rows=${snapshot.proposalsByState} by="state" label="Proposals by state" />
     <h3>Open incidents</h3>
-    <${Counts} rows=${snapshot.openIncidents} by="severity" />
+    <${Counts} rows=${snapshot.openIncidents} by="severity" label="Open incidents by severity" />
     <h3>Tasks</h3>
-    <p>${`${tasks.pending} open, ${tasks.inFlight} claimed, ${tasks.retrying} with a lapsed claim`}</p>
+    <p class="tasks-backlog">${`${tasks.pending} open, ${tasks.inFlight} claimed, ${tasks.retrying} with a lapsed claim`}</p>
+    <${LastDay} statistics=${data.operationsStatistics} />
     <h3>Recent incidents</h3>
     ${data.incidents.nodes.length
       ? html`<ul class="incidents">
@@ -74,88 +91,73 @@ function Overview({ data }) {
   `;
 }
 
+function seconds(value) {
+  return value === null ? null : Math.round(value * 10) / 10;
+}
+
+function LastDay({ statistics }) {
+  const { hours, timeToDecision: overall } = statistics;
+  const decidedIn = overall.count
+    ? `${overall.count} decided; half within ${seconds(overall.p50Seconds)} s, 90% within ${seconds(overall.p90Seconds)} s, 99% within ${seconds(overall.p99Seconds)} s.`
+    : "Nothing decided.";
+  return html`<section class="last-day" aria-labelledby="last-day">
+    <h3 id="last-day">The last 24 hours</h3>
+    <p>${decidedIn}</p>
+    <div class="charts">
+      <${HourChart}
+        id="chart-throughput"
+        title="Proposals per hour"
+        unit="proposals"
+        hours=${hours}
+        series=${[
+          { label: "Decided", value: (h) => h.decided, colour: "#0b57a4", swatch: "swatch-blue" },
+          { label: "Applied", value: (h) => h.applied, colour: "#11643a", swatch: "swatch-green", dash: [6, 3] },
+        ]}
+      />
+      <${HourChart}
+        id="chart-decision-time"
+        title="Time to decision"
+        unit="seconds"
+        hours=${hours}
+        series=${[
+          { label: "p50", value: (h) => seconds(h.timeToDecision.p50Seconds), colour: "#0b57a4", swatch: "swatch-blue" },
+          { label: "p90", value: (h) => seconds(h.timeToDecision.p90Seconds), colour: "#a35200", swatch: "swatch-orange", dash: [6, 3] },
+          { label: "p99", value: (h) => seconds(h.timeToDecision.p99Seconds), colour: "#a3201c", swatch: "swatch-red", dash: [2, 3] },
+        ]}
+      />
+      <${HourChart}
+        id="chart-incidents"
+        title="Open incidents"
+        unit="incidents"
+        hours=${hours}
+        series=${[{ label: "Open at the hour's end", value: (h) => h.openIncidents, colour: "#a3201c", swatch: "swatch-red" }]}
+      />
+    </div>
+  </section>`;
+}
+
 function IncidentRow({ incident }) {
-  const working = busy.has(incident.id);
-  return html`<li class="incident" data-incident-id=${incident.id} tabindex="-1" aria-busy=${working ? "true" : null}>
+  return html`<li class="incident" data-incident-id=${incident.id} tabindex="-1" aria-busy=${working(incident.id) ? "true" : null}>
     <div class="incident-what">
       <${Badge} value=${incident.severity} />
       <${Badge} value=${incident.state} />
-      <span class="incident-title">${incident.title}</span>
+      <a class="incident-title" href=${href("incident", { id: incident.id })}>${incident.title}</a>
       <span class="count">×${incident.occurrenceCount}, last <${When} iso=${incident.lastSeenAt} /></span>
       ${incident.resolutionCode ? html`<code>${incident.resolutionCode}</code>` : null}
     </div>
-    <${IncidentActions} incident=${incident} working=${working} />
+    <${IncidentActions} incident=${incident} after=${showOperationsIfShown} />
   </li>`;
 }
 
-// Only the moves the incident's state allows, and only for roles that may make them. Each
-// button's idempotency key is made when it is drawn, so a second press of the same button
-// (before it is disabled) replays the first rather than acting twice.
-function IncidentActions({ incident, working }) {
-  if (!STAFF.has(role()) || !UNRESOLVED.has(incident.state)) return null;
-  const incidentId = incident.id;
-  const buttons = [];
-  if (incident.state === "OPEN") {
-    const input = { incidentId, idempotencyKey: crypto.randomUUID() };
-    const acknowledge = () => workIncident(ACKNOWLEDGE_INCIDENT, input, "Acknowledged.");
-    buttons.push(html`<button type="button" class="acknowledge" disabled=${working} onClick=${acknowledge}>Acknowledge</button>`);
-  }
-  const proposal = incident.proposal;
-  if (proposal && proposal.state === "FAILED" && proposal.deliveryTerminal) {
-    const input = { incidentId, idempotencyKey: crypto.randomUUID() };
-    const retry = () => workIncident(RETRY_INCIDENT, input, "Retried: the delivery is queued again.");
-    buttons.push(html`<button type="button" class="retry" disabled=${working} onClick=${retry}>Retry delivery</button>`);
-  }
-  const codeId = `resolve-code-${incidentId}`;
-  const summaryId = `resolve-summary-${incidentId}`;
-  const resolveKey = crypto.randomUUID();
-  const resolve = (event) => {
-    event.preventDefault();
-    const form = event.target;
-    const input = {
-      incidentId,
-      code: form.querySelector("input").value.trim(),
-      summary: form.querySelector("textarea").value.trim(),
-      idempotencyKey: resolveKey,
-    };
-    workIncident(RESOLVE_INCIDENT, input, "Resolved.");
-  };
-  return html`<div class="incident-actions">
-    ${buttons.length ? html`<div class="buttons">${buttons}</div>` : null}
-    <details class="resolve">
-      <summary>Resolve…</summary>
-      <form class="decide" onSubmit=${resolve}>
-        <label for=${codeId}>Resolution code</label>
-        <input id=${codeId} type="text" disabled=${working} required pattern="[a-z][a-z0-9_]{1,63}" placeholder="receiver_fixed" aria-describedby=${`${codeId}-help`} />
-        <p id=${`${codeId}-help`} class="hint">2 to 64 lowercase letters, digits or underscores, starting with a letter.</p>
-        <label for=${summaryId}>What was done (3 to 2,000 characters)</label>
-        <textarea id=${summaryId} disabled=${working} rows="2" required minlength="3" maxlength="2000"></textarea>
-        <div class="buttons"><button type="submit" class="primary" disabled=${working}>Resolve</button></div>
-      </form>
-    </details>
-  </div>`;
+async function showOperationsIfShown(incidentId) {
+  if (state.route.name === "operations") await showOperations(incidentId);
 }
 
-// One move on one incident: its controls are disabled until the answer comes (no second
-// submission), then the page is drawn again from the server, showing the new state or,
-// after a refusal, the state as it is, under the refusal's sentence.
-async function workIncident(mutation, input, done) {
-  if (busy.has(input.incidentId)) return;
-  busy.add(input.incidentId);
-  redraw();
-  try {
-    await ask(mutation, { input });
-    say(done, "ok");
-  } catch (failure) {
-    refused(failure);
-  }
-  // The controls wait for the page drawn from the server's answer.
-  busy.delete(input.incidentId);
-  if (state.token && state.route.name === "operations") await showOperations(input.incidentId);
-}
-
-/** Forget the page's data (signed out, or left): the next visit loads it afresh. */
+/** Forget the page (signed out, or left): stop following, the next visit loads afresh. */
 export function leaveOperations() {
   shown = null;
-  busy.clear();
+  reload.cancel();
+  if (stopFollowing) stopFollowing();
+  stopFollowing = null;
+  forgetMoves();
 }
