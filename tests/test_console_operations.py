@@ -285,6 +285,7 @@ async def test_the_operations_page_stays_live_and_charts_the_last_day(
             charts = page.locator("figure.chart")
             await expect(charts).to_have_count(3)
             await expect(charts.locator("canvas")).to_have_count(3)
+            await expect(page.locator("main .loading")).to_have_count(0)  # drawn, not stale
             await expect(page.locator(".last-day")).to_contain_text("1 decided; half within")
             assert await column_total(page, "chart-throughput", 1) == 1  # decided
             assert (

@@ -42,8 +42,12 @@ function Screen() {
   return html`<${View} />`;
 }
 
+let drawn = false; // the page's own "Loading…" is not Preact's: the first draw replaces it
+
 /** Draw the current view (synchronously: callers read and focus what it drew). */
 function redraw() {
+  if (!drawn) main.replaceChildren();
+  drawn = true;
   render(html`<${Screen} />`, main);
 }
 

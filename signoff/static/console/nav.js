@@ -7,7 +7,7 @@ import { href } from "./router.js";
 import { role, state } from "./store.js";
 
 export function QueueNav() {
-  const onOperations = state.route.name === "operations";
+  const onOperations = state.route.name === "operations" || state.route.name === "incident";
   const all = [{ id: null, name: "All my queues" }, ...state.queues];
   return html`<nav class="queues" aria-label="Queues">
     <h2 class="nav-title">Queues</h2>
