@@ -89,14 +89,14 @@ async def _work_it_from_its_page(
         await open_incident_page(page, server, incident["id"])
         await page.evaluate("window.sameDocument = true")
         await expect(page.locator(".work h2")).to_contain_text("failed terminally")
-        await expect(page.locator(".incident-what .badge-open")).to_have_text("OPEN")
+        await expect(page.locator(".incident-what .badge-open")).to_have_text("Open")
         actions = [
             await li.get_attribute("data-action") for li in await timeline_actions(page).all()
         ]
         assert "proposal.dead_lettered" in actions and "incident.opened" in actions, actions
         proposal_part = page.locator(".proposal-part")
         await expect(proposal_part).to_contain_text("refund.create")
-        await expect(proposal_part.locator(".badge-failed")).to_have_text("FAILED")
+        await expect(proposal_part.locator(".badge-failed")).to_have_text("Failed")
         await expect(proposal_part).to_contain_text("REQUEST_REJECTED")
         await expect(page.locator(".target-part .target-name")).to_have_text(target)
         buttons = page.locator(".actions").get_by_role("button")
@@ -106,7 +106,7 @@ async def _work_it_from_its_page(
         await buttons.get_by_text("Acknowledge").click()
         await expect(page.locator("#notice")).to_have_text("Acknowledged.")
         await expect(page.locator(".incident-what .badge-acknowledged")).to_have_text(
-            "ACKNOWLEDGED"
+            "Acknowledged"
         )
         await expect(
             page.locator('.timeline li[data-action="incident.acknowledged"]')
@@ -118,7 +118,7 @@ async def _work_it_from_its_page(
         # The real worker delivers it again and the fixed receiver applies it: the page
         # follows the proposal's events.
         await expect(proposal_part.locator(".badge-applied")).to_have_text(
-            "APPLIED", timeout=LIVE_WITHIN
+            "Applied", timeout=LIVE_WITHIN
         )
         await expect(buttons).to_have_count(0)
 
@@ -127,7 +127,7 @@ async def _work_it_from_its_page(
         await page.get_by_label("What was done").fill("The receiver was redeployed.")
         await page.get_by_role("button", name="Resolve").click()
         await expect(page.locator("#notice")).to_have_text("Resolved.")
-        await expect(page.locator(".incident-what .badge-resolved")).to_have_text("RESOLVED")
+        await expect(page.locator(".incident-what .badge-resolved")).to_have_text("Resolved")
         await expect(page.locator(".resolution")).to_contain_text("receiver_fixed")
         await expect(page.get_by_text("Resolve…")).to_have_count(0)
         resolved = await only_incident(gql, operator)
@@ -179,14 +179,14 @@ async def test_a_refusal_is_shown_in_words_and_a_change_elsewhere_appears(
             await expect(page.locator("#notice")).to_have_text(
                 "The resolution code or summary is not valid. (RESOLUTION_INVALID)"
             )
-            await expect(page.locator(".incident-what .badge-open")).to_have_text("OPEN")
+            await expect(page.locator(".incident-what .badge-open")).to_have_text("Open")
             assert (await only_incident(gql, world.admin))["state"] == "OPEN"
 
             await page.evaluate("window.sameDocument = true")
             theirs = {"code": "provider_recovered", "summary": "It answers quickly again."}
             await gql(RESOLVE, {"input": {"incidentId": incident["id"], **theirs}}, second)
             await expect(page.locator(".incident-what .badge-resolved")).to_have_text(
-                "RESOLVED", timeout=LIVE_WITHIN
+                "Resolved", timeout=LIVE_WITHIN
             )
             await expect(page.locator(".resolution")).to_contain_text("provider_recovered")
             await expect(
