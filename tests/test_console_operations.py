@@ -312,7 +312,10 @@ async def test_the_operations_page_stays_live_and_charts_the_last_day(
             await expect(count_of(page, "CRITICAL")).to_have_text("1", timeout=LIVE_WITHIN)
             row = page.locator(".incident", has_text="The payment provider answers 503")
             await expect(row.get_by_role("button")).to_have_text(["Acknowledge"])
-            await expect(page.locator("#chart-incidents tbody tr").last).to_contain_text("1")
+            # The charts' figures are read again at most every 10 s.
+            await expect(page.locator("#chart-incidents tbody tr").last).to_contain_text(
+                "1", timeout=LIVE_WITHIN
+            )
             await page.screenshot(
                 path=screenshot_path("console-operations-phone", tmp_path), full_page=True
             )

@@ -116,3 +116,23 @@ export function coalesced(load) {
   schedule.cancel = () => clearTimeout(timer);
   return schedule;
 }
+
+/** Like `coalesced`, but `load()` runs at most once every `ms`: calls meanwhile wait. */
+export function throttled(load, ms) {
+  let timer = null;
+  let last = 0;
+  const schedule = () => {
+    if (timer) return; // the load to come will read what this call is about
+    const wait = Math.max(FOLLOW_AFTER_MS, last + ms - Date.now());
+    timer = setTimeout(() => {
+      timer = null;
+      last = Date.now();
+      load();
+    }, wait);
+  };
+  schedule.cancel = () => {
+    clearTimeout(timer);
+    timer = null;
+  };
+  return schedule;
+}

@@ -68,16 +68,20 @@ export const LOAD_OPERATIONS = `query Operations {
     openIncidents { severity count }
     humanTasks { pending inFlight retrying }
   }
-  operationsStatistics {
-    since until
-    hours { start decided applied openIncidents timeToDecision { ${DECISION_TIMES} } }
-    timeToDecision { ${DECISION_TIMES} }
-  }
   incidents(first: 20) {
     nodes {
       id title severity state occurrenceCount lastSeenAt resolutionCode
       proposal { id state deliveryTerminal }
     }
+  }
+}`;
+
+// The last day's figures read a day of proposals: loaded less often than the counts.
+export const LOAD_STATISTICS = `query Statistics {
+  operationsStatistics {
+    since until
+    hours { start decided applied openIncidents timeToDecision { ${DECISION_TIMES} } }
+    timeToDecision { ${DECISION_TIMES} }
   }
 }`;
 

@@ -5,16 +5,23 @@
 
 import { HourChart } from "../charts.js";
 import { Badge, When, html } from "../components.js";
-import { IncidentActions, coalesced, followIncidents, forgetMoves, working } from "../incidents.js";
+import { IncidentActions, coalesced, followIncidents, forgetMoves, throttled, working } from "../incidents.js";
 import { Layout } from "../nav.js";
-import { LOAD_OPERATIONS } from "../queries.js";
+import { LOAD_OPERATIONS, LOAD_STATISTICS } from "../queries.js";
 import { STAFF } from "../roles.js";
 import { href } from "../router.js";
 import { ask, focusHeading, redraw, refused, role, state } from "../store.js";
 
-let shown = null; // what the page was last drawn from: { data } or { forbidden: true }
+let shown = null; // what the page was last drawn from: { data, statistics } or { forbidden: true }
 let stopFollowing = null;
-const reload = coalesced(() => load());
+const STATISTICS_EVERY_MS = 10_000; // the charts are hourly: a few seconds late is no loss
+const reloadCounts = coalesced(() => load());
+const reloadStatistics = throttled(() => loadStatistics(), STATISTICS_EVERY_MS);
+
+function reload() {
+  reloadCounts();
+  reloadStatistics();
+}
 
 /** Load the page and draw it; `focusIncident` keeps the keyboard on a row just worked. */
 export async function showOperations(focusIncident = null) {
@@ -31,22 +38,38 @@ export async function showOperations(focusIncident = null) {
   else focusHeading();
 }
 
-/** Read the figures and draw them; false when the page is no longer wanted (or refused). */
+/** Read the counts (and the charts' figures the first time) and draw them; false when
+ * the page is no longer wanted (or refused). */
 async function load() {
   let data;
+  let statistics = shown && shown.statistics;
   try {
-    data = await ask(LOAD_OPERATIONS);
+    if (statistics) data = await ask(LOAD_OPERATIONS);
+    else [data, { operationsStatistics: statistics }] = await Promise.all([ask(LOAD_OPERATIONS), ask(LOAD_STATISTICS)]);
   } catch (failure) {
     refused(failure);
     return false;
   }
   if (state.route.name !== "operations") return false; // moved on meanwhile
-  shown = { data };
+  shown = { data, statistics };
   // Incidents are followed from the cursor of the first load; queue events come through
   // the console's own feed (`operationsEvent`).
   if (!stopFollowing) stopFollowing = followIncidents(data.changeFeedCursor, reload);
   redraw();
   return true;
+}
+
+async function loadStatistics() {
+  let statistics;
+  try {
+    statistics = (await ask(LOAD_STATISTICS)).operationsStatistics;
+  } catch (failure) {
+    refused(failure);
+    return;
+  }
+  if (state.route.name !== "operations" || !shown || !shown.data) return;
+  shown = { ...shown, statistics };
+  redraw();
 }
 
 /** A change in one of the queues: the figures it moves are loaded again. */
@@ -58,7 +81,7 @@ export function OperationsView() {
   let content;
   if (!shown) content = html`<p class="loading">Loading…</p>`;
   else if (shown.forbidden) content = html`<p class="empty">The Operations page is for operators and admins.</p>`;
-  else content = html`<${Overview} data=${shown.data} />`;
+  else content = html`<${Overview} data=${shown.data} statistics=${shown.statistics} />`;
   return html`<${Layout}>
     <section class="work"><h2 tabindex="-1">Operations</h2>${content}</section>
   <//>`;
@@ -70,7 +93,7 @@ function Counts({ rows, by, label }) {
   </ul>`;
 }
 
-function Overview({ data }) {
+function Overview({ data, statistics }) {
   const snapshot = data.operationsSnapshot;
   const tasks = snapshot.humanTasks;
   return html`
@@ -81,7 +104,7 @@ function Overview({ data }) {
     <${Counts} rows=${snapshot.openIncidents} by="severity" label="Open incidents by severity" />
     <h3>Tasks</h3>
     <p class="tasks-backlog">${`${tasks.pending} open, ${tasks.inFlight} claimed, ${tasks.retrying} with a lapsed claim`}</p>
-    <${LastDay} statistics=${data.operationsStatistics} />
+    <${LastDay} statistics=${statistics} />
     <h3>Recent incidents</h3>
     ${data.incidents.nodes.length
       ? html`<ul class="incidents">
@@ -156,7 +179,8 @@ async function showOperationsIfShown(incidentId) {
 /** Forget the page (signed out, or left): stop following, the next visit loads afresh. */
 export function leaveOperations() {
   shown = null;
-  reload.cancel();
+  reloadCounts.cancel();
+  reloadStatistics.cancel();
   if (stopFollowing) stopFollowing();
   stopFollowing = null;
   forgetMoves();
