@@ -9,7 +9,7 @@ import { CONSOLE_ROLES, describe } from "./messages.js";
 import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
-import { ask, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
+import { ask, askFirstPage, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
 import { IncidentView, incidentEvent, leaveIncident, showIncident } from "./views/incident.js";
 import { OperationsView, leaveOperations, operationsEvent, showOperations } from "./views/operations.js";
 import { SignInView, focusSignIn } from "./views/sign-in.js";
@@ -68,6 +68,9 @@ async function signIn(token) {
   if (!token) return;
   if (token !== SESSION && !signInOptions.tokenSignIn) return;
   state.token = token;
+  // The list's first page is asked for beside the viewer (one round trip less before the
+  // list is drawn); it is read only once the viewer may use the console.
+  const firstPage = askFirstPage();
   let data;
   try {
     data = await ask(LOAD_VIEWER);
@@ -92,7 +95,7 @@ async function signIn(token) {
   say("");
   signInScreen = null;
   state.live = new LiveConnection(token, showLiveStatus);
-  await loadTasks();
+  await loadTasks(firstPage);
   route();
 }
 
