@@ -74,3 +74,49 @@ async def test_the_harness_reports_a_serious_violation(
         assert found[0]["nodes"] == ["#unlabelled"]
     finally:
         await context.close()
+
+
+async def test_the_operations_and_incident_views_have_no_serious_violation(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """The Operations page with its charts (a chart's table opened) and an incident's
+    Resolve form open, and an incident's page with its proposal, target and timeline."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, reviewer_names=unique_name("axe-ops"))
+        decided = await world.propose({"amount": 10, "currency": "EUR"})
+        await world.decide(world.reviewers[0], decided["proposal"])
+        operator = await gql.token("operator", name=unique_name("axe-ops"))
+        raised = {
+            "key": unique_name("axe-incident"),
+            "severity": "HIGH",
+            "category": "target_slow",
+            "title": "Refunds answer slowly",
+            "entityType": "target",
+            "entityId": world.target_id,
+        }
+        opened = await gql(
+            "mutation($input: OpenIncidentInput!) { openIncident(input: $input) "
+            "{ incident { id } } }",
+            {"input": raised},
+            operator,
+        )
+        incident_id = opened["openIncident"]["incident"]["id"]
+    for viewport in (None, PHONE):
+        options = {} if viewport is None else {"viewport": viewport}
+        context, page, errors = await signed_in(browser, server, operator, **options)
+        try:
+            await page.goto(f"{server.url}/#/operations")
+            await expect(page.locator("figure.chart canvas")).to_have_count(3)
+            await page.get_by_text("Proposals per hour, hour by hour").click()
+            row = page.locator(f'[data-incident-id="{incident_id}"]')
+            await row.get_by_text("Resolve…").click()
+            await no_violations(page, "operations")
+
+            await page.goto(f"{server.url}/#/incident/{incident_id}")
+            await expect(page.locator(".timeline li")).not_to_have_count(0)
+            await page.get_by_text("Resolve…").click()
+            await no_violations(page, "incident")
+            assert errors == []
+        finally:
+            await context.close()
