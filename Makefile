@@ -58,10 +58,11 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt 
 # npm ci (tests/oidc_provider: the OpenID provider the sign-in tests use;
 # tests/graphql_clients: graphql-http's audit and graphql-sse's client; clients/typescript:
 # the TypeScript client, run under Node by tests/client/test_typescript.py;
+# tests/axe: axe-core, which the console's accessibility tests put into pages;
 # examples/agents/vercel_ai: the Vercel AI SDK recipe, which links the TypeScript client
 # as a file: dependency, so that folder's own packages come first). Without npm the
 # recipe says what to install and the tests that need the folder skip (fail under CI).
-NODE_PACKAGES := tests/oidc_provider tests/graphql_clients clients/typescript examples/agents/vercel_ai
+NODE_PACKAGES := tests/oidc_provider tests/graphql_clients tests/axe clients/typescript examples/agents/vercel_ai
 NODE_STAMPS := $(NODE_PACKAGES:%=%/node_modules/.installed)
 
 examples/agents/vercel_ai/node_modules/.installed: clients/typescript/node_modules/.installed

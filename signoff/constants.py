@@ -260,6 +260,8 @@ FEED_WRITTEN_LIMIT = 10_000
 
 # Operations (the operationsSnapshot query and /metrics)
 RECONCILIATION_RUNS_SHOWN = 5
+# The operationsStatistics query: this many hours, the current (partial) one last.
+OPERATIONS_STATISTICS_HOURS = 24
 # A scrape of /metrics reads the database for at most this long, then answers 503.
 METRICS_READ_TIMEOUT_SECONDS = 5.0
 # Seconds; the attempt's start to finish (a target's timeout is at most 120 s).

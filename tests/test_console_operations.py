@@ -22,7 +22,7 @@ from tests.live import Server, http_gql, server_log_on_failure
 from tests.receivers import Answer, Receiver
 from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
-from tests.test_console import LIVE_WITHIN, Serve, signed_in
+from tests.test_console import LIVE_WITHIN, PHONE, Serve, signed_in
 from tests.test_readme import delivering, forget_jobs
 
 __all__ = ["browser"]
@@ -113,14 +113,14 @@ async def _work_the_incident(
     await open_operations(page)
     incident = await only_incident(gql, operator)
     row = row_of(page, incident)
-    await expect(row.locator(".badge-open")).to_have_text("OPEN")
+    await expect(row.locator(".badge-open")).to_have_text("Open")
     await expect(row.get_by_role("button")).to_have_text(["Acknowledge", "Retry delivery"])
     await expect(row.get_by_text("Resolve…")).to_be_visible()
     await page.screenshot(path=screenshot_path("console-operations", shots), full_page=True)
 
     await row.get_by_role("button", name="Acknowledge").click()
     await expect(page.locator("#notice")).to_have_text("Acknowledged.")
-    await expect(row.locator(".badge-acknowledged")).to_have_text("ACKNOWLEDGED")
+    await expect(row.locator(".badge-acknowledged")).to_have_text("Acknowledged")
     await expect(row.get_by_role("button")).to_have_text(["Retry delivery"])
     assert (await only_incident(gql, operator))["state"] == "ACKNOWLEDGED"
 
@@ -145,7 +145,7 @@ async def _work_the_incident(
     await row.get_by_label("What was done").fill("The receiver was redeployed.")
     await row.get_by_role("button", name="Resolve").click()
     await expect(page.locator("#notice")).to_have_text("Resolved.")
-    await expect(row.locator(".badge-resolved")).to_have_text("RESOLVED")
+    await expect(row.locator(".badge-resolved")).to_have_text("Resolved")
     await expect(row.get_by_role("button")).to_have_count(0)
     await expect(row.get_by_text("Resolve…")).to_have_count(0)
     resolved = await only_incident(gql, operator)
@@ -192,7 +192,7 @@ async def test_a_refused_move_shows_why_and_the_state_the_server_has(
             await expect(page.locator("#notice")).to_have_text(
                 "The incident is already resolved. (INCIDENT_RESOLVED)"
             )
-            await expect(row.locator(".badge-resolved")).to_have_text("RESOLVED")
+            await expect(row.locator(".badge-resolved")).to_have_text("Resolved")
             await expect(row).to_contain_text("false_alarm")
             await expect(row.get_by_role("button")).to_have_count(0)
             after = await only_incident(gql, world.admin)
@@ -230,3 +230,97 @@ async def test_a_reviewer_gets_no_incident_buttons(
         assert errors == []
     finally:
         await context.close()
+
+
+def count_of(page: Page, key: str) -> Locator:
+    """The number beside a state's or a severity's badge on the Operations page."""
+    return page.locator(f'.counts li[data-key="{key}"] .number')
+
+
+async def column_total(page: Page, chart: str, column: int) -> float:
+    """The sum of one column of a chart's table (0: the hour; "—" counts as nothing)."""
+    total: float = await page.evaluate(
+        """([chart, column]) => [...document.querySelectorAll(`#${chart} tbody tr`)]
+            .map((row) => row.children[column].textContent)
+            .filter((text) => text !== "—")
+            .reduce((sum, text) => sum + Number(text), 0)""",
+        [chart, column],
+    )
+    return total
+
+
+async def painted(page: Page, chart: str) -> int:
+    """How many of a chart's canvas pixels uPlot painted (not left transparent)."""
+    count: int = await page.evaluate(
+        """(chart) => {
+            const canvas = document.querySelector(`#${chart} canvas`);
+            const { width, height } = canvas;
+            const pixels = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+            let painted = 0;
+            for (let i = 3; i < pixels.length; i += 4) if (pixels[i]) painted += 1;
+            return painted;
+        }""",
+        chart,
+    )
+    return count
+
+
+async def test_the_operations_page_stays_live_and_charts_the_last_day(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker, tmp_path: Path
+) -> None:
+    """On a phone, an operator's Operations page charts the last day (a proposal decided
+    before it opened is in the throughput and time-to-decision charts), and its counts
+    follow the feed without a reload: a proposal arriving counts under Approval required,
+    an incident opening counts under its severity, lists, and charts as open."""
+    server = await serve()
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1)
+        operator = await gql.token(Role.OPERATOR, name="ops")
+        decided = (await world.propose({"amount": 10, "currency": "EUR"}))["proposal"]
+        await world.decide(world.reviewers[0], decided)
+        context, page, errors = await signed_in(browser, server, operator, PHONE)
+        try:
+            await page.evaluate("window.sameDocument = true")
+            await open_operations(page)
+            charts = page.locator("figure.chart")
+            await expect(charts).to_have_count(3)
+            await expect(charts.locator("canvas")).to_have_count(3)
+            await expect(page.locator("main .loading")).to_have_count(0)  # drawn, not stale
+            await expect(page.locator(".last-day")).to_contain_text("1 decided; half within")
+            assert await column_total(page, "chart-throughput", 1) == 1  # decided
+            assert (
+                await page.locator("#chart-decision-time tbody td:nth-child(2)")
+                .filter(has_not_text="—")
+                .count()
+                == 1
+            )
+            for chart in ("chart-throughput", "chart-decision-time", "chart-incidents"):
+                assert await painted(page, chart) > 0, chart
+            await expect(count_of(page, "APPROVAL_REQUIRED")).to_have_text("0")
+            await expect(count_of(page, "CRITICAL")).to_have_text("0")
+
+            await world.propose({"amount": 20, "currency": "EUR"})
+            await expect(count_of(page, "APPROVAL_REQUIRED")).to_have_text("1", timeout=LIVE_WITHIN)
+
+            raised = {
+                "key": "psp-outage",
+                "severity": "CRITICAL",
+                "category": "provider_outage",
+                "title": "The payment provider answers 503",
+            }
+            await gql(OPEN_INCIDENT, {"input": raised}, operator)
+            await expect(count_of(page, "CRITICAL")).to_have_text("1", timeout=LIVE_WITHIN)
+            row = page.locator(".incident", has_text="The payment provider answers 503")
+            await expect(row.get_by_role("button")).to_have_text(["Acknowledge"])
+            # The charts' figures are read again at most every 10 s.
+            await expect(page.locator("#chart-incidents tbody tr").last).to_contain_text(
+                "1", timeout=LIVE_WITHIN
+            )
+            await page.screenshot(
+                path=screenshot_path("console-operations-phone", tmp_path), full_page=True
+            )
+            assert await page.evaluate("window.sameDocument === true"), "the page was reloaded"
+            assert context.outside == []  # type: ignore[attr-defined]
+            assert errors == []
+        finally:
+            await context.close()

@@ -156,6 +156,22 @@ async def test_key_checks_upgrade_and_downgrade(scratch_engine: AsyncEngine) -> 
     assert "key_checks" in await _tables(scratch_engine)
 
 
+async def _proposal_indexes(engine: AsyncEngine) -> set[str]:
+    async with engine.connect() as conn:
+        found = await conn.run_sync(lambda c: sa.inspect(c).get_indexes("proposals"))
+    return {index["name"] for index in found if index["name"]}
+
+
+async def test_statistics_indexes_upgrade_and_downgrade(scratch_engine: AsyncEngine) -> None:
+    wanted = {"ix_proposals_decided", "ix_proposals_applied"}
+    await migrate(scratch_engine)
+    assert wanted <= await _proposal_indexes(scratch_engine)
+    await _downgrade(scratch_engine, "0023_slack_email")
+    assert not wanted & await _proposal_indexes(scratch_engine)
+    await migrate(scratch_engine)
+    assert wanted <= await _proposal_indexes(scratch_engine)
+
+
 APPROVAL = """
 INSERT INTO approvals (id, proposal_id, approver_id, decision, payload_digest, created_at)
 VALUES ('a-1', :proposal, :approver, 'APPROVED', 'sha256:p', CURRENT_TIMESTAMP)

@@ -117,6 +117,7 @@ IN_ORDER = {
     ],
     "docs/operating.md": [
         "operationsSnapshot",
+        "operationsStatistics",
         "incidents",
         "acknowledgeIncident",
         "retryIncident",
@@ -771,10 +772,16 @@ async def _open_and_acknowledge(readme: Readme, world: World, proposal: dict[str
     snapshot = await readme.run("operationsSnapshot", ops)
     assert snapshot["proposalDelivery"]["terminalFailures"] == 1
     assert {"severity": "HIGH", "count": 1} in snapshot["openIncidents"]
+    statistics = await readme.run("operationsStatistics", ops)
+    hours = statistics["hours"]
+    assert sum(h["decided"] for h in hours) == 1 and sum(h["applied"] for h in hours) == 0
+    assert hours[-1]["openIncidents"] == 1
+    assert statistics["timeToDecision"]["count"] == 1
 
     [incident] = (await readme.run("incidents", ops))["nodes"]
     assert incident["category"] == "delivery_dead_letter"
     assert incident["proposal"]["id"] == proposal["id"]
+    assert incident["target"]["name"].startswith("refunds-")
     readme.values["the incident id"] = incident["id"]
 
     acknowledged = await readme.run("acknowledgeIncident", ops)

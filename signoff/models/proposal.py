@@ -53,6 +53,9 @@ class Proposal(SQLModel, table=True):
         sa.Index("ix_proposals_created", "created_at", "id"),
         sa.Index("ix_proposals_due", "state", "next_attempt_at"),
         sa.Index("ix_proposals_lease", "state", "lease_expires_at"),
+        # The last day's statistics read proposals by when they were decided and applied.
+        sa.Index("ix_proposals_decided", "decided_at"),
+        sa.Index("ix_proposals_applied", "applied_at"),
     )
     __mapper_args__ = VERSIONED
 

@@ -17,7 +17,7 @@ from signoff.resolvers.approval import policies as approval_policies
 from signoff.resolvers.core import audit, nodes
 from signoff.resolvers.drafts import reads as draft_reads
 from signoff.resolvers.feed import subscriptions
-from signoff.resolvers.incidents import operations
+from signoff.resolvers.incidents import operations, statistics
 from signoff.resolvers.incidents import response as incident_response
 from signoff.resolvers.targets import targets
 from signoff.schema.access.actor import Actor, Viewer
@@ -40,7 +40,11 @@ from signoff.schema.call import call
 from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import DeliveryAttempt
 from signoff.schema.delivery.incident import DeadLetter, Incident, RepairAction
-from signoff.schema.delivery.operations import OperationsSnapshot, ReconciliationRun
+from signoff.schema.delivery.operations import (
+    OperationsSnapshot,
+    OperationsStatistics,
+    ReconciliationRun,
+)
 from signoff.schema.delivery.target import Target
 from signoff.schema.drafts.draft import Draft
 from signoff.schema.drafts.draft_reference import DraftReference
@@ -317,6 +321,16 @@ class Query:
     )
     async def operations_snapshot(self, info: strawberry.Info) -> OperationsSnapshot:
         return OperationsSnapshot.from_operations(await call(info, operations.operations_snapshot))
+
+    @strawberry.field(
+        description=(
+            "The last 24 hours, hour by hour: proposals decided and applied, time to "
+            "decision, open incidents. Operators and admins."
+        )
+    )
+    async def operations_statistics(self, info: strawberry.Info) -> OperationsStatistics:
+        stats = await call(info, statistics.operations_statistics)
+        return OperationsStatistics.from_statistics(stats)
 
     @strawberry.field(description="Newest first. Operators and admins.")
     async def dead_letters(

@@ -68,7 +68,8 @@ class Operations:
     reconciliation_runs: list[ReconciliationRun]
 
 
-def _count(condition: Any) -> Any:
+def count_where(condition: Any) -> Any:
+    """How many rows meet ``condition``: a conditional aggregate, zero when none do."""
     return func.coalesce(func.sum(sa.case((condition, 1), else_=0)), 0)
 
 
@@ -100,10 +101,10 @@ async def proposal_delivery(session: AsyncSession, now: datetime) -> OutboxStats
     )
     stmt = sa.select(
         func.count(),
-        _count(state == ProposalState.QUEUED.value),
-        _count(state == ProposalState.APPLYING.value),
-        _count(sa.and_(failed, terminal.is_(False))),
-        _count(sa.and_(failed, terminal.is_(True))),
+        count_where(state == ProposalState.QUEUED.value),
+        count_where(state == ProposalState.APPLYING.value),
+        count_where(sa.and_(failed, terminal.is_(False))),
+        count_where(sa.and_(failed, terminal.is_(True))),
         _earliest(due(now), due_since),
     ).where(
         state.in_(
@@ -123,9 +124,9 @@ async def change_event_relay(session: AsyncSession, now: datetime) -> OutboxStat
     recent = col(ChangeEvent.occurred_at) >= grace
     stmt = sa.select(
         func.count(),
-        _count(col(ChangeEvent.cursor).is_(None)),
-        _count(sa.and_(stamped, recent)),
-        _count(sa.and_(stamped, sa.not_(recent))),
+        count_where(col(ChangeEvent.cursor).is_(None)),
+        count_where(sa.and_(stamped, recent)),
+        count_where(sa.and_(stamped, sa.not_(recent))),
         sa.type_coerce(func.min(col(ChangeEvent.occurred_at)), UTCDateTime()),
     ).where(col(ChangeEvent.published_at).is_(None))
     row = await _one(session, stmt)
@@ -141,9 +142,9 @@ async def human_tasks(session: AsyncSession, now: datetime) -> OutboxStats:
     expires = col(HumanTask.claim_expires_at)
     stmt = sa.select(
         func.count(),
-        _count(state == TaskState.OPEN.value),
-        _count(sa.and_(claimed, sa.or_(expires.is_(None), expires > now))),
-        _count(sa.and_(claimed, expires <= now)),
+        count_where(state == TaskState.OPEN.value),
+        count_where(sa.and_(claimed, sa.or_(expires.is_(None), expires > now))),
+        count_where(sa.and_(claimed, expires <= now)),
         _earliest(col(HumanTask.due_at) <= now, col(HumanTask.due_at)),
     ).where(state.in_([TaskState.OPEN.value, TaskState.CLAIMED.value]))
     row = await _one(session, stmt)
@@ -153,7 +154,7 @@ async def human_tasks(session: AsyncSession, now: datetime) -> OutboxStats:
 async def open_incidents(session: AsyncSession) -> dict[Severity, int]:
     """Incidents not RESOLVED, by severity (every severity present, zero or not)."""
     severity = col(Incident.severity)
-    stmt = sa.select(*(_count(severity == s.value) for s in Severity)).where(
+    stmt = sa.select(*(count_where(severity == s.value) for s in Severity)).where(
         col(Incident.state) != IncidentState.RESOLVED.value
     )
     row = await _one(session, stmt)
@@ -163,7 +164,7 @@ async def open_incidents(session: AsyncSession) -> dict[Severity, int]:
 async def proposals_by_state(session: AsyncSession) -> dict[ProposalState, int]:
     """Every proposal, by state (every state present, zero or not)."""
     state = col(Proposal.state)
-    row = await _one(session, sa.select(*(_count(state == s.value) for s in ProposalState)))
+    row = await _one(session, sa.select(*(count_where(state == s.value) for s in ProposalState)))
     return {s: int(n) for s, n in zip(ProposalState, row, strict=True)}
 
 

@@ -14,6 +14,7 @@ from signoff import models
 from signoff.resolvers.incidents import response as incident_response
 from signoff.schema.access.audit import AuditEvent
 from signoff.schema.context import context_of
+from signoff.schema.delivery.target import Target
 from signoff.schema.node import Node
 
 if TYPE_CHECKING:
@@ -119,6 +120,21 @@ class Incident(Node):
             return None
         row = await context_of(info).loaders.proposal.load(self.model.entity_id)
         return None if row is None else Proposal.from_model(row)
+
+    @strawberry.field(
+        description=(
+            "The target it concerns: the target it is about, or the target of the proposal "
+            "it is about; null when it is about neither."
+        )
+    )
+    async def target(self, info: strawberry.Info) -> Target | None:
+        loaders = context_of(info).loaders
+        target_id = self.model.entity_id if self.model.entity_type == "target" else None
+        if self.model.entity_type == "proposal":
+            proposal = await loaders.proposal.load(self.model.entity_id)
+            target_id = None if proposal is None else proposal.target_id
+        row = None if target_id is None else await loaders.target.load(target_id)
+        return None if row is None else Target.from_model(row)
 
     @strawberry.field(description="What happened to it and to what it is about, oldest first.")
     async def audit_trail(self, info: strawberry.Info) -> list[AuditEvent]:

@@ -1,4 +1,4 @@
-"""The ``OperationsSnapshot`` type: what operators watch."""
+"""The ``OperationsSnapshot`` and ``OperationsStatistics`` types: what operators watch."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 import strawberry
 
 from signoff import models
-from signoff.resolvers.incidents import operations
+from signoff.resolvers.incidents import operations, statistics
 from signoff.schema.node import Node
 
 
@@ -122,4 +122,75 @@ class OperationsSnapshot:
                 ProposalStateCount(state=s, count=n) for s, n in ops.proposals_by_state.items()
             ],
             reconciliation_runs=[ReconciliationRun.from_model(r) for r in ops.reconciliation_runs],
+        )
+
+
+@strawberry.type(
+    description=(
+        "Seconds from proposed to decided: nearest-rank percentiles of `count` decisions; "
+        "null when there were none."
+    )
+)
+class DecisionTimes:
+    count: int
+    p50_seconds: float | None
+    p90_seconds: float | None
+    p99_seconds: float | None
+
+    @classmethod
+    def from_times(cls, times: statistics.DecisionTimes) -> DecisionTimes:
+        return cls(
+            count=times.count,
+            p50_seconds=times.p50,
+            p90_seconds=times.p90,
+            p99_seconds=times.p99,
+        )
+
+
+@strawberry.type(description="One hour of operations, from `start`.")
+class OperationsHour:
+    start: datetime
+    decided: int = strawberry.field(
+        description="Proposals decided: approved, rejected, or decided by their deadline."
+    )
+    applied: int = strawberry.field(
+        description="Proposals applied: delivered to their target, or executed by their agent."
+    )
+    open_incidents: int = strawberry.field(
+        description="Incidents open at the hour's end (for the current hour: at `until`)."
+    )
+    time_to_decision: DecisionTimes = strawberry.field(
+        description="Of the proposals decided in this hour."
+    )
+
+
+@strawberry.type(
+    description=(
+        "The last 24 hours, hour by hour, oldest first; the current hour, still running, last."
+    )
+)
+class OperationsStatistics:
+    since: datetime = strawberry.field(description="The start of the first hour.")
+    until: datetime = strawberry.field(description="When it was read.")
+    hours: list[OperationsHour]
+    time_to_decision: DecisionTimes = strawberry.field(
+        description="Of every proposal decided since `since`."
+    )
+
+    @classmethod
+    def from_statistics(cls, stats: statistics.OperationsStatistics) -> OperationsStatistics:
+        return cls(
+            since=stats.since,
+            until=stats.until,
+            hours=[
+                OperationsHour(
+                    start=hour.start,
+                    decided=hour.decided,
+                    applied=hour.applied,
+                    open_incidents=hour.open_incidents,
+                    time_to_decision=DecisionTimes.from_times(hour.time_to_decision),
+                )
+                for hour in stats.hours
+            ],
+            time_to_decision=DecisionTimes.from_times(stats.time_to_decision),
         )
