@@ -177,9 +177,12 @@ async def _decide_and_deliver(
     await expect(bob.locator(".task-meta")).to_contain_text("claimed by reviewer-0")
     await alice.screenshot(path=screenshot_path("console-proposal", shots), full_page=True)
 
-    # Bob tries to approve what Alice holds: refused, with the sentence for the code.
+    # Bob is offered no decision on what Alice holds, and told why; claiming it anyway is
+    # refused, with the sentence for the code.
     await bob.locator(".task-link").click()
-    await bob.get_by_role("button", name="Approve").click()
+    await expect(bob.locator("#standing-closed")).to_contain_text("(TASK_CLAIMED_BY_OTHER)")
+    await expect(bob.get_by_role("button", name="Approve")).to_have_count(0)
+    await bob.get_by_role("button", name="Claim").click()
     await expect(bob.locator("#notice")).to_contain_text(
         "Another reviewer holds this task. Wait for them to release it. (TASK_CLAIMED_BY_OTHER)"
     )
@@ -660,7 +663,7 @@ async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
     context, page, errors = await signed_in(browser, server, world.reviewers[0])
     try:
         await page.locator(".task-link").click()
-        await page.get_by_role("button", name="Approve").click()
+        await page.get_by_role("button", name="Claim").click()
         await expect(page.locator("#notice")).to_contain_text("(TASK_CLAIMED_BY_OTHER)")
         await page.get_by_role("link", name="← All tasks").click()
         await expect(page.locator(".task")).to_have_count(1)
