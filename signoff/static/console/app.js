@@ -10,7 +10,9 @@ import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
 import { ask, focusHeading, listen, loadTasks, say, sortedTasks, state } from "./store.js";
+import { HistoryView, leaveHistory, showHistory } from "./views/history.js";
 import { OperationsView, leaveOperations, showOperations } from "./views/operations.js";
+import { ProposalView, leaveProposal, showProposal } from "./views/proposal.js";
 import { SignInView, focusSignIn } from "./views/sign-in.js";
 import { TaskView, onTaskPage, refreshTask, rejectFromKeyboard, showTask } from "./views/task.js";
 import { TasksView, showTasks } from "./views/tasks.js";
@@ -26,7 +28,13 @@ const liveStatus = document.getElementById("live");
 const who = document.getElementById("who");
 const help = document.getElementById("help");
 
-const VIEWS = { tasks: TasksView, task: TaskView, operations: OperationsView };
+const VIEWS = {
+  tasks: TasksView,
+  task: TaskView,
+  operations: OperationsView,
+  history: HistoryView,
+  proposal: ProposalView,
+};
 
 function Screen() {
   if (signInScreen) {
@@ -41,8 +49,14 @@ function Screen() {
   return html`<${View} />`;
 }
 
+// The page's own "Loading…" (index.html) is not Preact's: render() keeps it below the
+// view, so the first drawing takes it away.
+let drawn = false;
+
 /** Draw the current view (synchronously: callers read and focus what it drew). */
 function redraw() {
+  if (!drawn) main.replaceChildren();
+  drawn = true;
   render(html`<${Screen} />`, main);
 }
 
@@ -101,6 +115,8 @@ async function signOut(message) {
   state.tasks.clear();
   state.versions.clear();
   leaveOperations();
+  leaveHistory();
+  leaveProposal();
   if (window.location.hash) history.replaceState(null, "", window.location.pathname);
   let endSessionUrl = null;
   if (session) {
@@ -140,6 +156,14 @@ function route() {
   }
   if (state.route.name === "operations") {
     showOperations();
+    return;
+  }
+  if (state.route.name === "history") {
+    showHistory(state.route.query);
+    return;
+  }
+  if (state.route.name === "proposal") {
+    showProposal(state.route.params.id);
     return;
   }
   showTasks(state.route.params.queue);

@@ -6,6 +6,8 @@
 //   #/queue/<id>        the task list of one queue
 //   #/task/<id>         one task and its proposal
 //   #/operations        the operations page (operators and admins)
+//   #/history           decided proposals, filtered by the query (views/history.js)
+//   #/proposal/<id>     one proposal's story: its timeline and decision receipt
 //
 // Any route may carry a query (`#/queue/<id>?sort=due`): `route.query` is its
 // URLSearchParams.
@@ -14,6 +16,8 @@ const ROUTES = [
   { name: "task", pattern: /^\/task\/([\w-]+)$/, params: ["id"] },
   { name: "queue", pattern: /^\/queue\/([\w-]+)$/, params: ["queue"] },
   { name: "operations", pattern: /^\/operations$/, params: [] },
+  { name: "history", pattern: /^\/history$/, params: [] },
+  { name: "proposal", pattern: /^\/proposal\/([\w-]+)$/, params: ["id"] },
   { name: "tasks", pattern: /^\/?$/, params: [] },
 ];
 
@@ -38,6 +42,8 @@ export function href(name, params = {}, query = null) {
   let path;
   if (name === "task") path = `#/task/${params.id}`;
   else if (name === "operations") path = "#/operations";
+  else if (name === "history") path = "#/history";
+  else if (name === "proposal") path = `#/proposal/${params.id}`;
   else path = params.queue ? `#/queue/${params.queue}` : "#/";
   const search = query ? String(query) : "";
   return search ? `${path}?${search}` : path;
