@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,14 @@ async def test_history_filters_in_the_address_and_opens_a_proposal(
             assert other_errors == []
         finally:
             await shared.close()
+
+        # Days are the reader's own: from tomorrow finds nothing, from today finds it.
+        today = datetime.now().date()
+        await page.get_by_label("Decided from").fill((today + timedelta(days=1)).isoformat())
+        await expect(page.locator("#history-empty")).to_have_text("No decided proposal matches.")
+        await page.get_by_label("Decided from").fill(today.isoformat())
+        await expect(page).to_have_url(f"{server.url}/#/history?from={today.isoformat()}&q=acme")
+        await expect(page.locator(".history-row")).to_have_count(1)
 
         await page.locator(".history-link").first.click()
         await expect(page).to_have_url(f"{server.url}/#/proposal/{acme['id']}")
