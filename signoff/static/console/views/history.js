@@ -49,7 +49,8 @@ export async function showHistory(query) {
   remember(data.history.nodes);
   shown = { query: String(query), rows: data.history.nodes, page: data.history.pageInfo };
   redraw();
-  focusHeading();
+  // A new filter leaves the keyboard on the filter; arriving puts it on the heading.
+  if (!document.activeElement || !document.activeElement.closest(".history-filters")) focusHeading();
 }
 
 /** Forget what was loaded (signed out): the next visit asks again. */
@@ -122,7 +123,7 @@ export function HistoryView() {
   return html`<${Layout}>
     <section class="work history">
       <h2 tabindex="-1">History</h2>
-      <${Filters} key=${String(query)} query=${query} />
+      <${Filters} query=${query} />
       <${Results} />
     </section>
   <//>`;
@@ -168,7 +169,7 @@ function ActorSelect({ name, label, listed, met, query, offerMe }) {
 function Filters({ query }) {
   const targets = options ? options.targets : [];
   const decides = role() === "REVIEWER" || role() === "ADMIN";
-  return html`<form class="filters" role="search" aria-label="Filter the history" onSubmit=${apply}>
+  return html`<form class="history-filters" role="search" aria-label="Filter the history" onSubmit=${apply}>
     <div class="field">
       <label for="history-state">Outcome</label>
       <select id="history-state" name="state" onChange=${applyChoice}>
@@ -194,15 +195,15 @@ function Filters({ query }) {
     />
     <div class="field">
       <label for="history-from">Decided from</label>
-      <input id="history-from" name="from" type="date" defaultValue=${query.get("from") || ""} onChange=${applyChoice} />
+      <input id="history-from" name="from" type="date" value=${query.get("from") || ""} onChange=${applyChoice} />
     </div>
     <div class="field">
       <label for="history-to">Decided until</label>
-      <input id="history-to" name="to" type="date" defaultValue=${query.get("to") || ""} onChange=${applyChoice} />
+      <input id="history-to" name="to" type="date" value=${query.get("to") || ""} onChange=${applyChoice} />
     </div>
     <div class="field wide">
       <label for="history-q">Subject contains</label>
-      <input id="history-q" name="q" type="search" defaultValue=${query.get("q") || ""} />
+      <input id="history-q" name="q" type="search" value=${query.get("q") || ""} />
     </div>
     <div class="buttons">
       <button type="submit" class="primary">Search</button>

@@ -71,7 +71,7 @@ export function TaskView() {
 function TaskPage({ task }) {
   const proposal = task.proposal;
   return html`<article class="task-page">
-    <p><a href=${href("tasks", { queue: state.selectedQueue })}>← All tasks</a> <kbd>g</kbd></p>
+    <p><a href=${href("tasks", { queue: state.selectedQueue }, state.listQuery)}>← All tasks</a> <kbd>g</kbd></p>
     <h2 tabindex="-1">${task.title}</h2>
     <${Facts} task=${task} />
     ${proposal ? html`<${JsonBlock} title="Payload" value=${proposal.payload} />` : null}
