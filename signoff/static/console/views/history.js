@@ -166,6 +166,8 @@ function ActorSelect({ name, label, listed, met, query, offerMe }) {
   </div>`;
 }
 
+// What is typed stays while the page is drawn again; a field is drawn anew (keyed by its
+// value in the address) only when the address changes it.
 function Filters({ query }) {
   const targets = options ? options.targets : [];
   const decides = role() === "REVIEWER" || role() === "ADMIN";
@@ -195,15 +197,15 @@ function Filters({ query }) {
     />
     <div class="field">
       <label for="history-from">Decided from</label>
-      <input id="history-from" name="from" type="date" value=${query.get("from") || ""} onChange=${applyChoice} />
+      <input id="history-from" name="from" type="date" key=${`from:${query.get("from") || ""}`} defaultValue=${query.get("from") || ""} onChange=${applyChoice} />
     </div>
     <div class="field">
       <label for="history-to">Decided until</label>
-      <input id="history-to" name="to" type="date" value=${query.get("to") || ""} onChange=${applyChoice} />
+      <input id="history-to" name="to" type="date" key=${`to:${query.get("to") || ""}`} defaultValue=${query.get("to") || ""} onChange=${applyChoice} />
     </div>
     <div class="field wide">
       <label for="history-q">Subject contains</label>
-      <input id="history-q" name="q" type="search" value=${query.get("q") || ""} />
+      <input id="history-q" name="q" type="search" key=${`q:${query.get("q") || ""}`} defaultValue=${query.get("q") || ""} />
     </div>
     <div class="buttons">
       <button type="submit" class="primary">Search</button>
