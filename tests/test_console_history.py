@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from tests.browser import browser, screenshot_path
 from tests.conftest import ModuleServer
 from tests.helpers import World, build_world, unique_name
 from tests.live import http_gql
+from tests.processes import run_cli, signoff_env
 from tests.test_console import PHONE, signed_in
 
 __all__ = ["browser"]
@@ -199,6 +202,49 @@ async def test_a_proposal_page_tells_its_story_and_offers_its_receipt(
         )
         fits = "() => document.documentElement.scrollWidth <= window.innerWidth"
         assert await page.evaluate(fits), "the proposal page scrolls sideways at phone width"
+        assert errors == []
+    finally:
+        await context.close()
+
+
+async def test_the_receipt_hint_verifies_the_saved_receipt(
+    browser: Browser, module_server: ModuleServer, tmp_path: Path
+) -> None:
+    """Past a signed checkpoint, the page's two commands, run as printed where the receipt
+    was saved, verify it offline."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    env = signoff_env(module_server.database_url)
+    async with http_gql(server, sessionmaker) as gql:
+        # A target its agent executes: nothing is delivered after the checkpoint.
+        world = await build_world(gql, url=None, reviewer_names=unique_name("receipt"))
+        proposal = await _proposal(world, "ACME Corp")
+        await world.decide(world.reviewers[0], proposal)
+    signed = await asyncio.to_thread(run_cli, "audit", "checkpoint", env=env)
+    assert signed.returncode == 0, signed.stderr
+    context, page, errors = await signed_in(browser, server, world.reviewers[0])
+    try:
+        await page.goto(f"{server.url}/#/proposal/{proposal['id']}")
+        await expect(page.locator("#receipt-summary")).to_contain_text(
+            f"3 audit records proven against the checkpoint of {json.loads(signed.stdout)['size']}"
+        )
+        receipt_file = f"receipt-{proposal['id']}.json"
+        async with page.expect_download() as waiting:
+            await page.get_by_role("button", name=f"Save {receipt_file}").click()
+        await (await waiting.value).save_as(tmp_path / receipt_file)
+        commands = await page.locator("#receipt pre").inner_text()
+        path = f"{Path(sys.executable).parent}:{env['PATH']}"
+        for command in commands.splitlines():
+            ran = await asyncio.to_thread(
+                subprocess.run,
+                ["bash", "-c", command],
+                env={**env, "PATH": path},
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert ran.returncode == 0, f"{command}\n{ran.stdout}{ran.stderr}"
+        assert ran.stdout.startswith("OK: 3 records"), ran.stdout
         assert errors == []
     finally:
         await context.close()
