@@ -23,7 +23,7 @@ from tests.conftest import ModuleServer
 from tests.helpers import World, build_world, unique_name
 from tests.live import http_gql
 from tests.processes import run_cli, signoff_env
-from tests.test_console import PHONE, signed_in
+from tests.test_console import LIVE_WITHIN, PHONE, signed_in
 
 __all__ = ["browser"]
 
@@ -31,6 +31,10 @@ AMEND = """
 mutation($input: AmendProposalInput!) {
   amendProposal(input: $input) { proposal { id payloadDigest } }
 }
+"""
+
+BEGIN = """
+mutation($input: BeginExecutionInput!) { beginExecution(input: $input) { lease } }
 """
 
 POLICY = {
@@ -211,7 +215,7 @@ async def test_the_receipt_hint_verifies_the_saved_receipt(
     browser: Browser, module_server: ModuleServer, tmp_path: Path
 ) -> None:
     """Past a signed checkpoint, the page's two commands, run as printed where the receipt
-    was saved, verify it offline."""
+    was saved, verify it offline; what happens next joins the timeline live."""
     server, sessionmaker = module_server.server, module_server.sessionmaker
     env = signoff_env(module_server.database_url)
     async with http_gql(server, sessionmaker) as gql:
@@ -245,6 +249,15 @@ async def test_the_receipt_hint_verifies_the_saved_receipt(
             )
             assert ran.returncode == 0, f"{command}\n{ran.stdout}{ran.stderr}"
         assert ran.stdout.startswith("OK: 3 records"), ran.stdout
+
+        # The story goes on live: the agent takes the execution, the page tells it.
+        async with http_gql(server, sessionmaker) as gql:
+            given = {"proposalId": proposal["id"], "payloadDigest": proposal["payloadDigest"]}
+            await gql(BEGIN, {"input": given}, world.agent)
+        await expect(page.locator('[data-action="proposal.execution_started"]')).to_contain_text(
+            "agent began executing it", timeout=LIVE_WITHIN
+        )
+        await expect(page.locator(".timeline-entry")).to_have_count(4)
         assert errors == []
     finally:
         await context.close()

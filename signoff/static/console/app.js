@@ -12,7 +12,7 @@ import { go, href, parse } from "./router.js";
 import { ask, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
 import { HistoryView, leaveHistory, showHistory } from "./views/history.js";
 import { OperationsView, leaveOperations, showOperations } from "./views/operations.js";
-import { ProposalView, leaveProposal, showProposal } from "./views/proposal.js";
+import { ProposalView, leaveProposal, refreshProposal, showProposal } from "./views/proposal.js";
 import { SignInView, focusSignIn } from "./views/sign-in.js";
 import { TaskView, onTaskPage, refreshTask, rejectFromKeyboard, showTask } from "./views/task.js";
 import { TasksView, showTasks } from "./views/tasks.js";
@@ -174,14 +174,16 @@ function route() {
   if (!sameList || !main.contains(document.activeElement)) focusHeading();
 }
 
-// A live event draws again what it concerns: the task page of its task or proposal, or
-// the list; the operations page stays as it is.
+// A live event draws again what it concerns: the task page of its task or proposal, the
+// list, or a proposal's story; the operations page and the history stay as they are.
 function followEvent(event) {
   const shown = state.openTask;
   if (shown && (event.entityId === shown.id || (shown.proposal && event.proposalId === shown.proposal.id))) {
     refreshTask(shown.id);
   } else if (!shown && state.route.name === "tasks") {
     redraw();
+  } else if (state.route.name === "proposal" && event.proposalId === state.route.params.id) {
+    refreshProposal(state.route.params.id);
   }
 }
 

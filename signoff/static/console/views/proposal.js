@@ -1,4 +1,4 @@
-// One proposal's whole story: what was proposed and what became of it, its timeline read
+// One proposal's whole story, kept current by the live feed: what was proposed and what became of it, its timeline read
 // from its audit records (proposed, amended with the diff, each reviewer's decision with
 // the digest, the rule that set the quorum, deliveries or executions, incidents), and its
 // decision receipt, with how to verify it offline (`signoff audit verify-receipt`).
@@ -29,6 +29,23 @@ export async function showProposal(id) {
   shown = { id, proposal: data.proposal };
   redraw();
   focusHeading();
+}
+
+/** Load the page's proposal again after a live event about it: drawn in place. */
+export async function refreshProposal(id) {
+  if (!shown || shown.id !== id || !shown.proposal) return;
+  asks += 1;
+  const asked = asks;
+  let data;
+  try {
+    data = await ask(LOAD_PROPOSAL, { id });
+  } catch (failure) {
+    refused(failure);
+    return;
+  }
+  if (asked !== asks || state.route.name !== "proposal" || !shown || shown.id !== id) return;
+  shown = { id, proposal: data.proposal };
+  redraw();
 }
 
 /** Forget the page (signed out): the next visit loads it afresh. */
