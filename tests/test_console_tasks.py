@@ -245,3 +245,28 @@ async def test_filters_counts_sort_and_search_live_in_a_link_another_reviewer_op
         assert errors == []
     finally:
         await context.close()
+
+
+async def test_a_long_list_is_read_whole_drawn_fifty_rows_at_a_time_and_followed_live(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    """More tasks than a page: every one is read (the heading and the counts say 130), 50
+    rows are drawn and 50 more on request, and the feed followed from before the pages
+    were read brings a task made afterwards."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=1, reviewer_names=unique_name("long"))
+        await create_tasks(gql, world.admin, world.queue_id, 130, label="long")
+        context, page, errors = await signed_in(browser, server, world.reviewers[0])
+        try:
+            await expect(page.locator("#tasks-title .count")).to_have_text(" (130)")
+            await expect(page.locator("#loading-more")).to_have_count(0)
+            await expect(page.locator(".task")).to_have_count(50)
+            await expect_counts(page, {"all": 130, "unclaimed": 130})
+            await page.get_by_role("button", name="Show 50 more of 80").click()
+            await expect(page.locator(".task")).to_have_count(100)
+            await create_tasks(gql, world.admin, world.queue_id, 1, label="late")
+            await expect(page.locator("#tasks-title .count")).to_have_text(" (131)")
+            assert errors == []
+        finally:
+            await context.close()

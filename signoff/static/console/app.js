@@ -9,7 +9,7 @@ import { CONSOLE_ROLES, describe } from "./messages.js";
 import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
-import { ask, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
+import { ask, askFirstPage, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
 import { HistoryView, leaveHistory, showHistory } from "./views/history.js";
 import { OperationsView, leaveOperations, showOperations } from "./views/operations.js";
 import { ProposalView, leaveProposal, refreshProposal, showProposal } from "./views/proposal.js";
@@ -77,6 +77,9 @@ async function signIn(token) {
   if (!token) return;
   if (token !== SESSION && !signInOptions.tokenSignIn) return;
   state.token = token;
+  // The list's first page is asked for beside the viewer (one round trip less before the
+  // list is drawn); it is read only once the viewer may use the console.
+  const firstPage = askFirstPage();
   let data;
   try {
     data = await ask(LOAD_VIEWER);
@@ -101,7 +104,7 @@ async function signIn(token) {
   say("");
   signInScreen = null;
   state.live = new LiveConnection(token, showLiveStatus);
-  await loadTasks();
+  await loadTasks(firstPage);
   route();
 }
 

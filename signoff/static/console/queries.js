@@ -16,11 +16,12 @@ export const LOAD_VIEWER = `query Viewer {
 
 export const LOAD_ALL_QUEUES = `query Queues { queues { id slug name } }`;
 
-// The first page of each list; MORE_TASKS reads the rest, one page at a time.
+// The first page of each list, a screenful (drawn as soon as it comes); MORE_TASKS reads
+// the rest, 100 at a time.
 export const LOAD_TASKS = `query Tasks {
   changeFeedCursor
-  open: tasks(state: OPEN, first: 100) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
-  claimed: tasks(state: CLAIMED, first: 100) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
+  open: tasks(state: OPEN, first: 50) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
+  claimed: tasks(state: CLAIMED, first: 50) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
 }`;
 
 export const MORE_TASKS = `query MoreTasks($state: TaskState!, $after: String!) {

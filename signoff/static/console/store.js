@@ -24,6 +24,7 @@ export const state = {
   route: { name: "tasks", params: {}, query: new URLSearchParams() },
   selectedQueue: null,
   listQuery: new URLSearchParams(), // the task list's filters, kept while a task is open
+  listRows: 50, // how many of the list's rows are drawn (views/tasks.js)
   openTask: null, // the task shown on the task page
   taskAsks: 0, // task page loads asked for so far, in order
   taskDrawn: 0, // the newest of them the task page was drawn from
@@ -92,12 +93,12 @@ export function role() {
  * page by page after it (`state.loadingMore`), each page drawn as it comes, and the feed
  * followed from that cursor once all are in, so what changed meanwhile is applied over.
  */
-export async function loadTasks() {
+export async function loadTasks(asked = null) {
   state.loads += 1;
   const load = state.loads;
   let data;
   try {
-    data = await ask(LOAD_TASKS);
+    data = await (asked || askFirstPage());
   } catch (failure) {
     refused(failure);
     return;
@@ -123,6 +124,17 @@ export async function loadTasks() {
     follow(data.changeFeedCursor);
     shell.listChanged();
   });
+}
+
+/**
+ * Ask for the list's first page now (sign-in asks for it beside the viewer, to be read by
+ * `loadTasks` once the viewer may use the console): the answer, or the refusal, settles
+ * there; a promise nobody reads again is not an unhandled rejection.
+ */
+export function askFirstPage() {
+  const asked = ask(LOAD_TASKS);
+  asked.catch(() => {}); // read (and reported) by loadTasks, when it is read at all
+  return asked;
 }
 
 async function loadRest(load, lists) {

@@ -3,9 +3,10 @@
 // proposer, its age and the time left, and opens its proposal wherever it is clicked.
 // Filters, sort and search live in the route's query (listing.js), so a link shares them.
 
+import { SESSION } from "../api.js";
 import { describe } from "../messages.js";
 import { Badge, When, html } from "../components.js";
-import { age, inline, summaryValue } from "../format.js";
+import { age, inline, localTime, summaryValue } from "../format.js";
 import { SHOWS, SORTS, filtersOf, queryOf } from "../listing.js";
 import { Layout } from "../nav.js";
 import { DECIDE_MANY } from "../queries.js";
@@ -13,11 +14,22 @@ import { DECIDERS } from "../roles.js";
 import { go, href } from "../router.js";
 import { ask, listed, loadTasks, redraw, refused, role, say, state } from "../store.js";
 
+// Rows drawn at once: a list of a thousand is read whole (filters and counts cover all of
+// it) but drawn a screenful at a time, so that a filter change stays quick.
+const ROWS_AT_ONCE = 50;
+
 /** Show the list of `queue` (null: all the viewer's queues) with the filters of `query`. */
 export function showTasks(queue, query) {
   state.openTask = null;
-  state.selectedQueue = queue || null;
+  const chosen = queue || null;
+  if (chosen !== state.selectedQueue || String(query) !== String(state.listQuery)) state.listRows = ROWS_AT_ONCE;
+  state.selectedQueue = chosen;
   state.listQuery = query;
+  redraw();
+}
+
+function showMore() {
+  state.listRows += ROWS_AT_ONCE;
   redraw();
 }
 
@@ -37,16 +49,36 @@ export function TasksView() {
       <h2 id="tasks-title" tabindex="-1">
         ${queue ? queue.name : "All my queues"}<span class="count"> (${rows.length})</span>
       </h2>
+      <${NoQueue} />
       <${Filters} filters=${filters} shows=${shows} targets=${targets} />
       <${BulkBar} tasks=${rows} />
       ${state.loadingMore ? html`<p class="hint" id="loading-more" role="status">Loading more tasks…</p>` : null}
       ${rows.length
         ? html`<ul class="tasks" aria-label="Tasks waiting">
-            ${rows.map((task) => html`<${TaskRow} key=${task.id} task=${task} now=${now} />`)}
+            ${rows.slice(0, state.listRows).map((task) => html`<${TaskRow} key=${task.id} task=${task} now=${now} />`)}
           </ul>`
         : html`<p class="empty">${emptyText(filters)}</p>`}
+      ${rows.length > state.listRows
+        ? html`<p class="more">
+            <button type="button" id="more-rows" onClick=${showMore}>
+              Show ${Math.min(ROWS_AT_ONCE, rows.length - state.listRows)} more of ${rows.length - state.listRows}
+            </button>
+          </p>`
+        : null}
     </section>
   <//>`;
+}
+
+// A reviewer in no queue would wait for tasks that can never come: say why, and what
+// to ask for. Signed in with the company account, the groups map to queues that do not
+// exist (the claim mapping names queues by slug; a membership is made only for a queue
+// that exists).
+function NoQueue() {
+  if (role() !== "REVIEWER" || state.queues.length) return null;
+  const text = state.token === SESSION
+    ? "Your groups at the identity provider map you to no queue that exists in Signoff, so no task can reach you here. Ask an admin to create the queue your group names in the sign-in claim mapping, or to map your group to an existing queue."
+    : "This reviewer is a member of no queue, so no task can reach you here. Ask an admin to add you to a queue.";
+  return html`<p id="no-queue" class="notice info" role="status">${text}</p>`;
 }
 
 function emptyText(filters) {
@@ -63,6 +95,7 @@ function Filters({ filters, shows, targets }) {
     const query = queryOf({ ...filters, q: event.target.value });
     history.replaceState(null, "", href("tasks", { queue: state.selectedQueue }, query));
     state.listQuery = query;
+    state.listRows = ROWS_AT_ONCE;
     state.route = { ...state.route, query };
     redraw();
   };
@@ -161,7 +194,7 @@ function WhatItIs({ task, now }) {
     parts.push(html`<span>proposed by ${proposal.proposedBy.name}</span>`);
   }
   const since = proposal ? proposal.createdAt : task.createdAt;
-  parts.push(html`<span><time datetime=${since} title=${new Date(since).toLocaleString()}>${age(since, now)}</time></span>`);
+  parts.push(html`<span><time datetime=${since} title=${localTime(since)}>${age(since, now)}</time></span>`);
   return html`<div class="task-what">${parts}</div>`;
 }
 
