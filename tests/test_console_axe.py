@@ -56,6 +56,32 @@ async def test_the_list_and_proposal_views_have_no_serious_violation(
             await context.close()
 
 
+async def test_the_history_and_a_proposals_story_have_no_serious_violation(
+    browser: Browser, module_server: ModuleServer
+) -> None:
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewers=2, reviewer_names=unique_name("axe-story"))
+        approved = (await world.propose({"amount": 4500, "currency": "EUR"}))["proposal"]
+        rejected = (await world.propose({"amount": 90, "currency": "USD"}))["proposal"]
+        await world.decide(world.reviewers[0], approved)
+        await world.decide(world.reviewers[1], rejected, decision="REJECTED", reason="No order.")
+    for viewport in (None, PHONE):
+        options = {} if viewport is None else {"viewport": viewport}
+        context, page, errors = await signed_in(browser, server, world.reviewers[0], **options)
+        try:
+            await page.goto(f"{server.url}/#/history?reviewer=")
+            await expect(page.locator(".history-row")).to_have_count(2)
+            await no_violations(page, "history")
+
+            await page.goto(f"{server.url}/#/proposal/{rejected['id']}")
+            await expect(page.locator(".timeline-entry")).to_have_count(3)
+            await no_violations(page, "a proposal's story")
+            assert errors == []
+        finally:
+            await context.close()
+
+
 async def test_the_harness_reports_a_serious_violation(
     browser: Browser, module_server: ModuleServer
 ) -> None:

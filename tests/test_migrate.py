@@ -166,7 +166,7 @@ async def test_statistics_indexes_upgrade_and_downgrade(scratch_engine: AsyncEng
     wanted = {"ix_proposals_decided", "ix_proposals_applied"}
     await migrate(scratch_engine)
     assert wanted <= await _proposal_indexes(scratch_engine)
-    await _downgrade(scratch_engine, "0023_slack_email")
+    await _downgrade(scratch_engine, "0024_oidc_email")
     assert not wanted & await _proposal_indexes(scratch_engine)
     await migrate(scratch_engine)
     assert wanted <= await _proposal_indexes(scratch_engine)
@@ -239,3 +239,34 @@ async def test_the_audit_log_is_built_over_existing_records_in_their_order(
     assert size == 3
     await _downgrade(scratch_engine, "0014_channel_switches")
     assert "audit_checkpoints" not in await _tables(scratch_engine)
+
+
+async def test_proposals_let_through_before_history_are_decided_when_proposed(
+    scratch_engine: AsyncEngine,
+) -> None:
+    """0025: a proposal past approval without a decidedAt gets its creation time; one
+    still waiting for approval keeps none."""
+    await migrate(scratch_engine)
+    passed = await _one_proposal(scratch_engine)
+    async with create_sessionmaker(scratch_engine)() as session:
+        waiting = Proposal(
+            target_id=passed.target_id,
+            proposed_by_id=passed.proposed_by_id,
+            action_code="refund.create",
+            payload_digest="sha256:w",
+            request_digest="sha256:w",
+            operation_key="refund-43",
+            expires_at=clock.now(),
+        )
+        session.add(waiting)
+        await session.commit()
+    await _downgrade(scratch_engine, "0024_oidc_email")
+    await migrate(scratch_engine)
+    async with create_sessionmaker(scratch_engine)() as session:
+        rows = {p.id: p for p in (await session.exec(select(Proposal))).all()}
+    assert rows[passed.id].decided_at == rows[passed.id].created_at
+    assert rows[waiting.id].decided_at is None
+    await _downgrade(scratch_engine, "0024_oidc_email")
+    async with scratch_engine.connect() as conn:
+        indexes = await conn.run_sync(lambda c: sa.inspect(c).get_indexes("proposals"))
+    assert "ix_proposals_decided" not in {index["name"] for index in indexes}

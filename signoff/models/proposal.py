@@ -53,8 +53,9 @@ class Proposal(SQLModel, table=True):
         sa.Index("ix_proposals_created", "created_at", "id"),
         sa.Index("ix_proposals_due", "state", "next_attempt_at"),
         sa.Index("ix_proposals_lease", "state", "lease_expires_at"),
-        # The last day's statistics read proposals by when they were decided and applied.
-        sa.Index("ix_proposals_decided", "decided_at"),
+        # History reads decided proposals most recently decided first; the last day's
+        # statistics read them by when they were decided and applied.
+        sa.Index("ix_proposals_decided", "decided_at", "id"),
         sa.Index("ix_proposals_applied", "applied_at"),
     )
     __mapper_args__ = VERSIONED
@@ -99,6 +100,8 @@ class Proposal(SQLModel, table=True):
     escalation_level: int = Field(
         default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0")
     )
+    # When it stopped waiting for approval: decided by its reviewers, rejected or expired at
+    # its deadline, or let through by its target's mode or policy as it was proposed.
     decided_at: datetime | None = time_field(nullable=True)
     # Delivery bookkeeping: the database, not Redis, holds the retry state.
     delivery_attempt_count: int = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any, cast
 
 import strawberry
@@ -12,7 +13,14 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.errors import SignoffError
 from signoff.resolvers.access import actors
-from signoff.resolvers.approval import bulk_decisions, proposals, queue_stats, queues, tasks
+from signoff.resolvers.approval import (
+    bulk_decisions,
+    history,
+    proposals,
+    queue_stats,
+    queues,
+    tasks,
+)
 from signoff.resolvers.approval import policies as approval_policies
 from signoff.resolvers.core import audit, nodes
 from signoff.resolvers.drafts import reads as draft_reads
@@ -217,6 +225,41 @@ class Query:
         page = await call(
             info, proposals.list_proposals, state=state, queue_id=queue_id, first=first, after=after
         )
+        await warm_proposals(info, page.items, nodes_selected(info, depth=2))
+        return connection(page, Proposal.from_model)
+
+    @strawberry.field(
+        description=(
+            "Decided proposals (every state but APPROVAL_REQUIRED), most recently decided "
+            "first, at most 100 a page, as `proposals` shows them: agents their own, "
+            "reviewers those of their queues. Narrow by states, target, proposing agent, a "
+            "reviewer who decided them, when they were decided (decidedAfter inclusive, "
+            "decidedBefore exclusive) and words in their subject (case-insensitive)."
+        )
+    )
+    async def history(
+        self,
+        info: strawberry.Info,
+        states: list[models.ProposalState] | None = None,
+        target_id: strawberry.ID | None = None,
+        proposed_by_id: strawberry.ID | None = None,
+        reviewer_id: strawberry.ID | None = None,
+        decided_after: datetime | None = None,
+        decided_before: datetime | None = None,
+        search: str | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> PageConnection[Proposal]:
+        narrowed = history.HistoryFilter(
+            states=states,
+            target_id=target_id,
+            proposed_by_id=proposed_by_id,
+            reviewer_id=reviewer_id,
+            decided_after=decided_after,
+            decided_before=decided_before,
+            search=search,
+        )
+        page = await call(info, history.list_history, narrowed=narrowed, first=first, after=after)
         await warm_proposals(info, page.items, nodes_selected(info, depth=2))
         return connection(page, Proposal.from_model)
 

@@ -157,14 +157,16 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
-# GraphQL types that refer to each other (a proposal's task and attempts, a task's or an
-# attempt's proposal) meet through ``strawberry.lazy``: the schema's own shape, not a
-# dependency between concepts.
+# GraphQL types that refer to each other (a proposal's task, attempts and timeline, a
+# task's, an attempt's or an incident's proposal, a timeline entry's incident) meet through
+# ``strawberry.lazy``: the schema's own shape, not a dependency between concepts.
 MUTUALLY_RECURSIVE_TYPES = [
     [
         "signoff.schema.approval.proposal",
         "signoff.schema.approval.task",
+        "signoff.schema.approval.timeline",
         "signoff.schema.delivery.delivery",
+        "signoff.schema.delivery.incident",
     ],
 ]
 

@@ -325,6 +325,7 @@ def new_proposal(
         required_approvals=required if human else 0,
         policy_rule=None if approval is None else approval.recorded(),
         expires_at=expires_at,
+        decided_at=None if human else now,
         deadline_action=deadline.action,
         deadline_reason=deadline.reason,
         escalation_chain=deadline.escalation_chain,

@@ -13,11 +13,12 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.models.proposal import result_document
 from signoff.models.records import Via
-from signoff.resolvers.approval import receipts, standing
+from signoff.resolvers.approval import receipts, standing, timeline
 from signoff.resolvers.core.nodes import revision_node_id
 from signoff.schema.access.actor import Actor, load_actor
 from signoff.schema.approval.queue import Queue
 from signoff.schema.approval.standing import ViewerStanding
+from signoff.schema.approval.timeline import TimelineEntry
 from signoff.schema.call import call
 from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import DeliveryAttempt
@@ -139,7 +140,10 @@ class Proposal(Node):
         "({rule, name, approvals, queueId}; rule null: the policy's default).",
     )
     expires_at: datetime
-    decided_at: datetime | None
+    decided_at: datetime | None = strawberry.field(
+        description="When it stopped waiting for approval: decided, rejected or expired at "
+        "its deadline, or let through by its target as it was proposed."
+    )
     created_at: datetime
     updated_at: datetime
     delivery_attempt_count: int = strawberry.field(
@@ -246,6 +250,15 @@ class Proposal(Node):
                 checkpoint_size=checkpoint_size,
             )
         )
+
+    @strawberry.field(
+        description="What happened to it, oldest first, from its audit records: proposed, "
+        "amended, each reviewer's decision and digest, the quorum, the deadline, deliveries "
+        "or executions, and (operators and admins) incidents about it."
+    )
+    async def timeline(self, info: strawberry.Info) -> list[TimelineEntry]:
+        entries = await call(info, timeline.proposal_timeline, proposal_id=str(self.id))
+        return [TimelineEntry.of(entry) for entry in entries]
 
     @strawberry.field(description="Every delivery attempt, oldest first.")
     async def attempts(self, info: strawberry.Info) -> list[DeliveryAttempt]:

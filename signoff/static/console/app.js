@@ -10,8 +10,10 @@ import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
 import { ask, askFirstPage, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
+import { HistoryView, leaveHistory, showHistory } from "./views/history.js";
 import { IncidentView, incidentEvent, leaveIncident, showIncident } from "./views/incident.js";
 import { OperationsView, leaveOperations, operationsEvent, showOperations } from "./views/operations.js";
+import { ProposalView, leaveProposal, refreshProposal, showProposal } from "./views/proposal.js";
 import { SignInView, focusSignIn } from "./views/sign-in.js";
 import { TaskView, onTaskPage, refreshTask, rejectFromKeyboard, showTask } from "./views/task.js";
 import { TasksView, showTasks } from "./views/tasks.js";
@@ -27,7 +29,14 @@ const liveStatus = document.getElementById("live");
 const who = document.getElementById("who");
 const help = document.getElementById("help");
 
-const VIEWS = { tasks: TasksView, task: TaskView, operations: OperationsView, incident: IncidentView };
+const VIEWS = {
+  tasks: TasksView,
+  task: TaskView,
+  operations: OperationsView,
+  incident: IncidentView,
+  history: HistoryView,
+  proposal: ProposalView,
+};
 
 function Screen() {
   if (signInScreen) {
@@ -42,7 +51,9 @@ function Screen() {
   return html`<${View} />`;
 }
 
-let drawn = false; // the page's own "Loading…" is not Preact's: the first draw replaces it
+// The page's own "Loading…" (index.html) is not Preact's: render() keeps it below the
+// view, so the first drawing takes it away.
+let drawn = false;
 
 /** Draw the current view (synchronously: callers read and focus what it drew). */
 function redraw() {
@@ -110,6 +121,8 @@ async function signOut(message) {
   state.versions.clear();
   leaveOperations();
   leaveIncident();
+  leaveHistory();
+  leaveProposal();
   if (window.location.hash) history.replaceState(null, "", window.location.pathname);
   let endSessionUrl = null;
   if (session) {
@@ -157,6 +170,14 @@ function route() {
     showIncident(state.route.params.id);
     return;
   }
+  if (state.route.name === "history") {
+    showHistory(state.route.query);
+    return;
+  }
+  if (state.route.name === "proposal") {
+    showProposal(state.route.params.id);
+    return;
+  }
   showTasks(state.route.params.queue, state.route.query);
   // A new filter of the same list leaves the keyboard on the filter; a new list starts
   // at its heading.
@@ -165,7 +186,8 @@ function route() {
 }
 
 // A live event draws again what it concerns: the task page of its task or proposal, the
-// list, the operations page's figures, or the incident page of its proposal.
+// list, the operations page's figures, the incident page of its proposal, or a proposal's
+// story; the history stays as it is.
 function followEvent(event) {
   const shown = state.openTask;
   if (shown && (event.entityId === shown.id || (shown.proposal && event.proposalId === shown.proposal.id))) {
@@ -176,6 +198,8 @@ function followEvent(event) {
     operationsEvent(event);
   } else if (state.route.name === "incident") {
     incidentEvent(event);
+  } else if (state.route.name === "proposal" && event.proposalId === state.route.params.id) {
+    refreshProposal(state.route.params.id);
   }
 }
 

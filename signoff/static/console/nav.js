@@ -1,5 +1,5 @@
-// The side navigation every signed-in view shares: the viewer's queues, and Operations
-// for the staff.
+// The side navigation every signed-in view shares: the viewer's queues, History, and
+// Operations for the staff.
 
 import { html } from "./components.js";
 import { STAFF } from "./roles.js";
@@ -8,6 +8,7 @@ import { role, state } from "./store.js";
 
 export function QueueNav() {
   const onOperations = state.route.name === "operations" || state.route.name === "incident";
+  const onHistory = state.route.name === "history";
   const all = [{ id: null, name: "All my queues" }, ...state.queues];
   return html`<nav class="queues" aria-label="Queues">
     <h2 class="nav-title">Queues</h2>
@@ -16,11 +17,12 @@ export function QueueNav() {
         (queue) => html`<li key=${queue.id || ""}>
           <a
             href=${href("tasks", { queue: queue.id })}
-            aria-current=${!onOperations && state.selectedQueue === queue.id ? "page" : null}
+            aria-current=${!onOperations && !onHistory && state.selectedQueue === queue.id ? "page" : null}
           >${queue.name}</a>
         </li>`,
       )}
     </ul>
+    <p><a href=${href("history")} aria-current=${onHistory ? "page" : null}>History</a></p>
     ${STAFF.has(role())
       ? html`<p><a href=${href("operations")} aria-current=${onOperations ? "page" : null}>Operations</a></p>`
       : null}

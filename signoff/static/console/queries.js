@@ -128,3 +128,54 @@ export const RETRY_INCIDENT = `mutation RetryIncident($input: RetryIncidentInput
 export const RESOLVE_INCIDENT = `mutation ResolveIncident($input: ResolveIncidentInput!) {
   resolveIncident(input: $input) { incident { id state } }
 }`;
+
+// History (views/history.js): decided proposals, most recently decided first, one page.
+export const HISTORY_ROW = `
+  id state actionCode subject decidedAt createdAt
+  target { id name }
+  proposedBy { id name }
+  approvals { id decision approver { id name } }
+`;
+
+export const LOAD_HISTORY = `query History(
+  $states: [ProposalState!], $targetId: ID, $proposedById: ID, $reviewerId: ID,
+  $decidedAfter: DateTime, $decidedBefore: DateTime, $search: String, $after: String
+) {
+  history(
+    states: $states, targetId: $targetId, proposedById: $proposedById, reviewerId: $reviewerId,
+    decidedAfter: $decidedAfter, decidedBefore: $decidedBefore, search: $search,
+    first: 50, after: $after
+  ) {
+    pageInfo { hasNextPage endCursor }
+    nodes { ${HISTORY_ROW} }
+  }
+}`;
+
+export const LOAD_TARGETS = `query Targets { targets { id name } }`;
+
+// The agents and reviewers the filters offer (operators and admins may list actors).
+export const LOAD_ACTORS = `query Actors {
+  agents: actors(role: AGENT, first: 100) { nodes { id name } }
+  reviewers: actors(role: REVIEWER, first: 100) { nodes { id name } }
+}`;
+
+// One proposal's story (views/proposal.js): what it is, its timeline, its receipt.
+export const LOAD_PROPOSAL = `query Proposal($id: ID!) {
+  proposal(id: $id) {
+    id state actionCode subject payload payloadDigest revision requiredApprovals
+    approvalCount createdAt decidedAt appliedAt expiresAt
+    target { id name }
+    proposedBy { name }
+    task { id }
+    timeline {
+      auditEventId kind action at revision payloadDigest fromDigest decision reason
+      errorCode logPosition
+      actor { name }
+      policyRule { rule name approvals queue { name } }
+      diff { op path value from }
+      attempt { attemptNumber responseClass statusCode errorCode durationMs }
+      incident { id title state }
+    }
+    decisionReceipt
+  }
+}`;

@@ -7,6 +7,8 @@
 //   #/task/<id>         one task and its proposal
 //   #/operations        the operations page (operators and admins)
 //   #/incident/<id>     one incident: its timeline, what it concerns, its moves
+//   #/history           decided proposals, filtered by the query (views/history.js)
+//   #/proposal/<id>     one proposal's story: its timeline and decision receipt
 //
 // Any route may carry a query (`#/queue/<id>?sort=due`): `route.query` is its
 // URLSearchParams.
@@ -16,6 +18,8 @@ const ROUTES = [
   { name: "queue", pattern: /^\/queue\/([\w-]+)$/, params: ["queue"] },
   { name: "operations", pattern: /^\/operations$/, params: [] },
   { name: "incident", pattern: /^\/incident\/([\w-]+)$/, params: ["id"] },
+  { name: "history", pattern: /^\/history$/, params: [] },
+  { name: "proposal", pattern: /^\/proposal\/([\w-]+)$/, params: ["id"] },
   { name: "tasks", pattern: /^\/?$/, params: [] },
 ];
 
@@ -41,6 +45,8 @@ export function href(name, params = {}, query = null) {
   if (name === "task") path = `#/task/${params.id}`;
   else if (name === "operations") path = "#/operations";
   else if (name === "incident") path = `#/incident/${params.id}`;
+  else if (name === "history") path = "#/history";
+  else if (name === "proposal") path = `#/proposal/${params.id}`;
   else path = params.queue ? `#/queue/${params.queue}` : "#/";
   const search = query ? String(query) : "";
   return search ? `${path}?${search}` : path;

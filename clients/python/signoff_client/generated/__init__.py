@@ -33,6 +33,7 @@ from .enums import (
     Role,
     Severity,
     TaskState,
+    TimelineEntryKind,
 )
 from .exceptions import (
     GraphQLClientError,
@@ -236,6 +237,7 @@ __all__ = [
     "TargetsTargets",
     "TargetsTargetsQueue",
     "TaskState",
+    "TimelineEntryKind",
     "UpdateDraftInput",
     "Upload",
     "Viewer",

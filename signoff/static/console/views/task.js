@@ -102,7 +102,7 @@ function Facts({ task }) {
   if (task.completedBy) facts.push(["Completed by", task.completedBy.name]);
   if (proposal) {
     facts.push(
-      ["Proposal", html`<${Badge} value=${proposal.state} />`],
+      ["Proposal", html`<${Badge} value=${proposal.state} /> <a href=${href("proposal", { id: proposal.id })} id="proposal-story">its timeline and receipt</a>`],
       ["Action", html`<code>${proposal.actionCode}</code>`],
       ["Target", targetLine(proposal.target)],
       ["Proposed by", proposal.proposedBy.name],
