@@ -56,7 +56,8 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt 
 
 # The Node packages the tests run, each folder installed from its package-lock.json with
 # npm ci (tests/oidc_provider: the OpenID provider the sign-in tests use;
-# tests/graphql_clients: graphql-http's audit and graphql-sse's client; clients/typescript:
+# tests/graphql_clients: graphql-http's audit and graphql-sse's client; tests/axe:
+# axe-core, which tests/browser.py puts into the console's pages; clients/typescript:
 # the TypeScript client, run under Node by tests/client/test_typescript.py). Without npm the
 # recipe says what to install and the tests that need the folder skip (fail under CI).
 NODE_PACKAGES := tests/oidc_provider tests/graphql_clients tests/axe clients/typescript
