@@ -47,7 +47,7 @@ async def test_after_one_of_two_approvals_the_approver_is_told_they_wait(
 
         # The second reviewer is offered both decisions, and sees who decided.
         await other.goto(task_url)
-        await expect(other.locator("#standing-summary")).to_have_text("waiting for 1 more reviewer")
+        await expect(other.locator("#standing-summary")).to_have_text("Waiting for 1 more reviewer")
         await expect(other.locator("#standing-decided")).to_contain_text(f"{names}-0 (approved)")
         await expect(other.get_by_role("button", name="Approve")).to_be_visible()
         await expect(other.get_by_role("button", name="Reject")).to_be_visible()

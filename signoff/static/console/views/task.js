@@ -4,7 +4,7 @@
 // it, keeping what the reviewer is typing and where.
 
 import { Badge, JsonBlock, When, html } from "../components.js";
-import { article } from "../format.js";
+import { article, stateName } from "../format.js";
 import { describe } from "../messages.js";
 import { AMEND, CLAIM, COMPLETE, DECIDE, LOAD_TASK, RELEASE } from "../queries.js";
 import { DECIDERS } from "../roles.js";
@@ -93,7 +93,7 @@ function TaskPage({ task }) {
 function Facts({ task }) {
   const proposal = task.proposal;
   const facts = [
-    ["Task", html`<${Badge} value=${task.state} /> ${task.kind}`],
+    ["Task", html`<${Badge} value=${task.state} /> ${stateName(task.kind)}`],
     ["Queue", task.queue.name],
     ["Claimed by", task.assignee ? (task.claimedByMe ? "you" : task.assignee.name) : "nobody"],
     ["Claim lapses", html`<${When} iso=${task.claimExpiresAt} />`],
@@ -241,9 +241,10 @@ function Standing({ proposal }) {
       : DECIDED[standing.decision]);
   }
   parts.push(`waiting for ${waiting} more ${waiting === 1 ? "reviewer" : "reviewers"}`);
+  const summary = parts.join(" · ");
   const closed = !standing.decision && !standing.mayApprove ? standing.approveRefusal : null;
   return html`<div class="standing" id="standing">
-    <p id="standing-summary"><strong>${parts.join(" · ")}</strong></p>
+    <p id="standing-summary"><strong>${summary.charAt(0).toUpperCase() + summary.slice(1)}</strong></p>
     <p id="standing-decided">
       ${current.length
         ? `Decided so far: ${current.map((a) => `${a.approver.name} (${a.decision === "APPROVED" ? "approved" : "rejected"})`).join(", ")}.`
