@@ -158,9 +158,10 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 # GraphQL types that refer to each other (a proposal's task and attempts, a task's or an
-# attempt's proposal) meet through ``strawberry.lazy``: the schema's own shape, not a
-# dependency between concepts.
+# attempt's proposal; a viewer's queues, a queue's members) meet through ``strawberry.lazy``:
+# the schema's own shape, not a dependency between concepts.
 MUTUALLY_RECURSIVE_TYPES = [
+    ["signoff.schema.access.actor", "signoff.schema.approval.queue"],
     [
         "signoff.schema.approval.proposal",
         "signoff.schema.approval.task",
