@@ -23,5 +23,12 @@ def test_static_files_and_the_migration_template_are_package_data() -> None:
     assert static, "signoff/static is empty"
     assert static - files == set()
     assert PACKAGE / "migrations" / "script.py.mako" in files
-    for page in ("console/index.html", "console/app.js", "graphiql/index.html"):
+    pages = (
+        "console/index.html",
+        "console/app.js",
+        "console/views/tasks.js",
+        "vendor/preact-htm.module.js",
+        "graphiql/index.html",
+    )
+    for page in pages:
         assert PACKAGE / "static" / page in files

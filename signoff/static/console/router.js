@@ -1,0 +1,49 @@
+// Where the console is: one route per view, read from the address's hash so that a link
+// (filters included, in the hash's query) opens the same view for whoever follows it,
+// with no server route per view.
+//
+//   #/                  the task list of all my queues
+//   #/queue/<id>        the task list of one queue
+//   #/task/<id>         one task and its proposal
+//   #/operations        the operations page (operators and admins)
+//
+// Any route may carry a query (`#/queue/<id>?sort=due`): `route.query` is its
+// URLSearchParams.
+
+const ROUTES = [
+  { name: "task", pattern: /^\/task\/([\w-]+)$/, params: ["id"] },
+  { name: "queue", pattern: /^\/queue\/([\w-]+)$/, params: ["queue"] },
+  { name: "operations", pattern: /^\/operations$/, params: [] },
+  { name: "tasks", pattern: /^\/?$/, params: [] },
+];
+
+/** The route of a hash (`location.hash` by default): `{ name, params, query }`. */
+export function parse(hash = window.location.hash) {
+  const text = hash.replace(/^#/, "");
+  const at = text.indexOf("?");
+  const path = at < 0 ? text : text.slice(0, at);
+  const query = new URLSearchParams(at < 0 ? "" : text.slice(at + 1));
+  for (const route of ROUTES) {
+    const match = path.match(route.pattern);
+    if (!match) continue;
+    const params = Object.fromEntries(route.params.map((name, i) => [name, match[i + 1]]));
+    if (route.name === "queue") return { name: "tasks", params, query };
+    return { name: route.name, params, query };
+  }
+  return { name: "tasks", params: {}, query };
+}
+
+/** The hash of a route: `href("task", { id })`, `href("tasks", { queue }, query)`. */
+export function href(name, params = {}, query = null) {
+  let path;
+  if (name === "task") path = `#/task/${params.id}`;
+  else if (name === "operations") path = "#/operations";
+  else path = params.queue ? `#/queue/${params.queue}` : "#/";
+  const search = query ? String(query) : "";
+  return search ? `${path}?${search}` : path;
+}
+
+/** Go to a route; the hashchange that follows draws it. */
+export function go(hash) {
+  window.location.hash = hash;
+}
