@@ -10,6 +10,7 @@ import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
 import { ask, focusHeading, listen, loadTasks, say, sortedTasks, state } from "./store.js";
+import { AdminView, leaveAdmin, showAdmin } from "./views/admin.js";
 import { OperationsView, leaveOperations, showOperations } from "./views/operations.js";
 import { SignInView, focusSignIn } from "./views/sign-in.js";
 import { TaskView, onTaskPage, refreshTask, rejectFromKeyboard, showTask } from "./views/task.js";
@@ -26,7 +27,7 @@ const liveStatus = document.getElementById("live");
 const who = document.getElementById("who");
 const help = document.getElementById("help");
 
-const VIEWS = { tasks: TasksView, task: TaskView, operations: OperationsView };
+const VIEWS = { tasks: TasksView, task: TaskView, operations: OperationsView, admin: AdminView };
 
 function Screen() {
   if (signInScreen) {
@@ -101,6 +102,7 @@ async function signOut(message) {
   state.tasks.clear();
   state.versions.clear();
   leaveOperations();
+  leaveAdmin();
   if (window.location.hash) history.replaceState(null, "", window.location.pathname);
   let endSessionUrl = null;
   if (session) {
@@ -134,12 +136,17 @@ function route() {
   if (!state.token) return;
   state.route = parse();
   if (state.route.name !== "operations") leaveOperations();
+  if (state.route.name !== "admin") leaveAdmin();
   if (state.route.name === "task") {
     showTask(state.route.params.id);
     return;
   }
   if (state.route.name === "operations") {
     showOperations();
+    return;
+  }
+  if (state.route.name === "admin") {
+    showAdmin(state.route.params.screen);
     return;
   }
   showTasks(state.route.params.queue);

@@ -6,6 +6,8 @@
 //   #/queue/<id>        the task list of one queue
 //   #/task/<id>         one task and its proposal
 //   #/operations        the operations page (operators and admins)
+//   #/admin/<screen>    an Admin screen (admins): queues, targets, tokens, channels,
+//                       delegations, sign-in
 //
 // Any route may carry a query (`#/queue/<id>?sort=due`): `route.query` is its
 // URLSearchParams.
@@ -14,7 +16,18 @@ const ROUTES = [
   { name: "task", pattern: /^\/task\/([\w-]+)$/, params: ["id"] },
   { name: "queue", pattern: /^\/queue\/([\w-]+)$/, params: ["queue"] },
   { name: "operations", pattern: /^\/operations$/, params: [] },
+  { name: "admin", pattern: /^\/admin\/([\w-]+)$/, params: ["screen"] },
   { name: "tasks", pattern: /^\/?$/, params: [] },
+];
+
+// The Admin section's screens, in the order its navigation lists them.
+export const ADMIN_SCREENS = [
+  { screen: "queues", title: "Queues and members" },
+  { screen: "targets", title: "Targets" },
+  { screen: "tokens", title: "API tokens" },
+  { screen: "channels", title: "Notification channels" },
+  { screen: "delegations", title: "Delegations" },
+  { screen: "sign-in", title: "Sign-in mapping" },
 ];
 
 /** The route of a hash (`location.hash` by default): `{ name, params, query }`. */
@@ -38,6 +51,7 @@ export function href(name, params = {}, query = null) {
   let path;
   if (name === "task") path = `#/task/${params.id}`;
   else if (name === "operations") path = "#/operations";
+  else if (name === "admin") path = `#/admin/${params.screen}`;
   else path = params.queue ? `#/queue/${params.queue}` : "#/";
   const search = query ? String(query) : "";
   return search ? `${path}?${search}` : path;
