@@ -76,7 +76,6 @@ async def test_an_admin_works_each_admin_screen(
             await expect(page.locator(".work")).to_contain_text(
                 "Sign-in with an identity provider is not set up on this server"
             )
-            await page.screenshot(path=screenshot_path("console-admin-sign-in", shots))
             assert errors == []
         finally:
             await context.close()
@@ -191,6 +190,50 @@ async def _channels_of(gql: GraphQLClient, world: World) -> list[dict[str, Any]]
     found = await gql(CHANNELS, {"id": world.queue_id}, world.admin)
     channels: list[dict[str, Any]] = found["queue"]["notificationChannels"]
     return channels
+
+
+MAPPING = """\
+groups-claim roles
+signoff-admins admin
+signoff-payments reviewer payments refunds
+"""
+
+
+async def test_an_admin_reads_the_sign_in_mapping(
+    browser: Browser, serve: Serve, sessionmaker: SessionMaker, tmp_path: Path
+) -> None:
+    """The mapping the server started with, line by line, a queue it names that does not
+    exist pointed out. The provider is never asked: the admin signs in with a token."""
+    claims = tmp_path / "claims.txt"
+    claims.write_text(MAPPING)
+    server = await serve(
+        SIGNOFF_OIDC_ISSUER="http://127.0.0.1:9/idp",
+        SIGNOFF_OIDC_CLIENT_ID="signoff",
+        SIGNOFF_OIDC_CLAIMS_FILE=str(claims),
+        SIGNOFF_CONSOLE_TOKEN_SIGN_IN="1",
+    )
+    async with http_gql(server, sessionmaker) as gql:
+        admin = await gql.token(Role.ADMIN, name="admin")
+        made = {"input": {"slug": "payments", "name": "Payments"}}
+        await gql(
+            "mutation($input: CreateQueueInput!) { createQueue(input: $input) { id } }", made, admin
+        )
+    context, page, errors = await signed_in(browser, server, admin, viewport=PHONE)
+    try:
+        await open_screen(page, "Sign-in mapping")
+        rows = page.locator(".work tbody tr")
+        await expect(rows).to_have_count(2)
+        await expect(rows.nth(0)).to_contain_text("signoff-admins")
+        await expect(rows.nth(0)).to_contain_text("admin")
+        await expect(rows.nth(1)).to_contain_text("payments")
+        await expect(rows.nth(1).locator(".missing")).to_have_text("(no such queue)")
+        await expect(rows.nth(1)).to_contain_text("refunds (no such queue)")
+        await expect(page.locator(".facts")).to_contain_text("roles")
+        shot = screenshot_path("console-admin-sign-in", tmp_path / "shots")
+        await page.screenshot(path=shot, full_page=True)
+        assert errors == []
+    finally:
+        await context.close()
 
 
 async def test_only_admins_see_the_admin_section(
