@@ -95,6 +95,13 @@ async def _queues(page: Page, gql: GraphQLClient, world: World, shots: Path) -> 
     await item.get_by_role("button", name="Remove newcomer from Payments").click()
     await expect_notice(page, "newcomer no longer reviews Payments.")
     await expect(item.locator(".members li")).to_have_count(2)
+    await page.get_by_label("Slug").fill("refunds-eu")
+    await page.get_by_label("Name", exact=True).fill("Refunds EU")
+    await page.get_by_role("button", name="Create queue").click()
+    await expect_notice(page, "Queue Refunds EU created.")
+    await expect(page.locator(".admin-item h3")).to_have_count(2)
+    slugs = (await gql("{ queues { slug } }", token=world.admin))["queues"]
+    assert {"slug": "refunds-eu"} in slugs
 
 
 async def _targets(page: Page, gql: GraphQLClient, world: World, shots: Path) -> None:
@@ -135,6 +142,16 @@ async def _target_name(gql: GraphQLClient, world: World) -> str:
 
 async def _tokens(page: Page, gql: GraphQLClient, shots: Path) -> None:
     await open_screen(page, "API tokens")
+    # An existing actor keeps its role: asked for another, nothing is made.
+    await page.get_by_label("Actor's name").fill("newcomer")
+    await page.get_by_label("Role").select_option("ADMIN")
+    await page.get_by_role("button", name="Create token").click()
+    await expect_notice(
+        page,
+        "That actor already has another role; nothing was changed. An existing actor keeps "
+        "its role (signoff actor set-role changes it). (ROLE_CONFLICT)",
+    )
+    await expect(page.locator(".secret")).to_have_count(0)
     await page.get_by_label("Actor's name").fill("ci-bot")
     await page.get_by_label("Role").select_option("AGENT")
     await page.get_by_role("button", name="Create token").click()
