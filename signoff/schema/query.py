@@ -73,6 +73,7 @@ NODE_TYPES: dict[type[Any], Callable[[Any], Node]] = {
     models.ProposalRevision: ProposalRevision.from_model,
     models.ReconciliationRun: ReconciliationRun.from_model,
     models.RepairAction: RepairAction.from_model,
+    models.ApiToken: ApiToken.from_model,
 }
 
 

@@ -122,6 +122,11 @@ async def test_tokens_are_for_admins_only_and_a_refusal_changes_nothing(
     assert (await gql.error(REVOKE_TOKEN, {"id": ids[0]}, operator)).code == "FORBIDDEN"
     assert await _token_count(gql) == before
     assert (await gql(VIEWER, token=operator))["viewer"]["actor"]["name"] == "operator"
+    # Nor does node() show a token to anyone but an admin.
+    node = "query($id: ID!) { node(id: $id) { __typename id } }"
+    assert (await gql.error(node, {"id": ids[0]}, operator)).code == "NOT_FOUND"
+    found = (await gql(node, {"id": ids[0]}, world.admin))["node"]
+    assert found == {"__typename": "ApiToken", "id": ids[0]}
 
 
 async def test_creating_a_token_is_refused_in_code(gql: GraphQLClient) -> None:

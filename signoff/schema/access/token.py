@@ -9,13 +9,14 @@ import strawberry
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.schema.access.actor import Actor, load_actor
+from signoff.schema.node import Node
 
 
 @strawberry.type(
     description="An API token, without its value: only its hash is stored, and the value "
     "was shown once, when it was created."
 )
-class ApiToken:
+class ApiToken(Node):
     id: strawberry.ID
     created_at: datetime
     revoked_at: datetime | None = strawberry.field(
