@@ -59,7 +59,7 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt 
 # tests/graphql_clients: graphql-http's audit and graphql-sse's client; clients/typescript:
 # the TypeScript client, run under Node by tests/client/test_typescript.py). Without npm the
 # recipe says what to install and the tests that need the folder skip (fail under CI).
-NODE_PACKAGES := tests/oidc_provider tests/graphql_clients clients/typescript
+NODE_PACKAGES := tests/oidc_provider tests/graphql_clients tests/axe clients/typescript
 NODE_STAMPS := $(NODE_PACKAGES:%=%/node_modules/.installed)
 
 %/node_modules/.installed: %/package.json %/package-lock.json

@@ -14,13 +14,16 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, Route, async_playwright
 
-from tests.machine import missing
+from tests.machine import missing, require_node_package
 from tests.processes import ROOT
 
 CHROMIUM = (
     os.environ.get("SIGNOFF_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 )
 SCREENSHOTS = ROOT / "docs" / "screenshots"
+AXE = ROOT / "tests" / "axe"  # axe-core, installed from its package-lock.json by `make test`
+# The impacts a page must not have: axe's "serious" and "critical".
+BLOCKING_IMPACTS = ("serious", "critical")
 LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
 
 
@@ -81,3 +84,26 @@ def screenshot_path(name: str, directory: Path) -> Path:
         directory = SCREENSHOTS
     directory.mkdir(parents=True, exist_ok=True)
     return directory / f"{name}.png"
+
+
+# Runs axe on the page as it is and keeps what matters, each violation with the elements
+# it found (their selectors) so that a failure says where to look.
+RUN_AXE = """async (impacts) => {
+  const result = await axe.run(document, { resultTypes: ["violations"] });
+  return result.violations
+    .filter((v) => impacts.includes(v.impact))
+    .map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+                   nodes: v.nodes.map((n) => n.target.join(" ")) }));
+}"""
+
+
+async def axe_violations(page: Page) -> list[dict[str, object]]:
+    """The serious and critical accessibility violations axe-core finds on ``page`` now.
+    axe is put into the page through the browser's debugging protocol, which the page's
+    Content Security Policy does not govern, so the page is checked as it is served."""
+    require_node_package(AXE, "axe-core")
+    source = (AXE / "node_modules" / "axe-core" / "axe.min.js").read_text(encoding="utf-8")
+    if not await page.evaluate("() => typeof window.axe === 'object'"):
+        await page.evaluate(source)
+    found: list[dict[str, object]] = await page.evaluate(RUN_AXE, list(BLOCKING_IMPACTS))
+    return found

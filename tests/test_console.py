@@ -177,9 +177,12 @@ async def _decide_and_deliver(
     await expect(bob.locator(".task-meta")).to_contain_text("claimed by reviewer-0")
     await alice.screenshot(path=screenshot_path("console-proposal", shots), full_page=True)
 
-    # Bob tries to approve what Alice holds: refused, with the sentence for the code.
+    # Bob is offered no decision on what Alice holds, and told why; claiming it anyway is
+    # refused, with the sentence for the code.
     await bob.locator(".task-link").click()
-    await bob.get_by_role("button", name="Approve").click()
+    await expect(bob.locator("#standing-closed")).to_contain_text("(TASK_CLAIMED_BY_OTHER)")
+    await expect(bob.get_by_role("button", name="Approve")).to_have_count(0)
+    await bob.get_by_role("button", name="Claim").click()
     await expect(bob.locator("#notice")).to_contain_text(
         "Another reviewer holds this task. Wait for them to release it. (TASK_CLAIMED_BY_OTHER)"
     )
@@ -188,15 +191,15 @@ async def _decide_and_deliver(
     assert await bob.evaluate(fits), "the proposal page scrolls sideways at phone width"
 
     await alice.keyboard.press("a")
-    await expect(alice.locator(".facts")).to_contain_text("APPLIED", timeout=LIVE_WITHIN)
+    await expect(alice.locator(".facts")).to_contain_text("Applied", timeout=LIVE_WITHIN)
     await expect(alice.locator("#attempts-title")).to_have_text("Delivery attempts (1)")
-    await expect(alice.locator("table")).to_contain_text("APPLIED")
+    await expect(alice.locator("table")).to_contain_text("Applied")
     await expect(alice.locator("#approvals-title")).to_have_text("Approvals: 1 of 1")
     await alice.screenshot(path=screenshot_path("console-delivered", shots), full_page=True)
     assert [r.body["payload_digest"] for r in receiver.requests] == [proposal["payloadDigest"]]
 
     # Bob's screen followed: the proposal is delivered, the task is no longer his to decide.
-    await expect(bob.locator(".facts")).to_contain_text("APPLIED", timeout=LIVE_WITHIN)
+    await expect(bob.locator(".facts")).to_contain_text("Applied", timeout=LIVE_WITHIN)
     await bob.keyboard.press("g")
     await expect(bob.locator(".empty")).to_contain_text("Nothing waiting")
 
@@ -208,7 +211,7 @@ async def _decide_and_deliver(
     ops_context, ops, ops_errors = await signed_in(browser, server, world.admin)
     await ops.get_by_role("link", name="Operations").click()
     await expect(ops.locator(".work h2")).to_have_text("Operations")
-    await expect(ops.locator(".counts").first).to_contain_text("APPLIED 1")
+    await expect(ops.locator(".counts").first).to_contain_text("Applied 1")
     assert ops_errors == []
 
     for context in (alice_context, bob_context, other_context, ops_context):
@@ -277,7 +280,7 @@ async def test_console_resumes_after_its_server_restarts(
     await expect(page.get_by_label("Reason")).to_be_focused()
     await page.keyboard.type("The amount is wrong")
     await page.keyboard.press("Control+Enter")
-    await expect(page.locator(".facts")).to_contain_text("REJECTED", timeout=LIVE_WITHIN)
+    await expect(page.locator(".facts")).to_contain_text("Rejected", timeout=LIVE_WITHIN)
     await expect(page.locator(".approvals")).to_contain_text("The amount is wrong")
     await page.keyboard.press("g")
     await expect(page.locator(".task")).to_have_count(1, timeout=LIVE_WITHIN)
@@ -660,7 +663,7 @@ async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
     context, page, errors = await signed_in(browser, server, world.reviewers[0])
     try:
         await page.locator(".task-link").click()
-        await page.get_by_role("button", name="Approve").click()
+        await page.get_by_role("button", name="Claim").click()
         await expect(page.locator("#notice")).to_contain_text("(TASK_CLAIMED_BY_OTHER)")
         await page.get_by_role("link", name="← All tasks").click()
         await expect(page.locator(".task")).to_have_count(1)
@@ -686,11 +689,19 @@ async def test_task_rows_tell_proposals_apart_and_the_payload_comes_before_the_d
         rows = page.locator(".task")
         await expect(rows).to_have_count(2)
         for amount, order in ((100, "o-1"), (2500, "o-2")):
-            row = rows.filter(has_text=f"amount {amount}")
+            # The amount with its currency, as the reader's locale writes it (issue 43).
+            euros = await page.evaluate(
+                "(n) => new Intl.NumberFormat(undefined, {style: 'currency', currency: 'EUR'})"
+                ".format(n)",
+                amount,
+            )
+            row = rows.filter(has=page.locator(".summary", has_text=euros))
             await expect(row).to_have_count(1)
             await expect(row).to_contain_text(f"order {order}")
             await expect(row).to_contain_text("proposed by agent")
-            await expect(row.locator("time").first).to_have_text(re.compile(r"just now|min ago"))
+            await expect(row.locator(".task-what time")).to_have_text(
+                re.compile(r"now|seconds? ago|minutes? ago")
+            )
         texts = await rows.locator(".task-what").all_inner_texts()
         assert len(set(texts)) == 2, texts
 
@@ -874,7 +885,7 @@ async def test_the_task_page_shows_who_executed_a_proposal_and_its_result(
         await page.goto(f"{server.url}/#/task/{made['task']['id']}")
         await expect(page.locator("#execution-title")).to_have_text("Execution by the agent")
         await expect(page.locator("#executed-by")).to_contain_text("agent (desk-7:4242)")
-        await expect(page.locator("#executed-by")).to_contain_text("APPLIED")
+        await expect(page.locator("#executed-by")).to_contain_text("Applied")
         await expect(page.locator("#attempts-title")).to_have_count(0)
         await expect(page.locator(".json-block").last).to_contain_text("r-4343")
         assert errors == []

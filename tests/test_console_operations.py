@@ -113,14 +113,14 @@ async def _work_the_incident(
     await open_operations(page)
     incident = await only_incident(gql, operator)
     row = row_of(page, incident)
-    await expect(row.locator(".badge-open")).to_have_text("OPEN")
+    await expect(row.locator(".badge-open")).to_have_text("Open")
     await expect(row.get_by_role("button")).to_have_text(["Acknowledge", "Retry delivery"])
     await expect(row.get_by_text("Resolve…")).to_be_visible()
     await page.screenshot(path=screenshot_path("console-operations", shots), full_page=True)
 
     await row.get_by_role("button", name="Acknowledge").click()
     await expect(page.locator("#notice")).to_have_text("Acknowledged.")
-    await expect(row.locator(".badge-acknowledged")).to_have_text("ACKNOWLEDGED")
+    await expect(row.locator(".badge-acknowledged")).to_have_text("Acknowledged")
     await expect(row.get_by_role("button")).to_have_text(["Retry delivery"])
     assert (await only_incident(gql, operator))["state"] == "ACKNOWLEDGED"
 
@@ -145,7 +145,7 @@ async def _work_the_incident(
     await row.get_by_label("What was done").fill("The receiver was redeployed.")
     await row.get_by_role("button", name="Resolve").click()
     await expect(page.locator("#notice")).to_have_text("Resolved.")
-    await expect(row.locator(".badge-resolved")).to_have_text("RESOLVED")
+    await expect(row.locator(".badge-resolved")).to_have_text("Resolved")
     await expect(row.get_by_role("button")).to_have_count(0)
     await expect(row.get_by_text("Resolve…")).to_have_count(0)
     resolved = await only_incident(gql, operator)
@@ -192,7 +192,7 @@ async def test_a_refused_move_shows_why_and_the_state_the_server_has(
             await expect(page.locator("#notice")).to_have_text(
                 "The incident is already resolved. (INCIDENT_RESOLVED)"
             )
-            await expect(row.locator(".badge-resolved")).to_have_text("RESOLVED")
+            await expect(row.locator(".badge-resolved")).to_have_text("Resolved")
             await expect(row).to_contain_text("false_alarm")
             await expect(row.get_by_role("button")).to_have_count(0)
             after = await only_incident(gql, world.admin)

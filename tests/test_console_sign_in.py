@@ -68,10 +68,10 @@ async def scene(
     serve: Serve, sessionmaker: SessionMaker, tmp_path: Path
 ) -> AsyncIterator[Callable[..., Awaitable[Scene]]]:
     """Start the provider and a server signing in there (``env`` over its settings),
-    with queues ``payments`` and ``refunds`` and a proposal waiting in ``payments``."""
+    with ``queues`` (``payments`` and ``refunds``) and a proposal waiting in ``payments``."""
     providers: list[TestProvider] = []
 
-    async def make(**env: str) -> Scene:
+    async def make(queues: tuple[str, ...] = ("payments", "refunds"), **env: str) -> Scene:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         provider = TestProvider(
@@ -87,16 +87,16 @@ async def scene(
         )
         async with http_gql(server, sessionmaker) as gql:
             admin = await gql.token(Role.ADMIN, name="admin")
-            queues = {}
-            for slug in ("payments", "refunds"):
+            made_queues = {}
+            for slug in queues:
                 made = await gql(CREATE_QUEUE, {"input": {"slug": slug, "name": slug}}, admin)
-                queues[slug] = made["createQueue"]["id"]
+                made_queues[slug] = made["createQueue"]["id"]
             target = {
                 "name": "refunds-api",
                 "url": "http://127.0.0.1:9/hook",
                 "inputSchema": PAYMENT_SCHEMA,
                 "approvalMode": "HUMAN",
-                "queueId": queues["payments"],
+                "queueId": made_queues["payments"],
                 "requiredApprovals": 1,
             }
             registered = await gql(REGISTER_TARGET, {"input": target}, admin)
@@ -234,6 +234,33 @@ async def test_someone_in_no_mapped_group_is_told_so(
     await expect(page.locator("header.bar")).to_contain_text("Signoff")
     await expect(page).to_have_url(f"{world.server.url}/auth/callback")
     assert "code=" not in await page.evaluate("() => JSON.stringify(history.state) + location.href")
+    await context.close()
+
+
+async def test_a_reviewer_whose_groups_map_to_no_queue_here_is_told_so(
+    browser: Browser, scene: Callable[..., Awaitable[Scene]]
+) -> None:
+    """Issue 43, item 5: Bob's group maps to the ``refunds`` queue, which this Signoff does
+    not have. He signs in as a reviewer of no queue and is told why no task will come,
+    where a reviewer of an existing queue is not."""
+    world = await scene(queues=("payments",))
+    context = await offline_context(browser)
+    page = await context.new_page()
+    errors = console_errors(page)
+    await sign_in(page, world.server, "bob")
+    await expect(page.locator("#who")).to_have_text("Bob Ruiz (reviewer)")
+    await expect(page.locator("#no-queue")).to_contain_text(
+        "Your groups at the identity provider map you to no queue that exists in Signoff"
+    )
+    await expect(page.locator(".empty")).to_contain_text("Nothing waiting")
+    # (The provider's login page asks for a web font, which the offline browser refuses.)
+    assert [e for e in errors if e != "Failed to load resource: net::ERR_FAILED"] == []
+    await context.close()
+    context = await offline_context(browser)
+    page = await context.new_page()
+    await sign_in(page, world.server, "alice")
+    await expect(page.locator(".task-link")).to_contain_text("Approve refund.create")
+    await expect(page.locator("#no-queue")).to_have_count(0)
     await context.close()
 
 

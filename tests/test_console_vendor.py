@@ -49,3 +49,15 @@ def test_the_bundle_needs_no_eval_and_exports_what_the_console_imports() -> None
             imported |= {name.strip() for name in names.split(",") if name.strip()}
     assert imported, "no console module imports the vendored bundle"
     assert imported <= exports, imported - exports
+
+
+def test_the_console_page_preloads_every_module_it_imports() -> None:
+    console = ROOT / "signoff" / "static" / "console"
+    page = (console / "index.html").read_text(encoding="utf-8")
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="/static/([^"]+)"', page))
+    modules = {
+        str(path.relative_to(ROOT / "signoff" / "static"))
+        for path in console.rglob("*.js")
+        if path.name not in {"app.js", "sign-in-failed.js"}
+    }
+    assert preloaded == modules | {"vendor/preact-htm.module.js"}

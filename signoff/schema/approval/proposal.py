@@ -13,10 +13,11 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.models.proposal import result_document
 from signoff.models.records import Via
-from signoff.resolvers.approval import receipts
+from signoff.resolvers.approval import receipts, standing
 from signoff.resolvers.core.nodes import revision_node_id
 from signoff.schema.access.actor import Actor, load_actor
 from signoff.schema.approval.queue import Queue
+from signoff.schema.approval.standing import ViewerStanding
 from signoff.schema.call import call
 from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import DeliveryAttempt
@@ -219,6 +220,14 @@ class Proposal(Node):
                 amended_by_id=None,
             )
         ]
+
+    @strawberry.field(
+        description="Where the viewer stands: what they decided of the current revision, "
+        "and whether they may approve or reject it now (and if not, the refusal's code)."
+    )
+    async def viewer_standing(self, info: strawberry.Info) -> ViewerStanding:
+        found = await call(info, standing.viewer_standing, proposal_id=str(self.id))
+        return ViewerStanding.of(found)
 
     @strawberry.field(
         description="What was approved, by whom, what became of it, and the proof that each "

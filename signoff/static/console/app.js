@@ -9,7 +9,7 @@ import { CONSOLE_ROLES, describe } from "./messages.js";
 import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
-import { ask, focusHeading, listen, loadTasks, say, sortedTasks, state } from "./store.js";
+import { ask, askFirstPage, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
 import { AdminView, leaveAdmin, showAdmin } from "./views/admin.js";
 import { OperationsView, leaveOperations, showOperations } from "./views/operations.js";
 import { SignInView, focusSignIn } from "./views/sign-in.js";
@@ -64,6 +64,9 @@ async function signIn(token) {
   if (!token) return;
   if (token !== SESSION && !signInOptions.tokenSignIn) return;
   state.token = token;
+  // The list's first page is asked for beside the viewer (one round trip less before the
+  // list is drawn); it is read only once the viewer may use the console.
+  const firstPage = askFirstPage();
   let data;
   try {
     data = await ask(LOAD_VIEWER);
@@ -88,7 +91,7 @@ async function signIn(token) {
   say("");
   signInScreen = null;
   state.live = new LiveConnection(token, showLiveStatus);
-  await loadTasks();
+  await loadTasks(firstPage);
   route();
 }
 
@@ -134,6 +137,7 @@ function showLiveStatus(status) {
 
 function route() {
   if (!state.token) return;
+  const before = state.route;
   state.route = parse();
   if (state.route.name !== "operations") leaveOperations();
   if (state.route.name !== "admin") leaveAdmin();
@@ -149,8 +153,11 @@ function route() {
     showAdmin(state.route.params.screen);
     return;
   }
-  showTasks(state.route.params.queue);
-  focusHeading();
+  showTasks(state.route.params.queue, state.route.query);
+  // A new filter of the same list leaves the keyboard on the filter; a new list starts
+  // at its heading.
+  const sameList = before.name === "tasks" && before.params.queue === state.route.params.queue;
+  if (!sameList || !main.contains(document.activeElement)) focusHeading();
 }
 
 // A live event draws again what it concerns: the task page of its task or proposal, or
@@ -163,6 +170,18 @@ function followEvent(event) {
     redraw();
   }
 }
+
+// More of the list has been read, or all of it.
+function listChanged() {
+  if (state.route.name === "tasks") redraw();
+}
+
+// The list's ages and times left are words ("5 minutes ago"): drawn again now and then,
+// they stay true while nothing else happens.
+const RETELL_MS = 30_000;
+setInterval(() => {
+  if (state.token && !signInScreen && state.route.name === "tasks") redraw();
+}, RETELL_MS);
 
 // ---------------------------------------------------------------- keys
 
@@ -179,7 +198,7 @@ function moveInList(step) {
 }
 
 function nextTask() {
-  const tasks = sortedTasks();
+  const tasks = listed().rows;
   if (!tasks.length) return;
   const at = state.openTask ? tasks.findIndex((t) => t.id === state.openTask.id) : -1;
   const next = tasks[(at + 1) % tasks.length];
@@ -207,7 +226,7 @@ function onKey(event) {
       nextTask();
       break;
     case "g":
-      go(href("tasks", { queue: state.selectedQueue }));
+      go(href("tasks", { queue: state.selectedQueue }, state.listQuery));
       break;
     case "c":
       press("claim");
@@ -232,7 +251,7 @@ function onKey(event) {
 
 // ---------------------------------------------------------------- start
 
-listen({ redraw, signOut, event: followEvent, route });
+listen({ redraw, signOut, event: followEvent, route, listChanged });
 document.getElementById("sign-out").addEventListener("click", () => signOut(""));
 document.getElementById("help-button").addEventListener("click", () => help.showModal());
 document.getElementById("help-close").addEventListener("click", () => help.close());

@@ -2,19 +2,24 @@
 // (signoff/static/vendor/README.md), a badge, a time, JSON shown readably.
 
 import { html } from "../vendor/preact-htm.module.js";
-import { localTime } from "./format.js";
+import { localTime, relative, stateName } from "./format.js";
 
 export { html, render } from "../vendor/preact-htm.module.js";
 
-/** A state or kind as a coloured label. */
+/** A state, kind or severity as a coloured label, in words ("Approval required"). */
 export function Badge({ value }) {
-  return html`<span class=${`badge badge-${String(value).toLowerCase()}`}>${value}</span>`;
+  return html`<span class=${`badge badge-${String(value).toLowerCase()}`}>${stateName(value)}</span>`;
 }
 
-/** A date in the reader's locale, its exact value in `datetime`. */
-export function When({ iso }) {
+/**
+ * A date as how far it is from now ("in 3 hours", "5 minutes ago"), the exact time in the
+ * reader's locale on hover (`title`) and for machines (`datetime`). `exact` shows the
+ * exact time instead, the distance on hover.
+ */
+export function When({ iso, exact = false }) {
   if (!iso) return "—";
-  return html`<time datetime=${iso}>${localTime(iso)}</time>`;
+  const [shown, hover] = exact ? [localTime(iso), relative(iso)] : [relative(iso), localTime(iso)];
+  return html`<time datetime=${iso} title=${hover}>${shown}</time>`;
 }
 
 /** A JSON value as nested lists a person can read. */

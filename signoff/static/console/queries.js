@@ -6,7 +6,7 @@ export const TASK_FIELDS = `
   queue { id slug name }
   proposal {
     id state actionCode approvalCount requiredApprovals payloadDigest
-    subject payload createdAt proposedBy { name } target { summaryField }
+    subject payload createdAt proposedBy { name } target { id name summaryField }
   }
 `;
 
@@ -16,10 +16,16 @@ export const LOAD_VIEWER = `query Viewer {
 
 export const LOAD_ALL_QUEUES = `query Queues { queues { id slug name } }`;
 
+// The first page of each list, a screenful (drawn as soon as it comes); MORE_TASKS reads
+// the rest, 100 at a time.
 export const LOAD_TASKS = `query Tasks {
   changeFeedCursor
-  open: tasks(state: OPEN, first: 100) { nodes { ${TASK_FIELDS} } }
-  claimed: tasks(state: CLAIMED, first: 100) { nodes { ${TASK_FIELDS} } }
+  open: tasks(state: OPEN, first: 50) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
+  claimed: tasks(state: CLAIMED, first: 50) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
+}`;
+
+export const MORE_TASKS = `query MoreTasks($state: TaskState!, $after: String!) {
+  tasks(state: $state, first: 100, after: $after) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
 }`;
 
 export const QUEUE_EVENTS = `subscription Live($after: String) {
@@ -41,7 +47,13 @@ export const LOAD_TASK = `query Task($id: ID!) {
       agentExecutes executor executionStartedAt executedBy { name } result
       target { name url method }
       proposedBy { name }
-      approvals { id decision reason createdAt payloadDigest approver { name } }
+      revision
+      approvals { id decision reason createdAt payloadDigest revision approver { name } }
+      viewerStanding {
+        decision decidedAs mayApprove mayReject
+        approveRefusal { code message }
+        rejectRefusal { code message }
+      }
       attempts { id attemptNumber responseClass statusCode errorCode durationMs startedAt }
     }
   }

@@ -4,7 +4,8 @@
 
 import { Refusal, request, retryDelay } from "./api.js";
 import { describe, CONSOLE_ROLES } from "./messages.js";
-import { LOAD_TASKS, QUEUE_EVENTS } from "./queries.js";
+import { filtersOf, listTasks } from "./listing.js";
+import { LOAD_TASKS, MORE_TASKS, QUEUE_EVENTS } from "./queries.js";
 
 export const LIVE_STATES = new Set(["OPEN", "CLAIMED"]);
 // Refusals of the live feed that mean "start again from what the server has now".
@@ -22,12 +23,16 @@ export const state = {
   stopFeed: null,
   route: { name: "tasks", params: {}, query: new URLSearchParams() },
   selectedQueue: null,
+  listQuery: new URLSearchParams(), // the task list's filters, kept while a task is open
+  listRows: 50, // how many of the list's rows are drawn (views/tasks.js)
   openTask: null, // the task shown on the task page
   taskAsks: 0, // task page loads asked for so far, in order
   taskDrawn: 0, // the newest of them the task page was drawn from
   selected: new Set(), // proposal ids ticked in the list for a bulk decision
   resyncs: 0, // reloads of the list in a row with no event between them
   resyncTimer: null,
+  loads: 0, // task list loads started, in order (a later one makes an earlier one moot)
+  loadingMore: false, // the list's later pages are still being read
 };
 
 const shell = {
@@ -35,6 +40,7 @@ const shell = {
   signOut: () => {},
   event: () => {},
   route: () => {},
+  listChanged: () => {},
 };
 
 /** The shell's part: how to draw the view, sign out, follow an event, route again. */
@@ -81,23 +87,79 @@ export function role() {
 
 // ---------------------------------------------------------------- the live task list
 
-/** Load the open and claimed tasks, then follow the feed from the cursor they were read at. */
-export async function loadTasks() {
+/**
+ * Load the open and claimed tasks, then follow the feed from the cursor they were read at.
+ * Resolves once the first page of each is in (the list can be drawn); the rest is read
+ * page by page after it (`state.loadingMore`), each page drawn as it comes, and the feed
+ * followed from that cursor once all are in, so what changed meanwhile is applied over.
+ */
+export async function loadTasks(asked = null) {
+  state.loads += 1;
+  const load = state.loads;
   let data;
   try {
-    data = await ask(LOAD_TASKS);
+    data = await (asked || askFirstPage());
   } catch (failure) {
     refused(failure);
     return;
   }
-  if (!state.live) return; // signed out meanwhile
+  if (!state.live || load !== state.loads) return; // signed out, or loaded again, meanwhile
   state.tasks.clear();
   state.versions.clear();
   for (const task of [...data.open.nodes, ...data.claimed.nodes]) state.tasks.set(task.id, task);
   if (state.stopFeed) state.stopFeed();
+  state.stopFeed = null;
+  const rest = [
+    ["OPEN", data.open.pageInfo],
+    ["CLAIMED", data.claimed.pageInfo],
+  ].filter(([, page]) => page.hasNextPage);
+  state.loadingMore = rest.length > 0;
+  if (!rest.length) {
+    follow(data.changeFeedCursor);
+    return;
+  }
+  loadRest(load, rest).then(() => {
+    if (!state.live || load !== state.loads) return;
+    state.loadingMore = false;
+    follow(data.changeFeedCursor);
+    shell.listChanged();
+  });
+}
+
+/**
+ * Ask for the list's first page now (sign-in asks for it beside the viewer, to be read by
+ * `loadTasks` once the viewer may use the console): the answer, or the refusal, settles
+ * there; a promise nobody reads again is not an unhandled rejection.
+ */
+export function askFirstPage() {
+  const asked = ask(LOAD_TASKS);
+  asked.catch(() => {}); // read (and reported) by loadTasks, when it is read at all
+  return asked;
+}
+
+async function loadRest(load, lists) {
+  for (const [taskState, first] of lists) {
+    let page = first;
+    while (page.hasNextPage) {
+      let data;
+      try {
+        data = await ask(MORE_TASKS, { state: taskState, after: page.endCursor });
+      } catch (failure) {
+        refused(failure);
+        return;
+      }
+      if (!state.live || load !== state.loads) return;
+      for (const task of data.tasks.nodes) state.tasks.set(task.id, task);
+      page = data.tasks.pageInfo;
+      shell.listChanged();
+    }
+  }
+}
+
+function follow(cursor) {
   state.stopFeed = state.live.subscribe(
     QUEUE_EVENTS,
-    { after: data.changeFeedCursor },
+    { after: cursor },
     { next: applyEvent, error: feedRefused },
     (event) => event && event.cursor,
   );
@@ -144,14 +206,15 @@ function applyEvent(event) {
   shell.event(event);
 }
 
-/** The tasks of the chosen queue (all of them without one), most pressing first. */
-export function sortedTasks() {
-  return [...state.tasks.values()]
-    .filter((task) => !state.selectedQueue || task.queue.id === state.selectedQueue)
-    .sort(
-      (a, b) =>
-        b.priority - a.priority || a.dueAt.localeCompare(b.dueAt) || a.id.localeCompare(b.id),
-    );
+/** The tasks of the chosen queue (all of them without one). */
+export function queueTasks() {
+  const tasks = [...state.tasks.values()];
+  return state.selectedQueue ? tasks.filter((task) => task.queue.id === state.selectedQueue) : tasks;
+}
+
+/** The task list as the route's filters show it: its rows and each filter's count. */
+export function listed(now = Date.now()) {
+  return listTasks(queueTasks(), filtersOf(state.listQuery), now);
 }
 
 /** Put the keyboard on the view's heading (a view just opened). */

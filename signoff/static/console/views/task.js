@@ -5,6 +5,7 @@
 
 import { Badge, JsonBlock, When, html } from "../components.js";
 import { article } from "../format.js";
+import { describe } from "../messages.js";
 import { AMEND, CLAIM, COMPLETE, DECIDE, LOAD_TASK, RELEASE } from "../queries.js";
 import { DECIDERS } from "../roles.js";
 import { href } from "../router.js";
@@ -70,7 +71,7 @@ export function TaskView() {
 function TaskPage({ task }) {
   const proposal = task.proposal;
   return html`<article class="task-page">
-    <p><a href=${href("tasks", { queue: state.selectedQueue })}>← All tasks</a> <kbd>g</kbd></p>
+    <p><a href=${href("tasks", { queue: state.selectedQueue }, state.listQuery)}>← All tasks</a> <kbd>g</kbd></p>
     <h2 tabindex="-1">${task.title}</h2>
     <${Facts} task=${task} />
     ${proposal ? html`<${JsonBlock} title="Payload" value=${proposal.payload} />` : null}
@@ -204,7 +205,17 @@ function Actions({ task }) {
   const proposal = task.proposal;
   let form = null;
   if (live && proposal && proposal.state === "APPROVAL_REQUIRED") {
-    form = html`<${DecideForm} proposal=${proposal} /><${AmendForm} proposal=${proposal} />`;
+    const standing = proposal.viewerStanding;
+    // While another reviewer holds the task the reason box stays (with no decision to
+    // press), so what is typed in it is there when the task is released.
+    const held = standing.approveRefusal && standing.approveRefusal.code === "TASK_CLAIMED_BY_OTHER";
+    form = html`
+      <${Standing} proposal=${proposal} />
+      ${standing.mayApprove || standing.mayReject || held
+        ? html`<${DecideForm} proposal=${proposal} standing=${standing} />`
+        : null}
+      <${AmendForm} proposal=${proposal} />
+    `;
   } else if (live && !proposal) {
     form = html`<${CompleteForm} task=${task} />`;
   }
@@ -215,16 +226,47 @@ function Actions({ task }) {
   </section>`;
 }
 
-function DecideForm({ proposal }) {
+const DECIDED = { APPROVED: "You approved", REJECTED: "You rejected" };
+
+// Where the reviewer stands on a proposal still waiting for approvals: what they decided,
+// how many approvals it still waits for and who has decided, or why they may not decide.
+function Standing({ proposal }) {
+  const standing = proposal.viewerStanding;
+  const current = proposal.approvals.filter((a) => a.revision === proposal.revision);
+  const waiting = Math.max(0, proposal.requiredApprovals - proposal.approvalCount);
+  const parts = [];
+  if (standing.decision) {
+    parts.push(standing.decidedAs && standing.decidedAs !== state.viewer.actor.name
+      ? `${DECIDED[standing.decision]} as ${standing.decidedAs}`
+      : DECIDED[standing.decision]);
+  }
+  parts.push(`waiting for ${waiting} more ${waiting === 1 ? "reviewer" : "reviewers"}`);
+  const closed = !standing.decision && !standing.mayApprove ? standing.approveRefusal : null;
+  return html`<div class="standing" id="standing">
+    <p id="standing-summary"><strong>${parts.join(" · ")}</strong></p>
+    <p id="standing-decided">
+      ${current.length
+        ? `Decided so far: ${current.map((a) => `${a.approver.name} (${a.decision === "APPROVED" ? "approved" : "rejected"})`).join(", ")}.`
+        : "Nobody has decided this revision yet."}
+    </p>
+    ${closed ? html`<p id="standing-closed" class="hint">${describe(closed)}</p>` : null}
+  </div>`;
+}
+
+function DecideForm({ proposal, standing }) {
   return html`<form class="decide" onSubmit=${(event) => event.preventDefault()}>
-    <label for="reason">Reason (required to reject, optional to approve)</label>
+    <label for="reason">${standing.mayApprove || !standing.mayReject ? "Reason (required to reject, optional to approve)" : "Reason (required to reject)"}</label>
     <textarea id="reason" rows="3" maxlength="2000" aria-describedby="decide-help" onKeyDown=${reasonKeys}></textarea>
     <p id="decide-help" class="hint">
       Your decision names the digest shown above: <code>${proposal.payloadDigest}</code>. Ctrl+Enter in the reason rejects.
     </p>
     <div class="buttons">
-      <button type="button" id="approve" class="primary" onClick=${() => decide("APPROVED")}>Approve <kbd>a</kbd></button>
-      <button type="button" id="reject" class="danger" onClick=${() => decide("REJECTED")}>Reject <kbd>r</kbd></button>
+      ${standing.mayApprove
+        ? html`<button type="button" id="approve" class="primary" onClick=${() => decide("APPROVED")}>Approve <kbd>a</kbd></button>`
+        : null}
+      ${standing.mayReject
+        ? html`<button type="button" id="reject" class="danger" onClick=${() => decide("REJECTED")}>Reject <kbd>r</kbd></button>`
+        : null}
     </div>
   </form>`;
 }
