@@ -4,7 +4,8 @@ words why a pause someone else made first is refused), creates a token shown onc
 revokes it, adds, disables and removes a notification channel, and reads the
 delegations and the sign-in mapping; each change checked through the API. Someone who is
 not an admin has no Admin section, and the screens tell them whose they are. The
-``console-admin-*`` screenshots are taken here (``SIGNOFF_UPDATE_SCREENSHOTS=1``).
+``console-admin-*`` screenshots are taken here (``SIGNOFF_UPDATE_SCREENSHOTS=1``), each screen
+checked by axe-core first.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from playwright.async_api import Browser, Page, expect
 
 from signoff.database import SessionMaker
 from signoff.models import Role
-from tests.browser import browser, screenshot_path
+from tests.browser import axe_violations, browser, screenshot_path
 from tests.helpers import GraphQLClient, World, build_world
 from tests.live import http_gql
 from tests.test_console import LIVE_WITHIN, PHONE, Serve, signed_in
@@ -40,6 +41,12 @@ async def actor_id(gql: GraphQLClient, admin: str, name: str) -> str:
 async def open_screen(page: Page, title: str) -> None:
     await page.get_by_role("link", name=title, exact=True).click()
     await expect(page.locator(".work h2")).to_have_text(title)
+
+
+async def no_violations(page: Page, screen: str) -> None:
+    """axe-core finds no serious or critical violation on the screen as it is now."""
+    found = await axe_violations(page)
+    assert found == [], f"{screen}: {found}"
 
 
 async def expect_notice(page: Page, text: str) -> None:
@@ -71,6 +78,7 @@ async def test_an_admin_works_each_admin_screen(
             row = page.locator("[data-delegation-id]")
             await expect(row).to_contain_text("reviewer-0")
             await expect(row).to_contain_text("reviewer-1")
+            await no_violations(page, "delegations")
             await page.screenshot(path=screenshot_path("console-admin-delegations", shots))
             await open_screen(page, "Sign-in mapping")
             await expect(page.locator(".work")).to_contain_text(
@@ -89,6 +97,7 @@ async def _queues(page: Page, gql: GraphQLClient, world: World, shots: Path) -> 
     await item.get_by_role("button", name="Add", exact=True).click()
     await expect_notice(page, "newcomer now reviews Payments.")
     await expect(item.locator(".members li")).to_have_count(3)
+    await no_violations(page, "queues")
     await page.screenshot(path=screenshot_path("console-admin-queues", shots), full_page=True)
     viewer = (await gql(VIEWER, token=await gql.token(Role.REVIEWER, name="newcomer")))["viewer"]
     assert viewer["queues"] == [{"id": world.queue_id}]
@@ -110,11 +119,12 @@ async def _targets(page: Page, gql: GraphQLClient, world: World, shots: Path) ->
     await item.get_by_label("Reason to pause").fill("receiver maintenance")
     await item.get_by_role("button", name="Pause").click()
     await expect_notice(page, f"{await _target_name(gql, world)} is paused: its proposals wait.")
-    await expect(item.locator(".badge-paused")).to_have_text("PAUSED")
+    await expect(item.locator(".badge-paused")).to_have_text("Paused")
     assert (await gql(TARGET, {"id": world.target_id}, world.admin))["target"]["pausedAt"]
+    await no_violations(page, "targets")
     await page.screenshot(path=screenshot_path("console-admin-targets", shots), full_page=True)
     await item.get_by_role("button", name="Resume").click()
-    await expect(item.locator(".badge-delivering")).to_have_text("DELIVERING")
+    await expect(item.locator(".badge-delivering")).to_have_text("Delivering")
     assert (await gql(TARGET, {"id": world.target_id}, world.admin))["target"]["pausedAt"] is None
 
     # Someone else pauses it while this page still offers Pause: the refusal in words, and
@@ -128,7 +138,7 @@ async def _targets(page: Page, gql: GraphQLClient, world: World, shots: Path) ->
     await item.get_by_label("Reason to pause").fill("again")
     await item.get_by_role("button", name="Pause").click()
     await expect_notice(page, "The target is already paused. (TARGET_ALREADY_PAUSED)")
-    await expect(item.locator(".badge-paused")).to_have_text("PAUSED")
+    await expect(item.locator(".badge-paused")).to_have_text("Paused")
     await expect(item.get_by_role("button", name="Resume")).to_be_visible()
 
 
@@ -159,6 +169,7 @@ async def _tokens(page: Page, gql: GraphQLClient, shots: Path) -> None:
     token = (await page.locator(".secret code").text_content() or "").strip()
     viewer = (await gql(VIEWER, token=token))["viewer"]
     assert viewer["actor"] == {"name": "ci-bot", "role": "AGENT"}
+    await no_violations(page, "tokens")
     await page.screenshot(path=screenshot_path("console-admin-tokens", shots), full_page=True)
 
     # Shown once: gone once the reader leaves the screen and comes back.
@@ -181,7 +192,8 @@ async def _channels(page: Page, gql: GraphQLClient, world: World, shots: Path) -
     item = page.locator("[data-channel-id]")
     await expect(item).to_have_count(1)
     await item.get_by_role("button", name="Disable").click()
-    await expect(item.locator(".badge-disabled")).to_have_text("DISABLED")
+    await expect(item.locator(".badge-disabled")).to_have_text("Disabled")
+    await no_violations(page, "channels")
     await page.screenshot(path=screenshot_path("console-admin-channels", shots), full_page=True)
     channels = await _channels_of(gql, world)
     assert [(c["url"], c["disabled"]) for c in channels] == [("http://127.0.0.1:9/notify", True)]
@@ -246,6 +258,7 @@ async def test_an_admin_reads_the_sign_in_mapping(
         await expect(rows.nth(1).locator(".missing")).to_have_text("(no such queue)")
         await expect(rows.nth(1)).to_contain_text("refunds (no such queue)")
         await expect(page.locator(".facts")).to_contain_text("roles")
+        await no_violations(page, "sign-in mapping")
         shot = screenshot_path("console-admin-sign-in", tmp_path / "shots")
         await page.screenshot(path=shot, full_page=True)
         assert errors == []

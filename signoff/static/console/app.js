@@ -44,6 +44,11 @@ function Screen() {
 
 /** Draw the current view (synchronously: callers read and focus what it drew). */
 function redraw() {
+  // The page's own "Loading…" (index.html) is not Preact's: Preact would draw beside it.
+  if (!main.hasAttribute("data-drawn")) {
+    main.replaceChildren();
+    main.setAttribute("data-drawn", "");
+  }
   render(html`<${Screen} />`, main);
 }
 
