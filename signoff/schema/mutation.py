@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from signoff import models
+from signoff.resolvers.access import actors
 from signoff.resolvers.approval import (
     amendments,
     approvals,
@@ -22,6 +23,12 @@ from signoff.resolvers.reach import delegation
 from signoff.resolvers.reach import links as approval_links
 from signoff.resolvers.targets import controls as target_controls
 from signoff.resolvers.targets import targets
+from signoff.schema.access.token import (
+    ApiToken,
+    CreateTokenInput,
+    CreateTokenPayload,
+    RevokeTokenInput,
+)
 from signoff.schema.approval.amendment import (
     AcceptAmendmentInput,
     AcceptAmendmentPayload,
@@ -222,6 +229,28 @@ class Mutation:
         queue = await call_with(info, queues.remove_queue_member, input)
         context_of(info).forget_viewers()
         return Queue.from_model(queue)
+
+    @strawberry.mutation(
+        description="Admins: a new API token for the actor named (made if new, with `role`). "
+        "The token is shown once, in the payload."
+    )
+    async def create_token(
+        self, info: strawberry.Info, input: CreateTokenInput
+    ) -> CreateTokenPayload:
+        created = await call_with(info, actors.create_token, input)
+        context_of(info).forget_viewers()
+        return CreateTokenPayload(
+            token=created.token, api_token=ApiToken.from_model(created.api_token)
+        )
+
+    @strawberry.mutation(
+        description="Admins: revoke a token by its id; it authenticates no more, and its open "
+        "websockets close. A revoked token is answered as it is."
+    )
+    async def revoke_token(self, info: strawberry.Info, input: RevokeTokenInput) -> ApiToken:
+        token = await call_with(info, actors.revoke_token_by_id, input)
+        context_of(info).forget_viewers()
+        return ApiToken.from_model(token)
 
     @strawberry.mutation(description="Operators and admins. The signing secret is shown once.")
     async def register_target(

@@ -12,7 +12,7 @@ from strawberry.scalars import JSON
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.errors import SignoffError
-from signoff.resolvers.access import actors
+from signoff.resolvers.access import actors, identities
 from signoff.resolvers.approval import (
     bulk_decisions,
     history,
@@ -27,6 +27,7 @@ from signoff.resolvers.drafts import reads as draft_reads
 from signoff.resolvers.feed import subscriptions
 from signoff.resolvers.incidents import operations, statistics
 from signoff.resolvers.incidents import response as incident_response
+from signoff.resolvers.reach import delegation
 from signoff.resolvers.targets import targets
 from signoff.schema.access.actor import Actor, Viewer
 from signoff.schema.access.audit import (
@@ -35,6 +36,8 @@ from signoff.schema.access.audit import (
     AuditEvent,
     AuditInclusionProof,
 )
+from signoff.schema.access.claim_mapping import ClaimMapping
+from signoff.schema.access.token import ApiToken
 from signoff.schema.approval.bulk_decision import (
     BulkDecisionItemInput,
     BulkDecisionPreview,
@@ -82,6 +85,7 @@ NODE_TYPES: dict[type[Any], Callable[[Any], Node]] = {
     models.ProposalRevision: ProposalRevision.from_model,
     models.ReconciliationRun: ReconciliationRun.from_model,
     models.RepairAction: RepairAction.from_model,
+    models.ApiToken: ApiToken.from_model,
 }
 
 
@@ -126,6 +130,33 @@ class Query:
             actor=Actor.from_model(viewer.actor),
             queue_ids=[strawberry.ID(q) for q in sorted(viewer.queue_ids)],
         )
+
+    @strawberry.field(
+        description="Admins: API tokens, newest first, without their values; live ones only "
+        "unless `revoked`; `actorId` narrows to one actor's."
+    )
+    async def tokens(
+        self, info: strawberry.Info, actor_id: strawberry.ID | None = None, revoked: bool = False
+    ) -> list[ApiToken]:
+        rows = await call(info, actors.list_tokens, actor_id=actor_id, revoked=revoked)
+        return [ApiToken.from_model(row) for row in rows]
+
+    @strawberry.field(
+        description="Operators and admins: delegations standing now or later, soonest end first."
+    )
+    async def delegations(self, info: strawberry.Info) -> list[Delegation]:
+        return [Delegation.from_model(d) for d in await call(info, delegation.list_delegations)]
+
+    @strawberry.field(
+        description="Admins: the sign-in claim mapping (SIGNOFF_OIDC_CLAIMS_FILE) this server "
+        "started with; null when sign-in with an OpenID provider is not set up."
+    )
+    async def claim_mapping(self, info: strawberry.Info) -> ClaimMapping | None:
+        authenticator = context_of(info).authenticator
+        provider = None if authenticator is None else authenticator.provider
+        mapping = None if provider is None else provider.settings.mapping
+        read = await call(info, identities.read_claim_mapping, mapping=mapping)
+        return None if read is None else ClaimMapping.from_read(read)
 
     @strawberry.field(
         description=(

@@ -172,6 +172,7 @@ async def one_of_each(gql: GraphQLClient) -> list[Sample]:
         world.admin,
     )
     audit_event = (await gql(AUDIT, token=operator))["auditEvents"]["nodes"][0]
+    api_token = (await gql("{ tokens { id } }", token=world.admin))["tokens"][0]
     stored = await store_the_rest(gql, amended["id"], first_id, second_id)
 
     return [
@@ -192,6 +193,7 @@ async def one_of_each(gql: GraphQLClient) -> list[Sample]:
             first,
         ),
         Sample("AuditEvent", audit_event["id"], operator, first),
+        Sample("ApiToken", api_token["id"], world.admin, first),
         Sample("DeliveryAttempt", stored["DeliveryAttempt"], first, outsider),
         Sample("Delegation", stored["Delegation"], first, outsider),
         Sample("Draft", stored["Draft"], first, second),
@@ -320,7 +322,7 @@ async def test_nodes_refuses_each_hidden_object_alone(gql: GraphQLClient) -> Non
     first = samples[0].reader  # a reviewer of the queue; the draft and delegation are theirs
     body = await gql.raw(NODES, {"ids": [s.id for s in samples]}, first)
     hidden = [i for i, s in enumerate(samples) if s.outsider == first]
-    assert len(hidden) == 8
+    assert len(hidden) == 9
     for index, (sample, found) in enumerate(zip(samples, body["data"]["nodes"], strict=True)):
         if index in hidden:
             assert found is None, sample

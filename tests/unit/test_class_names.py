@@ -13,6 +13,7 @@ SIGNOFF = Path(__file__).resolve().parents[2] / "signoff"
 # (name, the GraphQL type's module, the module of the table or value it shows)
 SHOWN = {
     ("Actor", "schema/access/actor.py", "models/actor.py"),
+    ("ApiToken", "schema/access/token.py", "models/actor.py"),
     ("Approval", "schema/approval/proposal.py", "models/approval.py"),
     ("ApprovalLink", "schema/reach/approval_link.py", "models/approval_link.py"),
     ("AuditCheckpoint", "schema/access/audit.py", "models/audit.py"),
@@ -31,6 +32,7 @@ SHOWN = {
     ("ReconciliationRun", "schema/delivery/operations.py", "models/incident.py"),
     ("RepairAction", "schema/delivery/incident.py", "models/incident.py"),
     ("Target", "schema/delivery/target.py", "models/target.py"),
+    ("ClaimMapping", "schema/access/claim_mapping.py", "oidc_settings.py"),
     ("DeadlinePolicy", "schema/reach/deadline.py", "resolvers/reach/deadlines.py"),
     ("DraftReference", "schema/drafts/draft_reference.py", "resolvers/drafts/reads.py"),
     ("OutboxStats", "schema/delivery/operations.py", "resolvers/incidents/operations.py"),

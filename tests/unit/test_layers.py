@@ -158,9 +158,11 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 # GraphQL types that refer to each other (a proposal's task, attempts and timeline, a
-# task's, an attempt's or an incident's proposal, a timeline entry's incident) meet through
-# ``strawberry.lazy``: the schema's own shape, not a dependency between concepts.
+# task's, an attempt's or an incident's proposal, a timeline entry's incident; a viewer's
+# queues, a queue's members) meet through ``strawberry.lazy``: the schema's own shape, not
+# a dependency between concepts.
 MUTUALLY_RECURSIVE_TYPES = [
+    ["signoff.schema.access.actor", "signoff.schema.approval.queue"],
     [
         "signoff.schema.approval.proposal",
         "signoff.schema.approval.task",

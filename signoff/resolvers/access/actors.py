@@ -1,5 +1,5 @@
-"""Actors and API tokens: creating, revoking, re-roling, disabling and enabling them (CLI);
-authenticating requests.
+"""Actors and API tokens: creating, revoking, re-roling, disabling and enabling them (the
+CLI; admins create, list and revoke tokens in GraphQL too); authenticating requests.
 
 A change to what an actor may do (its role, a revocation, disabling or enabling it) is
 audited and written to the change feed in its transaction (``ACCESS_KINDS``): live
@@ -43,6 +43,7 @@ from signoff.resolvers.core.actor_lifecycle import (
     announce_revoked,
 )
 from signoff.resolvers.core.pagination import Equals, Order, Page, Where, paginate
+from signoff.resolvers.core.rows import require_row
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 
@@ -59,17 +60,25 @@ def hash_token(token: str) -> str:
 class NewToken:
     actor: Actor
     token: str
+    api_token: ApiToken
 
 
 async def create_token(
-    *, work: UnitOfWork, name: str, role: Role | None = None, queue_slugs: Sequence[str] = ()
+    *,
+    work: UnitOfWork,
+    name: str,
+    role: Role | None = None,
+    queue_slugs: Sequence[str] = (),
+    viewer: Viewer | None = None,
 ) -> NewToken:
     """Issue a token for the actor named, made with ``role`` if new; add queue memberships.
 
     An existing actor keeps its role: ``role``, if given, must be the one it has, so a
     name reused by mistake cannot re-role an actor whose tokens are in use elsewhere.
-    ``set_actor_role`` changes a role on purpose.
+    ``set_actor_role`` changes a role on purpose. ``viewer``: an admin asking through the
+    API (audited as theirs); ``None``: the command line, which has the database's rights.
     """
+    by = _admin_id(viewer)
     name = name.strip()
     if not 1 <= len(name) <= NAME_MAX_CHARS:
         raise ValidationFailed(f"name must be 1 to {NAME_MAX_CHARS} characters.", field="name")
@@ -85,20 +94,22 @@ async def create_token(
             f"`signoff actor set-role --name {shlex.quote(name)} --role {role.value}`.",
             field="role",
         )
-    await _add_memberships(work, actor, queues)
+    await _add_memberships(work, actor, queues, by)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    session.add(ApiToken(actor_id=actor.id, token_hash=hash_token(token)))
+    row = ApiToken(actor_id=actor.id, token_hash=hash_token(token))
+    session.add(row)
     record(
         work,
         _about(
             actor,
             "actor.token_created",
+            by,
             role=Role(actor.role).value,
             queues=sorted(q.slug for q in queues),
         ),
     )
     await work.commit()
-    return NewToken(actor=actor, token=token)
+    return NewToken(actor=actor, token=token, api_token=row)
 
 
 def role_phrase(role: Role) -> str:
@@ -125,7 +136,9 @@ async def _queues_by_slug(session: AsyncSession, slugs: Sequence[str]) -> list[Q
     return found
 
 
-async def _add_memberships(work: UnitOfWork, actor: Actor, queues: list[Queue]) -> None:
+async def _add_memberships(
+    work: UnitOfWork, actor: Actor, queues: list[Queue], by: str | None
+) -> None:
     existing = set(
         (
             await work.session.exec(
@@ -136,14 +149,22 @@ async def _add_memberships(work: UnitOfWork, actor: Actor, queues: list[Queue]) 
     for queue in queues:
         if queue.id not in existing:
             work.session.add(QueueMembership(queue_id=queue.id, actor_id=actor.id))
-            record(work, membership_changed(None, queue.id, actor, ChangeKind.QUEUE_MEMBER_ADDED))
+            record(work, membership_changed(by, queue.id, actor, ChangeKind.QUEUE_MEMBER_ADDED))
 
 
-def _about(actor: Actor, action: str, **details: object) -> Happening:
-    """An audited change to an actor made from the command line (no acting actor)."""
+def _about(actor: Actor, action: str, by: str | None, **details: object) -> Happening:
+    """An audited change to an actor, by an admin or from the command line (``by`` None)."""
     return Happening(
-        entity_type="actor", entity_id=actor.id, actor_id=None, action=action, details=details
+        entity_type="actor", entity_id=actor.id, actor_id=by, action=action, details=details
     )
+
+
+def _admin_id(viewer: Viewer | None) -> str | None:
+    """Who acts on tokens: an admin through the API, or the command line (``None``)."""
+    if viewer is None:
+        return None
+    require_role(viewer, Role.ADMIN)
+    return viewer.id
 
 
 @dataclass(frozen=True)
@@ -162,8 +183,7 @@ async def revoke_token(*, work: UnitOfWork, token: str) -> RevokedTokens:
     ).first()
     if found is None:
         raise NotFound("No token matches; nothing was revoked.")
-    actor = await session.get(Actor, found.actor_id)
-    assert actor is not None  # tokens reference their actor
+    actor = await _token_actor(session, found.actor_id)
     return await _revoke(work, actor, col(ApiToken.id) == found.id)
 
 
@@ -173,13 +193,45 @@ async def revoke_actor_tokens(*, work: UnitOfWork, name: str) -> RevokedTokens:
     return await _revoke(work, actor, col(ApiToken.actor_id) == actor.id)
 
 
-async def _revoke(work: UnitOfWork, actor: Actor, which: ColumnElement[bool]) -> RevokedTokens:
+async def revoke_token_by_id(*, work: UnitOfWork, viewer: Viewer, token_id: str) -> ApiToken:
+    """Admins: revoke one token by its id (the API never sees a token's value again); a
+    revoked token is answered as it is."""
+    by = _admin_id(viewer)
+    found = await require_row(work.session, ApiToken, token_id, "No such token.", field="tokenId")
+    actor = await _token_actor(work.session, found.actor_id)
+    await _revoke(work, actor, col(ApiToken.id) == found.id, by)
+    return await require_row(work.session, ApiToken, token_id, "No such token.", refresh=True)
+
+
+async def list_tokens(
+    *, session: AsyncSession, viewer: Viewer, actor_id: str | None = None, revoked: bool = False
+) -> list[ApiToken]:
+    """Admins: API tokens, newest first, without their values (only hashes are stored);
+    live ones only unless ``revoked``."""
+    require_role(viewer, Role.ADMIN)
+    stmt = select(ApiToken).order_by(col(ApiToken.created_at).desc(), col(ApiToken.id))
+    if actor_id is not None:
+        stmt = stmt.where(col(ApiToken.actor_id) == actor_id)
+    if not revoked:
+        stmt = stmt.where(col(ApiToken.revoked_at).is_(None))
+    return list((await session.exec(stmt)).all())
+
+
+async def _token_actor(session: AsyncSession, actor_id: str) -> Actor:
+    actor = await session.get(Actor, actor_id)
+    assert actor is not None  # tokens reference their actor
+    return actor
+
+
+async def _revoke(
+    work: UnitOfWork, actor: Actor, which: ColumnElement[bool], by: str | None = None
+) -> RevokedTokens:
     """One compare-and-set: of two revocations at once, each token is revoked and audited
     by one of them."""
-    revoked = await API_TOKEN.move_where(work, REVOKE_TOKEN, which, actor_id=None)
+    revoked = await API_TOKEN.move_where(work, REVOKE_TOKEN, which, actor_id=by)
     token_ids = sorted(token.id for token in revoked)
     if token_ids:
-        await announce_revoked(work, actor, token_ids)
+        await announce_revoked(work, actor, token_ids, by)
         await end_handed_access(work, actor, "tokens_revoked")
     await work.commit()
     return RevokedTokens(actor=actor, token_ids=token_ids)

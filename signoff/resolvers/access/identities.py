@@ -25,7 +25,7 @@ from signoff.models import Actor, ChangeKind, OidcIdentity, Queue, QueueMembersh
 from signoff.models.actor import email_hash, oidc_person
 from signoff.oidc_settings import ClaimMapping
 from signoff.resolvers.access.actors import NAME_MAX_CHARS
-from signoff.resolvers.access.rules import Viewer
+from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.queues import membership_changed
 from signoff.resolvers.core.actor_lifecycle import ACTOR_ROLE, CHANGE_ROLE
 from signoff.resolvers.core.transitions import Happening, record
@@ -235,3 +235,24 @@ def _signed_in(actor: Actor, who: Claimed) -> Happening:
         action="actor.signed_in_first",
         details={"issuer": who.issuer, "role": who.role.value},
     )
+
+
+@dataclass(frozen=True)
+class MappingRead:
+    """The claim mapping as an admin reads it, with the queues it names that exist."""
+
+    mapping: ClaimMapping
+    existing_queues: frozenset[str]
+
+
+async def read_claim_mapping(
+    *, session: AsyncSession, viewer: Viewer, mapping: ClaimMapping | None
+) -> MappingRead | None:
+    """Admins: the sign-in claim mapping this process started with (read-only: it is a file,
+    read when the process starts); ``None`` when sign-in with a provider is not set up."""
+    require_role(viewer, Role.ADMIN)
+    if mapping is None:
+        return None
+    named = {slug for grant in mapping.grants for slug in grant.queues}
+    found = (await session.exec(select(Queue.slug).where(col(Queue.slug).in_(named)))).all()
+    return MappingRead(mapping=mapping, existing_queues=frozenset(found))

@@ -120,6 +120,21 @@ async def list_queues(*, session: AsyncSession, viewer: Viewer) -> list[Queue]:
     return list((await session.exec(stmt)).all())
 
 
+async def list_queue_members(
+    *, session: AsyncSession, viewer: Viewer, queue_id: str
+) -> list[Actor]:
+    """Operators and admins: the reviewers of a queue, by name."""
+    require_role(viewer, Role.OPERATOR)
+    await require_row(session, Queue, queue_id, "No such queue.", field="queueId")
+    stmt = (
+        select(Actor)
+        .join(QueueMembership, col(QueueMembership.actor_id) == col(Actor.id))
+        .where(col(QueueMembership.queue_id) == queue_id)
+        .order_by(col(Actor.name), col(Actor.id))
+    )
+    return list((await session.exec(stmt)).all())
+
+
 async def add_queue_member(
     *, work: UnitOfWork, viewer: Viewer, queue_id: str, actor_id: str
 ) -> Queue:

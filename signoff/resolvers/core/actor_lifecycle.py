@@ -65,15 +65,17 @@ API_TOKEN: Lifecycle[ApiToken, TokenState] = Lifecycle(
 )
 
 
-async def announce_revoked(work: UnitOfWork, actor: Actor, token_ids: list[str]) -> None:
+async def announce_revoked(
+    work: UnitOfWork, actor: Actor, token_ids: list[str], by: str | None = None
+) -> None:
     """The actor's records of a revocation: its event with the first token's audit row,
-    and an audit row for each other token."""
+    and an audit row for each other token; ``by``: the admin who revoked (None: the CLI)."""
     first, *others = token_ids
     kind = ChangeKind.ACTOR_TOKEN_REVOKED
     await ACTOR_ACCESS.announce(
-        work, actor, kind=kind, action=kind.value, actor_id=None, details={"token_id": first}
+        work, actor, kind=kind, action=kind.value, actor_id=by, details={"token_id": first}
     )
     for token_id in others:
         await ACTOR_ACCESS.announce(
-            work, actor, kind=None, action=kind.value, actor_id=None, details={"token_id": token_id}
+            work, actor, kind=None, action=kind.value, actor_id=by, details={"token_id": token_id}
         )

@@ -22,6 +22,7 @@ from signoff.constants import PAGE_SIZE_MAX
 from signoff.errors import Forbidden, NotFound, SignoffError, ValidationFailed
 from signoff.models import (
     Actor,
+    ApiToken,
     Approval,
     ApprovalLink,
     AuditEvent,
@@ -64,6 +65,7 @@ NodeModel = (
     | ProposalRevision
     | ReconciliationRun
     | RepairAction
+    | ApiToken
 )
 
 REVISION_PREFIX = "ProposalRevision:"
@@ -109,6 +111,10 @@ async def _proposal_visible(session: AsyncSession, viewer: Viewer, row: Any) -> 
 
 async def _staff(session: AsyncSession, viewer: Viewer, row: Any) -> None:
     require_role(viewer, Role.OPERATOR)
+
+
+async def _admin(session: AsyncSession, viewer: Viewer, row: Any) -> None:
+    require_role(viewer, Role.ADMIN)
 
 
 async def _self_or_staff(session: AsyncSession, viewer: Viewer, row: Actor) -> None:
@@ -169,6 +175,7 @@ KINDS: tuple[Kind, ...] = (
     Kind(DeadLetter, _staff),
     Kind(RepairAction, _staff),
     Kind(ReconciliationRun, _staff),
+    Kind(ApiToken, _admin),  # as ``tokens``: admins only
 )
 REVISION = next(kind for kind in KINDS if kind.model is ProposalRevision)
 # Kinds found by their row's id (a revision's id is made of its proposal's, above).

@@ -1,5 +1,5 @@
-"""A queue's notification channels (docs/design.md section 5.6): adding one, disabling,
-enabling and removing it."""
+"""A queue's notification channels (docs/design.md section 5.6): adding one, listing,
+disabling, enabling and removing them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlmodel import col
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.constants import (
     APPROVAL_LINK_TTL_MAX_SECONDS,
@@ -212,6 +213,22 @@ ENABLE = Switch("queue.notification_channel_enabled", CHANNEL_SWITCH, SWITCH_ON,
 REMOVE = Switch(
     "queue.notification_channel_removed", CHANNEL_PRESENCE, REMOVE_CHANNEL, CHANNEL_REMOVED_CODE
 )
+
+
+async def list_notification_channels(
+    *, session: AsyncSession, viewer: Viewer, queue_id: str, removed: bool = False
+) -> list[NotificationChannel]:
+    """Operators and admins: a queue's channels, oldest first; removed ones only if asked."""
+    require_role(viewer, Role.OPERATOR)
+    await require_row(session, Queue, queue_id, "No such queue.", field="queueId")
+    stmt = (
+        select(NotificationChannel)
+        .where(col(NotificationChannel.queue_id) == queue_id)
+        .order_by(col(NotificationChannel.created_at), col(NotificationChannel.id))
+    )
+    if not removed:
+        stmt = stmt.where(col(NotificationChannel.removed_at).is_(None))
+    return list((await session.exec(stmt)).all())
 
 
 async def disable_notification_channel(

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff import clock
 from signoff.constants import DELEGATION_MAX_SECONDS
 from signoff.errors import AssigneeNotEligible, TaskNotClaimed, ValidationFailed
 from signoff.models import (
@@ -117,6 +118,18 @@ def _audit(work: UnitOfWork, viewer: Viewer, action: str, **details: str) -> Non
             details=details,
         ),
     )
+
+
+async def list_delegations(*, session: AsyncSession, viewer: Viewer) -> list[Delegation]:
+    """Operators and admins: the delegations standing now or later (not cleared, not yet
+    ended), soonest end first: who is away, and who takes their tasks."""
+    require_role(viewer, Role.OPERATOR)
+    stmt = (
+        select(Delegation)
+        .where(col(Delegation.revoked_at).is_(None), col(Delegation.ends_at) > clock.now())
+        .order_by(col(Delegation.ends_at), col(Delegation.id))
+    )
+    return list((await session.exec(stmt)).all())
 
 
 async def delegate_of(session: AsyncSession, actor_id: str, now: datetime) -> str | None:

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
 from signoff import models
+from signoff.resolvers.approval.queues import list_queue_members
+from signoff.resolvers.reach.channels import list_notification_channels
+from signoff.schema.context import context_of, viewer_dependent
 from signoff.schema.node import Node
+
+if TYPE_CHECKING:
+    from signoff.schema.access.actor import Actor
+    from signoff.schema.reach.notification import NotificationChannel
 
 
 @strawberry.type(description="Where human tasks wait for reviewers.")
@@ -21,6 +29,39 @@ class Queue(Node):
         description="When task.due_soon is sent: percentages of a task's time to its due time."
     )
     created_at: datetime
+
+    @strawberry.field(
+        description="Operators and admins: the queue's reviewers, by name.",
+        metadata=viewer_dependent(),
+    )
+    async def members(
+        self, info: strawberry.Info
+    ) -> list[Annotated[Actor, strawberry.lazy("signoff.schema.access.actor")]]:
+        from signoff.schema.access.actor import Actor
+
+        ctx = context_of(info)
+        viewer = await ctx.viewer()
+        async with ctx.read() as session:
+            rows = await list_queue_members(session=session, viewer=viewer, queue_id=self.id)
+        return [Actor.from_model(row) for row in rows]
+
+    @strawberry.field(
+        description="Operators and admins: where the queue's notifications go, oldest first; "
+        "removed channels too if `removed`.",
+        metadata=viewer_dependent(),
+    )
+    async def notification_channels(
+        self, info: strawberry.Info, removed: bool = False
+    ) -> list[Annotated[NotificationChannel, strawberry.lazy("signoff.schema.reach.notification")]]:
+        from signoff.schema.reach.notification import NotificationChannel
+
+        ctx = context_of(info)
+        viewer = await ctx.viewer()
+        async with ctx.read() as session:
+            rows = await list_notification_channels(
+                session=session, viewer=viewer, queue_id=self.id, removed=removed
+            )
+        return [NotificationChannel.from_model(row) for row in rows]
 
     @classmethod
     def from_model(cls, queue: models.Queue) -> Queue:

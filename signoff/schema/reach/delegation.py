@@ -49,10 +49,17 @@ class Delegation(Node):
     starts_at: datetime
     ends_at: datetime
     delegate_id: strawberry.Private[str]
+    actor_id: strawberry.Private[str]
 
     @strawberry.field
     async def delegate(self, info: strawberry.Info) -> Actor:
         actor = await load_actor(info, self.delegate_id)
+        assert actor is not None
+        return actor
+
+    @strawberry.field(description="The reviewer who is away.")
+    async def actor(self, info: strawberry.Info) -> Actor:
+        actor = await load_actor(info, self.actor_id)
         assert actor is not None
         return actor
 
@@ -63,4 +70,5 @@ class Delegation(Node):
             starts_at=delegation.starts_at,
             ends_at=delegation.ends_at,
             delegate_id=delegation.delegate_id,
+            actor_id=delegation.actor_id,
         )

@@ -10,6 +10,7 @@ import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
 import { ask, askFirstPage, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
+import { AdminView, leaveAdmin, showAdmin } from "./views/admin.js";
 import { HistoryView, leaveHistory, showHistory } from "./views/history.js";
 import { IncidentView, incidentEvent, leaveIncident, showIncident } from "./views/incident.js";
 import { OperationsView, leaveOperations, operationsEvent, showOperations } from "./views/operations.js";
@@ -36,6 +37,7 @@ const VIEWS = {
   incident: IncidentView,
   history: HistoryView,
   proposal: ProposalView,
+  admin: AdminView,
 };
 
 function Screen() {
@@ -123,6 +125,7 @@ async function signOut(message) {
   leaveIncident();
   leaveHistory();
   leaveProposal();
+  leaveAdmin();
   if (window.location.hash) history.replaceState(null, "", window.location.pathname);
   let endSessionUrl = null;
   if (session) {
@@ -158,6 +161,7 @@ function route() {
   state.route = parse();
   if (state.route.name !== "operations") leaveOperations();
   if (state.route.name !== "incident") leaveIncident();
+  if (state.route.name !== "admin") leaveAdmin();
   if (state.route.name === "task") {
     showTask(state.route.params.id);
     return;
@@ -176,6 +180,10 @@ function route() {
   }
   if (state.route.name === "proposal") {
     showProposal(state.route.params.id);
+    return;
+  }
+  if (state.route.name === "admin") {
+    showAdmin(state.route.params.screen);
     return;
   }
   showTasks(state.route.params.queue, state.route.query);

@@ -42,7 +42,7 @@ export const MESSAGES = {
   TASK_CLAIMED_BY_OTHER: "Another reviewer holds this task. Wait for them to release it.",
   TASK_NOT_CLAIMED: "You do not hold a claim on this task.",
   ALREADY_EXISTS: "Something with that name already exists.",
-  ROLE_CONFLICT: "That actor already has another role.",
+  ROLE_CONFLICT: "That actor already has another role; nothing was changed. An existing actor keeps its role (signoff actor set-role changes it).",
   RESULT_IDENTITY_MISMATCH: "The result names a different operation or digest.",
   RESULT_TERMINAL: "A final result was already recorded.",
   EXECUTION_CONSUMED: "This approval was already used: its agent has taken (or finished) its one execution.",

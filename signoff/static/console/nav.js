@@ -1,14 +1,15 @@
-// The side navigation every signed-in view shares: the viewer's queues, History, and
-// Operations for the staff.
+// The side navigation every signed-in view shares: the viewer's queues, History,
+// Operations for the staff, and the Admin section for admins.
 
 import { html } from "./components.js";
-import { STAFF } from "./roles.js";
-import { href } from "./router.js";
+import { ADMIN, STAFF } from "./roles.js";
+import { ADMIN_SCREENS, href } from "./router.js";
 import { role, state } from "./store.js";
 
 export function QueueNav() {
   const onOperations = state.route.name === "operations" || state.route.name === "incident";
   const onHistory = state.route.name === "history";
+  const onQueue = state.route.name === "tasks" || state.route.name === "task";
   const all = [{ id: null, name: "All my queues" }, ...state.queues];
   return html`<nav class="queues" aria-label="Queues">
     <h2 class="nav-title">Queues</h2>
@@ -17,7 +18,7 @@ export function QueueNav() {
         (queue) => html`<li key=${queue.id || ""}>
           <a
             href=${href("tasks", { queue: queue.id })}
-            aria-current=${!onOperations && !onHistory && state.selectedQueue === queue.id ? "page" : null}
+            aria-current=${onQueue && state.selectedQueue === queue.id ? "page" : null}
           >${queue.name}</a>
         </li>`,
       )}
@@ -26,7 +27,20 @@ export function QueueNav() {
     ${STAFF.has(role())
       ? html`<p><a href=${href("operations")} aria-current=${onOperations ? "page" : null}>Operations</a></p>`
       : null}
+    ${role() === ADMIN ? html`<${AdminNav} />` : null}
   </nav>`;
+}
+
+function AdminNav() {
+  const current = state.route.name === "admin" ? state.route.params.screen : null;
+  return html`<h2 class="nav-title admin-title" id="admin-nav">Admin</h2>
+    <ul aria-labelledby="admin-nav">
+      ${ADMIN_SCREENS.map(
+        ({ screen, title }) => html`<li key=${screen}>
+          <a href=${href("admin", { screen })} aria-current=${current === screen ? "page" : null}>${title}</a>
+        </li>`,
+      )}
+    </ul>`;
 }
 
 /** A view beside the navigation. */

@@ -7,3 +7,6 @@ export const DECIDERS = new Set(["REVIEWER", "ADMIN"]);
 // The roles that may read and work incidents (require_role(OPERATOR) in
 // signoff/resolvers/incident_response.py and operations.py; admins pass).
 export const STAFF = new Set(["OPERATOR", "ADMIN"]);
+// The Admin screens' role: the server refuses their reads and changes to anyone else
+// (tokens and the claim mapping are admins' only; require_role(ADMIN) in signoff/resolvers).
+export const ADMIN = "ADMIN";

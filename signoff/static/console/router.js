@@ -9,6 +9,8 @@
 //   #/incident/<id>     one incident: its timeline, what it concerns, its moves
 //   #/history           decided proposals, filtered by the query (views/history.js)
 //   #/proposal/<id>     one proposal's story: its timeline and decision receipt
+//   #/admin/<screen>    an Admin screen (admins): queues, targets, tokens, channels,
+//                       delegations, sign-in
 //
 // Any route may carry a query (`#/queue/<id>?sort=due`): `route.query` is its
 // URLSearchParams.
@@ -20,7 +22,18 @@ const ROUTES = [
   { name: "incident", pattern: /^\/incident\/([\w-]+)$/, params: ["id"] },
   { name: "history", pattern: /^\/history$/, params: [] },
   { name: "proposal", pattern: /^\/proposal\/([\w-]+)$/, params: ["id"] },
+  { name: "admin", pattern: /^\/admin\/([\w-]+)$/, params: ["screen"] },
   { name: "tasks", pattern: /^\/?$/, params: [] },
+];
+
+// The Admin section's screens, in the order its navigation lists them.
+export const ADMIN_SCREENS = [
+  { screen: "queues", title: "Queues and members" },
+  { screen: "targets", title: "Targets" },
+  { screen: "tokens", title: "API tokens" },
+  { screen: "channels", title: "Notification channels" },
+  { screen: "delegations", title: "Delegations" },
+  { screen: "sign-in", title: "Sign-in mapping" },
 ];
 
 /** The route of a hash (`location.hash` by default): `{ name, params, query }`. */
@@ -47,6 +60,7 @@ export function href(name, params = {}, query = null) {
   else if (name === "incident") path = `#/incident/${params.id}`;
   else if (name === "history") path = "#/history";
   else if (name === "proposal") path = `#/proposal/${params.id}`;
+  else if (name === "admin") path = `#/admin/${params.screen}`;
   else path = params.queue ? `#/queue/${params.queue}` : "#/";
   const search = query ? String(query) : "";
   return search ? `${path}?${search}` : path;
