@@ -36,6 +36,12 @@ SHOWN = {
     ("DeadlinePolicy", "schema/reach/deadline.py", "resolvers/reach/deadlines.py"),
     ("DraftReference", "schema/drafts/draft_reference.py", "resolvers/drafts/reads.py"),
     ("OutboxStats", "schema/delivery/operations.py", "resolvers/incidents/operations.py"),
+    ("DecisionTimes", "schema/delivery/operations.py", "resolvers/incidents/statistics.py"),
+    (
+        "OperationsStatistics",
+        "schema/delivery/operations.py",
+        "resolvers/incidents/statistics.py",
+    ),
     ("QueueStats", "schema/approval/queue.py", "resolvers/approval/queue_stats.py"),
     ("RuleEvaluation", "schema/approval/policy.py", "resolvers/approval/policies.py"),
     ("Viewer", "schema/access/actor.py", "resolvers/access/rules.py"),
