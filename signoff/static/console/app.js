@@ -268,6 +268,9 @@ function onKey(event) {
     case "g":
       go(href("tasks", { queue: state.selectedQueue }, state.listQuery));
       break;
+    case "h":
+      go(href("history"));
+      break;
     case "c":
       press("claim");
       break;
