@@ -1,16 +1,19 @@
-"""Issue 43: a reviewer's day with the keyboard alone, in a real Chromium against a real
-``signoff serve``: sign in, open the first task, claim it, approve it, open the History
-and the proposal just decided, without one pointer event reaching the page."""
+"""Issue 43: a reviewer's day with the keyboard alone, at phone width, in a real Chromium
+against a real ``signoff serve``: sign in, open the first task, claim it, approve it, open
+the History and the proposal just decided, without one pointer event reaching the page.
+The ``console-tasks-phone`` screenshot is taken here (``SIGNOFF_UPDATE_SCREENSHOTS=1``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from playwright.async_api import Browser, Page, expect
 
-from tests.browser import browser, offline_context
+from tests.browser import browser, offline_context, screenshot_path
 from tests.conftest import ModuleServer
 from tests.helpers import build_world, unique_name
 from tests.live import http_gql
-from tests.test_console import LIVE_WITHIN
+from tests.test_console import LIVE_WITHIN, PHONE
 
 __all__ = ["browser"]
 
@@ -40,14 +43,14 @@ async def _tab_to(page: Page, words: str, presses: int = 40) -> None:
 
 
 async def test_claim_approve_and_open_the_history_without_the_mouse(
-    browser: Browser, module_server: ModuleServer
+    browser: Browser, module_server: ModuleServer, tmp_path: Path
 ) -> None:
     server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
         world = await build_world(gql, reviewer_names=unique_name("keys"))
         proposed = await world.propose({"amount": 4500, "currency": "EUR"})
     proposal = proposed["proposal"]
-    context = await offline_context(browser)
+    context = await offline_context(browser, viewport=PHONE)
     try:
         page = await context.new_page()
         await page.add_init_script(COUNT_POINTER_EVENTS)
@@ -58,6 +61,7 @@ async def test_claim_approve_and_open_the_history_without_the_mouse(
         await page.keyboard.press("Enter")
         await expect(page.locator("#live")).to_have_text("Live", timeout=LIVE_WITHIN)
         await expect(page.locator(".task")).to_have_count(1)
+        await page.screenshot(path=screenshot_path("console-tasks-phone", tmp_path), full_page=True)
 
         await page.keyboard.press("j")
         await page.keyboard.press("Enter")
