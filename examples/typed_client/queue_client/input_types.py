@@ -15,6 +15,7 @@ from .enums import (
     DraftSource,
     ExecutionOutcome,
     ResultStatus,
+    Role,
     Severity,
 )
 
@@ -147,6 +148,15 @@ class CreateTaskInput(BaseModel):
     due_in_seconds: Optional[int] = Field(alias="dueInSeconds", default=None)
     idempotency_key: Optional[str] = Field(alias="idempotencyKey", default=None)
     "Retrying with the same key answers the first result and creates nothing."
+
+
+class CreateTokenInput(BaseModel):
+    name: str
+    "The actor's name; a new one is made if none."
+    role: Optional[Role] = None
+    "Required for a new actor; an existing actor keeps its own (ROLE_CONFLICT if this names another)."
+    queue_slugs: list[str] = Field(alias="queueSlugs", default_factory=lambda: [])
+    "Queues the actor reviews (added to its own)."
 
 
 class DeadlineOverrideInput(BaseModel):
@@ -391,6 +401,10 @@ class RetryProposalInput(BaseModel):
 
 class RevokeApprovalLinkInput(BaseModel):
     link_id: str = Field(alias="linkId")
+
+
+class RevokeTokenInput(BaseModel):
+    token_id: str = Field(alias="tokenId")
 
 
 class SetDelegateInput(BaseModel):
