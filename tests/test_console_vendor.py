@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 from tests.processes import ROOT
 
@@ -51,16 +52,46 @@ def test_the_bundle_needs_no_eval_and_exports_what_the_console_imports() -> None
     assert imported <= exports, imported - exports
 
 
-def test_the_console_page_preloads_every_module_it_imports() -> None:
-    console = ROOT / "signoff" / "static" / "console"
-    page = (console / "index.html").read_text(encoding="utf-8")
-    preloaded = set(re.findall(r'<link rel="modulepreload" href="/static/([^"]+)"', page))
-    modules = {
-        str(path.relative_to(ROOT / "signoff" / "static"))
-        for path in console.rglob("*.js")
-        if path.name not in {"app.js", "sign-in-failed.js"}
+STATIC = ROOT / "signoff" / "static"
+STATIC_IMPORT = re.compile(r'^(?:import|export)\b[^;]*?\bfrom "([^"]+)";', re.M | re.S)
+DYNAMIC_IMPORT = re.compile(r'\bimport\("([^"]+)"\)')
+
+
+def _imports(module: Path, pattern: re.Pattern[str]) -> set[Path]:
+    return {
+        (module.parent / name).resolve()
+        for name in pattern.findall(module.read_text(encoding="utf-8"))
     }
-    assert preloaded == modules | {"vendor/preact-htm.module.js", "vendor/uPlot.esm.js"}
+
+
+def _reachable(start: set[Path]) -> set[Path]:
+    """Every module the static imports of ``start`` bring in, ``start`` included."""
+    seen: set[Path] = set()
+    waiting = set(start)
+    while waiting:
+        module = waiting.pop()
+        seen.add(module)
+        waiting |= _imports(module, STATIC_IMPORT) - seen
+    return seen
+
+
+def _names(modules: set[Path]) -> set[str]:
+    return {str(path.relative_to(STATIC.resolve())) for path in modules}
+
+
+def test_the_console_page_preloads_what_its_first_screen_imports_and_no_more() -> None:
+    """The first screen's modules are fetched at once (no waterfall of imports); the views
+    loaded when their route opens (``import()`` in app.js) are not, nor what only they use."""
+    app = (STATIC / "console" / "app.js").resolve()
+    page = (STATIC / "console" / "index.html").read_text(encoding="utf-8")
+    preloaded = set(re.findall(r'<link rel="modulepreload" href="/static/([^"]+)"', page))
+    first = _reachable({app}) - {app}
+    assert preloaded == _names(first)
+    later = _reachable(_imports(app, DYNAMIC_IMPORT)) - first
+    assert {"console/views/admin.js", "vendor/uPlot.esm.js"} <= _names(later)
+    every = {p.resolve() for p in (STATIC / "console").rglob("*.js")}
+    every -= {app, (STATIC / "console" / "sign-in-failed.js").resolve()}
+    assert every <= first | later, "a console module nothing imports"
 
 
 UPLOT = ("uPlot.esm.js", "uPlot.min.css")

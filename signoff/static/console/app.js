@@ -10,11 +10,6 @@ import { LOAD_ALL_QUEUES, LOAD_VIEWER } from "./queries.js";
 import { CONSOLE_USERS, STAFF } from "./roles.js";
 import { go, href, parse } from "./router.js";
 import { ask, askFirstPage, focusHeading, listed, listen, loadTasks, say, state } from "./store.js";
-import { AdminView, leaveAdmin, showAdmin } from "./views/admin.js";
-import { HistoryView, leaveHistory, showHistory } from "./views/history.js";
-import { IncidentView, incidentEvent, leaveIncident, showIncident } from "./views/incident.js";
-import { OperationsView, leaveOperations, operationsEvent, showOperations } from "./views/operations.js";
-import { ProposalView, leaveProposal, refreshProposal, showProposal } from "./views/proposal.js";
 import { SignInView, focusSignIn } from "./views/sign-in.js";
 import { TaskView, onTaskPage, refreshTask, rejectFromKeyboard, showTask } from "./views/task.js";
 import { TasksView, showTasks } from "./views/tasks.js";
@@ -30,15 +25,61 @@ const liveStatus = document.getElementById("live");
 const who = document.getElementById("who");
 const help = document.getElementById("help");
 
-const VIEWS = {
-  tasks: TasksView,
-  task: TaskView,
-  operations: OperationsView,
-  incident: IncidentView,
-  history: HistoryView,
-  proposal: ProposalView,
-  admin: AdminView,
+const VIEWS = { tasks: TasksView, task: TaskView };
+
+// The views a reviewer's first screen does not need are loaded when their route first
+// opens, so the list's first paint waits for fewer files (their modules and what only
+// they use: the charts, uPlot, the admin screens). Each names its component, how it is
+// shown from the route, how it follows a live event, and how it forgets what it loaded.
+const LATER = {
+  operations: {
+    load: () => import("./views/operations.js"),
+    view: (m) => m.OperationsView,
+    show: (m) => m.showOperations(),
+    event: (m, event) => m.operationsEvent(event),
+    leave: (m) => m.leaveOperations(),
+  },
+  incident: {
+    load: () => import("./views/incident.js"),
+    view: (m) => m.IncidentView,
+    show: (m, route) => m.showIncident(route.params.id),
+    event: (m, event) => m.incidentEvent(event),
+    leave: (m) => m.leaveIncident(),
+  },
+  history: {
+    load: () => import("./views/history.js"),
+    view: (m) => m.HistoryView,
+    show: (m, route) => m.showHistory(route.query),
+    leave: (m) => m.leaveHistory(),
+  },
+  proposal: {
+    load: () => import("./views/proposal.js"),
+    view: (m) => m.ProposalView,
+    show: (m, route) => m.showProposal(route.params.id),
+    event: (m, event, route) => {
+      if (event.proposalId === route.params.id) m.refreshProposal(route.params.id);
+    },
+    leave: (m) => m.leaveProposal(),
+  },
+  admin: {
+    load: () => import("./views/admin.js"),
+    view: (m) => m.AdminView,
+    show: (m, route) => m.showAdmin(route.params.screen),
+    leave: (m) => m.leaveAdmin(),
+  },
 };
+const loaded = {}; // route name -> its module, once loaded
+
+function loadedView(name) {
+  return loaded[name] ? LATER[name].view(loaded[name]) : null;
+}
+
+/** Forget what the loaded views hold, but the one on screen (``keep``). */
+function leaveViews(keep = null) {
+  for (const [name, module] of Object.entries(loaded)) {
+    if (name !== keep) LATER[name].leave(module);
+  }
+}
 
 function Screen() {
   if (signInScreen) {
@@ -49,7 +90,9 @@ function Screen() {
     />`;
   }
   if (!state.token) return html`<p class="loading">Loading…</p>`;
-  const View = VIEWS[state.route.name] || TasksView;
+  const name = state.route.name;
+  if (LATER[name] && !loaded[name]) return html`<p class="loading">Loading…</p>`;
+  const View = VIEWS[name] || loadedView(name) || TasksView;
   return html`<${View} />`;
 }
 
@@ -121,11 +164,7 @@ async function signOut(message) {
   Object.assign(state, { token: null, viewer: null, live: null, stopFeed: null, openTask: null });
   state.tasks.clear();
   state.versions.clear();
-  leaveOperations();
-  leaveIncident();
-  leaveHistory();
-  leaveProposal();
-  leaveAdmin();
+  leaveViews();
   if (window.location.hash) history.replaceState(null, "", window.location.pathname);
   let endSessionUrl = null;
   if (session) {
@@ -159,31 +198,13 @@ function route() {
   if (!state.token) return;
   const before = state.route;
   state.route = parse();
-  if (state.route.name !== "operations") leaveOperations();
-  if (state.route.name !== "incident") leaveIncident();
-  if (state.route.name !== "admin") leaveAdmin();
+  leaveViews(state.route.name);
   if (state.route.name === "task") {
     showTask(state.route.params.id);
     return;
   }
-  if (state.route.name === "operations") {
-    showOperations();
-    return;
-  }
-  if (state.route.name === "incident") {
-    showIncident(state.route.params.id);
-    return;
-  }
-  if (state.route.name === "history") {
-    showHistory(state.route.query);
-    return;
-  }
-  if (state.route.name === "proposal") {
-    showProposal(state.route.params.id);
-    return;
-  }
-  if (state.route.name === "admin") {
-    showAdmin(state.route.params.screen);
+  if (LATER[state.route.name]) {
+    showLater(state.route);
     return;
   }
   showTasks(state.route.params.queue, state.route.query);
@@ -196,18 +217,29 @@ function route() {
 // A live event draws again what it concerns: the task page of its task or proposal, the
 // list, the operations page's figures, the incident page of its proposal, or a proposal's
 // story; the history stays as it is.
+async function showLater(route) {
+  const later = LATER[route.name];
+  if (!loaded[route.name]) {
+    redraw(); // "Loading…" while its module comes
+    try {
+      loaded[route.name] = await later.load();
+    } catch (failure) {
+      say(`This page could not be loaded (${failure.message}); reload to try again.`);
+      return;
+    }
+    if (state.route !== route) return; // the reader moved on meanwhile
+  }
+  later.show(loaded[route.name], route);
+}
+
 function followEvent(event) {
   const shown = state.openTask;
   if (shown && (event.entityId === shown.id || (shown.proposal && event.proposalId === shown.proposal.id))) {
     refreshTask(shown.id);
   } else if (!shown && state.route.name === "tasks") {
     redraw();
-  } else if (state.route.name === "operations") {
-    operationsEvent(event);
-  } else if (state.route.name === "incident") {
-    incidentEvent(event);
-  } else if (state.route.name === "proposal" && event.proposalId === state.route.params.id) {
-    refreshProposal(state.route.params.id);
+  } else if (LATER[state.route.name]?.event && loaded[state.route.name]) {
+    LATER[state.route.name].event(loaded[state.route.name], event, state.route);
   }
 }
 
