@@ -28,7 +28,7 @@ __all__ = ["browser"]
 VIEWER = "{ viewer { actor { name role } queues { id } } }"
 TARGET = "query($id: ID!) { target(id: $id) { pausedAt } }"
 CHANNELS = """query($id: ID!) {
-  queue(id: $id) { notificationChannels(removed: true) { url disabled removedAt } }
+  queue(id: $id) { notificationChannels(removed: true) { kind url disabled removedAt } }
 }"""
 ACTOR = "query($n: String!) { actors(name: $n) { nodes { id } } }"
 
@@ -213,6 +213,26 @@ async def _channels(page: Page, gql: GraphQLClient, world: World, shots: Path) -
     )
     await expect(page.locator("[data-channel-id]")).to_have_count(0)
     assert (await _channels_of(gql, world))[0]["removedAt"] is not None
+
+    # A mail channel for one reviewer of the queue, with how long its approval links last.
+    await page.get_by_label("Kind").select_option(label="Email to one reviewer")
+    await page.get_by_label("Mail address").fill("reviewer@example.com")
+    await page.get_by_label("Reviewer it mails (their approval links)").select_option(index=0)
+    await page.get_by_label("Approval links valid for (hours)").fill("2")
+    await page.get_by_role("button", name="Add channel").click()
+    await expect_notice(page, "Channel added to Payments.")
+    await expect(page.locator("[data-channel-id]")).to_have_count(1)
+    added = [c for c in await _channels_of(gql, world) if c["removedAt"] is None]
+    assert [(c["kind"], c["url"]) for c in added] == [("EMAIL", "mailto:reviewer@example.com")]
+
+    # This server has no Slack app: a Slack app channel is refused in words, nothing added.
+    await page.get_by_label("Kind").select_option(label="Slack app (Approve and Reject in Slack)")
+    await page.get_by_label("Slack channel id (C…)").fill("C0123456789")
+    await page.get_by_role("button", name="Add channel").click()
+    await expect_notice(
+        page, "The Slack app is not configured: set SIGNOFF_SLACK_BOT_TOKEN. (VALIDATION_FAILED)"
+    )
+    assert len([c for c in await _channels_of(gql, world) if c["removedAt"] is None]) == 1
 
 
 async def _channels_of(gql: GraphQLClient, world: World) -> list[dict[str, Any]]:

@@ -51,6 +51,7 @@ export const REVOKE_TOKEN = `mutation RevokeToken($input: RevokeTokenInput!) {
 export const ADMIN_CHANNELS = `query AdminChannels {
   queues {
     id slug name
+    members { id name role }
     notificationChannels { id kind url disabled disabledAt createdAt }
   }
 }`;

@@ -118,9 +118,14 @@ export const CONSOLE_ROLES =
   "The review console is for reviewers and operators (admins too); agents and integrations use the API instead.";
 
 /** The sentence for a refusal, with its code (and the reference an operator needs). */
+// Codes whose server message names the very field and what is wrong with it: the
+// server's words say more than the code's general sentence.
+const SERVER_SAYS_BEST = new Set(["VALIDATION_FAILED"]);
+
 export function describe(refusal) {
   const code = refusal.code || "INTERNAL";
-  const sentence = MESSAGES[code] || refusal.message || MESSAGES.INTERNAL;
+  const own = SERVER_SAYS_BEST.has(code) && refusal.message;
+  const sentence = own || MESSAGES[code] || refusal.message || MESSAGES.INTERNAL;
   const reference = refusal.extensions && refusal.extensions.requestId;
   return reference ? `${sentence} (${code}, request ${reference})` : `${sentence} (${code})`;
 }

@@ -1,6 +1,7 @@
-// Admin: a queue's notification channels. Add a webhook or a Slack incoming webhook (a
+// Admin: a queue's notification channels. Add one of each kind the API offers (a
 // webhook's signing secret is shown once), disable and enable one, remove one for good.
 
+import { useState } from "../../vendor/preact-htm.module.js";
 import { Badge, When, html } from "../components.js";
 import {
   ADD_CHANNEL,
@@ -56,16 +57,34 @@ function ChannelItem({ channel, act, busy }) {
   </li>`;
 }
 
+// Each kind, its words, and the field that says where it sends (the API takes exactly
+// that one: url, slackChannel or emailAddress).
+const KINDS = [
+  { kind: "WEBHOOK", words: "Webhook (signed JSON)", field: "url", label: "URL", type: "url" },
+  { kind: "SLACK", words: "Slack incoming webhook", field: "url", label: "URL", type: "url" },
+  {
+    kind: "SLACK_APP",
+    words: "Slack app (Approve and Reject in Slack)",
+    field: "slackChannel",
+    label: "Slack channel id (C…)",
+    type: "text",
+  },
+  { kind: "EMAIL", words: "Email to one reviewer", field: "emailAddress", label: "Mail address", type: "email" },
+];
+
 function AddChannel({ queue, act, busy }) {
+  const [kind, setKind] = useState("WEBHOOK");
+  const chosen = KINDS.find((k) => k.kind === kind);
+  const reviewers = queue.members.filter((member) => member.role === "REVIEWER");
   const add = (event) => {
     event.preventDefault();
     const form = event.target.elements;
-    const input = {
-      queueId: queue.id,
-      kind: form.kind.value,
-      url: form.url.value.trim(),
-      includePayload: form.payload.checked,
-    };
+    const input = { queueId: queue.id, kind, includePayload: form.payload.checked };
+    input[chosen.field] = form.where.value.trim();
+    if (kind === "EMAIL") {
+      input.reviewerId = form.reviewer.value || null;
+      input.approvalLinkTtlSeconds = Math.round(Number(form.linkHours.value) * 3600);
+    }
     const reveal = (answer) =>
       answer.addNotificationChannel.signingSecret
         ? { title: "The new webhook's signing secret", value: answer.addNotificationChannel.signingSecret }
@@ -75,12 +94,21 @@ function AddChannel({ queue, act, busy }) {
   return html`<form class="admin-form" onSubmit=${add} aria-labelledby="new-channel">
     <h3 id="new-channel">New channel for ${queue.name}</h3>
     <label for="channel-kind">Kind</label>
-    <select id="channel-kind" name="kind" disabled=${busy}>
-      <option value="WEBHOOK">Webhook (signed JSON)</option>
-      <option value="SLACK">Slack incoming webhook</option>
+    <select id="channel-kind" name="kind" disabled=${busy} value=${kind} onChange=${(e) => setKind(e.target.value)}>
+      ${KINDS.map((k) => html`<option key=${k.kind} value=${k.kind}>${k.words}</option>`)}
     </select>
-    <label for="channel-url">URL</label>
-    <input id="channel-url" name="url" type="url" required disabled=${busy} />
+    <label for="channel-where">${chosen.label}</label>
+    <input id="channel-where" name="where" type=${chosen.type} required disabled=${busy} />
+    ${kind === "EMAIL"
+      ? html`
+          <label for="channel-reviewer">Reviewer it mails (their approval links)</label>
+          <select id="channel-reviewer" name="reviewer" required disabled=${busy}>
+            ${reviewers.map((r) => html`<option key=${r.id} value=${r.id}>${r.name}</option>`)}
+          </select>
+          <label for="channel-link-hours">Approval links valid for (hours)</label>
+          <input id="channel-link-hours" name="linkHours" type="number" min="0.1" max="72" step="0.1" value="24" required disabled=${busy} />
+        `
+      : null}
     <label class="check"><input type="checkbox" name="payload" disabled=${busy} /> Include the proposal's payload</label>
     <div class="buttons"><button type="submit" class="primary" disabled=${busy}>Add channel</button></div>
   </form>`;
