@@ -23,6 +23,7 @@ from signoff.constants import (
     RATE_LIMIT_PER_SECOND,
     RECONCILE_INTERVAL_SECONDS,
     SLACK_API_URL,
+    SUBSCRIBER_BUFFER_BYTES,
     SWEEP_INTERVAL_SECONDS,
     WORKER_MAX_JOBS,
     WS_MAX_OPERATIONS_PER_CONNECTION,
@@ -96,6 +97,8 @@ class Settings:
     # Live events (docs/design.md section 8).
     events_channel: str = "signoff:events"
     subscriber_buffer: int = 256
+    # ... and the bytes those frames may weigh (a few large frames are as heavy as many).
+    subscriber_buffer_bytes: int = SUBSCRIBER_BUFFER_BYTES
     events_relay_seconds: float = 1.0
     events_retention_days: float = 7.0
     events_auth_refresh_seconds: float = 30.0
@@ -206,6 +209,9 @@ class Settings:
             embedded_worker=env.get("SIGNOFF_EMBEDDED_WORKER", "1") not in {"0", "false", "no"},
             events_channel=env.get("SIGNOFF_EVENTS_CHANNEL") or cls.events_channel,
             subscriber_buffer=int(env.get("SIGNOFF_SUBSCRIBER_BUFFER", str(cls.subscriber_buffer))),
+            subscriber_buffer_bytes=int(
+                env.get("SIGNOFF_SUBSCRIBER_BUFFER_BYTES", str(cls.subscriber_buffer_bytes))
+            ),
             events_relay_seconds=float(
                 env.get("SIGNOFF_EVENTS_RELAY_SECONDS", str(cls.events_relay_seconds))
             ),

@@ -213,6 +213,10 @@ SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 2
 WORKER_RECONNECT_SECONDS = 1.0
 # Live events
 WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
+# How many bytes of live frames may wait for one subscriber (websocket or event stream)
+# that does not read, beside SIGNOFF_SUBSCRIBER_BUFFER's count of frames; past either it is
+# cut off (4429). SIGNOFF_SUBSCRIBER_BUFFER_BYTES sets it.
+SUBSCRIBER_BUFFER_BYTES = 1024 * 1024
 WS_CLOSE_TOO_SLOW = 4429
 WS_CLOSE_TOO_SLOW_REASON = "subscriber too slow; resume with after"
 # graphql-transport-ws: the client did not answer the server's last ping before the next.

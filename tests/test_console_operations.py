@@ -286,6 +286,8 @@ async def test_the_operations_page_stays_live_and_charts_the_last_day(
             await expect(charts).to_have_count(3)
             await expect(charts.locator("canvas")).to_have_count(3)
             await expect(page.locator("main .loading")).to_have_count(0)  # drawn, not stale
+            # uPlot's stylesheet came with the charts, once.
+            await expect(page.locator('link[href="/static/vendor/uPlot.min.css"]')).to_have_count(1)
             await expect(page.locator(".last-day")).to_contain_text("1 decided; half within")
             assert await column_total(page, "chart-throughput", 1) == 1  # decided
             assert (

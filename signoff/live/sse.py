@@ -4,8 +4,8 @@ reserved stream that operations join by its token), authenticated as any request
 
 A stream is a ``LiveSocket`` like a websocket: its subscriptions join the same broadcast
 groups, with ``Last-Event-ID`` as ``after``. What it sends leaves in order, at once or
-through a bounded queue; a stream that falls ``frame_limit`` behind is cut, an idle one
-gets a heartbeat (docs/design.md section 8.7).
+through a bounded queue; a stream that falls ``frame_limit`` frames or ``byte_limit``
+bytes behind is cut, an idle one gets a heartbeat (docs/design.md section 8.7).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from signoff.errors import (
     TooManySubscriptions,
     Unauthenticated,
 )
+from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload
 from signoff.live.websocket import CLOSE_TIMEOUT_SECONDS
@@ -112,20 +113,18 @@ def _send_now(sending: Coroutine[Any, Any, None]) -> bool:
 class EventStream:
     """One ``text/event-stream`` answer and the operations it carries."""
 
-    def __init__(self, *, frame_limit: int, single: bool, token: str) -> None:
+    def __init__(self, *, frame_limit: int, byte_limit: int, single: bool, token: str) -> None:
         self.single = single  # single connection mode: events name their operation
         self.token = token  # the API token (or session) it was reserved with
-        self.frame_limit = frame_limit
         self.closed = False
         self.operations: dict[str, asyncio.Task[None]] = {}
         self.ended = asyncio.Event()  # the answer is complete, or given up
         self.written = False  # since the last heartbeat
         self._send: Send | None = None
         self._items: list[tuple[str | None, bytes]] = []  # what waits for the writer
-        self._frames = 0  # live frames in ``_items``
+        self._backlog = Backlog(frame_limit, byte_limit)  # live frames in ``_items``
         self._sending = False
         self._ending = False
-        self._room: asyncio.Future[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._openings: dict[str, str] = {}  # operation id -> its events' opening
 
@@ -192,8 +191,7 @@ class EventStream:
         """The client went away (or the answer ended): drop what is left."""
         self.closed = True
         self._items.clear()
-        self._frames = 0
-        self._make_room()
+        self._backlog.clear()
         self.ended.set()
         for task in list(self.operations.values()):
             task.cancel()
@@ -201,11 +199,8 @@ class EventStream:
             self._writer.cancel()
 
     async def wait_for_room(self) -> None:
-        """Until at most half of ``frame_limit`` frames wait (paces a replay)."""
-        while not self.closed and self._frames >= self.frame_limit // 2:
-            if self._room is None or self._room.done():
-                self._room = asyncio.get_running_loop().create_future()
-            await self._room
+        """Until at most half of either bound waits (paces a replay)."""
+        await self._backlog.wait_for_room(lambda: self.closed)
 
     def _enqueue(self, operation_id: str | None, chunk: bytes) -> bool:
         self.written = True
@@ -214,11 +209,11 @@ class EventStream:
         if self.closed:
             return False
         if operation_id is not None:
-            if self._frames >= self.frame_limit:
+            if not self._backlog.admits(len(chunk)):
                 logger.info("cutting off an event stream that fell behind")
                 self.stop()
                 return False
-            self._frames += 1
+            self._backlog.add(len(chunk))
         self._items.append((operation_id, chunk))
         if self.attached:
             self._wake_writer()
@@ -239,10 +234,6 @@ class EventStream:
         assert isinstance(sending, Coroutine)
         return sending
 
-    def _make_room(self) -> None:
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
-
     def _wake_writer(self) -> None:
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write(), name="signoff-sse-writer")
@@ -253,9 +244,7 @@ class EventStream:
             while self._items and not self.closed:
                 operation_id, chunk = self._items.pop(0)
                 if operation_id is not None:
-                    self._frames -= 1
-                    if self._frames < self.frame_limit // 2:
-                        self._make_room()
+                    self._backlog.remove(len(chunk))
                 self._sending = True
                 try:
                     await self._body(chunk, more=True)
@@ -356,6 +345,7 @@ class EventStreams:
         authenticate: Authenticate,
         make_context: MakeContext,
         frame_limit: int,
+        byte_limit: int,
         heartbeat_seconds: float,
         max_operations: int,
     ) -> None:
@@ -365,6 +355,7 @@ class EventStreams:
         self.authenticate = authenticate
         self.make_context = make_context
         self.frame_limit = frame_limit
+        self.byte_limit = byte_limit
         self.heartbeat_seconds = heartbeat_seconds
         self.open_streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
         self._reservations: dict[str, _Reservation] = {}
@@ -378,7 +369,9 @@ class EventStreams:
         token, viewer = await self.authenticate(request)
         if kind is StreamRequest.DISTINCT:
             body = await _operation_body(request)
-            stream = EventStream(frame_limit=self.frame_limit, single=False, token=token)
+            stream = EventStream(
+                frame_limit=self.frame_limit, byte_limit=self.byte_limit, single=False, token=token
+            )
             await self._stream(
                 stream, receive, send, lambda: self._operate(stream, "", body, request, viewer)
             )
@@ -432,7 +425,9 @@ class EventStreams:
                 del self._reservations[key]
                 reservation.stream.stop()
         key = secrets.token_urlsafe(24)
-        stream = EventStream(frame_limit=self.frame_limit, single=True, token=token)
+        stream = EventStream(
+            frame_limit=self.frame_limit, byte_limit=self.byte_limit, single=True, token=token
+        )
         self._reservations[key] = _Reservation(stream)
         return PlainTextResponse(key, status_code=201)
 

@@ -3,7 +3,8 @@
 Everything a connection sends leaves in order. A frame is written at once while the
 client keeps up; one that would wait goes into the connection's bounded queue, drained by
 its own writer, so a shared broadcast never waits for one client. A connection that falls
-``frame_limit`` behind is closed with 4429 (docs/design.md section 8.5).
+``frame_limit`` frames or ``byte_limit`` bytes behind is closed with 4429 (docs/design.md
+section 8.5).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from strawberry.subscriptions.protocols.graphql_ws.types import (
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage as LegacyErrorMessage
 
 from signoff.constants import (
+    SUBSCRIBER_BUFFER_BYTES,
     WS_CLOSE_FORBIDDEN,
     WS_CLOSE_FORBIDDEN_REASON,
     WS_CLOSE_NO_PONG,
@@ -50,6 +52,7 @@ from signoff.internals import (
     BaseGraphQLTransportWSHandler,
     BaseGraphQLWSHandler,
 )
+from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload, SocketWriter
 from signoff.resolvers.access.rules import Viewer
@@ -85,14 +88,15 @@ class Connection(ASGIWebSocketAdapter):
         open_connections = getattr(view, "open_connections", None)
         if isinstance(open_connections, weakref.WeakSet):
             open_connections.add(self)  # closed with 1001 when the server shuts down
-        self.frame_limit: int = getattr(view, "frame_limit", DEFAULT_FRAME_LIMIT)
+        self._backlog = Backlog(
+            getattr(view, "frame_limit", DEFAULT_FRAME_LIMIT),
+            getattr(view, "byte_limit", SUBSCRIBER_BUFFER_BYTES),
+        )
         self.frame_type = "next"  # graphql-transport-ws; the legacy protocol says "data"
         self.closed = False
         # Kept small: a server holds thousands of these, nearly all of them idle.
         self._items: list[tuple[str | None, str]] = []  # what waits for the writer
-        self._frames = 0  # live frames in ``_items``
         self._sending = False  # the writer is in the middle of a send
-        self._room: asyncio.Future[None] | None = None  # a replay waiting for the queue
         self._close_request: tuple[int, str] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
@@ -190,14 +194,11 @@ class Connection(ASGIWebSocketAdapter):
         return self._send(operation_id, payload.message(prefix))
 
     async def wait_for_room(self) -> None:
-        """Until at most half of ``frame_limit`` frames wait (paces a replay to the client)."""
-        while not self.closed and self._frames >= self.frame_limit // 2:
-            if self._room is None or self._room.done():
-                self._room = asyncio.get_running_loop().create_future()
-            await self._room
+        """Until at most half of either bound waits (paces a replay to the client)."""
+        await self._backlog.wait_for_room(lambda: self.closed)
 
     def cut_off(self) -> None:
-        """The client fell ``frame_limit`` frames behind: free the queue, close with 4429."""
+        """The client fell too far behind: free the queue, close with 4429."""
         if self.closed:
             return
         logger.info("closing a subscriber that fell behind")
@@ -221,10 +222,10 @@ class Connection(ASGIWebSocketAdapter):
         if self.closed:
             return False
         if operation_id is not None:
-            if self._frames >= self.frame_limit:
+            if not self._backlog.admits(len(text)):
                 self.cut_off()
                 return False
-            self._frames += 1
+            self._backlog.add(len(text))
         self._items.append((operation_id, text))
         self._wake_writer()
         return True
@@ -250,14 +251,9 @@ class Connection(ASGIWebSocketAdapter):
     def _give_up(self) -> None:
         self.closed = True
         self._items.clear()
-        self._frames = 0
-        self._make_room()
+        self._backlog.clear()
         if self._writer is not None and self._writer is not asyncio.current_task():
             self._writer.cancel()
-
-    def _make_room(self) -> None:
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
 
     def _wake_writer(self) -> asyncio.Task[None]:
         if self._writer is None or self._writer.done():
@@ -282,9 +278,7 @@ class Connection(ASGIWebSocketAdapter):
     async def _send_next(self) -> None:
         operation_id, text = self._items.pop(0)
         if operation_id is not None:
-            self._frames -= 1
-            if self._frames < self.frame_limit // 2:
-                self._make_room()
+            self._backlog.remove(len(text))
             if operation_id not in self._prefixes:
                 return  # completed since: a frame after `complete` would confuse clients
         self._sending = True

@@ -145,7 +145,9 @@ class SignoffGraphQL(GraphQL[Context, None]):
         self.database_turns = asyncio.Semaphore(POOL_SIZE)
         self.work = work
         self.read_sessionmaker = read_sessionmaker
-        self.frame_limit = settings.subscriber_buffer  # read by each Connection
+        # Read by each Connection: how far behind a subscriber may fall, in frames and bytes.
+        self.frame_limit = settings.subscriber_buffer
+        self.byte_limit = settings.subscriber_buffer_bytes
         self.viewers = ViewerCache(settings.auth_cache_seconds)
         provider = None if settings.oidc is None else OpenIdProvider(settings.oidc)
         self.authenticator = Authenticator(work, read_sessionmaker, provider)
@@ -172,6 +174,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             authenticate=self.stream_viewer,
             make_context=self.stream_context,
             frame_limit=settings.subscriber_buffer,
+            byte_limit=settings.subscriber_buffer_bytes,
             heartbeat_seconds=settings.ws_ping_seconds,
             max_operations=settings.ws_max_operations,
         )

@@ -171,6 +171,83 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
         assert slow.close_reason == "subscriber too slow; resume with after"
 
 
+async def test_a_subscriber_holding_too_many_bytes_is_closed_4429_whatever_its_frame_count(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """Large frames to a client that never reads: the frame count (set out of reach here)
+    is not what stops them; the bytes queued for it are (issue 46: 30-60 KB frames to
+    sockets that never read grew a process by hundreds of megabytes)."""
+    server = await serve(
+        SIGNOFF_SUBSCRIBER_BUFFER="100000",
+        SIGNOFF_SUBSCRIBER_BUFFER_BYTES="262144",
+        SIGNOFF_EVENTS_RELAY_SECONDS="0.05",
+    )
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql)
+        reviewer = world.reviewers[0]
+        await feed_settled(sessionmaker)
+        after = await head_cursor(gql, reviewer)
+    subscribe = json.dumps(
+        {
+            "type": "subscribe",
+            "id": "1",
+            "payload": {
+                "query": "subscription($q: ID, $a: String) { queueEvents(queueId: $q, after: $a) "
+                "{ cursor snapshot } }",
+                "variables": {"q": world.queue_id, "a": after},
+            },
+        }
+    )
+    init = json.dumps(
+        {"type": "connection_init", "payload": {"authorization": f"Bearer {reviewer}"}}
+    )
+    stalled_sock = socket.socket()
+    stalled_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled_sock.connect(("127.0.0.1", server.port))
+    total = 200
+    async with (
+        connect(
+            server.ws_url,
+            subprotocols=[TRANSPORT_WS],  # type: ignore[list-item]
+            max_queue=1,
+            sock=stalled_sock,
+        ) as stalled,
+        connect(server.ws_url, subprotocols=[TRANSPORT_WS], max_size=None) as reading,
+    ):  # type: ignore[list-item]
+        for ws in (stalled, reading):
+            await ws.send(init)
+            assert json.loads(await ws.recv())["type"] == "connection_ack"
+            await ws.send(subscribe)
+
+        async def consume() -> int:
+            received = 0
+            while received < total:
+                message = json.loads(await asyncio.wait_for(reading.recv(), 20))
+                if message["type"] == "next":
+                    received += 1
+            return received
+
+        consumer = asyncio.create_task(consume())
+        padding = base64.b64encode(os.urandom(30_000)).decode()  # 40 KB, incompressible
+        for batch in range(total // 10):
+            async with sessionmaker() as session:
+                unit = UnitOfWork(session)
+                for i in range(10):
+                    record_event(
+                        unit,
+                        kind=ChangeKind.TASK_CREATED,
+                        entity_type="task",
+                        entity_id=f"t-{batch}-{i}",
+                        queue_id=world.queue_id,
+                        snapshot={"padding": padding},
+                    )
+                await unit.commit()
+            await asyncio.sleep(0.05)
+        assert await consumer == total  # the reader got every frame meanwhile
+        assert await _close_code(stalled, within=60) == 4429
+        assert stalled.close_reason == "subscriber too slow; resume with after"
+
+
 async def test_legacy_graphql_ws_refuses_a_bad_token_with_4403(shared_server: Server) -> None:
     server = shared_server
     async with connect(server.ws_url, subprotocols=["graphql-ws"]) as ws:  # type: ignore[list-item]

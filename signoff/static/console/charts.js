@@ -6,6 +6,17 @@ import { useEffect, useRef } from "../vendor/preact-htm.module.js";
 import uPlot from "../vendor/uPlot.esm.js";
 import { html } from "./components.js";
 
+// uPlot's stylesheet comes with the charts (this module loads with the Operations page):
+// the pages that draw none, and the approval-link page that shares the console's look, do
+// not load it.
+if (!document.querySelector("link[data-uplot]")) {
+  const sheet = document.createElement("link");
+  sheet.rel = "stylesheet";
+  sheet.href = "/static/vendor/uPlot.min.css";
+  sheet.dataset.uplot = "";
+  document.head.append(sheet);
+}
+
 const HEIGHT = 180;
 const MIN_WIDTH = 260;
 const MAX_WIDTH = 760;
