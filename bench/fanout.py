@@ -4,7 +4,8 @@ Three servers are measured one after the other, each in its own process on
 127.0.0.1, by the SAME ``--workers`` client processes running the same code:
 
 - **Signoff**: one ``signoff serve`` (fresh SQLite file unless ``--database-url``;
-  embedded hub unless ``--redis-url``; ``SIGNOFF_SUBSCRIBER_BUFFER=1024``), or
+  embedded hub unless ``--redis-url``; ``SIGNOFF_SUBSCRIBER_BUFFER=1024``, no live
+  bounds per token), or
   ``--servers`` N of them on the same PostgreSQL database and Redis. K
   subscribers on one queue run ``queueEvents(queueId: $q, after: $a) { cursor kind
   entityId proposal { id state } task { id state } }``; a mutation is
@@ -560,6 +561,7 @@ class Target(Protocol):
 
 class SignoffTarget:
     name = "Signoff"
+    live_bounds_off = True
 
     def __init__(self, database_url: str | None, redis_url: str | None, servers: int) -> None:
         self.processes = servers
@@ -577,6 +579,12 @@ class SignoffTarget:
             "SIGNOFF_LOG_LEVEL": "warning",
             "SIGNOFF_SUBSCRIBER_BUFFER": "1024",
         }
+        if self.live_bounds_off:
+            # Every subscriber of a run shares one reviewer token: no per-token bound.
+            for bound in ("SOCKETS_PER_TOKEN", "SOCKETS_PER_ACTOR"):
+                env[f"SIGNOFF_LIVE_MAX_{bound}"] = "0"
+            for bound in ("SUBSCRIPTIONS_PER_TOKEN", "SUBSCRIPTIONS_PER_ACTOR"):
+                env[f"SIGNOFF_LIVE_MAX_{bound}"] = "0"
         if self.redis_url:
             env.update(
                 SIGNOFF_REDIS_URL=self.redis_url,

@@ -19,6 +19,10 @@ from signoff.constants import (
     DELIVERY_CONCURRENCY,
     DELIVERY_LEASE_SECONDS,
     JOB_TIMEOUT_SECONDS,
+    LIVE_MAX_SOCKETS_PER_ACTOR,
+    LIVE_MAX_SOCKETS_PER_TOKEN,
+    LIVE_MAX_SUBSCRIPTIONS_PER_ACTOR,
+    LIVE_MAX_SUBSCRIPTIONS_PER_TOKEN,
     RATE_LIMIT_BURST,
     RATE_LIMIT_PER_SECOND,
     RECONCILE_INTERVAL_SECONDS,
@@ -38,6 +42,15 @@ from signoff.oidc_settings import OidcSettings
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./signoff.db"
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+# The live bounds, each read from SIGNOFF_<FIELD> (e.g. SIGNOFF_LIVE_MAX_SOCKETS_PER_TOKEN).
+LIVE_LIMIT_FIELDS = (
+    "live_max_sockets_per_token",
+    "live_max_sockets_per_actor",
+    "live_max_subscriptions_per_token",
+    "live_max_subscriptions_per_actor",
+)
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,13 @@ class Settings:
     subscriber_buffer: int = 256
     # ... and the bytes those frames may weigh (a few large frames are as heavy as many).
     subscriber_buffer_bytes: int = SUBSCRIBER_BUFFER_BYTES
+    # Live sockets and subscriptions one token, and one actor, may hold per API process
+    # (0: no bound); past them a connection_init closes 4429 and a subscription is refused
+    # TOO_MANY_SUBSCRIPTIONS.
+    live_max_sockets_per_token: int = LIVE_MAX_SOCKETS_PER_TOKEN
+    live_max_sockets_per_actor: int = LIVE_MAX_SOCKETS_PER_ACTOR
+    live_max_subscriptions_per_token: int = LIVE_MAX_SUBSCRIPTIONS_PER_TOKEN
+    live_max_subscriptions_per_actor: int = LIVE_MAX_SUBSCRIPTIONS_PER_ACTOR
     events_relay_seconds: float = 1.0
     events_retention_days: float = 7.0
     events_auth_refresh_seconds: float = 30.0
@@ -212,6 +232,10 @@ class Settings:
             subscriber_buffer_bytes=int(
                 env.get("SIGNOFF_SUBSCRIBER_BUFFER_BYTES", str(cls.subscriber_buffer_bytes))
             ),
+            **{
+                field: int(env.get("SIGNOFF_" + field.upper(), str(getattr(cls, field))))
+                for field in LIVE_LIMIT_FIELDS
+            },
             events_relay_seconds=float(
                 env.get("SIGNOFF_EVENTS_RELAY_SECONDS", str(cls.events_relay_seconds))
             ),

@@ -219,6 +219,15 @@ WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
 SUBSCRIBER_BUFFER_BYTES = 1024 * 1024
 WS_CLOSE_TOO_SLOW = 4429
 WS_CLOSE_TOO_SLOW_REASON = "subscriber too slow; resume with after"
+# A connection_init over the sockets one token or actor may hold (SIGNOFF_LIVE_MAX_SOCKETS_*):
+# the same code as the protocol's "too many" close, the refusal's code in the reason.
+WS_CLOSE_TOO_MANY_CONNECTIONS = 4429
+WS_CLOSE_TOO_MANY_CONNECTIONS_REASON = "TOO_MANY_CONNECTIONS: this token holds its limit of sockets"
+# What one token and one actor may hold in one API process (0: no bound).
+LIVE_MAX_SOCKETS_PER_TOKEN = 64
+LIVE_MAX_SOCKETS_PER_ACTOR = 128
+LIVE_MAX_SUBSCRIPTIONS_PER_TOKEN = 256
+LIVE_MAX_SUBSCRIPTIONS_PER_ACTOR = 512
 # graphql-transport-ws: the client did not answer the server's last ping before the next.
 WS_CLOSE_NO_PONG = 4410
 WS_CLOSE_NO_PONG_REASON = "no pong to the last ping; reconnect"

@@ -26,6 +26,7 @@ from signoff.events.hub import Change, EventHub
 from signoff.internals import core_schema
 from signoff.live.history import Budget, FrameLog
 from signoff.live.prepared_frames import Payload
+from signoff.live.quota import LiveQuota
 from signoff.live.rendering import FrameMaker, Frames
 from signoff.live.selection import Selection, Selections
 from signoff.resolvers.access.actors import authenticate_in
@@ -267,8 +268,10 @@ class Broadcaster:
         log_size: int = LIVE_FRAME_LOG_SIZE,
         log_bytes: int = LIVE_FRAME_LOG_BYTES,
         authenticate: Callable[[str], Awaitable[Viewer]] | None = None,
+        quota: LiveQuota | None = None,
     ) -> None:
         self.hub = hub
+        self.quota = quota  # subscriptions per token and actor, on every transport
         self._authenticate = authenticate or functools.partial(authenticate_in, read_sessionmaker)
         self.read_sessionmaker = read_sessionmaker
         self.log_size = log_size
@@ -318,12 +321,17 @@ class Broadcaster:
         ctx = context_of(info)
         viewer = await ctx.viewer()  # connection_init authenticated it
         assert ctx.token is not None
-        scope = scope_of if isinstance(scope_of, FeedScope) else scope_of(viewer)
-        async with ctx.read_session() as session:
-            await authorize_scope(session, viewer, scope)
-            await session.commit()
-        start = None if after is None else await resume_point(after, self._bounds)
-        await self.serve(info, watch(viewer, ctx.token, scope, start))
+        slot = None if self.quota is None else self.quota.start_subscription(ctx.token, viewer.id)
+        try:
+            scope = scope_of if isinstance(scope_of, FeedScope) else scope_of(viewer)
+            async with ctx.read_session() as session:
+                await authorize_scope(session, viewer, scope)
+                await session.commit()
+            start = None if after is None else await resume_point(after, self._bounds)
+            await self.serve(info, watch(viewer, ctx.token, scope, start))
+        finally:
+            if slot is not None:
+                slot.release()
 
     async def serve(self, info: strawberry.Info, subscription: Watch) -> None:
         """Run one subscription until it ends: catch up, live frames, viewer re-reads.

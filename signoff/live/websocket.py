@@ -55,6 +55,7 @@ from signoff.internals import (
 from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload, SocketWriter
+from signoff.live.quota import Slot
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
 from signoff.schema.context import Context
@@ -101,6 +102,7 @@ class Connection(ASGIWebSocketAdapter):
         self._writer: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
         self._expiry: asyncio.TimerHandle | None = None  # ``end_at``'s close
+        self._slot: Slot | None = None  # counted against its token's and actor's sockets
         self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
         self._socket = SocketWriter.of(request.scope)  # None: every frame goes through ASGI
         broadcaster = getattr(view, "broadcaster", None)
@@ -153,6 +155,10 @@ class Connection(ASGIWebSocketAdapter):
                 await asyncio.shield(writer)
         except TimeoutError:
             self._give_up()
+
+    def hold(self, slot: Slot) -> None:
+        """Count this socket against its token and actor until it ends."""
+        self._slot = slot
 
     def end_at(self, expires_at: float) -> None:
         """Close with 4403 at ``expires_at`` (epoch seconds): the token the socket
@@ -211,6 +217,8 @@ class Connection(ASGIWebSocketAdapter):
         """The connection ended: stop the writer and drop what is left."""
         if self._expiry is not None:
             self._expiry.cancel()
+        if self._slot is not None:
+            self._slot.release()
         self._give_up()
         if self._closing is not None:
             with contextlib.suppress(asyncio.CancelledError):

@@ -38,6 +38,8 @@ from signoff.constants import (
     WS_CLOSE_FORBIDDEN_REASON,
     WS_CLOSE_GOING_AWAY,
     WS_CLOSE_GOING_AWAY_REASON,
+    WS_CLOSE_TOO_MANY_CONNECTIONS,
+    WS_CLOSE_TOO_MANY_CONNECTIONS_REASON,
     WS_CLOSE_TRY_AGAIN,
     WS_CLOSE_TRY_AGAIN_REASON,
     WS_CONNECTION_INIT_TIMEOUT_SECONDS,
@@ -67,6 +69,7 @@ from signoff.jobs.worker import ArqJobs
 from signoff.jsonvalues import decode_body
 from signoff.live.broadcast import Broadcaster
 from signoff.live.prepared_frames import KeepServerSend
+from signoff.live.quota import LiveLimits, LiveQuota
 from signoff.live.sse import EventStreams, stream_request
 from signoff.live.websocket import (
     Connection,
@@ -155,6 +158,14 @@ class SignoffGraphQL(GraphQL[Context, None]):
             # A revoked token or a changed role takes effect on the next request at once.
             hub.fanout.listen(functools.partial(forget_changed_viewers, self.viewers))
         self.open_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.live_quota = LiveQuota(
+            LiveLimits(
+                sockets_per_token=settings.live_max_sockets_per_token,
+                sockets_per_actor=settings.live_max_sockets_per_actor,
+                subscriptions_per_token=settings.live_max_subscriptions_per_token,
+                subscriptions_per_actor=settings.live_max_subscriptions_per_actor,
+            )
+        )
         self.broadcaster = (
             None
             if hub is None
@@ -165,6 +176,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 buffer=settings.subscriber_buffer,
                 refresh_seconds=settings.events_auth_refresh_seconds,
                 authenticate=self.authenticator.viewer,
+                quota=self.live_quota,
             )
         )
         # graphql-sse: subscriptions over Server-Sent Events, in the same broadcast groups.
@@ -337,6 +349,14 @@ class SignoffGraphQL(GraphQL[Context, None]):
             if context.live is not None:
                 await context.live.close(WS_CLOSE_TRY_AGAIN, WS_CLOSE_TRY_AGAIN_REASON)
             raise ConnectionRejectionError({"code": "UNAVAILABLE"}) from None
+        if isinstance(context.live, Connection):
+            slot = self.live_quota.open_socket(token, viewer.id) if token else None
+            if slot is None:
+                await context.live.close(
+                    WS_CLOSE_TOO_MANY_CONNECTIONS, WS_CLOSE_TOO_MANY_CONNECTIONS_REASON
+                )
+                raise ConnectionRejectionError({"code": "TOO_MANY_CONNECTIONS"}) from None
+            context.live.hold(slot)
         context.token = token
         context._viewer = viewer
         if viewer.expires_at is not None and context.live is not None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 
+import pytest
 from sqlmodel import col, select
 from starlette.applications import Starlette
 
+from signoff.config import LIVE_LIMIT_FIELDS, Settings
 from signoff.models import ChangeEvent
 from signoff.resolvers.feed.subscriptions import decode_cursor, encode_cursor
 from tests.helpers import GraphQLClient, build_world, create_tasks, statements_sent
@@ -19,6 +22,14 @@ from tests.live import InProcessServer, Stream, feed_settled, open_stream
 SUBSCRIBERS = 1000
 CURSORS = 50
 LIVE_EVENTS = 5
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """A fleet of a thousand consoles sharing one reviewer's token, as a wall of dashboards
+    would: the live bounds per token and actor are set off for it."""
+    return dataclasses.replace(settings, **dict.fromkeys(LIVE_LIMIT_FIELDS, 0))
+
 
 RESUME = """
 subscription($q: ID, $after: String) {

@@ -1,0 +1,101 @@
+"""How many live sockets and subscriptions one token, and one actor, may hold in a process.
+
+A connection's own limit (``SIGNOFF_WS_MAX_OPERATIONS``) bounds one socket; without these
+one reviewer's token opened hundreds of sockets of a hundred subscriptions each, and every
+event was framed and sent to each of them. The counts are per API process, as the rate
+limit is; zero turns a bound off.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from signoff.errors import TooManySubscriptions
+
+
+@dataclass(frozen=True)
+class LiveLimits:
+    """The bounds, from settings (0: none)."""
+
+    sockets_per_token: int = 0
+    sockets_per_actor: int = 0
+    subscriptions_per_token: int = 0
+    subscriptions_per_actor: int = 0
+
+
+class Slot:
+    """One socket or subscription counted against its token and actor, until released."""
+
+    __slots__ = ("_counts", "_keys")
+
+    def __init__(self, counts: Counter[str], keys: tuple[str, str]) -> None:
+        self._counts: Counter[str] | None = counts
+        self._keys = keys
+
+    def release(self) -> None:
+        """Give the slot back (once; later calls do nothing)."""
+        counts, self._counts = self._counts, None
+        if counts is None:
+            return
+        for key in self._keys:
+            counts[key] -= 1
+            if counts[key] <= 0:
+                del counts[key]  # a token or actor holding nothing costs nothing
+
+
+class LiveQuota:
+    """The sockets and subscriptions each token and actor holds in this process."""
+
+    def __init__(self, limits: LiveLimits) -> None:
+        self.limits = limits
+        self._sockets: Counter[str] = Counter()
+        self._subscriptions: Counter[str] = Counter()
+
+    def open_socket(self, token: str, actor_id: str) -> Slot | None:
+        """A socket's slot, or ``None`` when the token or its actor holds as many as allowed."""
+        return _take(
+            self._sockets,
+            token,
+            actor_id,
+            self.limits.sockets_per_token,
+            self.limits.sockets_per_actor,
+        )
+
+    def start_subscription(self, token: str, actor_id: str) -> Slot:
+        """A subscription's slot, or ``TooManySubscriptions`` saying which bound it met."""
+        slot = _take(
+            self._subscriptions,
+            token,
+            actor_id,
+            self.limits.subscriptions_per_token,
+            self.limits.subscriptions_per_actor,
+        )
+        if slot is None:
+            raise TooManySubscriptions(
+                "This token (or its actor) already runs as many live subscriptions as one "
+                f"process allows ({self.limits.subscriptions_per_token} per token, "
+                f"{self.limits.subscriptions_per_actor} per actor); end some first."
+            )
+        return slot
+
+    def held(self, token: str) -> tuple[int, int]:
+        """The sockets and subscriptions ``token`` holds now."""
+        key = _token_key(token)
+        return self._sockets[key], self._subscriptions[key]
+
+
+def _token_key(token: str) -> str:
+    return "t:" + token
+
+
+def _take(
+    counts: Counter[str], token: str, actor_id: str, per_token: int, per_actor: int
+) -> Slot | None:
+    keys = (_token_key(token), "a:" + actor_id)
+    for key, limit in zip(keys, (per_token, per_actor), strict=True):
+        if limit and counts[key] >= limit:
+            return None
+    for key in keys:
+        counts[key] += 1
+    return Slot(counts, keys)
