@@ -11,8 +11,9 @@ snapshot }``) and reads every frame. Each round:
    to its frame's arrival;
 2. **abuse**: the abuser's one token opens ``--sockets`` websockets (as fast as it can,
    over the servers), each asking for ``--subscriptions`` subscriptions of the same
-   queue, and never reads (a 4 KiB receive buffer); the same events again, with the
-   victim's latency, and how many sockets and subscriptions the servers took or refused;
+   queue, and never reads (a 4 KiB receive buffer); ``--abuse-settle`` seconds later,
+   the same events again, with the victim's latency, and how many sockets the servers
+   took or refused;
 3. **after**: the abusers close; the servers' RSS once it settles.
 
 Printed per round: the victim's p50/p99 quiet and under abuse (goal: p99 under abuse
@@ -192,7 +193,7 @@ async def run_round(
         start_rss = [rss_mib(pid) for pid in pids]
         quiet = await events(http, target.admin, target.queue_id, victim, args)
         abuse = await open_abuse(ws_urls, abuser, target.queue_id, args)
-        await asyncio.sleep(1)
+        await asyncio.sleep(args.abuse_settle)
         loud = await events(http, target.admin, target.queue_id, victim, args)
         abuse_rss = [rss_mib(pid) for pid in pids]
         for socket_ in abuse.sockets:
@@ -282,6 +283,9 @@ def main() -> None:
     parser.add_argument("--payload-kb", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--settle", type=float, default=5.0)
+    parser.add_argument(
+        "--abuse-settle", type=float, default=1.0, help="seconds between the abuse and its events"
+    )
     asyncio.run(main_async(parser.parse_args()))
 
 
