@@ -103,72 +103,9 @@ async def test_a_slow_subscriber_is_closed_4429_while_a_fast_one_keeps_going(
     serve: Serve, sessionmaker: SessionMaker
 ) -> None:
     server = await serve(SIGNOFF_SUBSCRIBER_BUFFER="128", SIGNOFF_EVENTS_RELAY_SECONDS="0.05")
-    async with http_gql(server, sessionmaker) as gql:
-        world = await build_world(gql)
-        reviewer = world.reviewers[0]
-        await feed_settled(sessionmaker)
-        after = await head_cursor(gql, reviewer)
-    subscribe = json.dumps(
-        {
-            "type": "subscribe",
-            "id": "1",
-            "payload": {
-                "query": "subscription($q: ID, $a: String) { queueEvents(queueId: $q, after: $a) "
-                "{ cursor snapshot } }",
-                "variables": {"q": world.queue_id, "a": after},
-            },
-        }
-    )
-    init = json.dumps(
-        {"type": "connection_init", "payload": {"authorization": f"Bearer {reviewer}"}}
-    )
-
-    slow_sock = socket.socket()
-    slow_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow_sock.connect(("127.0.0.1", server.port))
-    total = 1500
-    async with (
-        connect(
-            server.ws_url,
-            subprotocols=[TRANSPORT_WS],  # type: ignore[list-item]
-            max_queue=1,
-            sock=slow_sock,
-        ) as slow,
-        connect(server.ws_url, subprotocols=[TRANSPORT_WS]) as fast,
-    ):  # type: ignore[list-item]
-        for ws in (slow, fast):
-            await ws.send(init)
-            assert json.loads(await ws.recv())["type"] == "connection_ack"
-            await ws.send(subscribe)
-
-        async def consume_fast() -> int:
-            received = 0
-            while received < total:
-                message = json.loads(await asyncio.wait_for(fast.recv(), 20))
-                if message["type"] == "next":
-                    received += 1
-            return received
-
-        fast_task = asyncio.create_task(consume_fast())
-        padding = base64.b64encode(os.urandom(3000)).decode()  # incompressible
-        for batch in range(total // 10):  # paced: bursts stay well under the buffer
-            async with sessionmaker() as session:
-                unit = UnitOfWork(session)
-                for i in range(10):
-                    record_event(
-                        unit,
-                        kind=ChangeKind.TASK_CREATED,
-                        entity_type="task",
-                        entity_id=f"t-{batch}-{i}",
-                        queue_id=world.queue_id,
-                        snapshot={"padding": padding},
-                    )
-                await unit.commit()
-            await asyncio.sleep(0.02)
-        assert await fast_task == total
-        # The slow client now reads what the server managed to send, then the close.
-        assert await _close_code(slow, within=60) == 4429  # a deadline for a busy machine
-        assert slow.close_reason == "subscriber too slow; resume with after"
+    # Paced: bursts stay well under the buffer.
+    closed = await _one_reads_one_stalls(server, sessionmaker, 1500, 3000, pause=0.02)
+    assert closed == (4429, "subscriber too slow; resume with after")
 
 
 async def test_a_subscriber_holding_too_many_bytes_is_closed_4429_whatever_its_frame_count(
@@ -182,6 +119,17 @@ async def test_a_subscriber_holding_too_many_bytes_is_closed_4429_whatever_its_f
         SIGNOFF_SUBSCRIBER_BUFFER_BYTES="262144",
         SIGNOFF_EVENTS_RELAY_SECONDS="0.05",
     )
+    closed = await _one_reads_one_stalls(server, sessionmaker, 200, 30_000, pause=0.05)
+    assert closed == (4429, "subscriber too slow; resume with after")
+
+
+async def _one_reads_one_stalls(
+    server: Server, sessionmaker: SessionMaker, total: int, padding_bytes: int, pause: float
+) -> tuple[int | None, str | None]:
+    """Two subscribers of one queue, one reading every frame, one that never reads (a 4 KiB
+    receive buffer); ``total`` events of ``padding_bytes`` random bytes each (base64,
+    incompressible), ten at a time, ``pause`` apart. The reader must get every frame;
+    returns how the stalled one was closed."""
     async with http_gql(server, sessionmaker) as gql:
         world = await build_world(gql)
         reviewer = world.reviewers[0]
@@ -204,7 +152,6 @@ async def test_a_subscriber_holding_too_many_bytes_is_closed_4429_whatever_its_f
     stalled_sock = socket.socket()
     stalled_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     stalled_sock.connect(("127.0.0.1", server.port))
-    total = 200
     async with (
         connect(
             server.ws_url,
@@ -228,7 +175,7 @@ async def test_a_subscriber_holding_too_many_bytes_is_closed_4429_whatever_its_f
             return received
 
         consumer = asyncio.create_task(consume())
-        padding = base64.b64encode(os.urandom(30_000)).decode()  # 40 KB, incompressible
+        padding = base64.b64encode(os.urandom(padding_bytes)).decode()
         for batch in range(total // 10):
             async with sessionmaker() as session:
                 unit = UnitOfWork(session)
@@ -242,10 +189,11 @@ async def test_a_subscriber_holding_too_many_bytes_is_closed_4429_whatever_its_f
                         snapshot={"padding": padding},
                     )
                 await unit.commit()
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(pause)
         assert await consumer == total  # the reader got every frame meanwhile
-        assert await _close_code(stalled, within=60) == 4429
-        assert stalled.close_reason == "subscriber too slow; resume with after"
+        # The stalled client now reads what the server managed to send, then the close.
+        await _close_code(stalled, within=60)  # a deadline for a busy machine
+        return stalled.close_code, stalled.close_reason
 
 
 async def test_legacy_graphql_ws_refuses_a_bad_token_with_4403(shared_server: Server) -> None:
