@@ -72,10 +72,17 @@ class LiveQuota:
             self.limits.subscriptions_per_actor,
         )
         if slot is None:
+            bounds = (
+                f"{limit} per {holder}"
+                for limit, holder in (
+                    (self.limits.subscriptions_per_token, "token"),
+                    (self.limits.subscriptions_per_actor, "actor"),
+                )
+                if limit
+            )
             raise TooManySubscriptions(
                 "This token (or its actor) already runs as many live subscriptions as one "
-                f"process allows ({self.limits.subscriptions_per_token} per token, "
-                f"{self.limits.subscriptions_per_actor} per actor); end some first."
+                f"process allows ({', '.join(bounds)}); end some first."
             )
         return slot
 

@@ -157,7 +157,10 @@ class Connection(ASGIWebSocketAdapter):
             self._give_up()
 
     def hold(self, slot: Slot) -> None:
-        """Count this socket against its token and actor until it ends."""
+        """Count this socket against its token and actor until it ends (a second
+        ``connection_init`` of the legacy protocol, with another token, replaces it)."""
+        if self._slot is not None:
+            self._slot.release()
         self._slot = slot
 
     def end_at(self, expires_at: float) -> None:

@@ -134,6 +134,7 @@ def test_an_actors_bound_counts_every_token_of_it() -> None:
         quota.start_subscription("token-b", "actor-1")
     except Exception as refused:
         assert getattr(refused, "code", None) == "TOO_MANY_SUBSCRIPTIONS"
+        assert "(1 per actor)" in str(refused)  # the bounds that are set, and only those
     else:
         raise AssertionError("a second subscription of the actor was let through")
     held.release()
