@@ -561,7 +561,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             ),
             Route(ACTIONS_PATH, SlackActions(work, settings).handle, methods=["POST"]),
             *(sign_in.routes() if settings.console else []),
-            *page_routes(console=settings.console),
+            *page_routes(console_page=sign_in.console_page if settings.console else None),
         ],
         lifespan=lifespan,
     )

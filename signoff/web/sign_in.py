@@ -34,7 +34,7 @@ from signoff.evidence.sealing import Sealer, SealingError
 from signoff.resolvers.access.authenticator import Authenticator
 from signoff.resolvers.access.sessions import csrf_of, end_session, start_session
 from signoff.resolvers.access.viewer_cache import ViewerCache
-from signoff.web.pages import PAGE_HEADERS
+from signoff.web.pages import PAGE_HEADERS, console_html
 
 CSRF_HEADER = "x-csrf-token"
 NO_STORE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
@@ -69,7 +69,8 @@ def check_cookie_request(request: Request, token: str, settings: Settings) -> No
 
 
 class ConsoleSignIn:
-    """The ``/auth/*`` routes; ``provider`` routes only with an OpenID provider."""
+    """The console's page, which carries its session, and the ``/auth/*`` routes;
+    ``provider`` routes only with an OpenID provider."""
 
     def __init__(
         self,
@@ -97,6 +98,26 @@ class ConsoleSignIn:
 
     async def session(self, request: Request) -> Response:
         """What the console offers, and the session's CSRF token when signed in."""
+        body, ended = await self._session_of(request)
+        response = JSONResponse(body, headers=NO_STORE)
+        if ended:
+            self._forget_session(response)
+        return response
+
+    async def console_page(self, request: Request) -> Response:
+        """The console's page, carrying what :meth:`session` answers (a CSRF token among
+        it, so the page is never stored)."""
+        body, ended = await self._session_of(request)
+        response = HTMLResponse(
+            console_html(body), headers=PAGE_HEADERS | {"Cache-Control": "no-store"}
+        )
+        if ended:
+            self._forget_session(response)
+        return response
+
+    async def _session_of(self, request: Request) -> tuple[dict[str, object], bool]:
+        """What the console offers and whether the request is signed in; ``True`` beside
+        it when its session cookie no longer holds (the answer should forget it)."""
         body: dict[str, object] = {
             "provider": self.authenticator.provider is not None,
             "tokenSignIn": self.settings.console_token_sign_in,
@@ -110,10 +131,7 @@ class ConsoleSignIn:
                 body["ended"] = f"{refusal.message} ({refusal.code})"
             else:
                 body |= {"signedIn": True, "csrfToken": csrf_of(token), "name": viewer.actor.name}
-        response = JSONResponse(body, headers=NO_STORE)
-        if token is not None and not body["signedIn"]:
-            self._forget_session(response)
-        return response
+        return body, token is not None and not body["signedIn"]
 
     async def sign_in(self, _: Request) -> Response:
         provider = self.authenticator.provider

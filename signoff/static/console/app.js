@@ -3,6 +3,7 @@
 // Preact and htm from the vendored file. No build step: plain modules.
 
 import { LiveConnection, Refusal, SESSION, postSession, useSession } from "./api.js";
+import { TOKEN_KEY, beginning } from "./boot.js";
 import { html, render } from "./components.js";
 import { article } from "./format.js";
 import { CONSOLE_ROLES, describe } from "./messages.js";
@@ -14,9 +15,8 @@ import { SignInView, focusSignIn } from "./views/sign-in.js";
 import { TaskView, onTaskPage, refreshTask, rejectFromKeyboard, showTask } from "./views/task.js";
 import { TasksView, showTasks } from "./views/tasks.js";
 
-const TOKEN_KEY = "signoff.token";
-
-// What the server offers (GET /auth/session): the identity provider, token paste, or both.
+// What the server offers (its page carries GET /auth/session's answer): the identity
+// provider, token paste, or both.
 let signInOptions = { provider: false, tokenSignIn: true };
 let signInScreen = null; // { endSessionUrl } while the sign-in view is up
 
@@ -120,16 +120,19 @@ function showSignIn(message, endSessionUrl = null) {
   focusSignIn();
 }
 
-async function signIn(token) {
+/**
+ * Sign in with ``token``; ``first`` holds the viewer and the list's first page when they
+ * were already asked for (boot.js), else both are asked for here, side by side. The page
+ * is read only once the viewer may use the console.
+ */
+async function signIn(token, first = null) {
   if (!token) return;
   if (token !== SESSION && !signInOptions.tokenSignIn) return;
   state.token = token;
-  // The list's first page is asked for beside the viewer (one round trip less before the
-  // list is drawn); it is read only once the viewer may use the console.
-  const firstPage = askFirstPage();
+  const firstPage = first ? first.tasks : askFirstPage();
   let data;
   try {
-    data = await ask(LOAD_VIEWER);
+    data = await (first ? first.viewer : ask(LOAD_VIEWER));
   } catch (failure) {
     state.token = null;
     showSignIn(failure instanceof Refusal ? describe(failure) : String(failure));
@@ -336,25 +339,10 @@ window.addEventListener("hashchange", () => {
 });
 document.addEventListener("keydown", onKey);
 
-async function start() {
-  let session = {};
-  try {
-    const response = await fetch("/auth/session", { credentials: "same-origin", cache: "no-store" });
-    if (response.ok) session = await response.json();
-  } catch (failure) {
-    session = {};
-  }
-  signInOptions = {
-    provider: Boolean(session.provider),
-    tokenSignIn: session.tokenSignIn !== false,
-  };
-  if (session.signedIn) {
-    useSession(session.csrfToken);
-    signIn(SESSION);
-    return;
-  }
-  const saved = signInOptions.tokenSignIn ? sessionStorage.getItem(TOKEN_KEY) : null;
-  if (saved) signIn(saved);
+function start() {
+  const { session, options, token, first } = beginning;
+  signInOptions = options;
+  if (token) signIn(token, first);
   else showSignIn(session.ended || "");
 }
 
