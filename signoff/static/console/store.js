@@ -222,6 +222,6 @@ export function focusHeading() {
   const heading = document.getElementById("main").querySelector(".work h2, article h2, form h2");
   if (heading) {
     heading.setAttribute("tabindex", "-1");
-    heading.focus();
+    heading.focus({ preventScroll: true }); // at the view's top already: no layout asked for
   }
 }
