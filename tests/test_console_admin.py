@@ -109,6 +109,8 @@ async def _queues(page: Page, gql: GraphQLClient, world: World, shots: Path) -> 
     await page.get_by_role("button", name="Create queue").click()
     await expect_notice(page, "Queue Refunds EU created.")
     await expect(page.locator(".admin-item h3")).to_have_count(2)
+    # The navigation offers the new queue at once, without a reload.
+    await expect(page.locator("nav.queues").get_by_role("link", name="Refunds EU")).to_be_visible()
     slugs = (await gql("{ queues { slug } }", token=world.admin))["queues"]
     assert {"slug": "refunds-eu"} in slugs
 

@@ -50,6 +50,8 @@ export async function showAdmin(screen, arriving = true) {
     return;
   }
   if (state.route.name !== "admin" || state.route.params.screen !== screen) return; // moved on
+  // The navigation lists every queue to an admin: one created or renamed here shows there.
+  if (screen === "queues") state.queues = data.queues.map(({ id, slug, name }) => ({ id, slug, name }));
   shown = { screen, data };
   redraw();
   if (arriving) focusHeading();
