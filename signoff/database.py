@@ -9,17 +9,20 @@ reader never holds up a writer (docs/design.md section 12, SQLite and PostgreSQL
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import sqlite3
 import time
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import Text, event, text
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import GenericFunction
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import jsoncodec, sqlite_driver
@@ -157,6 +160,9 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
+        dbapi_connection.create_function(
+            SearchableText.name, 1, _searchable_text, deterministic=True
+        )
 
     @event.listens_for(engine.sync_engine, "begin")
     def on_begin(conn: Any) -> None:
@@ -164,6 +170,30 @@ def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
         # implicit transaction (a WAL snapshot), as PostgreSQL's autocommit reads do.
         if not conn.get_execution_options().get(READ_ONLY, False):
             conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class SearchableText(GenericFunction[str]):
+    """A JSON column as lower-case text to search with LIKE, the same on both databases:
+    PostgreSQL's ``lower(CAST(x AS TEXT))``; on SQLite a function of this module, since
+    SQLite keeps JSON with non-ASCII letters escaped (``\\u00e9``) and its ``lower()``
+    folds A-Z only."""
+
+    type = Text()
+    name = "signoff_searchable_text"
+    inherit_cache = True
+
+
+@compiles(SearchableText, "postgresql")
+def _searchable_on_postgresql(element: SearchableText, compiler: Any, **kw: Any) -> str:
+    return f"lower(CAST({compiler.process(element.clauses, **kw)} AS TEXT))"
+
+
+def _searchable_text(value: object) -> str | None:
+    """SQLite's side of :class:`SearchableText`: the JSON written as PostgreSQL writes
+    ``jsonb`` as text (letters as they are, ``", "`` and ``": "``), lower-cased."""
+    if value is None:
+        return None
+    return json.dumps(jsoncodec.loads(str(value)), ensure_ascii=False).lower()
 
 
 def read_only(engine: AsyncEngine) -> AsyncEngine:

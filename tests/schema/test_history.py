@@ -119,6 +119,18 @@ async def test_history_narrows_by_state_target_agent_reviewer_and_words(
     ) == [approved["id"]]
 
 
+async def test_history_search_ignores_the_case_of_any_letter(gql: GraphQLClient) -> None:
+    """Not only A-Z: SQLite's own lower() leaves "É" as it is, PostgreSQL's does not."""
+    world, _ = await _two_worlds(gql)
+    french = await _propose(world, "o-1", "Société Générale ÉTÉ")
+    greek = await _propose(world, "o-2", "ΑΘΗΝΑ")
+    for proposal in (french, greek):
+        await world.decide(world.reviewers[0], proposal)
+    assert _ids(await _history(gql, world.admin, search="générale été")) == [french["id"]]
+    assert _ids(await _history(gql, world.admin, search="SOCIÉTÉ")) == [french["id"]]
+    assert _ids(await _history(gql, world.admin, search="αθηνα")) == [greek["id"]]
+
+
 async def test_history_narrows_by_when_it_was_decided(
     gql: GraphQLClient, frozen_clock: clock.FrozenClock
 ) -> None:

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff.database import SearchableText
 from signoff.errors import ValidationFailed
 from signoff.models import Approval, Proposal, ProposalState, Role
 from signoff.resolvers.access.rules import Viewer, require_role
@@ -123,8 +124,7 @@ def _decided_before(at: sa.BindParameter[datetime]) -> sa.ColumnElement[bool]:
 
 def _subject_contains(pattern: sa.BindParameter[str]) -> sa.ColumnElement[bool]:
     """The subject's JSON text holds the words, whatever their case."""
-    text = sa.func.lower(sa.cast(col(Proposal.subject), sa.Text))
-    return text.like(pattern, escape="\\")
+    return SearchableText(col(Proposal.subject)).like(pattern, escape="\\")
 
 
 def _pattern(search: str) -> str:
