@@ -51,6 +51,22 @@ async def test_the_page_carries_its_session_and_is_never_stored(
     assert session.json() == {"provider": False, "tokenSignIn": True, "signedIn": False}
 
 
+async def test_the_console_files_are_asked_about_again_before_each_use(
+    module_server: ModuleServer,
+) -> None:
+    """No heuristic caching: after an upgrade, no module of the old version runs beside
+    the new one's; unchanged, a file costs a 304."""
+    async with httpx.AsyncClient(base_url=module_server.server.url) as http:
+        first = await http.get("/static/console/app.js")
+        again = await http.get(
+            "/static/console/app.js", headers={"If-None-Match": first.headers["etag"]}
+        )
+    assert first.status_code == 200
+    assert first.headers["cache-control"] == "no-cache"
+    assert again.status_code == 304
+    assert again.headers["cache-control"] == "no-cache"
+
+
 async def test_the_first_requests_do_not_wait_for_the_view_modules(
     browser: Browser, module_server: ModuleServer
 ) -> None:

@@ -4,6 +4,7 @@ from files inside the package (``signoff/static``), so neither needs the interne
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -12,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -57,10 +59,27 @@ def console_html(session: Mapping[str, object]) -> str:
     return _read("console/index.html").replace(SESSION_BLOCK, SESSION_BLOCK.replace("{}", text))
 
 
+class PackageFiles(StaticFiles):
+    """The pages' files, which a browser asks about again before each use (an answer of
+    304 while they are unchanged): a module kept by heuristic caching past an upgrade
+    would run beside the new version's others."""
+
+    def file_response(
+        self,
+        full_path: str | os.PathLike[str],
+        stat_result: os.stat_result,
+        scope: Scope,
+        status_code: int = 200,
+    ) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
+
+
 def page_routes(*, console_page: Endpoint | None) -> list[Route | Mount]:
     """``/static`` always (GraphiQL needs it), and the console at ``/`` when it is on."""
     routes: list[Route | Mount] = [
-        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+        Mount("/static", PackageFiles(directory=STATIC_DIR), name="static"),
     ]
     if console_page is not None:
         routes.insert(0, Route("/", console_page))
