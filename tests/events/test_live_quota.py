@@ -185,6 +185,7 @@ async def test_a_subscription_over_the_bound_is_refused_before_its_document_is_r
             await connected(first, token)
             for operation_id in ("1", "2"):
                 await first.send(subscribe(operation_id))
+            await server.subscriptions_live(2)
             await second.send(json.dumps(broken))
             refused = await receive(second)
             assert refused["id"] == "x" and code_of(refused) == "TOO_MANY_SUBSCRIPTIONS"
