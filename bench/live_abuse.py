@@ -9,7 +9,8 @@ snapshot }``) and reads every frame. Each round:
 1. **quiet**: ``--events`` tasks with a ``--payload-kb`` context are created, paced
    (``--rate`` a second); the victim's latency is from just before each ``createTask``
    to its frame's arrival;
-2. **storm**: the abuser, a client process of its own, opens ``--sockets`` websockets
+2. **storm**: the abuser, a client process of its own (``--abuser-nice``: at that
+   niceness), opens ``--sockets`` websockets
    with its one token, as fast as it can, over the servers, each sending
    ``connection_init`` and ``--subscriptions`` subscriptions of the same queue, and
    never reads (a 4 KiB receive buffer). The victim's events go on at the same rate from
@@ -235,7 +236,10 @@ async def abuser_main(args: argparse.Namespace) -> None:
 async def start_abuser(
     ws_urls: list[str], token: str, queue_id: str, args: argparse.Namespace
 ) -> asyncio.subprocess.Process:
+    # ``--abuser-nice``: the abuser's client takes CPU only where the servers leave it, as
+    # it would on a machine of its own.
     return await asyncio.create_subprocess_exec(
+        *(("nice", "-n", str(args.abuser_nice)) if args.abuser_nice else ()),
         sys.executable,
         __file__,
         "--abuser",
@@ -466,6 +470,12 @@ def main() -> None:
         type=float,
         default=1.0,
         help="seconds between the storm having opened everything and the settled events",
+    )
+    parser.add_argument(
+        "--abuser-nice",
+        type=int,
+        default=0,
+        help="run the abuser's client at this niceness (19: it barely competes for the CPU)",
     )
     parser.add_argument(
         "--profile",
