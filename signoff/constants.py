@@ -228,6 +228,10 @@ LIVE_MAX_SOCKETS_PER_TOKEN = 64
 LIVE_MAX_SOCKETS_PER_ACTOR = 128
 LIVE_MAX_SUBSCRIPTIONS_PER_TOKEN = 256
 LIVE_MAX_SUBSCRIPTIONS_PER_ACTOR = 512
+# A socket whose subscription was refused over its token's or actor's bound reads its next
+# message no sooner than this: a client that floods subscriptions it may not hold slows
+# its own sockets, not the process's event loop.
+LIVE_REFUSAL_PAUSE_SECONDS = 0.25
 # graphql-transport-ws: the client did not answer the server's last ping before the next.
 WS_CLOSE_NO_PONG = 4410
 WS_CLOSE_NO_PONG_REASON = "no pong to the last ping; reconnect"

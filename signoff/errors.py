@@ -677,6 +677,13 @@ class TooManySubscriptions(SignoffError):
     code = "TOO_MANY_SUBSCRIPTIONS"
 
 
+class TooManyConnections(SignoffError):
+    """The token (or its actor) already holds as many live connections, websockets and
+    event streams together, as one API process allows."""
+
+    code = "TOO_MANY_CONNECTIONS"
+
+
 class RateLimited(SignoffError):
     """The token sent more requests than its rate allows; ``retryAfter`` says when to retry."""
 

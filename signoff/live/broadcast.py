@@ -314,14 +314,21 @@ class Broadcaster:
         scope_of: ScopeOf,
         after: str | None,
         watch: Callable[[Viewer, str, FeedScope, int | None], Watch],
+        *,
+        counted: bool = False,
     ) -> None:
         """Authorise a subscription and serve it (``serve``); ``watch`` binds it to its
         socket. Only a queue the viewer is not a member of, or a proposal, is read; a
-        resume checks its cursor against bounds shared by every resume of the moment."""
+        resume checks its cursor against bounds shared by every resume of the moment.
+        ``counted``: the transport holds its slot in the quota already."""
         ctx = context_of(info)
         viewer = await ctx.viewer()  # connection_init authenticated it
         assert ctx.token is not None
-        slot = None if self.quota is None else self.quota.start_subscription(ctx.token, viewer.id)
+        slot = (
+            None
+            if self.quota is None or counted
+            else self.quota.start_subscription(ctx.token, viewer.id)
+        )
         try:
             scope = scope_of if isinstance(scope_of, FeedScope) else scope_of(viewer)
             async with ctx.read_session() as session:

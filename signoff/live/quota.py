@@ -1,9 +1,12 @@
-"""How many live sockets and subscriptions one token, and one actor, may hold in a process.
+"""How many live connections and subscriptions one token, and one actor, may hold in a
+process.
 
 A connection's own limit (``SIGNOFF_WS_MAX_OPERATIONS``) bounds one socket; without these
 one reviewer's token opened hundreds of sockets of a hundred subscriptions each, and every
-event was framed and sent to each of them. The counts are per API process, as the rate
-limit is; zero turns a bound off.
+event was framed and sent to each of them. Websockets and Server-Sent Event streams count
+together as connections. The counts are per API process, as the rate limit is; zero turns
+a bound off. ``sockets_full`` and ``subscriptions_full`` let a transport refuse what is
+over a bound before it spends anything on it (a read of the token, a parsed document).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from signoff.errors import TooManySubscriptions
+from signoff.errors import TooManyConnections, TooManySubscriptions
 
 
 @dataclass(frozen=True)
@@ -53,13 +56,51 @@ class LiveQuota:
         self._subscriptions: Counter[str] = Counter()
 
     def open_socket(self, token: str, actor_id: str) -> Slot | None:
-        """A socket's slot, or ``None`` when the token or its actor holds as many as allowed."""
+        """A connection's slot, or ``None`` when the token or its actor holds as many as
+        allowed."""
         return _take(
             self._sockets,
             token,
             actor_id,
             self.limits.sockets_per_token,
             self.limits.sockets_per_actor,
+        )
+
+    def open_stream(self, token: str, actor_id: str) -> Slot:
+        """An event stream's slot (it counts as a socket), or ``TooManyConnections``."""
+        slot = self.open_socket(token, actor_id)
+        if slot is None:
+            bounds = _bounds(self.limits.sockets_per_token, self.limits.sockets_per_actor)
+            raise TooManyConnections(
+                "This token (or its actor) already holds as many live connections, websockets "
+                f"and event streams together, as one process allows ({bounds}); close one first."
+            )
+        return slot
+
+    def sockets_full(self, token: str) -> bool:
+        """Whether ``token`` holds its bound of connections: one more is refused before the
+        token is even read (only a token that authenticated holds any)."""
+        limit = self.limits.sockets_per_token
+        return bool(limit) and self._sockets[_token_key(token)] >= limit
+
+    def subscriptions_full(self, token: str, actor_id: str) -> bool:
+        """Whether one more subscription of ``token`` would be refused."""
+        counts = self._subscriptions
+        return any(
+            limit and counts[key] >= limit
+            for key, limit in zip(
+                _keys(token, actor_id),
+                (self.limits.subscriptions_per_token, self.limits.subscriptions_per_actor),
+                strict=True,
+            )
+        )
+
+    def too_many_subscriptions(self) -> TooManySubscriptions:
+        """The refusal of a subscription over a bound, saying which bounds are set."""
+        bounds = _bounds(self.limits.subscriptions_per_token, self.limits.subscriptions_per_actor)
+        return TooManySubscriptions(
+            "This token (or its actor) already runs as many live subscriptions as one "
+            f"process allows ({bounds}); end some first."
         )
 
     def start_subscription(self, token: str, actor_id: str) -> Slot:
@@ -72,18 +113,7 @@ class LiveQuota:
             self.limits.subscriptions_per_actor,
         )
         if slot is None:
-            bounds = (
-                f"{limit} per {holder}"
-                for limit, holder in (
-                    (self.limits.subscriptions_per_token, "token"),
-                    (self.limits.subscriptions_per_actor, "actor"),
-                )
-                if limit
-            )
-            raise TooManySubscriptions(
-                "This token (or its actor) already runs as many live subscriptions as one "
-                f"process allows ({', '.join(bounds)}); end some first."
-            )
+            raise self.too_many_subscriptions()
         return slot
 
     def held(self, token: str) -> tuple[int, int]:
@@ -96,10 +126,20 @@ def _token_key(token: str) -> str:
     return "t:" + token
 
 
+def _keys(token: str, actor_id: str) -> tuple[str, str]:
+    return _token_key(token), "a:" + actor_id
+
+
+def _bounds(per_token: int, per_actor: int) -> str:
+    """The bounds that are set, in words: ``64 per token, 128 per actor``."""
+    named = ((per_token, "token"), (per_actor, "actor"))
+    return ", ".join(f"{limit} per {holder}" for limit, holder in named if limit)
+
+
 def _take(
     counts: Counter[str], token: str, actor_id: str, per_token: int, per_actor: int
 ) -> Slot | None:
-    keys = (_token_key(token), "a:" + actor_id)
+    keys = _keys(token, actor_id)
     for key, limit in zip(keys, (per_token, per_actor), strict=True):
         if limit and counts[key] >= limit:
             return None

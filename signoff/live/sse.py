@@ -3,9 +3,11 @@ modes (distinct connections: one operation per streamed answer; single connectio
 reserved stream that operations join by its token), authenticated as any request.
 
 A stream is a ``LiveSocket`` like a websocket: its subscriptions join the same broadcast
-groups, with ``Last-Event-ID`` as ``after``. What it sends leaves in order, at once or
-through a bounded queue; a stream that falls ``frame_limit`` frames or ``byte_limit``
-bytes behind is cut, an idle one gets a heartbeat (docs/design.md section 8.7).
+groups, with ``Last-Event-ID`` as ``after``, and while it is open it counts against its
+token's and actor's bound of connections (``live.quota``), as a websocket does. What it
+sends leaves in order, at once or through a bounded queue; a stream that falls
+``frame_limit`` frames or ``byte_limit`` bytes behind is cut, an idle one gets a
+heartbeat (docs/design.md section 8.7).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from signoff.errors import (
 from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload
+from signoff.live.quota import LiveQuota
 from signoff.live.websocket import CLOSE_TIMEOUT_SECONDS
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
@@ -348,8 +351,10 @@ class EventStreams:
         byte_limit: int,
         heartbeat_seconds: float,
         max_operations: int,
+        quota: LiveQuota | None = None,
     ) -> None:
         self.schema = schema
+        self.quota = quota  # connections per token and actor, websockets' and streams' together
         self.max_operations = max_operations  # per stream, as per websocket
         self.broadcaster = broadcaster
         self.authenticate = authenticate
@@ -373,7 +378,11 @@ class EventStreams:
                 frame_limit=self.frame_limit, byte_limit=self.byte_limit, single=False, token=token
             )
             await self._stream(
-                stream, receive, send, lambda: self._operate(stream, "", body, request, viewer)
+                stream,
+                viewer,
+                receive,
+                send,
+                lambda: self._operate(stream, "", body, request, viewer),
             )
             return None
         if kind is StreamRequest.RESERVE:
@@ -382,7 +391,7 @@ class EventStreams:
         if kind is StreamRequest.OPEN:
             if stream.attached or stream.closed:
                 raise EventStreamConflict("This event stream is already open; reserve another.")
-            await self._stream(stream, receive, send, None)
+            await self._stream(stream, viewer, receive, send, None)
             return None
         if kind is StreamRequest.STOP:
             task = stream.operations.get(request.query_params.get("operationId", ""))
@@ -445,12 +454,28 @@ class EventStreams:
     async def _stream(
         self,
         stream: EventStream,
+        viewer: Viewer,
         receive: Receive,
         send: Send,
         operate: Callable[[], Coroutine[Any, Any, None]] | None,
     ) -> None:
         """Answer with ``stream`` until it ends or the client goes; ``operate``: its one
-        operation (distinct connections), run here."""
+        operation (distinct connections), run here. Over the token's (or actor's) bound
+        of connections, ``TooManyConnections`` is raised before the answer begins."""
+        slot = None if self.quota is None else self.quota.open_stream(stream.token, viewer.id)
+        try:
+            await self._answer(stream, receive, send, operate)
+        finally:
+            if slot is not None:
+                slot.release()
+
+    async def _answer(
+        self,
+        stream: EventStream,
+        receive: Receive,
+        send: Send,
+        operate: Callable[[], Coroutine[Any, Any, None]] | None,
+    ) -> None:
         await stream.attach(send)
         self.open_streams.add(stream)
         self._start_heartbeats()

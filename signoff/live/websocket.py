@@ -38,6 +38,7 @@ from strawberry.subscriptions.protocols.graphql_ws.types import (
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage as LegacyErrorMessage
 
 from signoff.constants import (
+    LIVE_REFUSAL_PAUSE_SECONDS,
     SUBSCRIBER_BUFFER_BYTES,
     WS_CLOSE_FORBIDDEN,
     WS_CLOSE_FORBIDDEN_REASON,
@@ -55,7 +56,7 @@ from signoff.internals import (
 from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload, SocketWriter
-from signoff.live.quota import Slot
+from signoff.live.quota import LiveQuota, Slot
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
 from signoff.schema.context import Context
@@ -103,10 +104,14 @@ class Connection(ASGIWebSocketAdapter):
         self._closing: asyncio.Task[None] | None = None
         self._expiry: asyncio.TimerHandle | None = None  # ``end_at``'s close
         self._slot: Slot | None = None  # counted against its token's and actor's sockets
+        # Operation id -> its subscription slot, taken at its subscribe message.
+        self._operation_slots: dict[str, Slot] = {}
         self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
         self._socket = SocketWriter.of(request.scope)  # None: every frame goes through ASGI
         broadcaster = getattr(view, "broadcaster", None)
         self._broadcaster = broadcaster if isinstance(broadcaster, Broadcaster) else None
+        quota = getattr(view, "live_quota", None)
+        self._quota = quota if isinstance(quota, LiveQuota) else None
 
     # The subscription fields' interface (``schema.live.LiveSocket``).
     async def follow(self, info: strawberry.Info, scope: ScopeOf, after: str | None) -> None:
@@ -118,7 +123,11 @@ class Connection(ASGIWebSocketAdapter):
         self.activate(operation_id)
         try:
             await self._broadcaster.follow(
-                info, scope, after, functools.partial(self._watch, operation_id)
+                info,
+                scope,
+                after,
+                functools.partial(self._watch, operation_id),
+                counted=operation_id in self._operation_slots,
             )
         except Unauthenticated:
             await self.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
@@ -162,6 +171,46 @@ class Connection(ASGIWebSocketAdapter):
         if self._slot is not None:
             self._slot.release()
         self._slot = slot
+
+    def count_operation(self, operation_id: str, context: object) -> bool:
+        """Count an operation against its token's and actor's subscriptions from its
+        subscribe message on (``False``: over a bound), so that one over a bound is refused
+        before anything is spent on it: no task, no parsed document. A query over the
+        socket counts while it runs, as the socket's own limit counts it."""
+        if self._quota is None or not isinstance(context, Context):
+            return True
+        viewer = context._viewer
+        if context.token is None or viewer is None:
+            return True  # not acknowledged: Strawberry refuses it
+        if self._quota.subscriptions_full(context.token, viewer.id):
+            return False
+        old = self._operation_slots.pop(operation_id, None)
+        if old is not None:
+            old.release()
+        self._operation_slots[operation_id] = self._quota.start_subscription(
+            context.token, viewer.id
+        )
+        return True
+
+    def operation_started(self, operation_id: str, task: asyncio.Task[Any] | None) -> None:
+        """The operation's slot is given back when its task ends (at once without one)."""
+        slot = self._operation_slots.get(operation_id)
+        if slot is None:
+            return
+        if task is None:
+            self._release_operation(operation_id, slot)
+        else:
+            task.add_done_callback(lambda _: self._release_operation(operation_id, slot))
+
+    def too_many_subscriptions(self) -> GraphQLFormattedError:
+        assert self._quota is not None
+        refusal = self._quota.too_many_subscriptions()
+        return {"message": refusal.message, "extensions": refusal.extensions}
+
+    def _release_operation(self, operation_id: str, slot: Slot) -> None:
+        slot.release()
+        if self._operation_slots.get(operation_id) is slot:
+            del self._operation_slots[operation_id]
 
     def end_at(self, expires_at: float) -> None:
         """Close with 4403 at ``expires_at`` (epoch seconds): the token the socket
@@ -222,6 +271,9 @@ class Connection(ASGIWebSocketAdapter):
             self._expiry.cancel()
         if self._slot is not None:
             self._slot.release()
+        for slot in self._operation_slots.values():
+            slot.release()
+        self._operation_slots.clear()
         self._give_up()
         if self._closing is not None:
             with contextlib.suppress(asyncio.CancelledError):
@@ -404,9 +456,12 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             await self.send_message(ErrorMessage(id=message["id"], type="error", payload=[error]))
             return
         if self.connection_acknowledged and message["id"] not in self.operations:
+            if not await self._counted(message["id"]):
+                return
             try:
                 document = persisted_document(self.view, message.get("payload"))
             except Refused as refused:
+                self._started(message["id"], None)
                 error = refused_error(refused)
                 await self.send_message(
                     ErrorMessage(id=message["id"], type="error", payload=[error])
@@ -414,7 +469,28 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 return
             if document is not None:
                 message["payload"]["query"] = document
+            await super().handle_subscribe(message)
+            operation = self.operations.get(message["id"])
+            self._started(message["id"], None if operation is None else operation.task)
+            return
         await super().handle_subscribe(message)
+
+    async def _counted(self, operation_id: str) -> bool:
+        """Whether the operation got its subscription slot; if not, it was refused, and
+        this socket's next message waits (``LIVE_REFUSAL_PAUSE_SECONDS``)."""
+        websocket = self.websocket
+        if not isinstance(websocket, Connection) or websocket.count_operation(
+            operation_id, self.context
+        ):
+            return True
+        error = websocket.too_many_subscriptions()
+        await self.send_message(ErrorMessage(id=operation_id, type="error", payload=[error]))
+        await asyncio.sleep(LIVE_REFUSAL_PAUSE_SECONDS)
+        return False
+
+    def _started(self, operation_id: str, task: asyncio.Task[Any] | None) -> None:
+        if isinstance(self.websocket, Connection):
+            self.websocket.operation_started(operation_id, task)
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         OPERATION_ID.set(operation.id)
@@ -447,9 +523,19 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             )
             return
         if self.connection_acknowledged:
+            websocket = self.websocket if isinstance(self.websocket, Connection) else None
+            if websocket is not None and not websocket.count_operation(message["id"], self.context):
+                error = websocket.too_many_subscriptions()
+                await self.send_message(
+                    LegacyErrorMessage(type="error", id=message["id"], payload=error)
+                )
+                await asyncio.sleep(LIVE_REFUSAL_PAUSE_SECONDS)
+                return
             try:
                 document = persisted_document(self.view, message.get("payload"))
             except Refused as refused:
+                if websocket is not None:
+                    websocket.operation_started(message["id"], None)
                 await self.send_message(
                     LegacyErrorMessage(
                         type="error", id=message["id"], payload=refused_error(refused)
@@ -458,6 +544,10 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 return
             if document is not None:
                 message["payload"]["query"] = document
+            await super().handle_start(message)
+            if websocket is not None:
+                websocket.operation_started(message["id"], self.tasks.get(message["id"]))
+            return
         await super().handle_start(message)
 
     async def handle_async_results(

@@ -10,7 +10,7 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import strawberry
 from cross_web import HTTPException
@@ -189,6 +189,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             byte_limit=settings.subscriber_buffer_bytes,
             heartbeat_seconds=settings.ws_ping_seconds,
             max_operations=settings.ws_max_operations,
+            quota=self.live_quota,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -333,6 +334,13 @@ class SignoffGraphQL(GraphQL[Context, None]):
             token = self.cookie_token(context.request)  # the handshake's Origin was checked
         if context._viewer is not None and token is not None and token == context.token:
             return  # already authenticated this connection_init (legacy graphql-ws)
+        if (
+            token is not None
+            and isinstance(context.live, Connection)
+            and self.live_quota.sockets_full(token)
+        ):
+            # Refused before the token is read: a storm of sockets costs no reads.
+            await self._too_many_connections(context.live)
         try:
             viewer = await self._connecting_viewer(token)
         except (Unauthenticated, Forbidden):  # Forbidden: the token's actor is disabled
@@ -352,15 +360,17 @@ class SignoffGraphQL(GraphQL[Context, None]):
         if isinstance(context.live, Connection):
             slot = self.live_quota.open_socket(token, viewer.id) if token else None
             if slot is None:
-                await context.live.close(
-                    WS_CLOSE_TOO_MANY_CONNECTIONS, WS_CLOSE_TOO_MANY_CONNECTIONS_REASON
-                )
-                raise ConnectionRejectionError({"code": "TOO_MANY_CONNECTIONS"}) from None
+                await self._too_many_connections(context.live)
             context.live.hold(slot)
         context.token = token
         context._viewer = viewer
         if viewer.expires_at is not None and context.live is not None:
             context.live.end_at(viewer.expires_at)
+
+    @staticmethod
+    async def _too_many_connections(socket: Connection) -> NoReturn:
+        await socket.close(WS_CLOSE_TOO_MANY_CONNECTIONS, WS_CLOSE_TOO_MANY_CONNECTIONS_REASON)
+        raise ConnectionRejectionError({"code": "TOO_MANY_CONNECTIONS"})
 
     async def render_graphql_ide(self, request: Request) -> Response:
         return graphiql_page()

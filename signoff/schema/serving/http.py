@@ -26,6 +26,7 @@ from signoff.errors import (
     RateLimited,
     ServiceUnavailable,
     SignoffError,
+    TooManyConnections,
     Unauthenticated,
     UnsupportedContentType,
 )
@@ -36,6 +37,7 @@ logger = logging.getLogger("signoff.errors")
 _STATUS = {
     UnsupportedContentType.code: 415,
     RateLimited.code: 429,
+    TooManyConnections.code: 429,
     MethodNotAllowed.code: 405,
     NotFound.code: 404,
     CsrfRefused.code: 403,
