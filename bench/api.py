@@ -26,7 +26,8 @@ rotating order so that each meets the same drift of the machine's speed; a side'
 figures are those of its median round. A request answering anything but 200 without
 ``errors`` is counted as failed. SQL statements per request come from ``/metrics``
 (Signoff: everything the process sent, its relay included) and ``/stats`` (floor), over
-50 sequential requests.
+50 sequential requests, less what the server sent by itself in as long with no request
+(the upkeep's ticks and the worker's sweeps).
 
 ``--operations propose decide`` measures only those two (the log's cost, in a few
 minutes). Needs ``wrk`` (Debian: ``apt-get install wrk``).
@@ -63,6 +64,7 @@ from signoff.config import Settings, load_sealer, parse_networks
 from signoff.database import create_engine, create_sessionmaker
 from signoff.migrate import migrate
 from signoff.models import Approval, ApprovalMode, Decision, HumanTask, Proposal, Role
+from signoff.models.actor import person_of
 from signoff.models.base import new_id
 from signoff.models.proposal import payload_digest_of
 from signoff.resolvers.access.actors import authenticate, create_token
@@ -243,6 +245,7 @@ async def _copies(
             Approval(
                 proposal_id=copy.id,
                 approver_id=approver_id,
+                person=person_of(approver_id, None),
                 decision=Decision.APPROVED,
                 payload_digest=copy.payload_digest,
                 created_at=copy.created_at,
@@ -477,6 +480,7 @@ def statements_per_request(
     assert before is not None
     scrape = before - first
     headers = {"Authorization": f"Bearer {token}"}
+    started = time.monotonic()
     with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
         for i in range(STATEMENT_SAMPLE):
             if operation == "decide":
@@ -489,7 +493,21 @@ def statements_per_request(
                 raise RuntimeError(f"{side.name} {operation}: {answered['errors']}")
     after = statements(base, side)
     assert after is not None
-    return (after - before - scrape) / STATEMENT_SAMPLE
+    background = idle(base, side, time.monotonic() - started, scrape)
+    return (after - before - scrape - background) / STATEMENT_SAMPLE
+
+
+def idle(base: str, side: Side, seconds: float, scrape: float) -> float:
+    """What the server sends by itself in ``seconds`` with no request (Signoff's upkeep ticks
+    and worker sweeps, at their own pace; ``scrape``: what one look at /metrics costs): taken
+    off the sample, which would otherwise count more of them per request the slower the
+    machine answers."""
+    first = statements(base, side)
+    assert first is not None
+    time.sleep(seconds)
+    last = statements(base, side)
+    assert last is not None
+    return max(0.0, last - first - scrape)
 
 
 @dataclass

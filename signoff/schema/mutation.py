@@ -339,6 +339,9 @@ class Mutation:
         self, info: strawberry.Info, input: DecideProposalInput
     ) -> DecideProposalPayload:
         result = await call_with(info, approvals.decide_proposal, input)
+        if result.approver is not None:
+            # The answer's approver as the decision read it: no read of its own after commit.
+            context_of(info).loaders.actor.prime(result.approver.id, result.approver)
         return DecideProposalPayload(
             proposal=Proposal.from_model(result.proposal),
             approval=Approval.from_model(result.approval),

@@ -8,6 +8,10 @@ actor loses its way in, ``end_handed_access`` takes back its links and claims at
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -78,19 +82,49 @@ async def require_eligible(
     return actor
 
 
-async def require_deciding_now(session: AsyncSession, viewer: Viewer, queue_id: str | None) -> None:
+@dataclass(frozen=True)
+class Standing:
+    """An actor as committed now (``None``: no such actor) and whether it is a member of
+    the queue asked about."""
+
+    actor: Actor | None
+    member: bool
+
+
+async def standings(
+    session: AsyncSession, actor_ids: Iterable[str], queue_id: str | None
+) -> dict[str, Standing]:
+    """Each actor as committed now, not as this session first read it, with whether it is
+    a member of ``queue_id``: one statement for what a decision checks of its decider and
+    of the proposal's proposer."""
+    wanted = sorted(set(actor_ids))
+    member: sa.ColumnElement[bool] = sa.false()
+    if queue_id is not None:
+        member = sa.exists().where(
+            col(QueueMembership.queue_id) == queue_id,
+            col(QueueMembership.actor_id) == col(Actor.id),
+        )
+    rows = await session.exec(
+        select(Actor, member)
+        .where(col(Actor.id).in_(wanted))
+        .execution_options(populate_existing=True)
+    )
+    found = {actor.id: Standing(actor, bool(is_member)) for actor, is_member in rows.all()}
+    return {actor_id: found.get(actor_id, Standing(None, False)) for actor_id in wanted}
+
+
+def check_deciding_now(viewer: Viewer, queue_id: str | None, standing: Standing) -> None:
     """The viewer may still decide on ``queue_id`` as its actor is committed now, not only
     as its viewer was read (a process keeps a token's viewer for a moment): enabled, with
-    the same role, and for a reviewer, still a member. Every decision checks it in its own
-    transaction, whatever the path; links check ``is_eligible`` besides."""
-    actor = await current_actor(session, viewer.id)
+    the same role, and for a reviewer, still a member. Every decision checks it on its
+    ``standing`` read in its own transaction (``standings``), whatever the path; links
+    check ``is_eligible`` besides."""
+    actor = standing.actor
     if actor is None or actor.disabled_at is not None:
         raise ActorDisabled()
     if actor.role != viewer.role.value:
         raise Forbidden("Your role has just changed: sign in again to decide.")
-    if actor.role == Role.REVIEWER.value and (
-        queue_id is None or await session.get(QueueMembership, (queue_id, actor.id)) is None
-    ):
+    if actor.role == Role.REVIEWER.value and (queue_id is None or not standing.member):
         raise Forbidden("You are no longer a reviewer of this queue.")
 
 

@@ -7,7 +7,7 @@ move in one conditional ``UPDATE … RETURNING`` that late callers fail to match
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,9 +24,17 @@ from signoff.errors import (
     PayloadDigestMismatch,
     TaskClaimedByOther,
 )
-from signoff.models import Approval, Decision, HumanTask, Proposal, ProposalState, TaskState
+from signoff.models import (
+    Actor,
+    Approval,
+    Decision,
+    HumanTask,
+    Proposal,
+    ProposalState,
+    TaskState,
+)
 from signoff.models.task import claim_lapsed, workable_by
-from signoff.resolvers.access.eligibility import require_deciding_now
+from signoff.resolvers.access.eligibility import check_deciding_now, standings
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
 from signoff.resolvers.approval.four_eyes import require_four_eyes
 from signoff.resolvers.approval.proposals import get_proposal
@@ -43,6 +51,8 @@ class DecideResult:
     approval: Approval
     task: HumanTask | None
     replayed: bool
+    # The approver as the decision read it (``None`` where it was not read: a replay).
+    approver: Actor | None = None
 
 
 async def decide_proposal(
@@ -109,13 +119,20 @@ class Decidable:
 
 
 async def check_decidable(
-    session: AsyncSession, viewer: Viewer, proposal: Proposal, decision: Decision, now: datetime
+    session: AsyncSession,
+    viewer: Viewer,
+    proposal: Proposal,
+    decision: Decision,
+    now: datetime,
+    *,
+    links: Mapping[str, str | None] | None = None,
 ) -> Decidable:
     """Refuse a decision this viewer may not make on the proposal now. Deciding and bulk
-    previews share it."""
+    previews share it. ``links``: actors' ``person`` columns the caller already read in
+    this transaction."""
     require_reviewer_of(viewer, proposal.queue_id)
     require_awaiting(proposal, now)
-    person = await require_four_eyes(session, viewer, proposal, decision)
+    person = await require_four_eyes(session, viewer, proposal, decision, links=links)
     task = await approval_task(session, proposal.id)
     if task is not None and held_by_other(task, viewer, now):
         raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
@@ -141,8 +158,11 @@ async def apply_decision(
     now = work.now()
     session = work.session
     require_digest(proposal, payload_digest)
-    decidable = await check_decidable(session, viewer, proposal, decision, now)
-    await require_deciding_now(session, viewer, proposal.queue_id)
+    # The decider as committed now and the proposer, in one read for both checks.
+    found = await standings(session, [viewer.id, proposal.proposed_by_id], proposal.queue_id)
+    links = {actor_id: st.actor.person for actor_id, st in found.items() if st.actor is not None}
+    decidable = await check_decidable(session, viewer, proposal, decision, now, links=links)
+    check_deciding_now(viewer, proposal.queue_id, found[viewer.id])
     task = decidable.task
     reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
     approval = Approval(
@@ -167,7 +187,13 @@ async def apply_decision(
     decided = updated.state != ProposalState.APPROVAL_REQUIRED
     if task is not None:
         task = await _settle_task(work, viewer, task, approval, decided, now)
-    return DecideResult(proposal=updated, approval=approval, task=task, replayed=False)
+    return DecideResult(
+        proposal=updated,
+        approval=approval,
+        task=task,
+        replayed=False,
+        approver=found[viewer.id].actor,
+    )
 
 
 def _decided_meanwhile(decided_digest: str) -> Callable[[Proposal], Exception]:

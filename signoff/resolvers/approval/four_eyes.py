@@ -9,7 +9,7 @@ decisions; the look here also catches actors linked after one of them decided.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import sqlalchemy as sa
 from sqlmodel import col, select
@@ -38,8 +38,14 @@ async def persons(session: AsyncSession, actor_ids: Iterable[str]) -> dict[str, 
     return {actor_id: person_of(actor_id, person) for actor_id, person in linked.items()}
 
 
-async def _links(session: AsyncSession, actor_ids: Iterable[str]) -> dict[str, str | None]:
-    """Each actor's ``person`` column: ``None`` for an actor linked to no one."""
+async def _links(
+    session: AsyncSession, actor_ids: Iterable[str], known: Mapping[str, str | None] | None = None
+) -> dict[str, str | None]:
+    """Each actor's ``person`` column: ``None`` for an actor linked to no one. ``known``:
+    the columns as the caller read them in this transaction, if it read every one."""
+    wanted = set(actor_ids)
+    if known is not None and wanted <= known.keys():
+        return {actor_id: known[actor_id] for actor_id in wanted}
     rows = await session.exec(
         select(Actor.id, Actor.person).where(col(Actor.id).in_(sorted(set(actor_ids))))
     )
@@ -58,14 +64,20 @@ async def revision_author(session: AsyncSession, proposal: Proposal) -> str | No
 
 
 async def require_four_eyes(
-    session: AsyncSession, viewer: Viewer, proposal: Proposal, decision: Decision
+    session: AsyncSession,
+    viewer: Viewer,
+    proposal: Proposal,
+    decision: Decision,
+    *,
+    links: Mapping[str, str | None] | None = None,
 ) -> str:
     """Refuse a decision by the proposal's proposer, by the author of its current revision
     (an approval, unless the target allows it) or by a person who already decided this
-    revision as another actor; the viewer's person."""
+    revision as another actor; the viewer's person. ``links``: actors' ``person`` columns
+    the caller read in this transaction (the rest are read here)."""
     author = await revision_author(session, proposal) if decision is Decision.APPROVED else None
     linked = await _links(
-        session, [viewer.id, proposal.proposed_by_id, *([author] if author else [])]
+        session, [viewer.id, proposal.proposed_by_id, *([author] if author else [])], links
     )
     known = {actor_id: person_of(actor_id, person) for actor_id, person in linked.items()}
     mine = known[viewer.id]

@@ -34,8 +34,12 @@ _POSTED = (NotificationState.SENDING.value, NotificationState.SENT.value)
 
 def keep_messages_true(work: UnitOfWork, proposal: Proposal) -> None:
     """Have the proposal's Slack messages updated as this transaction commits."""
-    if proposal.state in _UNSHOWN or (
-        proposal.state == ProposalState.FAILED and not proposal.delivery_terminal
+    # Version 1 is a proposal this transaction has just created (every move adds one to the
+    # version): no message shows it yet, since its posts go out after this commit.
+    if (
+        proposal.version == 1
+        or proposal.state in _UNSHOWN
+        or (proposal.state == ProposalState.FAILED and not proposal.delivery_terminal)
     ):
         return
     work.moved_proposals.add(proposal.id)

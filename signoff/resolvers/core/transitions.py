@@ -349,12 +349,15 @@ class Lifecycle(Generic[M, S]):
         conditions = [which, self._in(state, edge.sources)]
         if guard is not None:
             conditions.append(guard)
+        # The rows come back whole and refresh the session's copies (populate_existing), so
+        # the ORM's own synchronisation of the session (a pre-fetch of the matched keys and
+        # an evaluation of the new values) would only repeat it.
         stmt = (
             update(self.model)
             .where(sa.and_(*conditions))
             .values(**values)
             .returning(self.model)
-            .execution_options(populate_existing=True)
+            .execution_options(populate_existing=True, synchronize_session=False)
         )
         return list((await work.session.exec(stmt)).scalars().all())
 

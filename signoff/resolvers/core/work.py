@@ -183,11 +183,11 @@ class UnitOfWork:
         self.session.add(row)
 
     async def add_unique(self, row: SQLModel, refused: Exception) -> None:
-        """Add ``row`` and flush it now; if a unique key refuses it, roll back and raise
-        ``refused``. The key is the check: a look beforehand would race another writer."""
-        self.session.add(row)
+        """Insert ``row`` now (``insert``: one statement, not a flush); if a unique key
+        refuses it, roll back and raise ``refused``. The key is the check: a look beforehand
+        would race another writer."""
         try:
-            await self.session.flush()
+            await self.insert(row)
         except IntegrityError:
             await self.rollback()
             raise refused from None
