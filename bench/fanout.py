@@ -114,6 +114,7 @@ import json
 import multiprocessing
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -145,6 +146,7 @@ CURSOR_TIMEOUT = 30.0  # seconds for a history event to get its cursor
 # ``_created`` sample (a timestamp) does not match.
 EXECUTIONS = re.compile(r"signoff_\w*executions(_total)?")
 FLOOR_SCRIPT = Path(__file__).with_name("fanout_floor.py")
+OPEN_FILES = 65_536  # 10,000 subscribers: as many sockets in the clients and the servers
 
 T = TypeVar("T")
 
@@ -530,8 +532,18 @@ def _quiet_collector() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def raise_open_files() -> None:
+    """Raise this process's open-files limit (and its children's, which inherit it) from the
+    usual 1,024, which 10,000 subscribers' sockets exceed."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def client_process(pipe: Connection) -> None:
     """Run subscribers for each spec the parent sends, until it sends ``stop``."""
+    raise_open_files()
     while True:
         command: Any = pipe.recv()
         if command == "stop":
@@ -1310,6 +1322,7 @@ def main() -> None:
         parser.error("--resume-cursors must be 0 or more")
     if args.servers > 1 and not (args.database_url and args.redis_url):
         parser.error("--servers above 1 needs --database-url (PostgreSQL) and --redis-url")
+    raise_open_files()
     # A plain SIGTERM must still run the finally blocks that stop the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 

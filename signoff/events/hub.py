@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from signoff.errors import SubscriberTooSlow
 from signoff.models import ChangeEvent
+from signoff.models.change_event import ACCESS_KINDS
 
 logger = logging.getLogger("signoff.events")
 
@@ -86,10 +87,18 @@ Resync = Callable[[], Awaitable[None]]
 
 
 class Subscriber:
-    """One subscription's bounded buffer; overflowing it ends the subscription."""
+    """One subscription's bounded buffer; overflowing it ends the subscription.
 
-    def __init__(self, match: Callable[[Change], bool], buffer: int) -> None:
+    A subscriber with a ``proposal_id`` wants nothing of any other proposal, but for the
+    changes of access (``ACCESS_KINDS``), which may concern its members whatever they are
+    about: the fanout offers it nothing else, without calling ``match``.
+    """
+
+    def __init__(
+        self, match: Callable[[Change], bool], buffer: int, proposal_id: str | None = None
+    ) -> None:
         self.match = match
+        self.proposal_id = proposal_id
         self.overflowed = False
         # One extra slot so the overflow marker always fits.
         self._queue: asyncio.Queue[Change | None] = asyncio.Queue(buffer + 1)
@@ -116,12 +125,19 @@ class Subscriber:
 
 
 class Fanout:
-    """Delivers changes in cursor order, exactly once, to every matching local subscriber."""
+    """Delivers changes in cursor order, exactly once, to every matching local subscriber.
+
+    Subscribers to one proposal (an agent waiting on its own) are kept by proposal id: a
+    change reaches them through one dictionary lookup, however many of them there are,
+    rather than a ``match`` call on each.
+    """
 
     def __init__(self, load_after: LoadAfter) -> None:
         self.last = 0
         self._load_after = load_after
-        self._subscribers: set[Subscriber] = set()
+        self._subscribers: set[Subscriber] = set()  # every subscriber
+        self._unrouted: set[Subscriber] = set()  # those offered every change
+        self._by_proposal: dict[str, set[Subscriber]] = {}
         self._listeners: list[Callable[[Change], None]] = []
         self._lock = asyncio.Lock()
 
@@ -131,6 +147,10 @@ class Fanout:
 
     def add(self, subscriber: Subscriber) -> None:
         self._subscribers.add(subscriber)
+        if subscriber.proposal_id is None:
+            self._unrouted.add(subscriber)
+        else:
+            self._by_proposal.setdefault(subscriber.proposal_id, set()).add(subscriber)
 
     def listen(self, listener: Callable[[Change], None]) -> None:
         """Call ``listener`` with every change as it is delivered, before any subscriber
@@ -139,6 +159,23 @@ class Fanout:
 
     def discard(self, subscriber: Subscriber) -> None:
         self._subscribers.discard(subscriber)
+        self._unrouted.discard(subscriber)
+        key = subscriber.proposal_id
+        if key is not None and key in self._by_proposal:
+            routed = self._by_proposal[key]
+            routed.discard(subscriber)
+            if not routed:
+                del self._by_proposal[key]
+
+    def candidates(self, change: Change) -> list[Subscriber]:
+        """The subscribers that may want ``change``: all of them for a change of access,
+        else those offered every change and those of its proposal."""
+        if change.kind in ACCESS_KINDS:
+            return list(self._subscribers)
+        routed = self._by_proposal.get(change.proposal_id) if change.proposal_id else None
+        if routed is None:
+            return list(self._unrouted)
+        return [*self._unrouted, *routed]
 
     async def offer(self, changes: Sequence[Change]) -> None:
         async with self._lock:
@@ -169,9 +206,9 @@ class Fanout:
         self.last = change.cursor
         for listener in self._listeners:
             listener(change)
-        for subscriber in list(self._subscribers):
+        for subscriber in self.candidates(change):
             if subscriber.match(change) and not subscriber.offer(change):
-                self._subscribers.discard(subscriber)
+                self.discard(subscriber)
         # Let subscribers take and send what they were given before the next change of a
         # burst (a batch, a gap fill, a catch-up): a fast consumer keeps its buffer near
         # empty and only one that really falls behind overflows.
@@ -230,8 +267,12 @@ class EventHub:
         await self.fanout.offer(changes)
         await self.transport.publish(changes)
 
-    def subscribe(self, match: Callable[[Change], bool]) -> Subscriber:
-        subscriber = Subscriber(match, self.buffer)
+    def subscribe(
+        self, match: Callable[[Change], bool], proposal_id: str | None = None
+    ) -> Subscriber:
+        """A subscriber offered each change ``match`` accepts (see ``Subscriber`` for
+        ``proposal_id``)."""
+        subscriber = Subscriber(match, self.buffer, proposal_id)
         self.fanout.add(subscriber)
         return subscriber
 

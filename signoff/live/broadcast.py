@@ -154,7 +154,9 @@ class Group:
         self.closed = False
         self._actors: Counter[str] = Counter()
         self._broadcaster = broadcaster
-        self._subscriber = broadcaster.hub.subscribe(self._wants)
+        # A proposal's group is offered only that proposal's changes (and access changes):
+        # an event reaches its group by one lookup among thousands of waiting agents.
+        self._subscriber = broadcaster.hub.subscribe(self._wants, key.scope.only_proposal)
         # Everything after the fanout's last cursor reaches this group's subscriber.
         self.log = FrameLog(broadcaster.hub.fanout.last, broadcaster.log_size, broadcaster.budget)
         self._reading_back = asyncio.Lock()

@@ -74,6 +74,13 @@ class FeedScope:
             return change.proposal_id == self.proposal_id
         return change.entity_type == self.entity_type
 
+    @property
+    def only_proposal(self) -> str | None:
+        """The proposal whose changes are the only ones this scope matches, if it is one."""
+        if self.session_key is None and not self.all_queues and self.queue_id is None:
+            return self.proposal_id
+        return None
+
     def where(self, visibility: Visibility) -> list[Any]:
         """The same filter in SQL, for replay (visibility is re-checked per event)."""
         if self.session_key is not None:
