@@ -63,6 +63,7 @@ from signoff.config import Settings, load_sealer, parse_networks
 from signoff.database import create_engine, create_sessionmaker
 from signoff.migrate import migrate
 from signoff.models import Approval, ApprovalMode, Decision, HumanTask, Proposal, Role
+from signoff.models.actor import person_of
 from signoff.models.base import new_id
 from signoff.models.proposal import payload_digest_of
 from signoff.resolvers.access.actors import authenticate, create_token
@@ -243,6 +244,7 @@ async def _copies(
             Approval(
                 proposal_id=copy.id,
                 approver_id=approver_id,
+                person=person_of(approver_id, None),
                 decision=Decision.APPROVED,
                 payload_digest=copy.payload_digest,
                 created_at=copy.created_at,

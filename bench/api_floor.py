@@ -322,12 +322,13 @@ async def decide(request: Request) -> Response:
         approval_id = str(uuid.uuid4())
         await fetch(
             conn,
-            "INSERT INTO approvals (id, proposal_id, approver_id, decision, payload_digest,"
-            " created_at) VALUES (%s, %s, %s, 'APPROVED', %s, %s)"
+            "INSERT INTO approvals (id, proposal_id, approver_id, person, decision,"
+            " payload_digest, created_at) VALUES (%s, %s, %s, 'actor:' || %s, 'APPROVED', %s, %s)"
             # wrk may send a decision twice when its list runs out: the same round trip.
             " ON CONFLICT DO NOTHING RETURNING id",
             approval_id,
             proposal["id"],
+            actor_id,
             actor_id,
             given["payloadDigest"],
             now,
