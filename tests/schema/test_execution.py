@@ -114,6 +114,10 @@ def test_plain_fields_are_the_leaves_read_off_their_parent() -> None:
     assert isinstance(leaf, GraphQLObjectType)
     planned = {name for name, field in leaf.fields.items() if PLAIN in field.extensions}
     assert planned == {"id", "name", "count", "maybe", "colour", "state", "at", "data"}
+    unchanged = {name: leaf.fields[name].extensions[PLAIN].unchanged for name in planned}
+    assert unchanged["id"] == unchanged["name"] == {str}
+    assert str in unchanged["data"] and dict in unchanged["data"]
+    assert not unchanged["count"] and not unchanged["at"] and not unchanged["colour"]
     query = plain._schema.type_map["Query"]
     assert isinstance(query, GraphQLObjectType)
     assert not any(PLAIN in field.extensions for field in query.fields.values())
@@ -158,6 +162,8 @@ def test_the_short_path_never_calls_a_plain_field_resolver() -> None:
         ({"count": "three"}, "Int cannot represent non-integer value"),
         ({"count": 2**40}, "Int cannot represent non 32-bit signed integer value"),
         ({"colour": "purple"}, "Enum 'Colour' cannot represent value"),
+        ({"name": ["a", "list"]}, "String cannot represent value"),
+        ({"id": {"a": "dict"}}, "ID cannot represent value"),
     ],
 )
 def test_a_value_the_type_refuses_is_the_same_error_in_the_same_place(
@@ -169,6 +175,36 @@ def test_a_value_the_type_refuses_is_the_same_error_in_the_same_place(
     assert result.errors, result
     assert message_part in result.errors[0].message
     assert _shape(result) == _shape(_run(graphql_core, BROKEN_DOCUMENT))
+
+
+class Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"name": True, "id": strawberry.ID("l-9")},
+        {"name": 12, "id": 7},
+        {"name": 2.5, "id": 7.0},
+        {"name": Text("a str of another type"), "id": Text("i")},
+        {"data": JSON((1, 2))},
+        {"data": JSON(3.25)},
+    ],
+)
+def test_values_coerced_or_passed_as_they_are_answer_as_graphql_core_does(
+    changes: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(BROKEN, "leaf", _leaf(**changes))
+    plain, graphql_core = _schemas()
+    document = "{ broken { id name count data } }"
+    ours, theirs = _run(plain, document), _run(graphql_core, document)
+    assert _shape(ours) == _shape(theirs)
+    assert ours.data is not None and ours.errors is None
+    assert [type(v) for v in ours.data["broken"].values()] == [
+        type(v)
+        for v in theirs.data["broken"].values()  # type: ignore[index]
+    ]
 
 
 def test_signoffs_schema_answers_its_columns_on_the_short_path() -> None:

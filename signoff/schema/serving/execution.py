@@ -29,6 +29,7 @@ from graphql import (
     get_nullable_type,
 )
 from graphql.pyutils import AwaitableOrValue, Path, Undefined, gather_with_cancel
+from graphql.type.scalars import serialize_boolean, serialize_id, serialize_string
 
 from signoff.internals import (
     CollectedFields,
@@ -40,6 +41,7 @@ from signoff.internals import (
     core_schema,
     field_definition,
     has_default_resolver,
+    json_serialize,
     make_info,
 )
 from signoff.schema.serving.relations import RelationStep, execute_relation, relation_of
@@ -55,6 +57,8 @@ class PlainField:
     attribute: str
     nullable: bool
     coerce: Callable[[Any], Any]
+    # The types of values the coercion answers unchanged (a str for String and ID).
+    unchanged: frozenset[type] = frozenset()
 
 
 def plan_plain_fields(schema: strawberry.Schema) -> None:
@@ -130,7 +134,18 @@ def _plain_field(field: GraphQLField) -> PlainField | None:
     leaf = get_nullable_type(field.type)
     if not isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
         return None
-    return PlainField(definition.python_name, nullable, _coercion(leaf))
+    unchanged = _UNCHANGED.get(leaf.coerce_output_value, frozenset())
+    return PlainField(definition.python_name, nullable, _coercion(leaf), unchanged)
+
+
+# Coercions that answer values of these exact types as they are: graphql-core's String and
+# ID return a str, and Boolean a bool, unchanged; Strawberry's JSON returns any value.
+_UNCHANGED: dict[Callable[[Any], Any], frozenset[type]] = {
+    serialize_string: frozenset({str}),
+    serialize_id: frozenset({str}),
+    serialize_boolean: frozenset({bool}),
+    json_serialize: frozenset({dict, list, str, int, float, bool}),
+}
 
 
 def _coercion(leaf: GraphQLLeafType) -> Callable[[Any], Any]:
@@ -234,6 +249,9 @@ class PlainFieldExecutor(StrawberryExecutionContext):
                 elif plain is not None:
                     try:
                         value = getattr(source_value, plain.attribute)
+                        if type(value) in plain.unchanged:
+                            results[response_name] = value
+                            continue
                         if value is None:
                             if plain.nullable:
                                 results[response_name] = None
@@ -280,7 +298,7 @@ def _steps_of(parent_type: GraphQLObjectType, grouped_field_set: GroupedFieldSet
             short = field.extensions.get(PLAIN)
             relation = field.extensions.get(RELATION)
             if short is None and relation is not None and not node.arguments:
-                short = RelationStep(relation)
+                short = RelationStep(relation, field_details_list)
         steps.append((response_name, field_details_list, short))
     return steps
 

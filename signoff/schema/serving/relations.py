@@ -47,10 +47,11 @@ class RelationStep:
     """A relation where one operation selects it: its sub-fields, collected once (an
     operation without directives collects the same sub-fields in every execution)."""
 
-    __slots__ = ("relation", "subfields")
+    __slots__ = ("nodes", "relation", "subfields")
 
-    def __init__(self, relation: Relation) -> None:
+    def __init__(self, relation: Relation, field_details_list: FieldDetailsList) -> None:
         self.relation = relation
+        self.nodes = to_nodes(field_details_list)
         self.subfields: CollectedFields | None = None
 
 
@@ -79,7 +80,7 @@ def execute_relation(
     where it can be (no middleware, no directive in the operation, no argument)."""
     field = step.relation.field
     return_type = field.type
-    info = executor.build_resolve_info(field, to_nodes(field_details_list), parent_type, path)
+    info = executor.build_resolve_info(field, step.nodes, parent_type, path)
     try:
         result = field.resolve(source, info)  # type: ignore[misc]
         if executor.is_awaitable(result):
