@@ -29,7 +29,9 @@ figures are those of its median round. A request answering anything but 200 with
 50 sequential requests.
 
 ``--operations propose decide`` measures only those two (the log's cost, in a few
-minutes). Needs ``wrk`` (Debian: ``apt-get install wrk``).
+minutes); ``--operations hello page one --connections 10`` only the reads (issue 46's
+goal 3), which need no more than a few thousand ``--proposals``. Needs ``wrk`` (Debian:
+``apt-get install wrk``).
 
     python bench/api.py --database-url postgresql://postgres@127.0.0.1:5432/postgres
 """
@@ -629,7 +631,8 @@ def report(all_results: dict[str, dict[tuple[str, int], Any]], args: argparse.Na
     print("| --- | --- | --- |")
     for operation in args.operations:
         print(f"| {operation} | {signoff[(operation, 0)]:.1f} | {floor[(operation, 0)]:.1f} |")
-    report_log_cost(signoff, log_off, args)
+    if any(op in WRITES for op in args.operations):
+        report_log_cost(signoff, log_off, args)
 
 
 def report_log_cost(
@@ -676,7 +679,9 @@ async def prepare(args: argparse.Namespace, url: str) -> World:
 
 def decisions_needed(args: argparse.Namespace) -> int:
     """Undecided proposals the decide runs use up: the two sides that decide, each taking
-    its sample and every round's decisions."""
+    its sample and every round's decisions (none when ``decide`` is not measured)."""
+    if "decide" not in args.operations:
+        return 0
     per_round = sum(int(args.decide_budget * c**0.5) for c in args.connections)
     return 2 * (STATEMENT_SAMPLE + args.rounds * per_round)
 
