@@ -24,7 +24,9 @@ APPROVED on a proposal nobody of this reviewer decided yet). Each is driven by `
 connections, ``--rounds`` times per side (default 3), the sides taking turns in a
 rotating order so that each meets the same drift of the machine's speed; a side's
 figures are those of its median round. A request answering anything but 200 without
-``errors`` is counted as failed. SQL statements per request come from ``/metrics``
+``errors`` is counted as failed. Each run also reads the server's CPU time (Linux's /proc) and reports CPU per
+request for Signoff and the floor, steadier than req/s on a shared machine. SQL statements
+per request come from ``/metrics``
 (Signoff: everything the process sent, its relay included) and ``/stats`` (floor), over
 50 sequential requests.
 
@@ -159,6 +161,18 @@ class Figures:
     p99_ms: float
     requests: int
     failed: int
+    # The server's CPU time per request (None where /proc does not tell): steadier than
+    # req/s on a machine shared with other work.
+    cpu_ms: float | None = None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of process ``pid`` so far (Linux's /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def seed(url: str, proposals: int, queues: int) -> World:
@@ -576,11 +590,16 @@ def run_once(
             "\n".join(json.dumps(decide_body(*d)) for d in each.decisions.take(wanted))
         )
     script = lua(folder, each.side, operation, world, token, lines)
+    before = cpu_seconds(each.server.pid)
     figures = wrk(each.base, script, connections, args.duration)
+    after = cpu_seconds(each.server.pid)
+    if before is not None and after is not None and figures.requests:
+        figures = replace(figures, cpu_ms=1000 * (after - before) / figures.requests)
+    cpu = "" if figures.cpu_ms is None else f"  CPU {figures.cpu_ms:.2f} ms/req"
     print(
         f"  {each.side.name:8} {operation:8} c={connections:<3} {figures.rps:9,.1f} req/s"
         f"  p50 {figures.p50_ms:8.2f} ms  p99 {figures.p99_ms:8.2f} ms"
-        f"  failed {figures.failed}",
+        f"  failed {figures.failed}{cpu}",
         flush=True,
     )
     return figures
@@ -626,6 +645,7 @@ def report(all_results: dict[str, dict[tuple[str, int], Any]], args: argparse.Na
     }
     print()
     print(f"failed requests: {failed or 'none'}")
+    report_cpu(signoff, floor, args)
     print()
     print("| operation | SQL statements per request: Signoff | floor |")
     print("| --- | --- | --- |")
@@ -633,6 +653,22 @@ def report(all_results: dict[str, dict[tuple[str, int], Any]], args: argparse.Na
         print(f"| {operation} | {signoff[(operation, 0)]:.1f} | {floor[(operation, 0)]:.1f} |")
     if any(op in WRITES for op in args.operations):
         report_log_cost(signoff, log_off, args)
+
+
+def report_cpu(
+    signoff: dict[tuple[str, int], Any], floor: dict[tuple[str, int], Any], args: argparse.Namespace
+) -> None:
+    """Server CPU per request, Signoff against the floor: the floor's share of Signoff's CPU
+    is what its req/s ratio would be were each server CPU-bound on a core of its own."""
+    print()
+    print("| operation | clients | Signoff CPU ms/req | floor CPU ms/req | floor / Signoff |")
+    print("| --- | --- | --- | --- | --- |")
+    for operation in args.operations:
+        for c in args.connections:
+            ours, plain = signoff[(operation, c)].cpu_ms, floor[(operation, c)].cpu_ms
+            if ours is None or plain is None:
+                continue
+            print(f"| {operation} | {c} | {ours:.2f} | {plain:.2f} | {plain / ours:.3f}x |")
 
 
 def report_log_cost(
