@@ -24,11 +24,11 @@ APPROVED on a proposal nobody of this reviewer decided yet). Each is driven by `
 connections, ``--rounds`` times per side (default 3), the sides taking turns in a
 rotating order so that each meets the same drift of the machine's speed; a side's
 figures are those of its median round. A request answering anything but 200 without
-``errors`` is counted as failed. Each run also reads the server's CPU time (Linux's /proc) and reports CPU per
-request for Signoff and the floor, steadier than req/s on a shared machine. SQL statements
-per request come from ``/metrics``
-(Signoff: everything the process sent, its relay included) and ``/stats`` (floor), over
-50 sequential requests.
+``errors`` is counted as failed. Each run also reads the server's CPU time (Linux's
+/proc) and reports CPU per request for Signoff and the floor, steadier than req/s on a
+shared machine (Signoff's includes its relay's work meanwhile). SQL statements per request
+come from ``/metrics`` (Signoff: everything the process sent, its relay included) and
+``/stats`` (floor), over 50 sequential requests.
 
 ``--operations propose decide`` measures only those two (the log's cost, in a few
 minutes); ``--operations hello page one --connections 10`` only the reads (issue 46's
