@@ -1,20 +1,16 @@
-"""Relations completed in place: an object, or a list of objects, that a resolver answered at
-once is executed without graphql-core's chain of completion calls.
-
-graphql-core completes a field's value through ``complete_value``, ``complete_list_value``,
-``complete_iterable_value``, ``complete_list_item_value``, ``complete_object_value`` and
-``collect_and_execute_subfields`` before it executes the sub-fields; for a proposal's
-``target``, ``approvals``, ``approver`` and ``task`` (values its page loaded up front) each
-call only checks what this module checks once per field. Anything else (an awaitable, a
-null, a value of another type, an error) goes to graphql-core's own methods with the
-resolver's result, so it is answered and reported as it always was.
+"""Relations completed in place: an object, or a list of objects, that a resolver answered
+at once has its sub-fields executed without graphql-core's chain of completion calls
+(``complete_value`` … ``collect_and_execute_subfields``), which for a page's loaded
+relations only check what is checked here once per field. Anything else (an awaitable, a
+null, a value of another type, an error) goes to graphql-core's own completion with the
+resolver's result (docs/design.md section 12, Execution).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphql import (
     GraphQLField,
@@ -27,10 +23,10 @@ from graphql import (
 from graphql.execution.executor import to_nodes
 from graphql.pyutils import AwaitableOrValue, Path, gather_with_cancel
 
-from signoff.internals import CollectedFields, FieldDetailsList
+from signoff.internals import CollectedFields, FieldDetailsList, StrawberryExecutionContext
 
-if TYPE_CHECKING:
-    from signoff.schema.serving.execution import PlainFieldExecutor
+# The executor these functions serve (``execution.PlainFieldExecutor``), as graphql-core's.
+Executor = StrawberryExecutionContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +65,7 @@ def relation_of(field: GraphQLField) -> Relation | None:
 
 
 def execute_relation(
-    executor: PlainFieldExecutor,
+    executor: Executor,
     step: RelationStep,
     parent_type: GraphQLObjectType,
     source: Any,
@@ -97,7 +93,7 @@ def execute_relation(
 
 
 def _complete(
-    executor: PlainFieldExecutor,
+    executor: Executor,
     step: RelationStep,
     field_details_list: FieldDetailsList,
     info: GraphQLResolveInfo[Any],
@@ -124,7 +120,7 @@ def _is_object(object_type: GraphQLObjectType, value: Any, info: GraphQLResolveI
 
 
 def _subfields(
-    executor: PlainFieldExecutor,
+    executor: Executor,
     step: RelationStep,
     field_details_list: FieldDetailsList,
     path: Path,
@@ -141,7 +137,7 @@ def _subfields(
 
 
 def _items(
-    executor: PlainFieldExecutor,
+    executor: Executor,
     step: RelationStep,
     field_details_list: FieldDetailsList,
     info: GraphQLResolveInfo[Any],
@@ -187,7 +183,7 @@ def _items(
 
 
 def _item_in_place(
-    executor: PlainFieldExecutor,
+    executor: Executor,
     step: RelationStep,
     item_type: GraphQLOutputType,
     field_details_list: FieldDetailsList,
@@ -210,7 +206,7 @@ def _item_in_place(
 
 
 async def _settled(
-    executor: PlainFieldExecutor,
+    executor: Executor,
     completed: Awaitable[Any],
     return_type: GraphQLOutputType,
     field_details_list: FieldDetailsList,

@@ -4,9 +4,8 @@ Signoff's limits (``signoff/schema/serving/limits.py``) are linear in the docume
 graphql-core's rules are not (``OverlappingFieldsCanBeMergedRule`` compares the fields of
 one response name pairwise). Running those only on documents within the limits, which bound
 such merges (``QUERY_MAX_MERGED``), keeps any document cheap to validate. Verdicts are
-cached per document, by its identity: parsing is cached (``CachedParse``), so a document
-sent again is the same object, and hashing one hashes every node in it (graphql-core's
-nodes are frozen dataclasses), on every request.
+cached by the document's identity (parsing is cached, and hashing a document hashes all
+of its nodes).
 """
 
 from __future__ import annotations
