@@ -24,13 +24,17 @@ APPROVED on a proposal nobody of this reviewer decided yet). Each is driven by `
 connections, ``--rounds`` times per side (default 3), the sides taking turns in a
 rotating order so that each meets the same drift of the machine's speed; a side's
 figures are those of its median round. A request answering anything but 200 without
-``errors`` is counted as failed. SQL statements per request come from ``/metrics``
-(Signoff: everything the process sent, its relay included) and ``/stats`` (floor), over
-50 sequential requests, less what the server sent by itself in as long with no request
-(the upkeep's ticks and the worker's sweeps).
+``errors`` is counted as failed. Each run also reads the server's CPU time (Linux's
+/proc) and reports CPU per request for Signoff and the floor, steadier than req/s on a
+shared machine (Signoff's includes its relay's work meanwhile). SQL statements per request
+come from ``/metrics`` (Signoff: everything the process sent, its relay included) and
+``/stats`` (floor), over 50 sequential requests, less what the server sent by itself in
+as long with no request (the upkeep's ticks and the worker's sweeps).
 
 ``--operations propose decide`` measures only those two (the log's cost, in a few
-minutes). Needs ``wrk`` (Debian: ``apt-get install wrk``).
+minutes); ``--operations hello page one --connections 10`` only the reads (issue 46's
+goal 3), which need no more than a few thousand ``--proposals``. Needs ``wrk`` (Debian:
+``apt-get install wrk``).
 
     python bench/api.py --database-url postgresql://postgres@127.0.0.1:5432/postgres
 """
@@ -158,6 +162,18 @@ class Figures:
     p99_ms: float
     requests: int
     failed: int
+    # The server's CPU time per request (None where /proc does not tell): steadier than
+    # req/s on a machine shared with other work.
+    cpu_ms: float | None = None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of process ``pid`` so far (Linux's /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def seed(url: str, proposals: int, queues: int) -> World:
@@ -590,11 +606,16 @@ def run_once(
             "\n".join(json.dumps(decide_body(*d)) for d in each.decisions.take(wanted))
         )
     script = lua(folder, each.side, operation, world, token, lines)
+    before = cpu_seconds(each.server.pid)
     figures = wrk(each.base, script, connections, args.duration)
+    after = cpu_seconds(each.server.pid)
+    if before is not None and after is not None and figures.requests:
+        figures = replace(figures, cpu_ms=1000 * (after - before) / figures.requests)
+    cpu = "" if figures.cpu_ms is None else f"  CPU {figures.cpu_ms:.2f} ms/req"
     print(
         f"  {each.side.name:8} {operation:8} c={connections:<3} {figures.rps:9,.1f} req/s"
         f"  p50 {figures.p50_ms:8.2f} ms  p99 {figures.p99_ms:8.2f} ms"
-        f"  failed {figures.failed}",
+        f"  failed {figures.failed}{cpu}",
         flush=True,
     )
     return figures
@@ -640,12 +661,30 @@ def report(all_results: dict[str, dict[tuple[str, int], Any]], args: argparse.Na
     }
     print()
     print(f"failed requests: {failed or 'none'}")
+    report_cpu(signoff, floor, args)
     print()
     print("| operation | SQL statements per request: Signoff | floor |")
     print("| --- | --- | --- |")
     for operation in args.operations:
         print(f"| {operation} | {signoff[(operation, 0)]:.1f} | {floor[(operation, 0)]:.1f} |")
-    report_log_cost(signoff, log_off, args)
+    if any(op in WRITES for op in args.operations):
+        report_log_cost(signoff, log_off, args)
+
+
+def report_cpu(
+    signoff: dict[tuple[str, int], Any], floor: dict[tuple[str, int], Any], args: argparse.Namespace
+) -> None:
+    """Server CPU per request, Signoff against the floor: the floor's share of Signoff's CPU
+    is what its req/s ratio would be were each server CPU-bound on a core of its own."""
+    print()
+    print("| operation | clients | Signoff CPU ms/req | floor CPU ms/req | floor / Signoff |")
+    print("| --- | --- | --- | --- | --- |")
+    for operation in args.operations:
+        for c in args.connections:
+            ours, plain = signoff[(operation, c)].cpu_ms, floor[(operation, c)].cpu_ms
+            if ours is None or plain is None:
+                continue
+            print(f"| {operation} | {c} | {ours:.2f} | {plain:.2f} | {plain / ours:.3f}x |")
 
 
 def report_log_cost(
@@ -692,7 +731,9 @@ async def prepare(args: argparse.Namespace, url: str) -> World:
 
 def decisions_needed(args: argparse.Namespace) -> int:
     """Undecided proposals the decide runs use up: the two sides that decide, each taking
-    its sample and every round's decisions."""
+    its sample and every round's decisions (none when ``decide`` is not measured)."""
+    if "decide" not in args.operations:
+        return 0
     per_round = sum(int(args.decide_budget * c**0.5) for c in args.connections)
     return 2 * (STATEMENT_SAMPLE + args.rounds * per_round)
 

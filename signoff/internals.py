@@ -8,6 +8,7 @@ fails there, naming it, rather than somewhere in a live stream.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import strawberry
@@ -28,8 +29,10 @@ from graphql.execution.collect_fields import (
 )
 from graphql.pyutils import AwaitableOrValue
 from strawberry.asgi import ASGIWebSocketAdapter
+from strawberry.scalars import JSON
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.schema.types.scalar import DEFAULT_SCALAR_REGISTRY
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
 )
@@ -52,6 +55,7 @@ __all__ = [
     "execute_for_event",
     "field_definition",
     "has_default_resolver",
+    "json_serialize",
     "make_info",
     "raw_info",
     "uvicorn_protocol",
@@ -100,6 +104,17 @@ def has_default_resolver(field: GraphQLField) -> bool:
     """Whether Strawberry resolves ``field`` with its basic resolver (no resolver,
     permission or extension): it returns ``getattr(source, python_name)``."""
     return bool(getattr(field.resolve, "_is_default", False))
+
+
+# Strawberry's output coercion of its JSON scalar, which answers every value unchanged
+# (``schema.serving.execution`` passes such values through without calling it).
+def _json_serialize() -> Callable[[Any], Any]:
+    serialize = DEFAULT_SCALAR_REGISTRY[JSON].serialize
+    assert serialize is not None, "Strawberry's JSON scalar has no serialize"
+    return serialize
+
+
+json_serialize = _json_serialize()
 
 
 def execute_for_event(

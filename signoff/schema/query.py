@@ -217,7 +217,7 @@ class Query:
 
     @strawberry.field
     async def proposal(self, info: strawberry.Info, id: strawberry.ID) -> Proposal:
-        proposal = await call(info, proposals.get_proposal, proposal_id=id)
+        proposal = await call(info, proposals.read_proposal, proposal_id=id)
         await warm_proposals(info, [proposal], selected(info, depth=2))
         return Proposal.from_model(proposal)
 

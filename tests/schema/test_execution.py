@@ -18,6 +18,7 @@ from signoff.models import ProposalState
 from signoff.schema import build_schema
 from signoff.schema.serving.execution import (
     PLAIN,
+    RELATION,
     PlainFieldExecutor,
     plan_plain_fields,
     shared_collections,
@@ -113,6 +114,10 @@ def test_plain_fields_are_the_leaves_read_off_their_parent() -> None:
     assert isinstance(leaf, GraphQLObjectType)
     planned = {name for name, field in leaf.fields.items() if PLAIN in field.extensions}
     assert planned == {"id", "name", "count", "maybe", "colour", "state", "at", "data"}
+    unchanged = {name: leaf.fields[name].extensions[PLAIN].unchanged for name in planned}
+    assert unchanged["id"] == unchanged["name"] == {str}
+    assert str in unchanged["data"] and dict in unchanged["data"]
+    assert not unchanged["count"] and not unchanged["at"] and not unchanged["colour"]
     query = plain._schema.type_map["Query"]
     assert isinstance(query, GraphQLObjectType)
     assert not any(PLAIN in field.extensions for field in query.fields.values())
@@ -157,6 +162,8 @@ def test_the_short_path_never_calls_a_plain_field_resolver() -> None:
         ({"count": "three"}, "Int cannot represent non-integer value"),
         ({"count": 2**40}, "Int cannot represent non 32-bit signed integer value"),
         ({"colour": "purple"}, "Enum 'Colour' cannot represent value"),
+        ({"name": ["a", "list"]}, "String cannot represent value"),
+        ({"id": {"a": "dict"}}, "ID cannot represent value"),
     ],
 )
 def test_a_value_the_type_refuses_is_the_same_error_in_the_same_place(
@@ -168,6 +175,36 @@ def test_a_value_the_type_refuses_is_the_same_error_in_the_same_place(
     assert result.errors, result
     assert message_part in result.errors[0].message
     assert _shape(result) == _shape(_run(graphql_core, BROKEN_DOCUMENT))
+
+
+class Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"name": True, "id": strawberry.ID("l-9")},
+        {"name": 12, "id": 7},
+        {"name": 2.5, "id": 7.0},
+        {"name": Text("a str of another type"), "id": Text("i")},
+        {"data": JSON((1, 2))},
+        {"data": JSON(3.25)},
+    ],
+)
+def test_values_coerced_or_passed_as_they_are_answer_as_graphql_core_does(
+    changes: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(BROKEN, "leaf", _leaf(**changes))
+    plain, graphql_core = _schemas()
+    document = "{ broken { id name count data } }"
+    ours, theirs = _run(plain, document), _run(graphql_core, document)
+    assert _shape(ours) == _shape(theirs)
+    assert ours.data is not None and ours.errors is None
+    assert [type(v) for v in ours.data["broken"].values()] == [
+        type(v)
+        for v in theirs.data["broken"].values()  # type: ignore[index]
+    ]
 
 
 def test_signoffs_schema_answers_its_columns_on_the_short_path() -> None:
@@ -240,3 +277,193 @@ def test_a_directive_decides_its_fields_in_every_execution(selection: str) -> No
     named = [{"id": "l-1", "name": "first"}, {"id": "l-2", "name": "first"}]
     assert shown.data == shown_again.data == {"leaves": named}
     assert hidden.data == {"leaves": [{"id": "l-1"}, {"id": "l-2"}]}
+
+
+# Relations: objects and lists of objects that their resolvers answer at once are completed
+# in place; an awaitable, a null, a value of another type or an error goes to graphql-core.
+
+
+@strawberry.interface
+class Named:
+    name: str
+
+
+@strawberry.type
+class Part(Named):
+    label: str
+    strict: str = "fine"
+
+    @strawberry.field
+    def again(self, info: strawberry.Info) -> Part | None:
+        return None if info.path.key == "stop" else self
+
+    @strawberry.field
+    async def later(self) -> Part:
+        return self
+
+    @strawberry.field
+    def failing(self) -> Part | None:
+        raise ValueError("a relation failed")
+
+
+def _part(label: str, strict: Any = "fine") -> Part:
+    return Part(name=label.upper(), label=label, strict=strict)
+
+
+PARTS: dict[str, Any] = {
+    "one": _part("a"),
+    "many": [_part("b"), _part("c")],
+    "holes": [_part("d"), None, _part("e")],
+    "strict": [_part("f"), _part("g", strict=None)],
+    "mixed": [_part("h"), "not a part"],
+}
+
+
+async def _awaited(value: Any) -> Any:
+    return value
+
+
+@strawberry.type
+class Holder:
+    @strawberry.field
+    def one(self) -> Part:
+        return PARTS["one"]
+
+    @strawberry.field
+    def maybe(self) -> Part | None:
+        return None
+
+    @strawberry.field
+    def missing(self) -> Part:
+        return None  # type: ignore[return-value]  # a null where none may be
+
+    @strawberry.field
+    def many(self) -> list[Part]:
+        return PARTS["many"]
+
+    @strawberry.field
+    def holes(self) -> list[Part | None]:
+        return PARTS["holes"]
+
+    @strawberry.field
+    def strict_holes(self) -> list[Part]:
+        return PARTS["holes"]
+
+    @strawberry.field
+    def strict(self) -> list[Part | None] | None:
+        return PARTS["strict"]
+
+    @strawberry.field
+    def strict_list(self) -> list[Part] | None:
+        return PARTS["strict"]
+
+    @strawberry.field
+    def mixed(self) -> list[Part | None]:
+        return PARTS["mixed"]
+
+    @strawberry.field
+    def awaited_items(self) -> list[Part]:
+        return [_awaited(part) for part in PARTS["many"]]  # type: ignore[misc]
+
+    @strawberry.field
+    def tuple_of(self) -> list[Part]:
+        return tuple(PARTS["many"])  # type: ignore[return-value]
+
+    @strawberry.field
+    def wrong(self) -> Part:
+        return "not a part"  # type: ignore[return-value]
+
+    @strawberry.field
+    def interface(self) -> Named:
+        return PARTS["one"]
+
+
+@strawberry.type
+class HolderQuery:
+    @strawberry.field
+    def holder(self) -> Holder:
+        return Holder()
+
+    @strawberry.field
+    def holders(self) -> list[Holder]:
+        return [Holder(), Holder()]
+
+
+RELATION_DOCUMENTS = [
+    "{ holder { one { label again { name later { label } } } maybe { label } } }",
+    "{ holders { many { label strict } holes { label } } }",
+    "{ holder { missing { label } } }",
+    "{ holder { strictHoles { label } } }",
+    "{ holder { strict { label strict } } }",
+    "{ holder { strictList { label strict } } }",
+    "{ holder { mixed { label } } }",
+    "{ holder { awaitedItems { label later { name } } tupleOf { label } } }",
+    "{ holder { wrong { label } } }",
+    "{ holder { interface { name ... on Part { label } } } }",
+    "{ holder { one { failing { label } label } many { failing { label } } } }",
+    "{ holder { one { stop: again { label } again { again { label } } } } }",
+    "query { holder { one { label __typename } } }",
+]
+
+
+def _relation_schemas() -> tuple[strawberry.Schema, strawberry.Schema]:
+    planned = strawberry.Schema(
+        query=HolderQuery, types=[Part], execution_context_class=PlainFieldExecutor
+    )
+    plan_plain_fields(planned)
+    graphql_core = strawberry.Schema(
+        query=HolderQuery,
+        types=[Part],
+        execution_context_class=StrawberryGraphQLCoreExecutionContext,
+    )
+    return planned, graphql_core
+
+
+def _located(result: ExecutionResult) -> tuple[Any, list[tuple[str, Any, Any]]]:
+    errors = [(e.message, e.path, e.locations) for e in result.errors or []]
+    return result.data, errors
+
+
+def test_relations_are_planned_where_their_resolver_is_called_directly() -> None:
+    planned, _ = _relation_schemas()
+    holder = planned._schema.type_map["Holder"]
+    assert isinstance(holder, GraphQLObjectType)
+    relations = {name for name, field in holder.fields.items() if RELATION in field.extensions}
+    # `interface` is abstract: graphql-core resolves its runtime type.
+    assert relations == {
+        "one",
+        "maybe",
+        "missing",
+        "many",
+        "holes",
+        "strictHoles",
+        "strict",
+        "strictList",
+        "mixed",
+        "awaitedItems",
+        "tupleOf",
+        "wrong",
+    }
+
+
+@pytest.mark.parametrize("document", RELATION_DOCUMENTS)
+async def test_a_relation_answers_as_graphql_core_does(document: str) -> None:
+    planned, graphql_core = _relation_schemas()
+    ours = await planned.execute(document)
+    theirs = await graphql_core.execute(document)
+    assert _located(ours) == _located(theirs)
+
+
+def test_relations_complete_in_place_without_graphql_cores_completion(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    planned, graphql_core = _relation_schemas()
+    document = "{ holders { one { label again { label } } many { label } } }"
+    expected = graphql_core.execute_sync(document)
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("graphql-core completed a relation answered at once")
+
+    monkeypatch.setattr(PlainFieldExecutor, "complete_object_value", refuse)
+    monkeypatch.setattr(PlainFieldExecutor, "complete_list_value", refuse)
+    assert _located(planned.execute_sync(document)) == _located(expected)

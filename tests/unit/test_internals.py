@@ -167,3 +167,10 @@ async def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
     return None
+
+
+def test_strawberrys_json_scalar_answers_every_value_unchanged(schema: strawberry.Schema) -> None:
+    json_type = internals.core_schema(schema).type_map["JSON"]
+    assert json_type.coerce_output_value is internals.json_serialize  # type: ignore[attr-defined]
+    for value in ({"a": [1]}, [1, "b"], "c", 2, 2.5, True):
+        assert internals.json_serialize(value) is value

@@ -39,6 +39,7 @@ from signoff.models import (
 )
 from signoff.models.base import built
 from signoff.models.proposal import format_expiry, payload_digest_of
+from signoff.models.records import rows_where
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval import policies as approval_policies
 from signoff.resolvers.core import idempotency
@@ -365,6 +366,19 @@ def new_proposal(
 
 async def get_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: str) -> Proposal:
     proposal = await require_row(session, Proposal, proposal_id, "No such proposal.")
+    return _seen(viewer, proposal)
+
+
+async def read_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: str) -> Proposal:
+    """``get_proposal`` for a read that changes nothing: the proposal as a record
+    (``signoff.models.records``), read without the ORM."""
+    found = await rows_where(session, Proposal, "id", [proposal_id])
+    if not found:
+        raise NotFound("No such proposal.")
+    return _seen(viewer, found[0])
+
+
+def _seen(viewer: Viewer, proposal: Proposal) -> Proposal:
     if not viewer.sees(queue_id=proposal.queue_id, owner_id=proposal.proposed_by_id):
         raise Forbidden("This proposal is not in a queue you review.")
     return proposal

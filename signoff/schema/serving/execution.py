@@ -2,12 +2,14 @@
 
 Planned once per schema (``plan_plain_fields``): a plain leaf field is answered with its
 attribute and its type's coercion, falling back to graphql-core's ``execute_field`` for
-anything unusual; a relation without arguments calls its resolver directly. Sub-field
-collections are shared across executions (docs/design.md section 12, Execution).
+anything unusual; a relation without arguments calls its resolver directly, and its value
+is completed in place (``relations``). Sub-field collections are shared across executions
+(docs/design.md section 12, Execution).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -27,6 +29,7 @@ from graphql import (
     get_nullable_type,
 )
 from graphql.pyutils import AwaitableOrValue, Path, Undefined, gather_with_cancel
+from graphql.type.scalars import serialize_boolean, serialize_id, serialize_string
 
 from signoff.internals import (
     CollectedFields,
@@ -38,10 +41,13 @@ from signoff.internals import (
     core_schema,
     field_definition,
     has_default_resolver,
+    json_serialize,
     make_info,
 )
+from signoff.schema.serving.relations import RelationStep, execute_relation, relation_of
 
 PLAIN = "signoff.plain-field"
+RELATION = "signoff.relation"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +57,14 @@ class PlainField:
     attribute: str
     nullable: bool
     coerce: Callable[[Any], Any]
+    # The types of values the coercion answers unchanged (a str for String and ID).
+    unchanged: frozenset[type] = frozenset()
 
 
 def plan_plain_fields(schema: strawberry.Schema) -> None:
-    """Mark every plain leaf field of ``schema``'s object types with its ``PlainField``, and
-    give every field whose resolver takes no argument a direct call of that resolver."""
+    """Mark every plain leaf field of ``schema``'s object types with its ``PlainField``, give
+    every field whose resolver takes no argument a direct call of that resolver, and mark
+    the relations among those fields with their ``Relation``."""
     graphql_schema = core_schema(schema)
     for named in graphql_schema.type_map.values():
         if not isinstance(named, GraphQLObjectType) or named.name.startswith("__"):
@@ -65,7 +74,12 @@ def plan_plain_fields(schema: strawberry.Schema) -> None:
             if plan is not None:
                 field.extensions[PLAIN] = plan
             elif named is not graphql_schema.subscription_type and not schema.exception_handlers:
-                field.resolve = _direct_call(field, schema.config.info_class) or field.resolve
+                direct = _direct_call(field, schema.config.info_class)
+                if direct is not None:
+                    field.resolve = direct
+                    relation = relation_of(field)
+                    if relation is not None:
+                        field.extensions[RELATION] = relation
 
 
 def _direct_call(
@@ -83,6 +97,12 @@ def _direct_call(
     passes_self = resolver.self_parameter is not None
     source_names = [p.name for p in (resolver.parent_parameter, resolver.root_parameter) if p]
     info_name = resolver.info_parameter.name if resolver.info_parameter else None
+    if passes_self and not source_names and info_name and _second_parameter(function) == info_name:
+
+        def resolve_with_info(source: Any, info: GraphQLResolveInfo[Any]) -> Any:
+            return function(source, make_info(info_class, info, definition))
+
+        return resolve_with_info
 
     def resolve(source: Any, info: GraphQLResolveInfo[Any]) -> Any:
         kwargs = dict.fromkeys(source_names, source)
@@ -91,6 +111,15 @@ def _direct_call(
         return function(source, **kwargs) if passes_self else function(**kwargs)
 
     return resolve
+
+
+def _second_parameter(function: Callable[..., Any]) -> str | None:
+    """The name of the second parameter (after ``self``) where it may be passed by position,
+    and is the last one."""
+    parameters = list(inspect.signature(function).parameters.values())
+    if len(parameters) != 2 or parameters[1].kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+        return None
+    return parameters[1].name
 
 
 def _plain_field(field: GraphQLField) -> PlainField | None:
@@ -105,7 +134,18 @@ def _plain_field(field: GraphQLField) -> PlainField | None:
     leaf = get_nullable_type(field.type)
     if not isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
         return None
-    return PlainField(definition.python_name, nullable, _coercion(leaf))
+    unchanged = _UNCHANGED.get(leaf.coerce_output_value, frozenset())
+    return PlainField(definition.python_name, nullable, _coercion(leaf), unchanged)
+
+
+# Coercions that answer values of these exact types as they are: graphql-core's String and
+# ID return a str, and Boolean a bool, unchanged; Strawberry's JSON returns any value.
+_UNCHANGED: dict[Callable[[Any], Any], frozenset[type]] = {
+    serialize_string: frozenset({str}),
+    serialize_id: frozenset({str}),
+    serialize_boolean: frozenset({bool}),
+    json_serialize: frozenset({dict, list, str, int, float, bool}),
+}
 
 
 def _coercion(leaf: GraphQLLeafType) -> Callable[[Any], Any]:
@@ -145,6 +185,8 @@ class PlainFieldExecutor(StrawberryExecutionContext):
         # Nothing here grows with executions: a subscription renders every event with a
         # shallow copy of one executor (``build_per_event_executor``).
         self._shared = shared_collections(self.operation, self.fragments)
+        # Without directives there is no @defer or @stream to complete a value around.
+        self.relations_in_place = self.plain_fields_in_place and self._shared is not None
 
     def collect_subfields(
         self, return_type: GraphQLObjectType, field_details_list: FieldDetailsList
@@ -190,9 +232,26 @@ class PlainFieldExecutor(StrawberryExecutionContext):
             for response_name, field_details_list, plain in steps or _steps_of(
                 parent_type, grouped_field_set
             ):
-                if plain is not None:
+                if isinstance(plain, RelationStep):
+                    if self.relations_in_place and position_context is None:
+                        result = execute_relation(
+                            self,
+                            plain,
+                            parent_type,
+                            source_value,
+                            field_details_list,
+                            Path(path, response_name, parent_type.name),
+                        )
+                        results[response_name] = result
+                        if is_awaitable(result):
+                            awaitable_fields.append(response_name)
+                        continue
+                elif plain is not None:
                     try:
                         value = getattr(source_value, plain.attribute)
+                        if type(value) in plain.unchanged:
+                            results[response_name] = value
+                            continue
                         if value is None:
                             if plain.nullable:
                                 results[response_name] = None
@@ -224,16 +283,23 @@ class PlainFieldExecutor(StrawberryExecutionContext):
         return _gathered(results, awaitable_fields)
 
 
-_Step = tuple[str, FieldDetailsList, PlainField | None]
+_Step = tuple[str, FieldDetailsList, PlainField | RelationStep | None]
 
 
 def _steps_of(parent_type: GraphQLObjectType, grouped_field_set: GroupedFieldSet) -> list[_Step]:
-    """The fields of ``grouped_field_set``, each with its ``PlainField`` if it is one."""
+    """The fields of ``grouped_field_set``, each with its ``PlainField`` or ``RelationStep``
+    if it is one."""
     steps: list[_Step] = []
     for response_name, field_details_list in grouped_field_set.items():
-        field = parent_type.fields.get(field_details_list[0].node.name.value)
-        plain = None if field is None else field.extensions.get(PLAIN)
-        steps.append((response_name, field_details_list, plain))
+        node = field_details_list[0].node
+        field = parent_type.fields.get(node.name.value)
+        short: PlainField | RelationStep | None = None
+        if field is not None:
+            short = field.extensions.get(PLAIN)
+            relation = field.extensions.get(RELATION)
+            if short is None and relation is not None and not node.arguments:
+                short = RelationStep(relation, field_details_list)
+        steps.append((response_name, field_details_list, short))
     return steps
 
 

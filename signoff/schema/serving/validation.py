@@ -4,13 +4,13 @@ Signoff's limits (``signoff/schema/serving/limits.py``) are linear in the docume
 graphql-core's rules are not (``OverlappingFieldsCanBeMergedRule`` compares the fields of
 one response name pairwise). Running those only on documents within the limits, which bound
 such merges (``QUERY_MAX_MERGED``), keeps any document cheap to validate. Verdicts are
-cached per document.
+cached by the document's identity (parsing is cached, and hashing a document hashes all
+of its nodes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
 
 from graphql import ASTValidationRule, DocumentNode, GraphQLError, GraphQLSchema, validate
 from strawberry.extensions import SchemaExtension
@@ -23,15 +23,25 @@ from signoff.schema.serving.limits import limits_refusal
 from signoff.schema.serving.literals import LiteralsRule
 from signoff.schema.subscription import LiveEventsUnavailable
 
+Rules = tuple[type[ASTValidationRule], ...]
+# Verdicts by the ids of schema, document and the rules; each entry keeps its schema and
+# document alive, so that their ids name them and no others.
+_VERDICTS: dict[tuple[int, int, Rules], tuple[GraphQLSchema, DocumentNode, list[GraphQLError]]] = {}
+VERDICTS = 256
 
-@lru_cache(maxsize=256)
-def _validate(
-    schema: GraphQLSchema, document: DocumentNode, rules: tuple[type[ASTValidationRule], ...]
-) -> list[GraphQLError]:
+
+def validated(schema: GraphQLSchema, document: DocumentNode, rules: Rules) -> list[GraphQLError]:
+    """The errors of ``document`` (Signoff's limits, then ``rules``), cached."""
+    key = (id(schema), id(document), rules)
+    entry = _VERDICTS.get(key)
+    if entry is not None:
+        return entry[2]
     refusal = limits_refusal(schema, document)
-    if refusal is not None:
-        return [refusal]
-    return validate(schema, document, [*rules, LiteralsRule])
+    errors = [refusal] if refusal else validate(schema, document, [*rules, LiteralsRule])
+    if len(_VERDICTS) >= VERDICTS:
+        _VERDICTS.pop(next(iter(_VERDICTS)))
+    _VERDICTS[key] = (schema, document, errors)
+    return errors
 
 
 def _subscription_over_http(context: ExecutionContext) -> bool:
@@ -58,7 +68,7 @@ class CheckedValidation(SchemaExtension):
         rules = tuple(context.validation_rules)
         if not self.introspection:
             rules = (*rules, IntrospectionOffRule)
-        errors = _validate(core_schema(context.schema), context.graphql_document, rules)
+        errors = validated(core_schema(context.schema), context.graphql_document, rules)
         if not errors and _subscription_over_http(context):
             refusal = LiveEventsUnavailable()
             errors = [GraphQLError(refusal.message, extensions=refusal.extensions)]
