@@ -11,7 +11,7 @@ import re
 import httpx
 from playwright.async_api import Browser, Request, Route, expect
 
-from signoff.web.pages import console_html
+from signoff.web.pages import STATIC_DIR, console_html
 from tests.browser import browser, console_errors, offline_context
 from tests.conftest import ModuleServer
 from tests.helpers import build_world, unique_name
@@ -55,16 +55,26 @@ async def test_the_console_files_are_asked_about_again_before_each_use(
     module_server: ModuleServer,
 ) -> None:
     """No heuristic caching: after an upgrade, no module of the old version runs beside
-    the new one's; unchanged, a file costs a 304."""
+    the new one's; unchanged, a file costs a 304. The first answer comes from disk, later
+    ones from memory: the same bytes and headers either way."""
+    disk = (STATIC_DIR / "console" / "store.js").read_bytes()
     async with httpx.AsyncClient(base_url=module_server.server.url) as http:
-        first = await http.get("/static/console/app.js")
+        answers = [await http.get("/static/console/store.js") for _ in range(3)]
         again = await http.get(
-            "/static/console/app.js", headers={"If-None-Match": first.headers["etag"]}
+            "/static/console/store.js", headers={"If-None-Match": answers[0].headers["etag"]}
         )
-    assert first.status_code == 200
-    assert first.headers["cache-control"] == "no-cache"
+        head = await http.head("/static/console/store.js")
+        missing = await http.get("/static/console/nothing-here.js")
+    for answer in answers:
+        assert answer.status_code == 200
+        assert answer.content == disk
+        assert answer.headers["cache-control"] == "no-cache"
+        assert answer.headers["content-type"] == "text/javascript; charset=utf-8"
+        assert answer.headers["etag"] == answers[0].headers["etag"]
     assert again.status_code == 304
     assert again.headers["cache-control"] == "no-cache"
+    assert (head.status_code, head.headers["content-length"]) == (200, str(len(disk)))
+    assert missing.status_code == 404
 
 
 async def test_the_first_requests_do_not_wait_for_the_view_modules(

@@ -9,10 +9,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from pathlib import Path
 
+import anyio
+from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.staticfiles import NotModifiedResponse, StaticFiles
 from starlette.types import Scope
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -62,7 +64,26 @@ def console_html(session: Mapping[str, object]) -> str:
 class PackageFiles(StaticFiles):
     """The pages' files, which a browser asks about again before each use (an answer of
     304 while they are unchanged): a module kept by heuristic caching past an upgrade
-    would run beside the new version's others."""
+    would run beside the new version's others.
+
+    A file is read from disk once per process and answered from memory after that: the
+    library's own path stats it and streams it through worker threads, several hops per
+    file, and the console's first screen asks for seventeen files at once. The package's
+    files do not change while it runs (an edit shows after a restart)."""
+
+    def __init__(self, *, directory: Path) -> None:
+        super().__init__(directory=directory)
+        self._held: dict[str, _HeldFile] = {}
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        held = self._held.get(path) if scope["method"] == "GET" else None
+        if held is not None:
+            return held.answer(Headers(scope=scope), self)
+        response = await super().get_response(path, scope)
+        if scope["method"] == "GET" and isinstance(response, FileResponse):
+            body = await anyio.to_thread.run_sync(Path(response.path).read_bytes)
+            self._held[path] = _HeldFile(body, response.headers)
+        return response
 
     def file_response(
         self,
@@ -74,6 +95,20 @@ class PackageFiles(StaticFiles):
         response = super().file_response(full_path, stat_result, scope, status_code)
         response.headers["Cache-Control"] = "no-cache"
         return response
+
+
+class _HeldFile:
+    """One file's bytes and the headers the library gave it (its ETag among them)."""
+
+    def __init__(self, body: bytes, headers: Mapping[str, str]) -> None:
+        self.body = body
+        # Ranges are the library's (the first answer); these answers are whole.
+        self.headers = {k: v for k, v in headers.items() if k.lower() != "accept-ranges"}
+
+    def answer(self, asked: Headers, files: StaticFiles) -> Response:
+        if files.is_not_modified(Headers(self.headers), asked):
+            return NotModifiedResponse(Headers(self.headers))
+        return Response(self.body, headers=self.headers)
 
 
 def page_routes(*, console_page: Endpoint | None) -> list[Route | Mount]:
