@@ -15,7 +15,12 @@ Two set-ups:
     python bench/delivery.py
 
 plus ``--database-url`` alone: PostgreSQL with the in-process runner. ``--backlog``
-approves everything first and then starts the worker (its drain rate); ``--rate R``
+approves everything first and then starts the worker (its drain rate), and measures the
+drain's floor in the same run: a bare aiohttp client posting the same signed requests
+(bodies and headers built beforehand) to a receiver of its own (the same program), 128 in
+flight (``--floor-concurrency``), timed the same way (first to last request seen by the
+receiver), the median of three runs (``--floor-runs``); the drain is printed beside it
+with their ratio. ``--rate R``
 approves R per second while the worker runs. Proposals are made before the clock starts;
 approvals go through the resolvers (as the API does, without HTTP) by a few concurrent
 approvers, so the latency includes any queueing. The target's ``maxConcurrency`` is
@@ -43,20 +48,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import aiohttp
 import httpx
 import psycopg
 from redis.asyncio import Redis
 from sqlalchemy.engine import make_url
+from sqlmodel import col, select
 
 from signoff import metrics
 from signoff.config import Settings, load_sealer, normalise_database_url, parse_networks
 from signoff.constants import DELIVERY_CONCURRENCY
 from signoff.database import create_engine, create_sessionmaker
-from signoff.delivery import webhook_id
+from signoff.delivery import request_body, request_headers, webhook_id
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.migrate import migrate
-from signoff.models import ApprovalMode, Decision, Role
+from signoff.models import ApprovalMode, Decision, Proposal, Role
 from signoff.resolvers.access.actors import authenticate, create_token
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.approval.approvals import decide_proposal
@@ -300,6 +307,69 @@ async def approve_all(
     await asyncio.gather(*(approver() for _ in range(APPROVERS)))
 
 
+@dataclass(frozen=True)
+class Floor:
+    """The bare POST floor: deliveries per second (the median of its runs), timed as the
+    drain is."""
+
+    runs: list[float]
+    concurrency: int
+
+    @property
+    def rate(self) -> float:
+        return statistics.median(self.runs)
+
+
+async def signed_requests(
+    work: WorkMaker, proposals: list[Proposed], secret: str
+) -> list[tuple[bytes, dict[str, str]]]:
+    """Each proposal's first attempt as Signoff sends it: its body and signed headers."""
+    ids = [p.proposal_id for p in proposals]
+    async with work() as unit:
+        rows = (await unit.session.exec(select(Proposal).where(col(Proposal.id).in_(ids)))).all()
+    requests = []
+    for proposal in rows:
+        body = request_body(proposal)
+        requests.append((body, request_headers(proposal, secret, body, 1)))
+    return requests
+
+
+async def bare_post_floor(
+    requests: list[tuple[bytes, dict[str, str]]], secret: str, concurrency: int, runs: int
+) -> Floor:
+    """``runs`` times (a run lasts under a second on a quiet machine, so one is at the
+    mercy of a busy moment), post ``requests`` with a bare aiohttp client."""
+    rates = [await bare_posts(requests, secret, concurrency) for _ in range(runs)]
+    return Floor(rates, concurrency)
+
+
+async def bare_posts(
+    requests: list[tuple[bytes, dict[str, str]]], secret: str, concurrency: int
+) -> float:
+    """Post ``requests`` with a bare aiohttp client, ``concurrency`` in flight, to a
+    counting receiver of their own (same program, same signature checks); the rate."""
+    receiver = Receiver()
+    receiver.start(secret)
+    try:
+        await receiver.wait_ready()
+        pending = iter(requests)
+        url = f"{receiver.url}/hook"
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        async with aiohttp.ClientSession(connector=connector) as http:
+
+            async def poster() -> None:
+                for body, headers in pending:
+                    async with http.post(url, data=body, headers=headers) as response:
+                        await response.read()
+                        response.raise_for_status()
+
+            await asyncio.gather(*(poster() for _ in range(concurrency)))
+        seen = await receiver.wait_for(len(requests))
+    finally:
+        await receiver.stop()
+    return len(requests) / (max(seen.values()) - min(seen.values()))
+
+
 async def approve_in_processes(
     settings: Settings, proposals: list[Proposed], rate: float | None, processes: int
 ) -> dict[str, float]:
@@ -426,7 +496,10 @@ async def run(
     target_concurrency: int,
     worker_concurrency: int,
     approver_processes: int,
+    floor_concurrency: int,
+    floor_runs: int,
 ) -> None:
+    floor: Floor | None = None
     async with fresh_database(database_url) as url:
         settings = Settings(
             database_url=normalise_database_url(url),
@@ -459,6 +532,8 @@ async def run(
                 started = time.time()
                 await approve_all(work, reviewer, proposals, rate)
                 approved = time.time()
+                requests = await signed_requests(work, proposals, secret)
+                floor = await bare_post_floor(requests, secret, floor_concurrency, floor_runs)
             before = await Costs.now(None, redis_url)
             if isinstance(jobs, ArqJobs):
                 assert metrics_port is not None
@@ -481,7 +556,7 @@ async def run(
                 approved = time.time()
             seen = await receiver.wait_for(n)
             costs = (await Costs.now(metrics_port, redis_url)).since(before)
-            requests = (await receiver.stats())["requests"]
+            received = (await receiver.stats())["requests"]
             finished = max(seen.values())
         finally:
             await jobs.stop()
@@ -503,8 +578,9 @@ async def run(
         seen,
         finished,
         costs,
+        floor,
     )
-    print(f"  requests received: {requests} for {n} proposals")
+    print(f"  requests received: {received} for {n} proposals")
 
 
 def report(
@@ -519,6 +595,7 @@ def report(
     seen: dict[str, float],
     finished: float,
     costs: Costs,
+    floor: Floor | None,
 ) -> None:
     database = "SQLite" if settings_url.startswith("sqlite") else "PostgreSQL"
     mode = (
@@ -533,10 +610,15 @@ def report(
         print(
             f"  approvals (worker stopped; proposed beforehand): {n / (approved - started):.0f}/s"
         )
-        print(
-            f"  deliveries: {n / (finished - first):.0f}/s "
-            f"(first to last delivery, {finished - first:.1f} s)"
-        )
+        drain = n / (finished - first)
+        print(f"  deliveries: {drain:.0f}/s (first to last delivery, {finished - first:.1f} s)")
+        if floor is not None:
+            runs = ", ".join(f"{rate:.0f}" for rate in floor.runs)
+            print(
+                f"  floor, a bare aiohttp client posting the same signed requests "
+                f"({floor.concurrency} in flight): {floor.rate:.0f}/s (median of {runs})"
+            )
+            print(f"  ratio to the floor: {drain / floor.rate:.2f}x")
     else:
         latencies = sorted((seen[k] - committed[k]) * 1000 for k in committed)
         print(f"  approvals (proposed beforehand): {n / (approved - started):.0f}/s")
@@ -560,7 +642,7 @@ def report(
 
 
 async def wait_for_metrics(port: int) -> None:
-    for _ in range(500):
+    for _ in range(3000):  # a minute: on a busy machine the worker takes a while to start
         try:
             await worker_statements(port)
             return
@@ -598,6 +680,18 @@ def main() -> None:
         default=1,
         help="approve from this many processes (with Redis; default 1: this process)",
     )
+    parser.add_argument(
+        "--floor-concurrency",
+        type=int,
+        default=128,
+        help="requests in flight for the bare POST floor (--backlog; default 128)",
+    )
+    parser.add_argument(
+        "--floor-runs",
+        type=int,
+        default=3,
+        help="runs of the bare POST floor, whose median is the floor (default 3)",
+    )
     parser.add_argument("--approve-slice", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--arq-queue", help=argparse.SUPPRESS)
     parser.add_argument("--reviewer-token", help=argparse.SUPPRESS)
@@ -616,6 +710,8 @@ def main() -> None:
             args.target_concurrency,
             args.worker_concurrency,
             args.approver_processes,
+            args.floor_concurrency,
+            args.floor_runs,
         )
     )
 

@@ -74,7 +74,16 @@ async def note_attempts(
         .returning(Target)
         .execution_options(populate_existing=True)
     )
-    target = (await work.session.exec(stmt)).scalars().one()
+    if not failures:
+        # Nothing to write or do for a closed circuit with no failures counted: skipping it
+        # leaves the row unlocked for the next claim, which locks it.
+        stmt = stmt.where(
+            (col(Target.consecutive_failures) != 0)
+            | (col(Target.circuit_state) != CircuitState.CLOSED.value)
+        )
+    target = (await work.session.exec(stmt)).scalars().one_or_none()
+    if target is None:
+        return
     if target.circuit_state == CircuitState.CLOSED:
         if target.consecutive_failures >= CIRCUIT_FAILURE_THRESHOLD:
             await _open(work, target, failures[-1])
