@@ -102,6 +102,7 @@ export const MESSAGES = {
   VALUE_OUT_OF_RANGE: "A number is too large (or not a number) to be stored exactly. Check the values and try again.",
   RATE_LIMITED: "Too many requests with this token. Wait a moment and try again.",
   TOO_MANY_SUBSCRIPTIONS: "Too many live views are open on one connection. Close some tabs and reload.",
+  TOO_MANY_CONNECTIONS: "Too many live connections are open with this sign-in. Close some console tabs and reload.",
   SERVICE_UNAVAILABLE: "The server cannot reach its database right now; nothing was changed. Try again in a few seconds.",
   AMENDMENT_NOT_ALLOWED: "This target does not allow amendments: approve or reject the proposal as it is.",
   NO_AMENDMENT_PENDING: "There is no amendment waiting for the proposer's acceptance.",

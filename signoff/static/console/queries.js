@@ -20,8 +20,8 @@ export const LOAD_ALL_QUEUES = `query Queues { queues { id slug name } }`;
 // the rest, 100 at a time.
 export const LOAD_TASKS = `query Tasks {
   changeFeedCursor
-  open: tasks(state: OPEN, first: 50) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
-  claimed: tasks(state: CLAIMED, first: 50) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
+  open: tasks(state: OPEN, first: 20) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
+  claimed: tasks(state: CLAIMED, first: 20) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
 }`;
 
 export const MORE_TASKS = `query MoreTasks($state: TaskState!, $after: String!) {

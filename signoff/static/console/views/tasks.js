@@ -18,11 +18,35 @@ import { ask, listed, loadTasks, redraw, refused, role, say, state } from "../st
 // it) but drawn a screenful at a time, so that a filter change stays quick.
 const ROWS_AT_ONCE = 50;
 
+// A list opened, or filtered anew, is drawn a screenful first, so that its rows are on
+// screen sooner; the rest of its first rows follow in the next frame.
+const FIRST_SCREEN = 15;
+let screenfulOnly = false;
+let shownList = null; // the queue and filters the list was last shown with
+
+function drawScreenfulFirst() {
+  screenfulOnly = true;
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      screenfulOnly = false;
+      if (state.route.name === "tasks") redraw();
+    }),
+  );
+}
+
+/** A new list (or new filters): its first rows, a screenful of them at first. */
+function startList() {
+  state.listRows = ROWS_AT_ONCE;
+  drawScreenfulFirst();
+}
+
 /** Show the list of `queue` (null: all the viewer's queues) with the filters of `query`. */
 export function showTasks(queue, query) {
   state.openTask = null;
   const chosen = queue || null;
-  if (chosen !== state.selectedQueue || String(query) !== String(state.listQuery)) state.listRows = ROWS_AT_ONCE;
+  const list = `${chosen} ${query}`;
+  if (list !== shownList) startList();
+  shownList = list;
   state.selectedQueue = chosen;
   state.listQuery = query;
   redraw();
@@ -55,7 +79,9 @@ export function TasksView() {
       ${state.loadingMore ? html`<p class="hint" id="loading-more" role="status">Loading more tasks…</p>` : null}
       ${rows.length
         ? html`<ul class="tasks" aria-label="Tasks waiting">
-            ${rows.slice(0, state.listRows).map((task) => html`<${TaskRow} key=${task.id} task=${task} now=${now} />`)}
+            ${rows
+              .slice(0, screenfulOnly ? Math.min(FIRST_SCREEN, state.listRows) : state.listRows)
+              .map((task) => html`<${TaskRow} key=${task.id} task=${task} now=${now} />`)}
           </ul>`
         : html`<p class="empty">${emptyText(filters)}</p>`}
       ${rows.length > state.listRows
@@ -95,7 +121,8 @@ function Filters({ filters, shows, targets }) {
     const query = queryOf({ ...filters, q: event.target.value });
     history.replaceState(null, "", href("tasks", { queue: state.selectedQueue }, query));
     state.listQuery = query;
-    state.listRows = ROWS_AT_ONCE;
+    shownList = `${state.selectedQueue} ${query}`;
+    startList();
     state.route = { ...state.route, query };
     redraw();
   };
