@@ -26,8 +26,10 @@ let shownList = null; // the queue and filters the list was last shown with
 
 function drawScreenfulFirst() {
   screenfulOnly = true;
+  // In the frame after the first one: work queued before that frame is painted would
+  // hold it back.
   requestAnimationFrame(() =>
-    setTimeout(() => {
+    requestAnimationFrame(() => {
       screenfulOnly = false;
       if (state.route.name === "tasks") redraw();
     }),
