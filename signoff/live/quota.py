@@ -1,12 +1,10 @@
 """How many live connections and subscriptions one token, and one actor, may hold in a
 process.
 
-A connection's own limit (``SIGNOFF_WS_MAX_OPERATIONS``) bounds one socket; without these
-one reviewer's token opened hundreds of sockets of a hundred subscriptions each, and every
-event was framed and sent to each of them. Websockets and Server-Sent Event streams count
-together as connections. The counts are per API process, as the rate limit is; zero turns
-a bound off. ``sockets_full`` and ``subscriptions_full`` let a transport refuse what is
-over a bound before it spends anything on it (a read of the token, a parsed document).
+A socket's own limit (``SIGNOFF_WS_MAX_OPERATIONS``) bounds one socket; without these one
+token opened hundreds of sockets, each sent every event. Websockets and event streams count
+together, per API process; zero turns a bound off. ``sockets_full`` and
+``subscriptions_full`` refuse what is over a bound before anything is spent on it.
 """
 
 from __future__ import annotations

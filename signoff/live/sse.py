@@ -2,11 +2,9 @@
 modes (distinct connections: one operation per streamed answer; single connection: a
 reserved stream that operations join by its token), authenticated as any request.
 
-A stream is a ``LiveSocket`` like a websocket: its subscriptions join the same broadcast
-groups, with ``Last-Event-ID`` as ``after``, and while it is open it counts against its
-token's and actor's bound of connections (``live.quota``), as a websocket does. What it
-sends leaves in order, at once or through a bounded queue; a stream that falls
-``frame_limit`` frames or ``byte_limit`` bytes behind is cut, an idle one gets a
+A stream is a ``LiveSocket`` like a websocket: the same broadcast groups, ``Last-Event-ID``
+as ``after``, and the same bound of connections (``live.quota``). Frames leave in order; a
+stream ``frame_limit`` frames or ``byte_limit`` bytes behind is cut, an idle one gets a
 heartbeat (docs/design.md section 8.7).
 """
 

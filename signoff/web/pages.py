@@ -62,14 +62,10 @@ def console_html(session: Mapping[str, object]) -> str:
 
 
 class PackageFiles(StaticFiles):
-    """The pages' files, which a browser asks about again before each use (an answer of
-    304 while they are unchanged): a module kept by heuristic caching past an upgrade
-    would run beside the new version's others.
-
-    A file is read from disk once per process and answered from memory after that: the
-    library's own path stats it and streams it through worker threads, several hops per
-    file, and the console's first screen asks for seventeen files at once. The package's
-    files do not change while it runs (an edit shows after a restart)."""
+    """The pages' files, revalidated before each use (``no-cache``: a module cached past an
+    upgrade would run beside the new version's), and answered from memory once read: the
+    library stats and streams each file through worker threads, and the console's first
+    screen asks for seventeen at once. An edit to them shows after a restart."""
 
     def __init__(self, *, directory: Path) -> None:
         super().__init__(directory=directory)

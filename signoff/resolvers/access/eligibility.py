@@ -83,7 +83,7 @@ async def require_eligible(
 
 
 @dataclass(frozen=True)
-class Standing:
+class ActorStanding:
     """An actor as committed now (``None``: no such actor) and whether it is a member of
     the queue asked about."""
 
@@ -93,7 +93,7 @@ class Standing:
 
 async def standings(
     session: AsyncSession, actor_ids: Iterable[str], queue_id: str | None
-) -> dict[str, Standing]:
+) -> dict[str, ActorStanding]:
     """Each actor as committed now, not as this session first read it, with whether it is
     a member of ``queue_id``: one statement for what a decision checks of its decider and
     of the proposal's proposer."""
@@ -109,11 +109,11 @@ async def standings(
         .where(col(Actor.id).in_(wanted))
         .execution_options(populate_existing=True)
     )
-    found = {actor.id: Standing(actor, bool(is_member)) for actor, is_member in rows.all()}
-    return {actor_id: found.get(actor_id, Standing(None, False)) for actor_id in wanted}
+    found = {actor.id: ActorStanding(actor, bool(is_member)) for actor, is_member in rows.all()}
+    return {actor_id: found.get(actor_id, ActorStanding(None, False)) for actor_id in wanted}
 
 
-def check_deciding_now(viewer: Viewer, queue_id: str | None, standing: Standing) -> None:
+def check_deciding_now(viewer: Viewer, queue_id: str | None, standing: ActorStanding) -> None:
     """The viewer may still decide on ``queue_id`` as its actor is committed now, not only
     as its viewer was read (a process keeps a token's viewer for a moment): enabled, with
     the same role, and for a reviewer, still a member. Every decision checks it on its
