@@ -12,7 +12,7 @@ signed in as a reviewer of the queue.
   (``performance.now()`` in the page, after a ``requestAnimationFrame``), the sign-in's
   requests included, and the part of it after the list's first answer came (the
   console's own work: reading it and drawing); and to the frame once every task is read
-  (the list reads a first page of 50, then 100 a page; it draws 50 rows at a time, its
+  (the list reads a first page of 15 per state, then 100 a page; it draws 50 rows at a time, its
   filters count all).
 - **filter change**: from the click (or the keystroke, or the choice) to the next frame,
   all rows loaded: a filter link that leaves a few rows (``Overdue``), one that brings all

@@ -77,12 +77,13 @@ async def test_the_console_files_are_asked_about_again_before_each_use(
     assert missing.status_code == 404
 
 
-async def test_the_first_requests_do_not_wait_for_the_view_modules(
+async def test_the_first_requests_do_not_wait_for_any_module(
     browser: Browser, module_server: ModuleServer
 ) -> None:
-    """Reloaded with the tab's token and the list's module held back, the console has
-    already asked for the viewer and the list's first page; once the module comes, the
-    list is drawn from those answers, with no second request for either."""
+    """Reloaded with the tab's token and every console module held back, the console has
+    already asked for the viewer and the list's first page (start.js, a classic script,
+    sends them); once the modules come, the list is drawn from those answers, with no
+    second request for either."""
     server = module_server.server
     async with http_gql(server, module_server.sessionmaker) as gql:
         world = await build_world(gql, reviewers=1, reviewer_names=unique_name("reviewer"))
@@ -98,14 +99,14 @@ async def test_the_first_requests_do_not_wait_for_the_view_modules(
             if sorted(asked) == ["query Tasks", "query Viewer"]:
                 both_asked.set()
 
-        async def hold_the_view(route: Route) -> None:
+        async def hold_the_modules(route: Route) -> None:
             held.set()
             await release.wait()
             await route.fallback()
 
         try:
             await expect(page.locator("#tasks-title")).to_be_visible()
-            await page.route(re.compile(r"/static/console/views/tasks\.js$"), hold_the_view)
+            await page.route(re.compile(r"/static/console/(?!start\.js$).+\.js$"), hold_the_modules)
             page.on("request", note)
             reloading = asyncio.create_task(page.reload())
             await asyncio.wait_for(held.wait(), LIVE_WITHIN / 1000)

@@ -14,7 +14,9 @@ from signoff.models import Role
 from signoff.schema.serving.execution import PlainFieldExecutor
 from tests.helpers import GraphQLClient, build_world
 
-CONSOLE_QUERIES = Path(__file__).parents[2] / "signoff/static/console/queries.js"
+CONSOLE = Path(__file__).parents[2] / "signoff/static/console"
+# start.js holds the first screen's documents (it sends them before any module runs).
+CONSOLE_QUERIES = (CONSOLE / "start.js", CONSOLE / "queries.js")
 SELECTION = """id state actionCode subject payload payloadDigest requiredApprovals
 approvalCount expiresAt createdAt target { id name approvalMode }
 approvals { id decision payloadDigest createdAt approver { id name } }
@@ -25,7 +27,7 @@ ONE = "query One($id: ID!) { proposal(id: $id) { " + SELECTION + " } }"
 
 def console_documents() -> dict[str, str]:
     """The console's documents by their constant's name, template literals filled in."""
-    text = CONSOLE_QUERIES.read_text()
+    text = "\n".join(path.read_text() for path in CONSOLE_QUERIES)
     found: dict[str, str] = {}
     constants = re.findall(r'const (\w+) = ([`"])(.*?)\2;', text, flags=re.DOTALL)
     for name, _quote, body in constants:

@@ -5,8 +5,6 @@
 // subscriptions travel over one Server-Sent Events stream (graphql-sse's single
 // connection mode) instead.
 
-const ENDPOINT = "/graphql";
-
 /**
  * The "token" of a console signed in through the identity provider: requests then carry
  * the HttpOnly session cookie (which this page cannot read) and the session's CSRF token,
@@ -20,11 +18,17 @@ export function useSession(csrf) {
   csrfToken = csrf;
 }
 
+// How a request is sent and signed is start.js's (the page runs it first, and its first
+// requests are sent the same way).
+const { ENDPOINT, credentials, post } = window.signoffStart;
+
+/** What start.js signs a request made with `token` with. */
+function authFor(token) {
+  return token === SESSION ? { csrf: csrfToken } : { bearer: token };
+}
+
 function credentialsFor(token) {
-  if (token === SESSION) {
-    return { headers: { "X-CSRF-Token": csrfToken || "" }, credentials: "same-origin" };
-  }
-  return { headers: { Authorization: `Bearer ${token}` }, credentials: "omit" };
+  return credentials(authFor(token));
 }
 
 /** POST to one of the console's /auth endpoints with the session's CSRF token. */
@@ -48,29 +52,23 @@ export class Refusal extends Error {
 }
 
 /** Run a query or mutation; resolve to its data, or reject with a Refusal. */
-export async function request(token, query, variables = {}) {
-  let response;
-  const auth = credentialsFor(token);
+export function request(token, query, variables = {}) {
+  return answerOf(post(authFor(token), query, variables));
+}
+
+/** What a request's `response` (a promise of it) answered: its data, or a Refusal. */
+export async function answerOf(response) {
+  let answer;
   try {
-    response = await fetch(ENDPOINT, {
-      method: "POST",
-      headers: {
-        "Content-Type": "application/json",
-        Accept: "application/json",
-        ...auth.headers,
-      },
-      body: JSON.stringify({ query, variables }),
-      credentials: auth.credentials,
-      cache: "no-store",
-    });
+    answer = await response;
   } catch (failure) {
     throw new Refusal("NETWORK", String(failure));
   }
   let body;
   try {
-    body = await response.json();
+    body = await answer.json();
   } catch (notJson) {
-    throw new Refusal(response.status === 413 ? "REQUEST_TOO_LARGE" : "NETWORK", String(notJson));
+    throw new Refusal(answer.status === 413 ? "REQUEST_TOO_LARGE" : "NETWORK", String(notJson));
   }
   if (body.errors && body.errors.length) {
     const first = body.errors[0];

@@ -1,28 +1,9 @@
 // The GraphQL documents the console sends: one place that knows the API's shape.
 
-export const TASK_FIELDS = `
-  id kind title priority dueAt state claimExpiresAt claimedByMe createdAt
-  assignee { name }
-  queue { id slug name }
-  proposal {
-    id state actionCode approvalCount requiredApprovals payloadDigest
-    subject payload createdAt proposedBy { name } target { id name summaryField }
-  }
-`;
-
-export const LOAD_VIEWER = `query Viewer {
-  viewer { actor { id name role } queues { id slug name } }
-}`;
+// The first screen's documents are start.js's, which sends them before any module runs.
+export const { TASK_FIELDS, LOAD_VIEWER, LOAD_TASKS } = window.signoffStart.documents;
 
 export const LOAD_ALL_QUEUES = `query Queues { queues { id slug name } }`;
-
-// The first page of each list, a screenful (drawn as soon as it comes); MORE_TASKS reads
-// the rest, 100 at a time.
-export const LOAD_TASKS = `query Tasks {
-  changeFeedCursor
-  open: tasks(state: OPEN, first: 20) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
-  claimed: tasks(state: CLAIMED, first: 20) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
-}`;
 
 export const MORE_TASKS = `query MoreTasks($state: TaskState!, $after: String!) {
   tasks(state: $state, first: 100, after: $after) { nodes { ${TASK_FIELDS} } pageInfo { hasNextPage endCursor } }
