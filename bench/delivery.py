@@ -474,17 +474,33 @@ def start_worker(settings: Settings, metrics_port: int) -> subprocess.Popen[byte
 
 @dataclass
 class Costs:
-    """SQL statements and Redis commands while deliveries were being made."""
+    """SQL statements, Redis commands and the worker's CPU seconds (user + system, from
+    /proc, where there is one) while deliveries were being made."""
 
     statements: float = 0.0
     redis: int = 0
+    cpu: float | None = None
 
     @classmethod
-    async def now(cls, metrics_port: int | None, redis_url: str | None) -> Costs:
-        return cls(await worker_statements(metrics_port), await redis_calls(redis_url))
+    async def now(
+        cls, metrics_port: int | None, redis_url: str | None, pid: int | None = None
+    ) -> Costs:
+        statements = await worker_statements(metrics_port)
+        return cls(statements, await redis_calls(redis_url), cpu_seconds(pid))
 
     def since(self, start: Costs) -> Costs:
-        return Costs(self.statements - start.statements, self.redis - start.redis)
+        cpu = None if self.cpu is None or start.cpu is None else self.cpu - start.cpu
+        return Costs(self.statements - start.statements, self.redis - start.redis, cpu)
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """CPU seconds a process (this one if ``pid`` is ``None``) has used, or ``None``
+    without /proc."""
+    try:
+        fields = Path(f"/proc/{pid or os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def run(
@@ -539,12 +555,12 @@ async def run(
                 assert metrics_port is not None
                 worker = start_worker(settings, metrics_port)
                 await wait_for_metrics(metrics_port)
-                before = await Costs.now(metrics_port, redis_url)
+                before = await Costs.now(metrics_port, redis_url, worker.pid)
             else:
                 await jobs.start(work)
             if not backlog:
                 await asyncio.sleep(2)  # let the worker connect before the clock starts
-                before = await Costs.now(metrics_port, redis_url)
+                before = await Costs.now(metrics_port, redis_url, worker.pid if worker else None)
                 started = time.time()
                 if approver_processes > 1:
                     started += APPROVER_STARTUP_SECONDS  # the processes start together then
@@ -555,7 +571,9 @@ async def run(
                     await approve_all(work, reviewer, proposals, rate)
                 approved = time.time()
             seen = await receiver.wait_for(n)
-            costs = (await Costs.now(metrics_port, redis_url)).since(before)
+            costs = (
+                await Costs.now(metrics_port, redis_url, worker.pid if worker else None)
+            ).since(before)
             received = (await receiver.stats())["requests"]
             finished = max(seen.values())
         finally:
@@ -635,6 +653,9 @@ def report(
     print(f"  SQL statements per delivery ({scope}): {costs.statements / n:.2f}")
     if redis_url:
         print(f"  Redis commands per delivery (all clients): {costs.redis / n:.2f}")
+    if costs.cpu is not None:
+        whose = "the worker's" if redis_url else "this process's (approvals included when live)"
+        print(f"  CPU per delivery ({whose}, user + system): {costs.cpu / n * 1000:.2f} ms")
     print(
         f"  machine: {platform.platform()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"

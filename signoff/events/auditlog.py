@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import case
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -90,22 +90,64 @@ async def has_pending(connection: AsyncConnection) -> bool:
     return (await connection.execute(ANY_PENDING)).first() is not None
 
 
-async def positions(connection: AsyncConnection, size: int) -> tuple[int, sa.Update | None]:
+@dataclass(frozen=True)
+class Positioned:
+    """Positions and leaf hashes given to pending audit records, for the caller to write
+    in its stamping transaction: ``POSITION_ARRAYS`` on PostgreSQL, ``POSITION_EACH``
+    elsewhere (one statement of a fixed shape either way, compiled once)."""
+
+    ids: list[str]
+    positions: list[int]
+    leaves: list[str]
+
+    def arrays(self) -> dict[str, Any]:
+        return {
+            "audit_ids": self.ids,
+            "audit_positions": self.positions,
+            "audit_leaves": self.leaves,
+        }
+
+    def each(self) -> list[dict[str, Any]]:
+        return [
+            {"b_id": id_, "b_position": position, "b_leaf": leaf}
+            for id_, position, leaf in zip(self.ids, self.positions, self.leaves, strict=True)
+        ]
+
+
+_POSITIONS = (
+    sa.func.unnest(
+        sa.bindparam("audit_ids", type_=sa.ARRAY(sa.String)),
+        sa.bindparam("audit_positions", type_=sa.ARRAY(sa.BigInteger)),
+        sa.bindparam("audit_leaves", type_=sa.ARRAY(sa.String)),
+    )
+    .table_valued("id", "position", "leaf_hash")
+    .render_derived(name="positioned_rows")
+)
+# The positions as arrays, one row each by ``unnest``: the statement's text and its
+# parameters' number do not change with the batch (a CASE per batch was compiled anew).
+POSITION_ARRAYS = (
+    sa.update(AUDIT)
+    .where(AUDIT.c.id == _POSITIONS.c.id)
+    .values(position=_POSITIONS.c.position, leaf_hash=_POSITIONS.c.leaf_hash)
+)
+POSITION_EACH = (
+    sa.update(AUDIT)
+    .where(AUDIT.c.id == sa.bindparam("b_id"))
+    .values(position=sa.bindparam("b_position"), leaf_hash=sa.bindparam("b_leaf"))
+)
+
+
+async def positions(connection: AsyncConnection, size: int) -> tuple[int, Positioned | None]:
     """Positions from ``size`` on for the pending audit records, in the caller's stamping
-    transaction (which holds the feed state's lock): the log's new size, and the update
-    that records them (``None``: nothing pending), which the caller runs with its cursors'
-    (one round trip on PostgreSQL) and whose new size it records in the feed's state."""
+    transaction (which holds the feed state's lock): the log's new size, and the positions
+    (``None``: nothing pending), which the caller writes with its cursors (one round trip
+    on PostgreSQL) and whose new size it records in the feed's state."""
     rows = (await connection.execute(PENDING)).all()
     if not rows:
         return size, None
-    places = {row.id: size + offset for offset, row in enumerate(rows)}
-    leaves = {row.id: entry_hash(entry(places[row.id], row)).hex() for row in rows}
-    update = (
-        sa.update(AUDIT)
-        .where(AUDIT.c.id.in_(places))
-        .values(position=case(places, value=AUDIT.c.id), leaf_hash=case(leaves, value=AUDIT.c.id))
-    )
-    return size + len(rows), update
+    places = list(range(size, size + len(rows)))
+    leaves = [entry_hash(entry(place, row)).hex() for place, row in zip(places, rows, strict=True)]
+    return size + len(rows), Positioned([row.id for row in rows], places, leaves)
 
 
 async def log_size(session: AsyncSession) -> int:

@@ -76,7 +76,11 @@ class Dispatcher:
         self._look_again_at = 0.0  # monotonic; a look owed to a wake bucket
         self._outcome_waiting = asyncio.Event()
         self._flush_now = asyncio.Event()
-        self._in_flight: dict[str, tuple[Delivery, float]] = {}  # proposal id -> (delivery, since)
+        # Claimed and not yet recorded: proposal id -> (delivery, since). Their leases are
+        # renewed until their outcomes are recorded.
+        self._in_flight: dict[str, tuple[Delivery, float]] = {}
+        # Of those, the ones whose requests have finished: their slots are free again.
+        self._answered: set[str] = set()
         self._sent: list[Sent] = []
         self._sending: set[asyncio.Task[None]] = set()
         self._loops: list[asyncio.Task[None]] = []
@@ -85,7 +89,11 @@ class Dispatcher:
 
     @property
     def free_slots(self) -> int:
-        return self.concurrency - len(self._in_flight)
+        """Slots for requests: those whose requests finished free theirs before their
+        outcomes are recorded (the next claim is told, so its targets' limits do not count
+        them either), but no more than ``concurrency`` outcomes wait to be recorded."""
+        sending = len(self._in_flight) - len(self._answered)
+        return min(self.concurrency - sending, 2 * self.concurrency - len(self._in_flight))
 
     def wake(self) -> None:
         """Claim soon: a delivery came due, or slots were freed."""
@@ -151,9 +159,14 @@ class Dispatcher:
 
     async def _claim(self, limit: int, only: Sequence[str] | None = None) -> Claim:
         settings = self.services.settings
+        answered = [self._in_flight[i][0].lease for i in self._answered]
         async with self.services.work() as work:
             return await claim_deliveries(
-                work, limit=limit, lease_seconds=settings.delivery_lease_seconds, only=only
+                work,
+                limit=limit,
+                lease_seconds=settings.delivery_lease_seconds,
+                only=only,
+                answered=answered,
             )
 
     async def _claim_loop(self) -> None:
@@ -224,10 +237,12 @@ class Dispatcher:
     async def _send_and_buffer(self, delivery: Delivery) -> None:
         outcome = await self._send(delivery)
         self._sent.append(Sent(delivery, outcome))
+        self._answered.add(delivery.proposal.id)
         self._outcome_waiting.set()
         # Waiting longer gains nothing once every request in flight has finished.
-        if len(self._sent) >= min(self.flush_size, len(self._in_flight)):
+        if len(self._sent) >= self.flush_size or len(self._in_flight) == len(self._answered):
             self._flush_now.set()
+        self.wake()
 
     def _take_sent(self) -> list[Sent]:
         sent, self._sent = self._sent, []
@@ -275,6 +290,7 @@ class Dispatcher:
                 await asyncio.sleep(RECORD_RETRY_SECONDS)
         for sent, state in zip(batch, states, strict=True):
             self._in_flight.pop(sent.delivery.proposal.id, None)
+            self._answered.discard(sent.delivery.proposal.id)
             _report(sent, state)
         return states
 

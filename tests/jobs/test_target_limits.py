@@ -17,12 +17,15 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pytest
 from sqlmodel import col, func, select
 
 from signoff.destinations import DestinationPolicy
+from signoff.jobs import dispatcher as dispatcher_module
 from signoff.jobs.context import open_http_client
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import DeliveryAttempt, Proposal, ProposalState
+from signoff.resolvers.delivery.outcomes import record_outcomes
 from signoff.resolvers.targets.limits import BURST_SECONDS
 from tests.conftest import requires_postgres
 from tests.helpers import PAYMENT_SCHEMA, REGISTER_TARGET, GraphQLClient, World, build_world
@@ -277,3 +280,31 @@ async def test_dispatchers_claiming_at_once_never_claim_a_delivery_twice(
     async with worker.services.sessionmaker() as session:
         attempts = (await session.exec(select(DeliveryAttempt.attempt_number))).all()
     assert Counter(attempts) == {1: len(ids)}
+
+
+async def test_a_finished_request_frees_its_slot_before_its_outcome_is_recorded(
+    gql: GraphQLClient, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording outcomes is slowed to a second a batch. A target allowing 2 in flight is
+    sent more while the first two outcomes wait to be recorded (their requests finished),
+    and never more than 2 at once."""
+    recorded_at: list[float] = []
+
+    async def slow_record(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(1.0)
+        states = await record_outcomes(*args, **kwargs)
+        recorded_at.append(asyncio.get_running_loop().time())
+        return states
+
+    monkeypatch.setattr(dispatcher_module, "record_outcomes", slow_record)
+    async with serve(Receiver([Answer(delay=0.1)])) as receiver:
+        world = await auto_world(gql, receiver, maxConcurrency=2)
+        ids = await queued(world, 10)
+        async with dispatching(worker, concurrency=4):
+            await eventually(lambda: len(receiver.requests) == len(ids), 20)
+            await eventually(lambda: len(recorded_at) > 0, 5)
+
+    once_each(receiver, ids)
+    assert receiver.most_open == 2
+    before_first_record = [r for r in receiver.requests if r.at < recorded_at[0]]
+    assert len(before_first_record) >= 4

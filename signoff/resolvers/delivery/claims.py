@@ -9,17 +9,17 @@ shares the slots among them within their limits, moves the chosen proposals to
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import exists, func, tuple_, union_all, update
+from sqlalchemy import and_, exists, func, not_, tuple_, union_all, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.evidence.sealing import SealingError
-from signoff.models import Approval, Decision, Proposal, ProposalState, Target
+from signoff.models import Approval, CircuitState, Decision, Proposal, ProposalState, Target
 from signoff.models.proposal import payload_digest_of
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
@@ -68,15 +68,20 @@ async def claim_deliveries(
     limit: int,
     lease_seconds: int,
     only: Sequence[str] | None = None,
+    answered: Collection[tuple[str, int]] = (),
 ) -> Claim:
     """Claim up to ``limit`` due deliveries (of the proposals ``only`` names, if given) and
-    commit; see the module's description."""
+    commit; see the module's description. ``answered``: the leases ``(proposal id, lease
+    generation)`` of the caller's deliveries whose requests have finished but whose
+    outcomes are not yet recorded; they no longer count against their targets'
+    ``maxConcurrency`` (a probe still waits for them; a lease since taken over by another
+    worker is a new generation, in flight again)."""
     now = work.now()
     targets = await _claimable_targets(work, now, only)
     if not targets or limit <= 0:
         await work.rollback()
         return NOTHING
-    in_flight = await _in_flight(work, [t.id for t in targets], now)
+    in_flight = await _in_flight(work, targets, now, answered)
     allowances = [allowance(t, in_flight.get(t.id, 0), now) for t in targets]
     quotas = share(limit, allowances)
     retry_at = min((a.retry_at for a in allowances if a.retry_at is not None), default=None)
@@ -129,12 +134,27 @@ async def _claimable_targets(
     return list((await work.session.exec(stmt)).all())
 
 
-async def _in_flight(work: UnitOfWork, target_ids: list[str], now: datetime) -> dict[str, int]:
-    """Deliveries in flight per target: claimed, lease live, not waiting after a 202."""
+async def _in_flight(
+    work: UnitOfWork,
+    targets: Sequence[Target],
+    now: datetime,
+    answered: Collection[tuple[str, int]],
+) -> dict[str, int]:
+    """Deliveries in flight per target: claimed, lease live, not waiting after a 202, and
+    not ``answered`` (their requests have finished), except for a target whose circuit is
+    open or half-open: its probe waits for every outcome to be recorded."""
+    counted: Any = func.count()
+    if answered:
+        closed = [t.id for t in targets if t.circuit_state == CircuitState.CLOSED.value]
+        finished = and_(
+            tuple_(col(Proposal.id), col(Proposal.delivery_lease)).in_(list(answered)),
+            col(Proposal.target_id).in_(closed),
+        )
+        counted = func.count().filter(not_(finished))
     stmt = (
-        select(Proposal.target_id, func.count())
+        select(Proposal.target_id, counted)
         .where(
-            col(Proposal.target_id).in_(target_ids),
+            col(Proposal.target_id).in_([t.id for t in targets]),
             col(Proposal.state) == ProposalState.APPLYING.value,
             col(Proposal.lease_expires_at) > now,
             col(Proposal.accepted_at).is_(None),

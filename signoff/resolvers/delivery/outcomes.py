@@ -41,23 +41,46 @@ async def refuse_attempt(work: UnitOfWork, proposal: Proposal, error_code: str) 
 
 
 ATTEMPTS: sa.Table = DeliveryAttempt.__table__  # type: ignore[attr-defined]
-# What settling a started attempt writes, one row of an executemany per attempt.
+_SETTLED_COLUMNS = (
+    "response_class",
+    "status_code",
+    "error_code",
+    "request_digest",
+    "response_digest",
+    "duration_ms",
+    "started_at",
+    "finished_at",
+)
+# What settling started attempts writes. On PostgreSQL one statement for the batch, its
+# rows as arrays (``unnest``): the text and the parameters' number do not change with
+# the batch, where an executemany sent a statement per attempt.
+_SETTLED = (
+    sa.func.unnest(
+        *(
+            sa.bindparam(f"a_{name}", type_=sa.ARRAY(ATTEMPTS.c[name].type))
+            for name in ("proposal_id", "lease", *_SETTLED_COLUMNS)
+        )
+    )
+    .table_valued("proposal_id", "lease", *_SETTLED_COLUMNS)
+    .render_derived(name="settled_rows")
+)
+_SETTLE_ARRAYS = (
+    sa.update(ATTEMPTS)
+    .where(
+        ATTEMPTS.c.proposal_id == _SETTLED.c.proposal_id,
+        ATTEMPTS.c.lease == _SETTLED.c.lease,
+    )
+    .values({name: _SETTLED.c[name] for name in _SETTLED_COLUMNS})
+    .returning(ATTEMPTS.c.proposal_id, ATTEMPTS.c.lease)
+)
+# Elsewhere (SQLite, in process) one row of an executemany per attempt.
 _SETTLE = (
     sa.update(ATTEMPTS)
     .where(
         ATTEMPTS.c.proposal_id == sa.bindparam("b_proposal_id"),
         ATTEMPTS.c.lease == sa.bindparam("b_lease"),
     )
-    .values(
-        response_class=sa.bindparam("b_response_class"),
-        status_code=sa.bindparam("b_status_code"),
-        error_code=sa.bindparam("b_error_code"),
-        request_digest=sa.bindparam("b_request_digest"),
-        response_digest=sa.bindparam("b_response_digest"),
-        duration_ms=sa.bindparam("b_duration_ms"),
-        started_at=sa.bindparam("b_started_at"),
-        finished_at=sa.bindparam("b_finished_at"),
-    )
+    .values({name: sa.bindparam(f"b_{name}") for name in _SETTLED_COLUMNS})
 )
 
 
@@ -143,23 +166,25 @@ async def _settle_attempts(work: UnitOfWork, attempts: Sequence[Attempted]) -> N
     claimed before attempts were started at their claim) is inserted whole."""
     connection = await work.session.connection()
     keys = [(a.proposal.id, a.proposal.delivery_lease) for a in attempts]
-    started = set(
-        (
-            await connection.execute(
-                sa.select(ATTEMPTS.c.proposal_id, ATTEMPTS.c.lease).where(
-                    tuple_(ATTEMPTS.c.proposal_id, ATTEMPTS.c.lease).in_(keys)
+    if connection.dialect.name == "postgresql":
+        # The update says which rows it found: no look beforehand.
+        rows = [_settled_row(a) for a in attempts]
+        arrays = {f"a_{key[2:]}": [row[key] for row in rows] for key in rows[0]}
+        started = set((await connection.execute(_SETTLE_ARRAYS, arrays)).all())
+    else:
+        started = set(
+            (
+                await connection.execute(
+                    sa.select(ATTEMPTS.c.proposal_id, ATTEMPTS.c.lease).where(
+                        tuple_(ATTEMPTS.c.proposal_id, ATTEMPTS.c.lease).in_(keys)
+                    )
                 )
-            )
-        ).all()
-    )
-    settled = [a for a in attempts if (a.proposal.id, a.proposal.delivery_lease) in started]
-    if settled:
-        await connection.execute(_SETTLE, [_settled_row(a) for a in settled])
-    whole = [
-        _attempt_row(a)
-        for a in attempts
-        if (a.proposal.id, a.proposal.delivery_lease) not in started
-    ]
+            ).all()
+        )
+        settled = [_settled_row(a) for a, key in zip(attempts, keys, strict=True) if key in started]
+        if settled:
+            await connection.execute(_SETTLE, settled)
+    whole = [_attempt_row(a) for a, key in zip(attempts, keys, strict=True) if key not in started]
     if whole:
         await connection.execute(sa.insert(ATTEMPTS), whole)
 
