@@ -57,6 +57,7 @@ from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload, SocketWriter
 from signoff.live.quota import LiveQuota, Slot
+from signoff.live.reclaim import MemoryReclaim
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
 from signoff.schema.context import Context
@@ -112,6 +113,8 @@ class Connection(ASGIWebSocketAdapter):
         self._broadcaster = broadcaster if isinstance(broadcaster, Broadcaster) else None
         quota = getattr(view, "live_quota", None)
         self._quota = quota if isinstance(quota, LiveQuota) else None
+        reclaim = getattr(view, "memory_reclaim", None)
+        self.reclaim = reclaim if isinstance(reclaim, MemoryReclaim) else None
 
     # The subscription fields' interface (``schema.live.LiveSocket``).
     async def follow(self, info: strawberry.Info, scope: ScopeOf, after: str | None) -> None:
@@ -368,12 +371,15 @@ async def close_all(connections: weakref.WeakSet[Connection], code: int, reason:
 
 
 async def _handle_then_stop(handle: Callable[[], Awaitable[None]], websocket: Any) -> None:
-    """Serve the connection; when it ends, stop its writer and drop what is queued."""
-    try:
-        await handle()
-    finally:
-        if isinstance(websocket, Connection):
-            await websocket.stop()
+    """Serve the connection; when it ends, stop its writer and drop what is queued (and
+    count it as ended, for ``live.reclaim``)."""
+    reclaim = websocket.reclaim if isinstance(websocket, Connection) else None
+    with reclaim.connection() if reclaim is not None else contextlib.nullcontext():
+        try:
+            await handle()
+        finally:
+            if isinstance(websocket, Connection):
+                await websocket.stop()
 
 
 def _bind(context: Any, websocket: Any, frame_type: str) -> None:
