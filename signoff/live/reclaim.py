@@ -1,10 +1,10 @@
 """Memory given back once many live connections have ended at once (a storm of sockets).
 
 An ended websocket's objects wait in reference cycles (uvicorn's protocol, graphql-core's
-execution) for the collector's oldest generation, and the allocator keeps what they freed:
-the process stayed at what a storm made it take. Once at least as many connections ended
-as are still open (and ``LIVE_RECLAIM_MIN_ENDED``), a full collection and glibc's
-``malloc_trim`` run, at most once per ``LIVE_RECLAIM_INTERVAL_SECONDS`` (docs/design.md 8.5).
+execution) for a full collection, which `signoff serve` makes rare, and the allocator
+keeps what they freed. Once as many sockets that held a slot ended as are still open (and
+``LIVE_RECLAIM_MIN_ENDED``), a full collection and glibc's ``malloc_trim`` run, at most
+once per ``LIVE_RECLAIM_INTERVAL_SECONDS`` (docs/design.md 8.5).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import ctypes
 import gc
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from signoff.constants import (
     LIVE_RECLAIM_DELAY_SECONDS,
@@ -63,17 +62,13 @@ class MemoryReclaim:
         self._last = -interval
         self._pending: asyncio.TimerHandle | None = None
 
-    @contextmanager
-    def connection(self) -> Iterator[None]:
-        """Count one connection from its start to its end."""
+    def opened(self) -> None:
+        """A connection took its slot (a socket refused on the way costs no reclaim)."""
         self.open += 1
-        try:
-            yield
-        finally:
-            self.open -= 1
-            self._ended()
 
-    def _ended(self) -> None:
+    def closed(self) -> None:
+        """A connection counted by ``opened`` ended."""
+        self.open -= 1
         self.ended += 1
         if self._pending is not None or self.ended < max(self.min_ended, self.open):
             return

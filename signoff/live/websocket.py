@@ -173,6 +173,8 @@ class Connection(ASGIWebSocketAdapter):
         ``connection_init`` of the legacy protocol, with another token, replaces it)."""
         if self._slot is not None:
             self._slot.release()
+        elif self.reclaim is not None:
+            self.reclaim.opened()
         self._slot = slot
 
     def count_operation(self, operation_id: str, context: object) -> bool:
@@ -274,6 +276,9 @@ class Connection(ASGIWebSocketAdapter):
             self._expiry.cancel()
         if self._slot is not None:
             self._slot.release()
+            self._slot = None
+            if self.reclaim is not None:
+                self.reclaim.closed()
         for slot in self._operation_slots.values():
             slot.release()
         self._operation_slots.clear()
@@ -371,15 +376,12 @@ async def close_all(connections: weakref.WeakSet[Connection], code: int, reason:
 
 
 async def _handle_then_stop(handle: Callable[[], Awaitable[None]], websocket: Any) -> None:
-    """Serve the connection; when it ends, stop its writer and drop what is queued (and
-    count it as ended, for ``live.reclaim``)."""
-    reclaim = websocket.reclaim if isinstance(websocket, Connection) else None
-    with reclaim.connection() if reclaim is not None else contextlib.nullcontext():
-        try:
-            await handle()
-        finally:
-            if isinstance(websocket, Connection):
-                await websocket.stop()
+    """Serve the connection; when it ends, stop its writer and drop what is queued."""
+    try:
+        await handle()
+    finally:
+        if isinstance(websocket, Connection):
+            await websocket.stop()
 
 
 def _bind(context: Any, websocket: Any, frame_type: str) -> None:

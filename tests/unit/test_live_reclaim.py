@@ -36,11 +36,10 @@ def _reclaim(calls: Calls, **kwargs: float) -> MemoryReclaim:
 
 
 def _open_then_end(reclaim: MemoryReclaim, count: int) -> None:
-    connections = [reclaim.connection() for _ in range(count)]
-    for connection in connections:
-        connection.__enter__()
-    for connection in connections:
-        connection.__exit__(None, None, None)
+    for _ in range(count):
+        reclaim.opened()
+    for _ in range(count):
+        reclaim.closed()
 
 
 async def test_a_storm_that_ends_is_reclaimed_once_after_its_burst() -> None:
@@ -69,14 +68,13 @@ async def test_a_second_storm_within_the_interval_waits_for_it() -> None:
 async def test_few_ended_among_many_open_cause_no_reclaim() -> None:
     calls = Calls()
     reclaim = _reclaim(calls)
-    staying = [reclaim.connection() for _ in range(20)]
-    for connection in staying:
-        connection.__enter__()
+    for _ in range(20):
+        reclaim.opened()
     _open_then_end(reclaim, 19)  # fewer than are still open
     await asyncio.sleep(0.05)
     assert calls.collects == 0
-    for connection in staying:
-        connection.__exit__(None, None, None)
+    for _ in range(20):
+        reclaim.closed()
     await asyncio.sleep(0.05)
     assert calls.collects == 1
 
