@@ -232,6 +232,13 @@ LIVE_MAX_SUBSCRIPTIONS_PER_ACTOR = 512
 # message no sooner than this: a client that floods subscriptions it may not hold slows
 # its own sockets, not the process's event loop.
 LIVE_REFUSAL_PAUSE_SECONDS = 0.25
+# Memory given back after a storm of live connections (``live.reclaim``): once as many
+# sockets that held a slot ended as are still open, and at least one token's bound of them,
+# a full collection and ``malloc_trim`` run after the burst's delay, at most once per
+# interval (a full collection pauses the event loop in proportion to what the process holds).
+LIVE_RECLAIM_MIN_ENDED = 64
+LIVE_RECLAIM_DELAY_SECONDS = 1.0
+LIVE_RECLAIM_INTERVAL_SECONDS = 5.0
 # graphql-transport-ws: the client did not answer the server's last ping before the next.
 WS_CLOSE_NO_PONG = 4410
 WS_CLOSE_NO_PONG_REASON = "no pong to the last ping; reconnect"

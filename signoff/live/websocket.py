@@ -57,6 +57,7 @@ from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload, SocketWriter
 from signoff.live.quota import LiveQuota, Slot
+from signoff.live.reclaim import MemoryReclaim
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
 from signoff.schema.context import Context
@@ -112,6 +113,8 @@ class Connection(ASGIWebSocketAdapter):
         self._broadcaster = broadcaster if isinstance(broadcaster, Broadcaster) else None
         quota = getattr(view, "live_quota", None)
         self._quota = quota if isinstance(quota, LiveQuota) else None
+        reclaim = getattr(view, "memory_reclaim", None)
+        self.reclaim = reclaim if isinstance(reclaim, MemoryReclaim) else None
 
     # The subscription fields' interface (``schema.live.LiveSocket``).
     async def follow(self, info: strawberry.Info, scope: ScopeOf, after: str | None) -> None:
@@ -170,6 +173,8 @@ class Connection(ASGIWebSocketAdapter):
         ``connection_init`` of the legacy protocol, with another token, replaces it)."""
         if self._slot is not None:
             self._slot.release()
+        elif self.reclaim is not None:
+            self.reclaim.opened()
         self._slot = slot
 
     def count_operation(self, operation_id: str, context: object) -> bool:
@@ -271,6 +276,9 @@ class Connection(ASGIWebSocketAdapter):
             self._expiry.cancel()
         if self._slot is not None:
             self._slot.release()
+            self._slot = None
+            if self.reclaim is not None:
+                self.reclaim.closed()
         for slot in self._operation_slots.values():
             slot.release()
         self._operation_slots.clear()

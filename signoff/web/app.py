@@ -70,6 +70,7 @@ from signoff.jsonvalues import decode_body
 from signoff.live.broadcast import Broadcaster
 from signoff.live.prepared_frames import KeepServerSend
 from signoff.live.quota import LiveLimits, LiveQuota
+from signoff.live.reclaim import MemoryReclaim, malloc_trim
 from signoff.live.sse import EventStreams, stream_request
 from signoff.live.websocket import (
     Connection,
@@ -158,6 +159,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
             # A revoked token or a changed role takes effect on the next request at once.
             hub.fanout.listen(functools.partial(forget_changed_viewers, self.viewers))
         self.open_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        # Read by each Connection: what a storm of sockets took is given back once it ends.
+        self.memory_reclaim = MemoryReclaim(trim=malloc_trim())
         self.live_quota = LiveQuota(
             LiveLimits(
                 sockets_per_token=settings.live_max_sockets_per_token,
