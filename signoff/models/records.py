@@ -181,26 +181,10 @@ async def select_records(
     value; it runs once per ``kind`` (anything hashable that decides the statement's
     text), so a caller building several shapes names each one.
     """
-    (found,) = await select_all(session, [RecordsSelect(model, kind, build, parameters)])
-    return found
-
-
-@dataclass(frozen=True)
-class RecordsSelect:
-    """One ``select_records`` read, for ``select_all``."""
-
-    model: type[SQLModel]
-    kind: Hashable
-    build: Callable[[str], Select[Any]]
-    parameters: dict[str, Any]
-
-
-async def select_all(session: AsyncSession, reads: Sequence[RecordsSelect]) -> list[list[Any]]:
-    """The records of each of ``reads``, in one round trip where the connection allows."""
     connection = await session.connection()
-    dialect = connection.dialect
-    plans = [_plan_of(read.kind, read.model, read.build, dialect) for read in reads]
-    return await _run(connection, plans, [read.parameters for read in reads])
+    plan = _plan_of(kind, model, build, connection.dialect)
+    (found,) = await _run(connection, [plan], [parameters])
+    return found
 
 
 def _read_kind(read: RowsWhere) -> Hashable:

@@ -26,7 +26,7 @@ from signoff.models import (
     QueueMembership,
     Role,
 )
-from signoff.models.records import RecordsSelect, one_of, record_columns, select_all, table_of
+from signoff.models.records import one_of, record_columns, select_records, table_of
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import APPROVAL_LINK, TASK
@@ -98,27 +98,12 @@ async def standings(
 ) -> dict[str, ActorStanding]:
     """Each actor as committed now, not as this session first read it, with whether it is
     a member of ``queue_id``: one statement for what a decision checks of its decider and
-    of the proposal's proposer."""
-    read = standings_read(actor_ids, queue_id)
-    (rows,) = await select_all(session, [read])
-    return standings_of(read, rows)
-
-
-def standings_read(actor_ids: Iterable[str], queue_id: str | None) -> RecordsSelect:
-    """The read ``standings`` makes, for a caller that sends it beside others: the actors
-    as records, each with its membership as ``member``."""
-    return RecordsSelect(
-        Actor,
-        "standings",
-        _standings_select,
-        {"ids": sorted(set(actor_ids)), "queue_id": queue_id},
+    of the proposal's proposer. Records: the decision only reads them."""
+    wanted = sorted(set(actor_ids))
+    rows = await select_records(
+        session, Actor, "standings", _standings_select, {"ids": wanted, "queue_id": queue_id}
     )
-
-
-def standings_of(read: RecordsSelect, rows: list[Any]) -> dict[str, ActorStanding]:
-    """What ``read`` (a ``standings_read``) found, by actor id."""
-    found = {row.id: ActorStanding(row, bool(row.member)) for row in rows}
-    wanted: list[str] = read.parameters["ids"]
+    found = {row.id: ActorStanding(row, bool(getattr(row, "member"))) for row in rows}  # noqa: B009
     return {actor_id: found.get(actor_id, ActorStanding(None, False)) for actor_id in wanted}
 
 

@@ -33,9 +33,9 @@ from signoff.models import (
     ProposalState,
     TaskState,
 )
-from signoff.models.records import RecordsSelect, record_columns, select_all
+from signoff.models.records import record_columns, select_records
 from signoff.models.task import claim_lapsed, workable_by
-from signoff.resolvers.access.eligibility import check_deciding_now, standings_of, standings_read
+from signoff.resolvers.access.eligibility import check_deciding_now, standings
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
 from signoff.resolvers.approval.four_eyes import require_four_eyes
 from signoff.resolvers.approval.proposals import read_proposal
@@ -128,18 +128,14 @@ async def check_decidable(
     now: datetime,
     *,
     links: Mapping[str, str | None] | None = None,
-    tasks: list[HumanTask] | None = None,
 ) -> Decidable:
     """Refuse a decision this viewer may not make on the proposal now. Deciding and bulk
     previews share it. ``links``: actors' ``person`` columns the caller already read in
-    this transaction; ``tasks``: what its ``approval_task_read`` found, if it made one."""
+    this transaction."""
     require_reviewer_of(viewer, proposal.queue_id)
     require_awaiting(proposal, now)
     person = await require_four_eyes(session, viewer, proposal, decision, links=links)
-    if tasks is None:
-        task = await approval_task(session, proposal.id)
-    else:
-        task = tasks[0] if tasks else None
+    task = await approval_task(session, proposal.id)
     if task is not None and held_by_other(task, viewer, now):
         raise TaskClaimedByOther("Another reviewer has claimed this approval task.")
     return Decidable(task=task, person=person)
@@ -164,15 +160,10 @@ async def apply_decision(
     now = work.now()
     session = work.session
     require_digest(proposal, payload_digest)
-    # The decider as committed now and the proposer, in one read for both checks, sent
-    # with the read of the approval task: one round trip.
-    actors = standings_read([viewer.id, proposal.proposed_by_id], proposal.queue_id)
-    actor_rows, tasks = await select_all(session, [actors, approval_task_read(proposal.id)])
-    found = standings_of(actors, actor_rows)
+    # The decider as committed now and the proposer, in one read for both checks.
+    found = await standings(session, [viewer.id, proposal.proposed_by_id], proposal.queue_id)
     links = {actor_id: st.actor.person for actor_id, st in found.items() if st.actor is not None}
-    decidable = await check_decidable(
-        session, viewer, proposal, decision, now, links=links, tasks=tasks
-    )
+    decidable = await check_decidable(session, viewer, proposal, decision, now, links=links)
     check_deciding_now(viewer, proposal.queue_id, found[viewer.id])
     task = decidable.task
     reason = optional_text(reason, "reason", REASON_MIN_CHARS, REASON_MAX_CHARS)
@@ -242,13 +233,10 @@ def held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
 async def approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | None:
     """The proposal's approval task, as a record (it is only read; a move returns it as
     it left it)."""
-    (found,) = await select_all(session, [approval_task_read(proposal_id)])
+    found = await select_records(
+        session, HumanTask, "approval_task", _approval_task_select, {"id": proposal_id}
+    )
     return found[0] if found else None
-
-
-def approval_task_read(proposal_id: str) -> RecordsSelect:
-    """The read ``approval_task`` makes, for a caller that sends it beside others."""
-    return RecordsSelect(HumanTask, "approval_task", _approval_task_select, {"id": proposal_id})
 
 
 def _approval_task_select(dialect: str) -> sa.Select[Any]:
