@@ -1,10 +1,10 @@
 """Records: a row's columns as attributes, standing in for a model instance where a row is
-only read (pages, DataLoaders). Read-only by convention: never add one to a session.
+only read (pages, DataLoaders, a decision's reads). Never add one to a session.
 
 Cheaper to build and read than ORM instances or Core rows. JSON columns are decoded when
-first read; reads by key and fixed-shape selects are compiled once per kind and, in a
-PostgreSQL read session, go to psycopg in one pipeline, falling back to SQLAlchemy if that
-fails (docs/design.md section 12, Read paths).
+first read; reads by key and fixed-shape selects are compiled once per kind and, on
+PostgreSQL, go to psycopg in one pipeline; a failure is read again through SQLAlchemy in
+autocommit, raised through its handling in a transaction (docs/design.md section 12).
 """
 
 from __future__ import annotations
