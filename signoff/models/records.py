@@ -1,10 +1,10 @@
 """Records: a row's columns as attributes, standing in for a model instance where a row is
-only read (pages, DataLoaders). Read-only by convention: never add one to a session.
+only read (pages, DataLoaders, a decision's reads). Never add one to a session.
 
 Cheaper to build and read than ORM instances or Core rows. JSON columns are decoded when
-first read; reads by key and fixed-shape selects are compiled once per kind and, in a
-PostgreSQL read session, go to psycopg in one pipeline, falling back to SQLAlchemy if that
-fails (docs/design.md section 12, Read paths).
+first read; reads by key and fixed-shape selects are compiled once per kind and, on
+PostgreSQL, go to psycopg in one pipeline; a failure is read again through SQLAlchemy in
+autocommit, raised through its handling in a transaction (docs/design.md section 12).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from sqlalchemy import (
     ARRAY,
     JSON,
     ColumnElement,
+    Connection,
     Dialect,
     Result,
     Select,
@@ -211,11 +212,17 @@ async def _pipelined(
     connection: AsyncConnection, plans: Sequence[_Plan], parameters: Sequence[dict[str, Any]]
 ) -> list[list[Any]] | None:
     """``plans`` through psycopg in one pipeline, or None where that cannot be done
-    safely (not in autocommit) or failed (then nothing was kept: the caller reads again)."""
+    safely (a connection in an unknown state) or failed in autocommit (then nothing was
+    kept: the caller reads again). In a write transaction a failure has ended the
+    transaction, so it is raised as SQLAlchemy raises it (wrapped, a broken connection
+    invalidated)."""
     raw = await connection.get_raw_connection()
     driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
-    idle = driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    if not (driver.autocommit and idle):
+    status = driver.info.transaction_status
+    if driver.autocommit:
+        if status != psycopg.pq.TransactionStatus.IDLE:
+            return None
+    elif status not in _WRITING:
         return None
     bound = [plan.bound(params) for plan, params in zip(plans, parameters, strict=True)]
     cursors = [driver.cursor() for _ in plans]
@@ -225,8 +232,11 @@ async def _pipelined(
         sync.dispatch.before_cursor_execute(sync, cursor, plan.sql, params, None, False)
     try:
         rows = await _fetch_all(cursors, plans, bound)
-    except psycopg.Error:
-        return None
+    except psycopg.Error as failed:
+        if driver.autocommit:
+            return None
+        await connection.run_sync(_raise_as_sqlalchemy, failed, plans[0].sql, bound[0])
+        raise  # not reached: the line above raises
     except BaseException:
         # Cancelled mid-pipeline: the connection's protocol state is unknown, so the pool
         # must not hand it out again.
@@ -236,6 +246,22 @@ async def _pipelined(
         plan.records(found, cursor)
         for plan, found, cursor in zip(plans, rows, cursors, strict=True)
     ]
+
+
+# A write transaction's connection, before its first statement or inside the transaction.
+_WRITING = (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS)
+
+
+def _raise_as_sqlalchemy(
+    sync: Connection, failed: psycopg.Error, sql: str, parameters: dict[str, Any]
+) -> None:
+    """Raise ``failed`` as SQLAlchemy raises a statement's failure: its handling (the
+    error's wrapping, ``handle_error`` listeners, invalidating a broken connection) is
+    the one every other statement gets."""
+    try:
+        raise failed
+    except psycopg.Error as error:
+        sync._handle_dbapi_exception(error, sql, parameters, None, None)
 
 
 async def _fetch_all(

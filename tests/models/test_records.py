@@ -256,3 +256,53 @@ async def test_a_read_cancelled_mid_pipeline_never_returns_its_connection_to_the
         assert connection.invalidated
     async with reads() as session:
         assert len(await rows_where(session, Actor, "id", ["a"])) == 0
+
+
+@requires_postgres
+async def test_a_write_transaction_reads_through_psycopg_and_fails_as_any_statement_does(
+    engine: AsyncEngine, reads: SessionMaker
+) -> None:
+    writes = create_sessionmaker(engine)
+    async with writes() as session:
+        sent: list[Any] = []
+
+        def note(conn: Any, cursor: Any, *args: Any) -> None:
+            sent.append(cursor)
+
+        event.listen(engine.sync_engine, "before_cursor_execute", note)
+        try:
+            await read_all(session, [RowsWhere(Actor, "id", ["a"]), RowsWhere(Queue, "id", [])])
+        finally:
+            event.remove(engine.sync_engine, "before_cursor_execute", note)
+        assert len(sent) == 2 and all(isinstance(c, psycopg.AsyncCursor) for c in sent)
+    async with writes() as session:
+        # A read that fails ends the transaction: it is raised as SQLAlchemy raises a
+        # statement's failure, never read again in the aborted transaction.
+        await (await session.connection()).execute(text("SET LOCAL statement_timeout = 200"))
+        async with engine.connect() as holder:
+            await holder.execute(text("BEGIN"))
+            await holder.execute(text("LOCK TABLE actors IN ACCESS EXCLUSIVE MODE"))
+            with pytest.raises(DBAPIError) as failed:
+                await rows_where(session, Actor, "id", ["a"])
+            await holder.rollback()
+        assert isinstance(failed.value.orig, psycopg.errors.QueryCanceled)
+        await session.rollback()
+        assert len(await rows_where(session, Actor, "id", ["a"])) == 0
+
+
+@requires_postgres
+async def test_a_write_transaction_whose_connection_the_server_closed_fails_as_any_statement_does(
+    engine: AsyncEngine, reads: SessionMaker
+) -> None:
+    writes = create_sessionmaker(engine)
+    async with writes() as session:
+        connection = await session.connection()
+        pid = (await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+        async with engine.connect() as other:
+            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(DBAPIError) as failed:
+            await rows_where(session, Actor, "id", ["a"])
+        assert is_unreachable(failed.value)
+    async with writes() as session:  # the pool replaced the dead connection
+        assert len(await rows_where(session, Queue, "id", [])) == 0
+        assert await session.scalar(text("SELECT pg_backend_pid()")) != pid

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import col, select
@@ -25,6 +26,7 @@ from signoff.models import (
     QueueMembership,
     Role,
 )
+from signoff.models.records import one_of, record_columns, select_records, table_of
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import APPROVAL_LINK, TASK
@@ -96,21 +98,24 @@ async def standings(
 ) -> dict[str, ActorStanding]:
     """Each actor as committed now, not as this session first read it, with whether it is
     a member of ``queue_id``: one statement for what a decision checks of its decider and
-    of the proposal's proposer."""
+    of the proposal's proposer. Records: the decision only reads them."""
     wanted = sorted(set(actor_ids))
-    member: sa.ColumnElement[bool] = sa.false()
-    if queue_id is not None:
-        member = sa.exists().where(
-            col(QueueMembership.queue_id) == queue_id,
-            col(QueueMembership.actor_id) == col(Actor.id),
-        )
-    rows = await session.exec(
-        select(Actor, member)
-        .where(col(Actor.id).in_(wanted))
-        .execution_options(populate_existing=True)
+    rows = await select_records(
+        session, Actor, "standings", _standings_select, {"ids": wanted, "queue_id": queue_id}
     )
-    found = {actor.id: ActorStanding(actor, bool(is_member)) for actor, is_member in rows.all()}
+    found = {row.id: ActorStanding(row, bool(getattr(row, "member"))) for row in rows}  # noqa: B009
     return {actor_id: found.get(actor_id, ActorStanding(None, False)) for actor_id in wanted}
+
+
+def _standings_select(dialect: str) -> sa.Select[Any]:
+    # A NULL queue matches no membership: the actor is a member of none.
+    member = sa.exists().where(
+        col(QueueMembership.queue_id) == sa.bindparam("queue_id", type_=sa.String),
+        col(QueueMembership.actor_id) == col(Actor.id),
+    )
+    return sa.select(*record_columns(Actor), member.label("member")).where(
+        one_of(table_of(Actor).c.id, "ids", dialect)
+    )
 
 
 def check_deciding_now(viewer: Viewer, queue_id: str | None, standing: ActorStanding) -> None:

@@ -33,11 +33,12 @@ from signoff.models import (
     ProposalState,
     TaskState,
 )
+from signoff.models.records import record_columns, select_records
 from signoff.models.task import claim_lapsed, workable_by
 from signoff.resolvers.access.eligibility import check_deciding_now, standings
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
 from signoff.resolvers.approval.four_eyes import require_four_eyes
-from signoff.resolvers.approval.proposals import get_proposal
+from signoff.resolvers.approval.proposals import read_proposal
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.core.transitions import Happening, record
@@ -95,7 +96,8 @@ async def decide_named(
     bulk: dict[str, Any] | None = None,
 ) -> DecideResult:
     """Decide the proposal ``payload_digest`` names, if it still has that digest."""
-    proposal = await get_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
+    # A record: the decision only reads it, and its move returns the proposal as it left it.
+    proposal = await read_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
     return await apply_decision(
         work, viewer, proposal, decision, reason, payload_digest=payload_digest, bulk=bulk
     )
@@ -229,8 +231,18 @@ def held_by_other(task: HumanTask, viewer: Viewer, now: datetime) -> bool:
 
 
 async def approval_task(session: AsyncSession, proposal_id: str) -> HumanTask | None:
-    stmt = select(HumanTask).where(HumanTask.proposal_id == proposal_id)
-    return (await session.exec(stmt)).first()
+    """The proposal's approval task, as a record (it is only read; a move returns it as
+    it left it)."""
+    found = await select_records(
+        session, HumanTask, "approval_task", _approval_task_select, {"id": proposal_id}
+    )
+    return found[0] if found else None
+
+
+def _approval_task_select(dialect: str) -> sa.Select[Any]:
+    return sa.select(*record_columns(HumanTask)).where(
+        col(HumanTask.proposal_id) == sa.bindparam("id", type_=sa.String)
+    )
 
 
 async def require_undecided(session: AsyncSession, proposal: Proposal, actor_id: str) -> None:

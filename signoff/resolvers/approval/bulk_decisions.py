@@ -28,6 +28,7 @@ from signoff.constants import (
 from signoff.errors import SignoffError, ValidationFailed
 from signoff.models import Decision, Proposal, Role, Target
 from signoff.models.base import new_id
+from signoff.models.records import Record
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval.approvals import (
     DECIDED,
@@ -178,9 +179,10 @@ async def _decide_item(
         decided, _ = await idempotency.once(work, viewer, call, decide, DECIDED)
     except SignoffError as refused:  # ``once`` has rolled the item back
         return ItemResult(item.proposal_id, None, refused.code, refused.message)
-    # Out of the session, so that a later item's rollback cannot expire what it answers.
+    # Out of the session, so that a later item's rollback cannot expire what it answers
+    # (a record, such as a replay's task, is in none).
     for row in (decided.proposal, decided.approval, decided.task):
-        if row is not None:
+        if row is not None and not isinstance(row, Record):
             work.session.expunge(row)
     return ItemResult(item.proposal_id, decided)
 

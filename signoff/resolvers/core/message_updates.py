@@ -10,7 +10,9 @@ one another still leave the message as the proposal is.
 
 from __future__ import annotations
 
-from sqlmodel import col, select
+from typing import Any
+
+import sqlalchemy as sa
 
 from signoff.models import (
     ChannelKind,
@@ -22,6 +24,7 @@ from signoff.models import (
     ProposalState,
 )
 from signoff.models.notification import MESSAGE_UPDATE_EVENT, POSTING_EVENTS
+from signoff.models.records import one_of, select_records, table_of
 from signoff.resolvers.core.work import UnitOfWork
 
 HOOK_KEY = "slack-message-updates"
@@ -56,31 +59,30 @@ async def write_message_updates(work: UnitOfWork) -> int:
     moved, work.moved_proposals = work.moved_proposals, set()
     if not moved:
         return 0
-    posts = await work.session.exec(
-        select(
-            Notification.id, Notification.channel_id, Notification.queue_id, Notification.task_id
-        )
-        .join(NotificationChannel, col(NotificationChannel.id) == Notification.channel_id)
-        .join(HumanTask, col(HumanTask.id) == Notification.task_id)
-        .where(
-            col(HumanTask.proposal_id).in_(moved),
-            NotificationChannel.kind == ChannelKind.SLACK_APP.value,
-            col(Notification.event).in_(POSTING_EVENTS),
-            col(Notification.state).in_(_POSTED),
-        )
+    posts = await select_records(
+        work.session,
+        Notification,
+        "slack-posts",
+        _posts_select,
+        {
+            "proposals": sorted(moved),
+            "kind": ChannelKind.SLACK_APP.value,
+            "events": sorted(POSTING_EVENTS),
+            "states": list(_POSTED),
+        },
     )
     now = work.now()
     written = [
         Notification(
-            channel_id=channel_id,
-            queue_id=queue_id,
-            task_id=task_id,
+            channel_id=post.channel_id,
+            queue_id=post.queue_id,
+            task_id=post.task_id,
             event=MESSAGE_UPDATE_EVENT,
-            body={"update_of": post_id},
+            body={"update_of": post.id},
             next_attempt_at=now,
             created_at=now,
         )
-        for post_id, channel_id, queue_id, task_id in posts.all()
+        for post in posts
     ]
     if not written:
         return 0
@@ -89,3 +91,27 @@ async def write_message_updates(work: UnitOfWork) -> int:
     for notification in written:
         work.schedule_notification(notification.id, 1)
     return len(written)
+
+
+def _posts_select(dialect: str) -> sa.Select[Any]:
+    """The posted Slack messages of the proposals moved: built and compiled once, read
+    without the ORM (the look is made by every move of a proposal)."""
+    notifications = table_of(Notification)
+    channels = table_of(NotificationChannel)
+    tasks = table_of(HumanTask)
+    return (
+        sa.select(
+            notifications.c.id,
+            notifications.c.channel_id,
+            notifications.c.queue_id,
+            notifications.c.task_id,
+        )
+        .join(channels, channels.c.id == notifications.c.channel_id)
+        .join(tasks, tasks.c.id == notifications.c.task_id)
+        .where(
+            one_of(tasks.c.proposal_id, "proposals", dialect),
+            channels.c.kind == sa.bindparam("kind", type_=sa.String),
+            one_of(notifications.c.event, "events", dialect),
+            one_of(notifications.c.state, "states", dialect),
+        )
+    )
