@@ -43,8 +43,10 @@ $(VENV)/.test-tools: $(BIN)/signoff requirements/test.txt requirements/docs.txt 
 # The OpenAI Agents SDK recipe's venv (examples/agents/openai_agents): openai-agents pins an
 # older websockets than Signoff serves with, so it gets a venv of its own from its own
 # hashed lock, with signoff-client installed into it (its dependencies are in that lock).
+# After .venv's (order only): both install clients/python editable, which writes its
+# egg-info in the tree, so under `make -j` they must not run at once.
 .venv-openai-agents/.installed: requirements/build.txt requirements/openai-agents.txt \
-		clients/python/pyproject.toml
+		clients/python/pyproject.toml | $(VENV)/.test-tools
 	test -d .venv-openai-agents || $(PYTHON) -m venv .venv-openai-agents
 	.venv-openai-agents/bin/python -m pip --quiet --disable-pip-version-check install \
 		--require-hashes -r requirements/build.txt

@@ -6,8 +6,13 @@ Each test starts from empty tables; nothing depends on another test's rows.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import os
+import shutil
+import sqlite3
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -71,6 +76,13 @@ def warm_starts() -> Iterator[None]:
     zygote.stop_zygote()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def migrated_template_dropped() -> Iterator[None]:
+    """The worker's migrated database that ``migrated_database`` copies goes with it."""
+    yield
+    drop_migrated_template()
+
+
 @contextlib.contextmanager
 def fresh_database(directory: Path) -> Iterator[str]:
     """The URL of a new, empty database (a SQLite file in ``directory``), dropped after."""
@@ -85,6 +97,81 @@ def fresh_database(directory: Path) -> Iterator[str]:
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:  # also when the caller's setup inside the ``with`` fails
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# This worker's migrated database (a PostgreSQL database, or a SQLite file), made at the
+# first ``migrated_database`` and dropped at the worker's end (``warm_starts``).
+_migrated: str | None = None
+_migrated_directory: Path | None = None
+
+
+def _migrated_template() -> str:
+    """The URL of this worker's migrated database, which ``migrated_database`` copies."""
+    global _migrated, _migrated_directory
+    if _migrated is None:
+        _migrated_directory = Path(tempfile.mkdtemp(prefix=f"signoff-migrated-{XDIST_WORKER}-"))
+        if PG_URL is None:
+            url = f"sqlite+aiosqlite:///{_migrated_directory / 'signoff.db'}"
+        else:
+            base = make_url(normalise_database_url(PG_URL))
+            name = f"signoff_test_{XDIST_WORKER}_migrated_{uuid.uuid4().hex[:10]}"
+            admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{name}"')
+            url = base.set(database=name).render_as_string(hide_password=False)
+        _migrated = url
+
+        async def upgrade() -> None:
+            engine = create_engine(url)
+            try:
+                await migrate(engine)
+            finally:
+                await engine.dispose()  # no connection left: PostgreSQL copies only then
+
+        # In a thread of its own: the caller may be inside a running event loop.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, upgrade()).result()
+    return _migrated
+
+
+def drop_migrated_template() -> None:
+    if _migrated is not None and PG_URL is not None:
+        base = make_url(normalise_database_url(PG_URL))
+        admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(admin, autocommit=True) as conn:
+            name = make_url(_migrated).database
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    if _migrated_directory is not None:
+        shutil.rmtree(_migrated_directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def migrated_database(directory: Path) -> Iterator[str]:
+    """As ``fresh_database``, with every migration applied: a copy of one database per
+    worker that ``signoff.migrate`` upgraded (``CREATE DATABASE ... TEMPLATE`` on
+    PostgreSQL, SQLite's backup of the file), as migrating each took seconds."""
+    template = _migrated_template()
+    if PG_URL is None:
+        target = directory / "signoff.db"
+        source = sqlite3.connect(make_url(template).database or "")
+        copy = sqlite3.connect(target)
+        try:
+            source.backup(copy)
+        finally:
+            copy.close()
+            source.close()
+        yield f"sqlite+aiosqlite:///{target}"
+        return
+    base = make_url(normalise_database_url(PG_URL))
+    name = f"signoff_test_{XDIST_WORKER}_{uuid.uuid4().hex[:10]}"
+    admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{make_url(template).database}"')
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -215,10 +302,10 @@ class ModuleServer:
 async def server_on_its_own_database(directory: Path, **env: str) -> AsyncIterator[ModuleServer]:
     """A ``signoff serve`` (as ``serve()`` starts it, ``env`` over its environment) on a
     fresh database that no test cleans; both go on the way out."""
-    with fresh_database(directory) as url:
+    with migrated_database(directory) as url:
         engine = create_engine(url)
         try:
-            await migrate(engine)
+            await migrate(engine)  # finds it at head
             server = await start_server(url, directory, **server_env(**env))
             try:
                 yield ModuleServer(server, create_sessionmaker(engine), url)
