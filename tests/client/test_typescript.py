@@ -91,7 +91,9 @@ async def test_the_typescript_client_resumes_after_its_socket_is_cut(agent_stage
             stderr=asyncio.subprocess.PIPE,
         )
         proposed = await line_of(process)
-        await asyncio.sleep(0.5)  # the agent follows the proposal over graphql-ws by now
+        # Cut once the wait has had its first event over graphql-ws (a fixed pause was too
+        # short on a loaded machine: the cut then came before any event).
+        assert "following" in await line_of(process)
         proxy.cut()
         await stage.decide(proposed["proposed"])  # the approval is made while the socket is down
         await asyncio.sleep(1)  # the client's reconnects are refused meanwhile
