@@ -217,10 +217,12 @@ async def test_a_write_transaction_reads_its_own_writes(
 
 
 @requires_postgres
+@pytest.mark.parametrize("transaction", ["autocommit read", "write transaction"])
 async def test_a_connection_the_server_closed_fails_as_any_statement_does(
-    engine: AsyncEngine, reads: SessionMaker
+    engine: AsyncEngine, reads: SessionMaker, transaction: str
 ) -> None:
-    async with reads() as session:
+    sessions = reads if transaction == "autocommit read" else create_sessionmaker(engine)
+    async with sessions() as session:
         connection = await session.connection()
         pid = (await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one()
         async with engine.connect() as other:
@@ -228,7 +230,7 @@ async def test_a_connection_the_server_closed_fails_as_any_statement_does(
         with pytest.raises(DBAPIError) as failed:
             await rows_where(session, Actor, "id", ["a"])
         assert is_unreachable(failed.value)
-    async with reads() as session:  # the pool replaced the dead connection
+    async with sessions() as session:  # the pool replaced the dead connection
         assert len(await rows_where(session, Queue, "id", [])) == 0
         assert await session.scalar(text("SELECT pg_backend_pid()")) != pid
 
@@ -288,21 +290,3 @@ async def test_a_write_transaction_reads_through_psycopg_and_fails_as_any_statem
         assert isinstance(failed.value.orig, psycopg.errors.QueryCanceled)
         await session.rollback()
         assert len(await rows_where(session, Actor, "id", ["a"])) == 0
-
-
-@requires_postgres
-async def test_a_write_transaction_whose_connection_the_server_closed_fails_as_any_statement_does(
-    engine: AsyncEngine, reads: SessionMaker
-) -> None:
-    writes = create_sessionmaker(engine)
-    async with writes() as session:
-        connection = await session.connection()
-        pid = (await connection.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-        async with engine.connect() as other:
-            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        with pytest.raises(DBAPIError) as failed:
-            await rows_where(session, Actor, "id", ["a"])
-        assert is_unreachable(failed.value)
-    async with writes() as session:  # the pool replaced the dead connection
-        assert len(await rows_where(session, Queue, "id", [])) == 0
-        assert await session.scalar(text("SELECT pg_backend_pid()")) != pid
