@@ -84,8 +84,9 @@ def migrated_template_dropped() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def fresh_database(directory: Path) -> Iterator[str]:
-    """The URL of a new, empty database (a SQLite file in ``directory``), dropped after."""
+def fresh_database(directory: Path, *, template: str | None = None) -> Iterator[str]:
+    """The URL of a new, empty database (a SQLite file in ``directory``), dropped after; on
+    PostgreSQL a copy of the database named ``template`` when one is named."""
     if PG_URL is None:
         yield f"sqlite+aiosqlite:///{directory / 'signoff.db'}"
         return
@@ -93,7 +94,7 @@ def fresh_database(directory: Path) -> Iterator[str]:
     name = f"signoff_test_{XDIST_WORKER}_{uuid.uuid4().hex[:10]}"
     admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:  # also when the caller's setup inside the ``with`` fails
@@ -164,16 +165,8 @@ def migrated_database(directory: Path) -> Iterator[str]:
             source.close()
         yield f"sqlite+aiosqlite:///{target}"
         return
-    base = make_url(normalise_database_url(PG_URL))
-    name = f"signoff_test_{XDIST_WORKER}_{uuid.uuid4().hex[:10]}"
-    admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{make_url(template).database}"')
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(directory, template=make_url(template).database) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
