@@ -52,6 +52,7 @@ class EventService:
         stamps_in_writers: bool = False,
         checkpointer: auditlog.Checkpointer | None = None,
         audit_log: bool = True,
+        written: WrittenObjects | None = None,
     ) -> None:
         self.hub = hub
         self.sessionmaker = sessionmaker
@@ -78,8 +79,10 @@ class EventService:
         self._held: list[tuple[str, Change]] = []
         self._held_since: float | None = None
         self._sent_through = 0  # the last cursor published with none missing before it
-        # PostgreSQL: what writers read for their events, until they are stamped here.
-        self.written = WrittenObjects(
+        # What writers read for their events, until published from here. The hub's gap
+        # fill takes from it too (``create_event_service``), so an event a late writer
+        # has not handed over yet needs no read either.
+        self.written = written if written is not None else WrittenObjects(
             keep_seconds=FEED_WRITTEN_KEEP_RELAY_PERIODS * relay_seconds,
             limit=FEED_WRITTEN_LIMIT,
         )
@@ -119,6 +122,12 @@ class EventService:
         # Only worth a read where a local subscriber will render the events.
         if rows and self.hub.fanout.subscriber_count:
             written = await feed.written_objects(session, rows)
+            # Also handed over: if this writer resumes after its commit later than the
+            # reorder wait, the events after its own are published first and the hub fills
+            # the gap from the database, taking these rather than reading.
+            self.written.hand_over(
+                {row.id: objects for row, objects in zip(rows, written, strict=True) if objects}
+            )
         else:
             written = [{} for _ in rows]
         stamped = [
@@ -317,6 +326,8 @@ class EventService:
         if everything or waited:
             in_order = len(pending)
         ready, self._held = pending[:in_order], pending[in_order:]
+        for event_id, _ in ready:  # carried by the change itself; no gap fill will need it
+            self.written.take(event_id)
         if not self._held:
             self._held_since = None
         elif self._held_since is None:
@@ -374,6 +385,10 @@ def create_event_service(
     ``reads``: read-only sessions (``database.read_only``) for the catch-up and the
     relay's look-ups; ``sessionmaker``'s own otherwise."""
     readers = reads or sessionmaker
+    written = WrittenObjects(
+        keep_seconds=FEED_WRITTEN_KEEP_RELAY_PERIODS * settings.events_relay_seconds,
+        limit=FEED_WRITTEN_LIMIT,
+    )
     transport: Transport
     if settings.redis_url:
         from signoff.events.redis import RedisTransport
@@ -386,7 +401,9 @@ def create_event_service(
         async with readers() as session:
             rows = await feed.events_after(session, after, through=through)
             await session.commit()
-        return [Change.from_row(row) for row in rows]
+        # What this process's writers handed over, where they did: stamped elsewhere, or
+        # published here behind a writer that has not returned from its commit yet.
+        return [Change.from_row(row, written.take(row.id)) for row in rows]
 
     hub = EventHub(
         transport,
@@ -406,6 +423,7 @@ def create_event_service(
             every_seconds=settings.audit_checkpoint_seconds,
         ),
         audit_log=settings.audit_log,
+        written=written,
     )
 
 

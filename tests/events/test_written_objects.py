@@ -4,7 +4,11 @@ live frame reads nothing: what it shows is what a read from the database shows."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
+
+import pytest
 
 from graphql import GraphQLObjectType, get_named_type, is_leaf_type
 from httpx import AsyncClient
@@ -158,3 +162,48 @@ def test_the_written_objects_stay_in_the_process() -> None:
     assert "written" not in wire
     assert Change.from_wire(wire).written == {}
     assert Change.from_wire(wire) == change
+
+
+async def test_a_writer_late_after_its_commit_needs_no_read_for_its_frame(
+    app: Starlette, live: InProcessServer, gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that resumes after its commit later than the reorder wait: the events
+    after its own go first, the hub fills the gap from the database, and the filled
+    event still shows what its writer read rather than reading it again."""
+    events: EventService = app.state.events
+    before_commit = events.before_commit
+    held, release = asyncio.Event(), asyncio.Event()
+
+    async def late_first_writer(
+        session: Any, rows: Sequence[Mapping[str, Any]]
+    ) -> Callable[[], Awaitable[None]]:
+        hook = await before_commit(session, rows)
+        if held.is_set():
+            return hook
+        held.set()
+
+        async def late() -> None:
+            await release.wait()
+            await hook()
+
+        return late
+
+    async with AsyncClient(base_url=live.url, timeout=30) as client:
+        http = GraphQLClient(client, gql.sessionmaker)
+        world, after = await world_at_head(http)
+        variables = {"q": world.queue_id, "a": after}
+        create = {"queueId": world.queue_id, "kind": "REVIEW"}
+        async with Subscription(live.ws_url, world.reviewers[0], CONCURRENT, variables) as watching:
+            await subscriptions_live(app, 1)
+            with statements_sent(app, names_tasks_or_proposals, reads_only=True) as reads:
+                monkeypatch.setattr(events, "before_commit", late_first_writer)
+                first = asyncio.create_task(
+                    http(CREATE_TASK, {"i": {**create, "title": "late"}}, world.admin)
+                )
+                await asyncio.wait_for(held.wait(), 10)
+                await http(CREATE_TASK, {"i": {**create, "title": "on time"}}, world.admin)
+                live_frames = list(await watching.wait_for(2))
+                release.set()
+                await first
+        assert reads == [], "the filled event's frame should read no task"
+    assert [frame["task"]["title"] for frame in live_frames] == ["late", "on time"]
