@@ -104,6 +104,7 @@ def _unreachable_service(exc: Exception, settings: Settings) -> str | None:
     """What to tell someone whose command could not reach its database or Redis, or None
     for any other failure. Never the driver's message or a password."""
     from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import InvalidResponse
     from redis.exceptions import TimeoutError as RedisTimeoutError
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import DBAPIError
@@ -130,6 +131,12 @@ def _unreachable_service(exc: Exception, settings: Settings) -> str | None:
         return (
             f"cannot reach Redis at {where}; start it, or point SIGNOFF_REDIS_URL at one "
             "that runs, then try again."
+        )
+    if isinstance(exc, InvalidResponse) and settings.redis_url:
+        where = make_url(settings.redis_url).render_as_string(hide_password=True)
+        return (
+            f"something answered at {where}, but not as Redis does (another service on "
+            "that port?); point SIGNOFF_REDIS_URL at a Redis server, then try again."
         )
     return None
 

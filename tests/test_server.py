@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import socket
+import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -125,10 +127,36 @@ def test_token_create_refuses_an_unknown_queue_cleanly(
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test: bound here and never
+    listened on, so no other test's server can take it meanwhile."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
+
+
+@pytest.fixture
+def not_redis() -> Iterator[int]:
+    """A loopback port where something that is not Redis answers (an HTTP server's refusal)."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(0.2)
+        stop = threading.Event()
+
+        def answer() -> None:
+            while not stop.is_set():
+                try:
+                    connection, _ = server.accept()
+                except TimeoutError:
+                    continue
+                with connection:
+                    connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+        answering = threading.Thread(target=answer, daemon=True)
+        answering.start()
+        yield int(server.getsockname()[1])
+        stop.set()
+        answering.join()
 
 
 @pytest.mark.parametrize(
@@ -155,15 +183,30 @@ def _closed_port() -> int:
     ],
 )
 def test_a_service_that_is_not_there_is_named_in_one_line(
-    tmp_path: Any, command: str, database: str, redis: str | None, says: str
+    tmp_path: Any, closed_port: int, command: str, database: str, redis: str | None, says: str
 ) -> None:
-    port = _closed_port()
+    port = closed_port
     extra = {"SIGNOFF_REDIS_URL": redis.format(port=port)} if redis else {}
     env = signoff_env(database.format(port=port, tmp=tmp_path), **extra)
     result = run_cli(command, env=env)
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and says in last, result.stderr
+    assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
+
+
+def test_a_port_where_something_else_answers_is_named_in_one_line(
+    tmp_path: Any, not_redis: int
+) -> None:
+    env = signoff_env(
+        f"sqlite+aiosqlite:///{tmp_path}/signoff.db",
+        SIGNOFF_REDIS_URL=f"redis://:hunter2@127.0.0.1:{not_redis}/0",
+    )
+    result = run_cli("worker", env=env)
+    assert result.returncode == 2, result.stderr
+    [last] = result.stderr.strip().splitlines()[-1:]
+    assert last.startswith(f"error: something answered at redis://:***@127.0.0.1:{not_redis}/0")
+    assert "not as Redis does" in last, result.stderr
     assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
 
 

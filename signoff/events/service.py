@@ -82,9 +82,13 @@ class EventService:
         # What writers read for their events, until published from here. The hub's gap
         # fill takes from it too (``create_event_service``), so an event a late writer
         # has not handed over yet needs no read either.
-        self.written = written if written is not None else WrittenObjects(
-            keep_seconds=FEED_WRITTEN_KEEP_RELAY_PERIODS * relay_seconds,
-            limit=FEED_WRITTEN_LIMIT,
+        self.written = (
+            written
+            if written is not None
+            else WrittenObjects(
+                keep_seconds=FEED_WRITTEN_KEEP_RELAY_PERIODS * relay_seconds,
+                limit=FEED_WRITTEN_LIMIT,
+            )
         )
 
     async def kick(self) -> None:

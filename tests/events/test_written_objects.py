@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-
 from graphql import GraphQLObjectType, get_named_type, is_leaf_type
 from httpx import AsyncClient
 from starlette.applications import Starlette
