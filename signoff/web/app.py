@@ -271,12 +271,11 @@ class SignoffGraphQL(GraphQL[Context, None]):
         token = bearer_token(request.headers.get("authorization")) or self.cookie_token(request)
         wait = None if token is None else self.rate_limiter.retry_after(token)
         if wait is not None:
-            retry_after = round(wait, 3)
             raise RateLimited(
                 f"Too many requests with this token (the limit is "
                 f"{self.rate_limiter.per_second:g} a second after a burst of "
-                f"{self.rate_limiter.burst}); retry after {retry_after} s.",
-                retryAfter=retry_after,
+                f"{self.rate_limiter.burst}); retry after {wait} s.",
+                retryAfter=wait,
             )
 
     def cookie_token(self, connection: Request | WebSocket) -> str | None:

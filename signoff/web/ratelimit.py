@@ -9,6 +9,7 @@ made-up tokens costs memory for ``max_keys`` buckets and no more.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Callable
 
@@ -34,14 +35,15 @@ class RateLimiter:
 
     def retry_after(self, token: str) -> float | None:
         """Take one request from the key's bucket: ``None`` if allowed, else the seconds
-        until one more request would be."""
+        until one more request would be, rounded up to the millisecond: a bucket a hair
+        short of a whole request must not tell its client to retry after 0 s."""
         if self.per_second <= 0:
             return None
         key = hashlib.sha256(token.encode("utf-8", "replace")).digest()
         now = self._clock()
         level, when = self._buckets.pop(key, (float(self.burst), now))
         level = min(float(self.burst), level + (now - when) * self.per_second)
-        wait = None if level >= 1 else (1 - level) / self.per_second
+        wait = None if level >= 1 else math.ceil((1 - level) / self.per_second * 1000) / 1000
         self._buckets[key] = (level - 1 if wait is None else level, now)  # most recent last
         if len(self._buckets) > self.max_keys:
             del self._buckets[next(iter(self._buckets))]

@@ -32,3 +32,16 @@ def test_a_zero_rate_is_no_limit_and_buckets_are_bounded() -> None:
         assert limiter.retry_after(token) is None
     assert len(limiter._buckets) == 2
     assert limiter.retry_after("a") is None  # forgotten, so a full bucket again
+
+
+def test_a_bucket_a_hair_short_of_a_request_asks_for_a_millisecond_not_zero() -> None:
+    """The wait is rounded up: rounded to the nearest millisecond, a bucket that had
+    refilled to within half a millisecond of a request told its client "retry after 0"."""
+    clock = Clock()
+    limiter = RateLimiter(4.0, 1, clock=clock)
+    assert limiter.retry_after("a") is None
+    clock.now += 0.25 - 1e-7
+    assert limiter.retry_after("a") == 0.001
+    clock.now += 0.05
+    assert limiter.retry_after("a") is None
+    assert limiter.retry_after("a") == 0.25
