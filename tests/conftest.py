@@ -53,6 +53,12 @@ REDIS_URL = os.environ.get("SIGNOFF_TEST_REDIS_URL")
 
 requires_postgres = pytest.mark.skipif(PG_URL is None, reason="needs SIGNOFF_TEST_DATABASE_URL")
 requires_redis = pytest.mark.skipif(REDIS_URL is None, reason="needs SIGNOFF_TEST_REDIS_URL")
+# For a module whose subject is the same on every database and event transport (the
+# console's views, the agent frameworks' recipes, the MCP server, the test harness): CI's
+# PostgreSQL + Redis pass would only repeat it. It runs on the SQLite pass, the README's
+# default, so that `make test` on a fresh machine runs it; the server paths it goes
+# through are tested on both databases by the tests of those paths.
+checked_once = pytest.mark.skipif(PG_URL is not None, reason="checked once, on the SQLite pass")
 
 
 def pytest_report_header() -> str:

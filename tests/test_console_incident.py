@@ -16,6 +16,7 @@ from playwright.async_api import Browser, Page, expect
 from signoff.database import SessionMaker
 from signoff.models import Role
 from tests.browser import browser, screenshot_path
+from tests.conftest import checked_once
 from tests.helpers import GraphQLClient, build_world
 from tests.live import Server, http_gql, server_log_on_failure
 from tests.receivers import Answer, Receiver
@@ -24,6 +25,8 @@ from tests.redis_keys import unique_queue
 from tests.test_console import LIVE_WITHIN, PHONE, Serve, signed_in
 from tests.test_console_operations import OPEN_INCIDENT, RESOLVE, incident_when, only_incident
 from tests.test_readme import delivering, forget_jobs
+
+pytestmark = checked_once
 
 __all__ = ["browser"]
 

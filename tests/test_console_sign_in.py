@@ -34,6 +34,7 @@ from signoff.constants import CONSOLE_SESSION_COOKIE, CONSOLE_SIGN_IN_COOKIE
 from signoff.database import SessionMaker
 from signoff.models import Approval, AuditEvent, ConsoleSession, Role
 from tests.browser import browser, console_errors, offline_context, screenshot_path
+from tests.conftest import checked_once
 from tests.helpers import (
     CREATE_QUEUE,
     DECIDE,
@@ -45,6 +46,8 @@ from tests.helpers import (
 from tests.live import TRANSPORT_WS, Server, http_gql, server_log_on_failure
 from tests.oidc.provider import TestProvider
 from tests.processes import free_port
+
+pytestmark = checked_once
 
 __all__ = ["browser"]
 

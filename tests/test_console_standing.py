@@ -8,10 +8,12 @@ from __future__ import annotations
 from playwright.async_api import Browser, expect
 
 from tests.browser import browser
-from tests.conftest import ModuleServer
+from tests.conftest import ModuleServer, checked_once
 from tests.helpers import build_world, unique_name
 from tests.live import http_gql
 from tests.test_console import LIVE_WITHIN, signed_in
+
+pytestmark = checked_once
 
 __all__ = ["browser"]
 

@@ -19,7 +19,7 @@ from signoff import clock
 from signoff.database import SessionMaker
 from signoff.models import HumanTask
 from tests.browser import browser
-from tests.conftest import ModuleServer
+from tests.conftest import ModuleServer, checked_once
 from tests.helpers import (
     CLAIM,
     PAYMENT_SCHEMA,
@@ -33,6 +33,8 @@ from tests.helpers import (
 )
 from tests.live import http_gql
 from tests.test_console import signed_in
+
+pytestmark = checked_once
 
 __all__ = ["browser"]
 

@@ -8,7 +8,10 @@ import hashlib
 import re
 from pathlib import Path
 
+from tests.conftest import checked_once
 from tests.processes import ROOT
+
+pytestmark = checked_once
 
 VENDOR = ROOT / "signoff" / "static" / "vendor"
 README = (VENDOR / "README.md").read_text(encoding="utf-8")

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import PG_URL
+from tests.conftest import checked_once
 from tests.processes import ROOT, serving, signoff_env
 
 REQUIREMENTS = ROOT / "requirements"
@@ -134,7 +134,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     yield venv / "bin"
 
 
-@pytest.mark.skipif(PG_URL is not None, reason="checked once, on the SQLite pass")
+@checked_once
 def test_an_installed_wheel_serves_graphiql_the_console_and_graphql(
     installed: Path, tmp_path: Path
 ) -> None:

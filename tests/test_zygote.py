@@ -14,7 +14,10 @@ import httpx
 import pytest
 
 from tests import zygote
+from tests.conftest import checked_once
 from tests.processes import free_port, run_cli, signoff_env
+
+pytestmark = checked_once
 
 COMMANDS = [
     ("token", "create", "--name", "ada", "--role", "reviewer"),  # a token, once

@@ -15,9 +15,12 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.agents.conftest import approve_each, fenced
 from tests.client.conftest import Stage
+from tests.conftest import checked_once
 from tests.machine import require_node_package
 from tests.processes import ROOT
 from tests.readme_shell import page
+
+pytestmark = checked_once
 
 PAGE = "docs/agents.md"
 TYPESCRIPT = ROOT / "clients" / "typescript"

@@ -18,10 +18,13 @@ import pytest
 from signoff.database import SessionMaker
 from tests.agents.conftest import Decision, approve_each, fenced, review
 from tests.client.conftest import Serve, Stage, staged
+from tests.conftest import checked_once
 from tests.machine import require_node_package
 from tests.processes import ROOT
 from tests.receivers import Receiver
 from tests.receivers import serve as serve_receiver
+
+pytestmark = checked_once
 
 # What the framework recipes' READMEs ask of the reviewer (the asyncio worker's approves both).
 DECISIONS: dict[str, list[Decision]] = {

@@ -12,6 +12,9 @@ from typing import Any
 
 from tests.client.conftest import Stage
 from tests.client.test_client import run_agent, target_name
+from tests.conftest import checked_once
+
+pytestmark = checked_once
 
 
 async def run_graph(stage: Stage, *args: str) -> dict[str, Any]:

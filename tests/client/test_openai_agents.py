@@ -15,8 +15,11 @@ from tests.agents.conftest import AMEND, amendment
 from tests.client.conftest import Stage
 from tests.client.test_client import target_name
 from tests.client.test_pydantic_ai import pending
+from tests.conftest import checked_once
 from tests.machine import missing
 from tests.processes import ROOT
+
+pytestmark = checked_once
 
 PYTHON = ROOT / ".venv-openai-agents" / "bin" / "python"
 

@@ -23,6 +23,9 @@ from signoff_client.pydantic_ai import SignoffApprovals
 from tests.agents.conftest import AMEND, amendment
 from tests.client.conftest import Stage
 from tests.client.test_client import target_name
+from tests.conftest import checked_once
+
+pytestmark = checked_once
 
 REFUND = {"amount": 120, "currency": "EUR"}
 

@@ -19,12 +19,15 @@ from mcp.client.streamable_http import streamable_http_client
 from signoff.database import SessionMaker
 from signoff.models import Role
 from tests.client.conftest import Stage
+from tests.conftest import checked_once
 from tests.helpers import build_world
 from tests.live import Server, http_gql
 from tests.mcp.test_mcp_provider_tokens import provider as provider
 from tests.mcp.test_mcp_server import bearer, error_text, structured
 from tests.oidc.provider import OTHER_AUDIENCE, TestProvider
 from tests.processes import free_port
+
+pytestmark = checked_once
 
 INITIALIZE = {
     "jsonrpc": "2.0",

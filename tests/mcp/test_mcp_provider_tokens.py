@@ -14,10 +14,13 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from signoff.database import SessionMaker
+from tests.conftest import checked_once
 from tests.helpers import build_world
 from tests.live import Server, http_gql
 from tests.mcp.test_mcp_server import error_text, structured
 from tests.oidc.provider import OTHER_AUDIENCE, TestProvider
+
+pytestmark = checked_once
 
 Serve = Callable[..., Awaitable[Server]]
 PROPOSER = "query($id: ID!) { proposal(id: $id) { state proposedBy { name role } } }"

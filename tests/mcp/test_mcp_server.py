@@ -24,7 +24,10 @@ from mcp.types import CallToolResult, InputRequiredResult
 from signoff_client.mcp_server import MULTI_ROUND_VERSION
 
 from tests.client.conftest import REFUND_ANSWER, DeliveringServer, Stage, staged_on
+from tests.conftest import checked_once
 from tests.processes import free_port
+
+pytestmark = checked_once
 
 TOOLS = {
     "list_targets",

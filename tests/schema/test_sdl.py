@@ -8,7 +8,10 @@ import graphql
 from httpx import AsyncClient
 
 from signoff.schema import build_schema
+from tests.conftest import checked_once
 from tests.processes import ROOT, run_cli, signoff_env
+
+pytestmark = checked_once
 
 SDL = ROOT / "schema.graphql"
 REGENERATE = "run `.venv/bin/signoff schema > schema.graphql`"
