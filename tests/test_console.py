@@ -40,7 +40,7 @@ from signoff.schema.serving import persisted
 from signoff.web.pages import STATIC_DIR
 from tests.browser import browser, console_errors, offline_context, screenshot_path
 from tests.client.blocking_proxy import refusing_websockets
-from tests.conftest import ModuleServer
+from tests.conftest import ModuleServer, checked_once
 from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world, unique_name
 from tests.live import Server, http_gql, server_log_on_failure
 from tests.receivers import Receiver
@@ -79,6 +79,7 @@ def test_every_refusal_code_has_a_message_in_the_console() -> None:
     assert not missing, f"the console has no message for {sorted(missing)}"
 
 
+@checked_once
 async def test_console_page_is_served_from_the_package(module_server: ModuleServer) -> None:
     server = module_server.server
     async with httpx.AsyncClient(base_url=server.url) as http:
@@ -346,6 +347,7 @@ PROPOSAL_STATE = """query($id: ID!) {
 }"""
 
 
+@checked_once
 async def test_a_reviewer_amends_a_proposal_then_approves_two_at_once(
     browser: Browser, module_server: ModuleServer
 ) -> None:
@@ -477,6 +479,7 @@ Response.prototype.json = function () {
 """
 
 
+@checked_once
 async def test_a_task_page_answer_older_than_the_page_drawn_is_not_drawn(
     browser: Browser, module_server: ModuleServer
 ) -> None:
@@ -551,6 +554,7 @@ async def assert_signed_out_naming_the_roles(page: Page) -> None:
     assert await page.evaluate("sessionStorage.length") == 0
 
 
+@checked_once
 async def test_an_agent_token_is_told_who_may_use_the_console_and_not_retried(
     browser: Browser, module_server: ModuleServer
 ) -> None:
@@ -608,6 +612,7 @@ async def test_a_reviewer_demoted_while_watching_is_signed_out_once(
         await context.close()
 
 
+@checked_once
 async def test_only_roles_that_decide_get_bulk_checkboxes(
     browser: Browser, serve: Serve, sessionmaker: SessionMaker
 ) -> None:
@@ -626,6 +631,7 @@ async def test_only_roles_that_decide_get_bulk_checkboxes(
             await context.close()
 
 
+@checked_once
 async def test_an_operator_reads_a_proposal_without_a_decision_form(
     browser: Browser, module_server: ModuleServer
 ) -> None:
@@ -673,6 +679,7 @@ async def test_a_refusal_on_a_task_page_is_gone_back_on_the_list(
         await context.close()
 
 
+@checked_once
 async def test_task_rows_tell_proposals_apart_and_the_payload_comes_before_the_decision(
     browser: Browser, module_server: ModuleServer
 ) -> None:
@@ -843,6 +850,7 @@ async def test_a_console_behind_a_proxy_that_refuses_websockets_follows_over_sse
                 await context.close()
 
 
+@checked_once
 async def test_the_task_page_shows_who_executed_a_proposal_and_its_result(
     browser: Browser, module_server: ModuleServer
 ) -> None:
@@ -897,6 +905,7 @@ BEGIN_EXECUTION = "mutation($i: BeginExecutionInput!) { beginExecution(input: $i
 REPORT_EXECUTION = "mutation($i: ReportExecutionInput!) { reportExecution(input: $i) { replayed } }"
 
 
+@checked_once
 async def test_signing_out_leaves_no_live_dot(
     browser: Browser, module_server: ModuleServer
 ) -> None:

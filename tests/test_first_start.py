@@ -8,7 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.conftest import checked_once
 from tests.processes import ROOT, free_port, run_cli, signoff_env
+
+pytestmark = checked_once
 
 SIGNOFF = ROOT / ".venv" / "bin" / "signoff"
 READY = "Signoff is serving"

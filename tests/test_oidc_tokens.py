@@ -34,6 +34,7 @@ from signoff.errors import IdentityTokenRefused
 from signoff.models import Actor, AuditEvent, OidcIdentity
 from signoff.resolvers.access.provider import OpenIdProvider
 from signoff.web.app import create_app
+from tests.conftest import checked_once
 from tests.helpers import CREATE_QUEUE, GraphQLClient
 from tests.live import TRANSPORT_WS, Server, open_stream, open_transport_ws
 from tests.oidc.provider import OTHER_AUDIENCE, TestProvider, signing_key
@@ -74,6 +75,7 @@ async def _counts(sessionmaker: SessionMaker) -> tuple[int, int, int]:
         )
 
 
+@checked_once
 async def test_a_client_token_stands_for_its_actor_made_on_first_use(
     api: GraphQLClient, provider: TestProvider
 ) -> None:
@@ -87,6 +89,7 @@ async def test_a_client_token_stands_for_its_actor_made_on_first_use(
     assert (actors, identities) == (1, 1)
 
 
+@checked_once
 async def test_the_mapped_role_is_what_the_token_may_do(
     api: GraphQLClient, provider: TestProvider
 ) -> None:
@@ -98,6 +101,7 @@ async def test_the_mapped_role_is_what_the_token_may_do(
     assert refused.code == "FORBIDDEN"
 
 
+@checked_once
 async def test_a_client_in_no_mapped_group_is_refused(
     api: GraphQLClient, provider: TestProvider
 ) -> None:
@@ -129,6 +133,7 @@ def _alg_none(provider: TestProvider) -> str:
     return f"{_part({'alg': 'none', 'typ': 'at+jwt'})}.{_part(claims)}."
 
 
+@checked_once
 async def test_forged_and_misdirected_tokens_are_refused_and_change_nothing(
     api: GraphQLClient, provider: TestProvider
 ) -> None:
@@ -162,6 +167,7 @@ async def test_forged_and_misdirected_tokens_are_refused_and_change_nothing(
     assert (await api(VIEWER, token=good))["viewer"]["actor"]["role"] == "OPERATOR"
 
 
+@checked_once
 async def test_new_keys_at_the_provider_validate_without_a_restart(
     api: GraphQLClient, provider: TestProvider
 ) -> None:
@@ -178,6 +184,7 @@ async def test_new_keys_at_the_provider_validate_without_a_restart(
     assert (await api(VIEWER, token=first))["viewer"]["actor"]["role"] == "AGENT"
 
 
+@checked_once
 async def test_a_key_set_lacking_a_key_id_is_read_again_at_most_so_often(
     provider: TestProvider,
 ) -> None:
@@ -203,6 +210,7 @@ async def test_a_key_set_lacking_a_key_id_is_read_again_at_most_so_often(
         await idp.close()
 
 
+@checked_once
 async def test_a_websocket_authenticates_with_a_provider_token(
     serve: Callable[..., Awaitable[Server]], provider: TestProvider
 ) -> None:
@@ -239,6 +247,7 @@ async def _closed_at(server: Server, token: str) -> tuple[int | None, float]:
         return stream.close_code, time.time()
 
 
+@checked_once
 async def test_a_stream_on_a_provider_token_ends_with_4403_at_its_exp(
     serve: Callable[..., Awaitable[Server]], provider: TestProvider
 ) -> None:
@@ -273,6 +282,7 @@ async def _event_stream_ended_at(server: Server, token: str) -> float:
     return time.time()
 
 
+@checked_once
 async def test_an_event_stream_on_a_provider_token_ends_at_its_exp(
     serve: Callable[..., Awaitable[Server]], provider: TestProvider
 ) -> None:

@@ -11,8 +11,11 @@ from pathlib import Path
 import yaml
 
 from signoff.web.slack_actions import ACTIONS_PATH
+from tests.conftest import checked_once
 from tests.processes import ROOT
 from tests.readme_shell import commands, page, sh_blocks
+
+pytestmark = checked_once
 
 YAML_FENCE = re.compile(r"^```yaml\n(?P<body>.*?)^```$", re.M | re.S)
 
