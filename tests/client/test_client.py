@@ -28,6 +28,7 @@ from signoff.database import SessionMaker
 from signoff.models import Proposal as ProposalRow
 from tests.client.blocking_proxy import refusing_websockets
 from tests.client.conftest import REFUND_ANSWER, Serve, Stage
+from tests.conftest import checked_once
 from tests.helpers import build_world
 from tests.live import http_gql
 from tests.receivers import Answer
@@ -58,6 +59,7 @@ async def test_wait_returns_approved_then_applied(stage: Stage) -> None:
 RESULT = "query($id: ID!) { proposal(id: $id) { state result } }"
 
 
+@checked_once
 async def test_applied_carries_the_receivers_answer_when_the_target_has_an_output_schema(
     result_stage: Stage,
 ) -> None:
@@ -75,6 +77,7 @@ async def test_applied_carries_the_receivers_answer_when_the_target_has_an_outpu
     assert found["proposal"] == {"state": "APPLIED", "result": REFUND_ANSWER}
 
 
+@checked_once
 async def test_without_an_output_schema_the_answer_is_not_kept(stage: Stage) -> None:
     stage.receiver.script = [Answer(200, body=REFUND_ANSWER)]
     async with await agent(stage) as signoff:
@@ -88,6 +91,7 @@ async def test_without_an_output_schema_the_answer_is_not_kept(stage: Stage) -> 
     assert found["proposal"] == {"state": "APPLIED", "result": None}
 
 
+@checked_once
 async def test_a_rejection_comes_with_its_reason(stage: Stage) -> None:
     async with await agent(stage) as signoff:
         proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-2"})
@@ -100,6 +104,7 @@ async def test_a_rejection_comes_with_its_reason(stage: Stage) -> None:
         )
 
 
+@checked_once
 async def test_an_amendment_is_accepted_then_approved_as_amended(stage: Stage) -> None:
     async with await agent(stage) as signoff:
         proposal = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-3"})
@@ -128,6 +133,7 @@ async def test_an_amendment_is_accepted_then_approved_as_amended(stage: Stage) -
         assert [r.body["payload"] for r in stage.receiver.requests] == [amended.payload]
 
 
+@checked_once
 async def test_an_expired_proposal_says_so(stage: Stage) -> None:
     async with await agent(stage) as signoff:
         proposal = await signoff.propose(
@@ -147,6 +153,7 @@ async def test_an_expired_proposal_says_so(stage: Stage) -> None:
         assert isinstance(outcome, Expired)
 
 
+@checked_once
 async def test_a_payload_that_fails_the_schema_names_the_field(stage: Stage) -> None:
     async with await agent(stage) as signoff:
         with pytest.raises(PayloadSchemaInvalid) as refused:
@@ -157,6 +164,7 @@ async def test_a_payload_that_fails_the_schema_names_the_field(stage: Stage) -> 
         assert [p["pointer"] for p in refused.value.problems] == ["/amount"]
 
 
+@checked_once
 async def test_the_same_call_proposes_once(stage: Stage) -> None:
     async with await agent(stage) as signoff:
         first = await signoff.propose(stage.world.target_id, PAYLOAD, subject={"order": "o-5"})
@@ -187,6 +195,7 @@ async def test_a_server_restart_during_wait_loses_no_event(own_stage: Stage, ser
         assert len(cursors) == len(set(cursors)), "no event twice"
 
 
+@checked_once
 async def test_rate_limited_requests_wait_the_retry_after(
     serve: Serve, sessionmaker: SessionMaker
 ) -> None:
