@@ -18,8 +18,11 @@ from websockets.exceptions import ConnectionClosed
 from signoff.constants import LIVE_SELECTION_CACHE_SIZE
 from signoff.live.broadcast import Broadcaster
 from signoff.models import Role
+from tests.conftest import checked_once
 from tests.helpers import GraphQLClient
 from tests.live import InProcessServer, open_transport_ws
+
+pytestmark = checked_once  # the live layer's memory: the same on every database
 
 AT_ONCE = 50
 WARM_UP = 1_000
