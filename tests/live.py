@@ -401,6 +401,7 @@ class Stream:
     errors: list[dict[str, Any]] = field(default_factory=list)
     completed: bool = False
     close_code: int | None = None
+    ended_at: float | None = None  # time.monotonic() when the stream was first seen ended
     _task: asyncio.Task[None] | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -422,11 +423,17 @@ class Stream:
                     self.completed = True
                 elif message["type"] == "ping":
                     await self.ws.send(json.dumps({"type": "pong"}))
+                self._note_end()
                 self._changed.set()
         except ConnectionClosed:
             pass
         self.close_code = self.ws.close_code
+        self._note_end()
         self._changed.set()
+
+    def _note_end(self) -> None:
+        if self.ended_at is None and self.ended:
+            self.ended_at = time.monotonic()
 
     async def until(self, done: Callable[[Stream], bool], within: float = 10) -> None:
         """Wait until ``done(self)`` holds (or fail with what arrived)."""

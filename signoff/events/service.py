@@ -27,8 +27,6 @@ from signoff.constants import (
     FEED_REORDER_SECONDS,
     FEED_RETENTION_CHECK_SECONDS,
     FEED_STOP_GRACE_SECONDS,
-    FEED_WRITTEN_KEEP_RELAY_PERIODS,
-    FEED_WRITTEN_LIMIT,
 )
 from signoff.database import SessionMaker, is_unreachable
 from signoff.events import auditlog, feed
@@ -82,14 +80,7 @@ class EventService:
         # What writers read for their events, until published from here. The hub's gap
         # fill takes from it too (``create_event_service``), so an event a late writer
         # has not handed over yet needs no read either.
-        self.written = (
-            written
-            if written is not None
-            else WrittenObjects(
-                keep_seconds=FEED_WRITTEN_KEEP_RELAY_PERIODS * relay_seconds,
-                limit=FEED_WRITTEN_LIMIT,
-            )
-        )
+        self.written = written if written is not None else WrittenObjects.for_relay(relay_seconds)
 
     async def kick(self) -> None:
         """After-commit hook: stamp and publish soon, without making the writer wait."""
@@ -389,10 +380,7 @@ def create_event_service(
     ``reads``: read-only sessions (``database.read_only``) for the catch-up and the
     relay's look-ups; ``sessionmaker``'s own otherwise."""
     readers = reads or sessionmaker
-    written = WrittenObjects(
-        keep_seconds=FEED_WRITTEN_KEEP_RELAY_PERIODS * settings.events_relay_seconds,
-        limit=FEED_WRITTEN_LIMIT,
-    )
+    written = WrittenObjects.for_relay(settings.events_relay_seconds)
     transport: Transport
     if settings.redis_url:
         from signoff.events.redis import RedisTransport

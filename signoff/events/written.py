@@ -13,6 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from signoff.constants import FEED_WRITTEN_KEEP_RELAY_PERIODS, FEED_WRITTEN_LIMIT
+
 
 class WrittenObjects:
     """Per change-event id, the records its frame shows (``Change.written``)."""
@@ -22,6 +24,13 @@ class WrittenObjects:
         self.limit = limit
         # In the order handed over, so the oldest entries are the first.
         self._entries: dict[str, tuple[float, Mapping[str, Any]]] = {}
+
+    @classmethod
+    def for_relay(cls, relay_seconds: float) -> WrittenObjects:
+        """Entries kept a few relay periods: an event stamped here is taken well before."""
+        return cls(
+            keep_seconds=FEED_WRITTEN_KEEP_RELAY_PERIODS * relay_seconds, limit=FEED_WRITTEN_LIMIT
+        )
 
     def __len__(self) -> int:
         return len(self._entries)
