@@ -96,20 +96,38 @@ def fresh_database(directory: Path, *, template: str | None = None) -> Iterator[
     if PG_URL is None:
         yield f"sqlite+aiosqlite:///{directory / 'signoff.db'}"
         return
+    url = _create_postgresql_database(
+        f"signoff_test_{XDIST_WORKER}_{uuid.uuid4().hex[:10]}", template
+    )
+    try:
+        yield url
+    finally:  # also when the caller's setup inside the ``with`` fails
+        _drop_postgresql_database(url)
+
+
+def _postgresql_admin(statement: str) -> None:
+    """Run ``statement`` on the test server's own database (CREATE and DROP DATABASE)."""
+    assert PG_URL is not None
     base = make_url(normalise_database_url(PG_URL))
-    name = f"signoff_test_{XDIST_WORKER}_{uuid.uuid4().hex[:10]}"
     admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:  # also when the caller's setup inside the ``with`` fails
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(statement)
+
+
+def _create_postgresql_database(name: str, template: str | None = None) -> str:
+    """A new database on the test server (a copy of ``template`` if named); its URL."""
+    _postgresql_admin(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    assert PG_URL is not None
+    base = make_url(normalise_database_url(PG_URL))
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_postgresql_database(url: str) -> None:
+    _postgresql_admin(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
 
 
 # This worker's migrated database (a PostgreSQL database, or a SQLite file), made at the
-# first ``migrated_database`` and dropped at the worker's end (``warm_starts``).
+# first ``migrated_database`` and dropped at the worker's end (``migrated_template_dropped``).
 _migrated: str | None = None
 _migrated_directory: Path | None = None
 
@@ -122,12 +140,8 @@ def _migrated_template() -> str:
         if PG_URL is None:
             url = f"sqlite+aiosqlite:///{_migrated_directory / 'signoff.db'}"
         else:
-            base = make_url(normalise_database_url(PG_URL))
             name = f"signoff_test_{XDIST_WORKER}_migrated_{uuid.uuid4().hex[:10]}"
-            admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f'CREATE DATABASE "{name}"')
-            url = base.set(database=name).render_as_string(hide_password=False)
+            url = _create_postgresql_database(name)
         _migrated = url
 
         async def upgrade() -> None:
@@ -145,11 +159,7 @@ def _migrated_template() -> str:
 
 def drop_migrated_template() -> None:
     if _migrated is not None and PG_URL is not None:
-        base = make_url(normalise_database_url(PG_URL))
-        admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
-        with psycopg.connect(admin, autocommit=True) as conn:
-            name = make_url(_migrated).database
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _drop_postgresql_database(_migrated)
     if _migrated_directory is not None:
         shutil.rmtree(_migrated_directory, ignore_errors=True)
 
@@ -304,7 +314,6 @@ async def server_on_its_own_database(directory: Path, **env: str) -> AsyncIterat
     with migrated_database(directory) as url:
         engine = create_engine(url)
         try:
-            await migrate(engine)  # finds it at head
             server = await start_server(url, directory, **server_env(**env))
             try:
                 yield ModuleServer(server, create_sessionmaker(engine), url)
