@@ -46,9 +46,13 @@ class SignoffSchema(strawberry.Schema):
         stack traces."""
 
 
-def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Schema:
+def build_schema(
+    *, introspection: bool = True, short_paths: bool = True, **extra: Any
+) -> strawberry.Schema:
     """The schema with its extensions; ``introspection=False`` refuses ``__schema`` and
-    ``__type`` (``INTROSPECTION_DISABLED``)."""
+    ``__type`` (``INTROSPECTION_DISABLED``). ``short_paths=False`` builds the reference the
+    short paths are tested against: the same schema executed by Strawberry's executor as
+    graphql-core runs it (``schema.serving.execution``)."""
     schema = SignoffSchema(
         query=Query,
         mutation=Mutation,
@@ -58,9 +62,10 @@ def build_schema(*, introspection: bool = True, **extra: Any) -> strawberry.Sche
             lambda: CachedParse(maxsize=256),
             lambda: CheckedValidation(introspection),
         ],
-        execution_context_class=PlainFieldExecutor,
+        execution_context_class=PlainFieldExecutor if short_paths else None,
         config=StrawberryConfig(scalar_map={Number: NUMBER}),
         **extra,
     )
-    plan_plain_fields(schema)
+    if short_paths:
+        plan_plain_fields(schema)
     return schema
