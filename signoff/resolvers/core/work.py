@@ -112,6 +112,9 @@ class UnitOfWork:
         self.moved_proposals: set[str] = set()
         self._events: list[Mapping[str, Any]] = []  # this transaction's change events
         self._rows: dict[sa.Table, list[dict[str, Any]]] = {}
+        # Rows a planned move returned as records (not in the session), by model and id, as
+        # the move left them: what reads later in the transaction may take instead.
+        self.moved_records: dict[tuple[type[SQLModel], str], Any] = {}
 
     def now(self) -> datetime:
         return clock.now()
@@ -210,6 +213,7 @@ class UnitOfWork:
             # should not wait for a job's enqueue.
             self._after_commit.insert(0, await publisher.before_commit(self.session, events))
         hooks, self._after_commit, self._events = self._after_commit, [], []
+        self.moved_records = {}
         await self.session.commit()
         for hook in hooks:
             try:
@@ -221,6 +225,7 @@ class UnitOfWork:
         """Roll back, and forget what was to happen after a commit that will not come."""
         self._after_commit, self._events, self._rows = [], [], {}
         self._before_commit, self.moved_proposals = {}, set()
+        self.moved_records = {}
         await self.session.rollback()
 
 
