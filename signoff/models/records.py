@@ -226,7 +226,7 @@ async def _pipelined(
         # A write is never read again after a failure: it goes through SQLAlchemy.
         if status != psycopg.pq.TransactionStatus.IDLE or any(plan.writes for plan in plans):
             return None
-    elif status not in _WRITING:
+    elif status not in WRITING:
         return None
     bound = [plan.bound(params) for plan, params in zip(plans, parameters, strict=True)]
     cursors = [driver.cursor() for _ in plans]
@@ -239,7 +239,7 @@ async def _pipelined(
     except psycopg.Error as failed:
         if driver.autocommit:
             return None
-        await connection.run_sync(_raise_as_sqlalchemy, failed, plans[0].sql, bound[0])
+        await connection.run_sync(raise_as_sqlalchemy, failed, plans[0].sql, bound[0])
         raise  # not reached: the line above raises
     except BaseException:
         # Cancelled mid-pipeline: the connection's protocol state is unknown, so the pool
@@ -253,10 +253,10 @@ async def _pipelined(
 
 
 # A write transaction's connection, before its first statement or inside the transaction.
-_WRITING = (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS)
+WRITING = (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS)
 
 
-def _raise_as_sqlalchemy(
+def raise_as_sqlalchemy(
     sync: Connection, failed: psycopg.Error, sql: str, parameters: dict[str, Any]
 ) -> None:
     """Raise ``failed`` as SQLAlchemy raises a statement's failure: its handling (the

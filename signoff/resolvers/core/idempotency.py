@@ -20,6 +20,7 @@ from signoff.digest import sha256_digest
 from signoff.errors import IdempotencyKeyReused, SignoffError, ValidationFailed
 from signoff.models import IdempotencyRecord
 from signoff.models.base import new_id
+from signoff.models.inserts import insert_rows
 from signoff.models.records import table_of
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core.work import UnitOfWork
@@ -35,8 +36,6 @@ _STORED = sa.select(_RECORDS.c.request_digest, _RECORDS.c.result).where(
     _RECORDS.c.operation == bindparam("operation"),
     _RECORDS.c.key == bindparam("key"),
 )
-
-_INSERT = sa.insert(_RECORDS)
 
 R = TypeVar("R")
 
@@ -138,8 +137,7 @@ async def _store(work: UnitOfWork, viewer: Viewer, call: Keyed, result: dict[str
         "result": result,
         "created_at": work.now(),
     }
-    connection = await work.session.connection()
-    await connection.execute(_INSERT, row)
+    await insert_rows(await work.session.connection(), [(_RECORDS, [row])])
 
 
 async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, Any] | None:
