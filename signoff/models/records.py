@@ -78,7 +78,9 @@ def record_class(model: type[SQLModel]) -> type[Record]:
     they are first read. Rows whose JSON came decoded (selected as columns, not through
     ``record_columns``) carry the values in their dictionary, which takes precedence."""
     lazy = {name: _JSONText(name) for name in _json_columns(model)}
-    return type(f"{model.__name__}Record", (Record,), {"__slots__": (), **lazy})
+    # The model's properties read columns only (a target's ``is_active``): records have them.
+    derived = {name: value for name, value in vars(model).items() if isinstance(value, property)}
+    return type(f"{model.__name__}Record", (Record,), {"__slots__": (), **derived, **lazy})
 
 
 def _json_columns(model: type[SQLModel]) -> list[str]:
