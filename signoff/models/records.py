@@ -178,13 +178,11 @@ async def select_records(
     build: Callable[[str], Select[Any] | Update],
     parameters: dict[str, Any],
 ) -> list[M]:
-    """Records of what a select of ``model``'s columns finds with ``parameters`` (or of
-    what an ``UPDATE … RETURNING`` them changed, in the session's transaction).
+    """Records of what a select of ``model``'s columns (or an ``UPDATE … RETURNING``
+    them, in the session's transaction) finds with ``parameters``.
 
-    ``build(dialect_name)`` makes the statement, with a named ``bindparam`` for each
-    value that varies (values written into it stay as they were built); it runs once per
-    ``kind`` (anything hashable that decides the statement's text), so a caller building
-    several shapes names each one.
+    ``build(dialect_name)`` makes the statement, a named ``bindparam`` for each value
+    that varies; it runs once per ``kind`` (anything hashable that decides the text).
     """
     connection = await session.connection()
     plan = _plan_of(kind, model, build, connection.dialect)

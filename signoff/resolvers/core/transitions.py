@@ -312,10 +312,9 @@ class Lifecycle(Generic[M, S]):
         """``move`` of one row with a ``Planned`` guard and values: the same compare-and-set,
         audit record, change event and follow-up, from a statement compiled once.
 
-        The row comes back as a record (``signoff.models.records``), read from the
-        ``UPDATE … RETURNING`` without the ORM, for a caller that only reads it; it is
-        kept in ``work.moved_records``. When the session holds the row as an ORM instance,
-        the move goes through the ORM instead and refreshes it, as ``move`` does."""
+        The row comes back as a record (kept in ``work.moved_records``), for a caller that
+        only reads it; a row the session holds as an ORM instance moves through the ORM,
+        which refreshes it, as ``move`` does."""
         self._check(edge)
         bound = {**parameters, ENTITY_ID: entity_id, MOVED_AT: work.now()}
         session = work.session
