@@ -25,6 +25,7 @@ from sqlalchemy import (
     Select,
     Table,
     Text,
+    Update,
     any_,
     bindparam,
     cast,
@@ -77,7 +78,9 @@ def record_class(model: type[SQLModel]) -> type[Record]:
     they are first read. Rows whose JSON came decoded (selected as columns, not through
     ``record_columns``) carry the values in their dictionary, which takes precedence."""
     lazy = {name: _JSONText(name) for name in _json_columns(model)}
-    return type(f"{model.__name__}Record", (Record,), {"__slots__": (), **lazy})
+    # The model's properties read columns only (a target's ``is_active``): records have them.
+    derived = {name: value for name, value in vars(model).items() if isinstance(value, property)}
+    return type(f"{model.__name__}Record", (Record,), {"__slots__": (), **derived, **lazy})
 
 
 def _json_columns(model: type[SQLModel]) -> list[str]:
@@ -172,14 +175,14 @@ async def select_records(
     session: AsyncSession,
     model: type[M],
     kind: Hashable,
-    build: Callable[[str], Select[Any]],
+    build: Callable[[str], Select[Any] | Update],
     parameters: dict[str, Any],
 ) -> list[M]:
-    """Records of what a select of ``model``'s columns finds with ``parameters``.
+    """Records of what a select of ``model``'s columns (or an ``UPDATE … RETURNING``
+    them, in the session's transaction) finds with ``parameters``.
 
-    ``build(dialect_name)`` makes the statement, with a named ``bindparam`` for each
-    value; it runs once per ``kind`` (anything hashable that decides the statement's
-    text), so a caller building several shapes names each one.
+    ``build(dialect_name)`` makes the statement, a named ``bindparam`` for each value
+    that varies; it runs once per ``kind`` (anything hashable that decides the text).
     """
     connection = await session.connection()
     plan = _plan_of(kind, model, build, connection.dialect)
@@ -220,9 +223,10 @@ async def _pipelined(
     driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
     status = driver.info.transaction_status
     if driver.autocommit:
-        if status != psycopg.pq.TransactionStatus.IDLE:
+        # A write is never read again after a failure: it goes through SQLAlchemy.
+        if status != psycopg.pq.TransactionStatus.IDLE or any(plan.writes for plan in plans):
             return None
-    elif status not in _WRITING:
+    elif status not in WRITING:
         return None
     bound = [plan.bound(params) for plan, params in zip(plans, parameters, strict=True)]
     cursors = [driver.cursor() for _ in plans]
@@ -235,7 +239,7 @@ async def _pipelined(
     except psycopg.Error as failed:
         if driver.autocommit:
             return None
-        await connection.run_sync(_raise_as_sqlalchemy, failed, plans[0].sql, bound[0])
+        await connection.run_sync(raise_as_sqlalchemy, failed, plans[0].sql, bound[0])
         raise  # not reached: the line above raises
     except BaseException:
         # Cancelled mid-pipeline: the connection's protocol state is unknown, so the pool
@@ -249,10 +253,10 @@ async def _pipelined(
 
 
 # A write transaction's connection, before its first statement or inside the transaction.
-_WRITING = (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS)
+WRITING = (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS)
 
 
-def _raise_as_sqlalchemy(
+def raise_as_sqlalchemy(
     sync: Connection, failed: psycopg.Error, sql: str, parameters: dict[str, Any]
 ) -> None:
     """Raise ``failed`` as SQLAlchemy raises a statement's failure: its handling (the
@@ -279,27 +283,33 @@ async def _fetch_all(
 
 
 class _Plan:
-    """One kind of read, compiled once: the statement, its text, its columns, the bind
-    processors SQLAlchemy would run on its parameters, and the result processors it
-    would run on its columns (known from the first result's types)."""
+    """One kind of read, compiled once: the statement, its text, its columns, the values
+    built into it, the bind processors SQLAlchemy would run on its parameters, and the
+    result processors it would run on its columns (known from the first result's types)."""
 
-    def __init__(self, model: type[SQLModel], stmt: Select[Any], dialect: Dialect) -> None:
+    def __init__(self, model: type[SQLModel], stmt: Select[Any] | Update, dialect: Dialect) -> None:
         self.model = model
         self.stmt = stmt
+        self.writes = isinstance(stmt, Update)
         compiled = stmt.compile(dialect=dialect)
         # Expanding parameters are rendered per execution: such a statement has no one
         # text (on PostgreSQL, lists travel as arrays instead).
         assert dialect.name != "postgresql" or not compiled.post_compile_params
         self.sql = compiled.string
+        names = compiled.bind_names
+        # The values built into the statement (``values(state="OPEN")``, an ORM column's
+        # ``onupdate``), under the names its text gives them; the named parameters
+        # without a value must each be given.
+        built = compiled.construct_params(_check=False)
+        self._built = {name: built[name] for bind, name in names.items() if not bind.required}
+        self._required = frozenset(names[bind] for bind in names if bind.required)
         self._binds = [
-            (name, process)
-            for name, bind in compiled.binds.items()
+            (names[bind], process)
+            for bind in names
             if (process := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
         ]
-        self._arrays = [
-            name for name, bind in compiled.binds.items() if isinstance(bind.type, ARRAY)
-        ]
-        self._columns = list(stmt.selected_columns)
+        self._arrays = [names[bind] for bind in names if isinstance(bind.type, ARRAY)]
+        self._columns = list(stmt.exported_columns)
         self._names = [_key_of(column) for column in self._columns]
         self._record_class = record_class(model)
         self._dialect = dialect
@@ -308,7 +318,9 @@ class _Plan:
     def bound(self, parameters: dict[str, Any]) -> dict[str, Any]:
         """``parameters`` as psycopg takes them: what SQLAlchemy would send, except that a
         list of strings travels as the text of an array (``text_array``)."""
-        bound = dict(parameters)
+        missing = self._required - parameters.keys()
+        assert not missing, f"no value for {sorted(missing)}"
+        bound = {**self._built, **parameters}
         for name, process in self._binds:
             if name in bound:
                 bound[name] = process(bound[name])
@@ -372,7 +384,10 @@ _PLANS: dict[tuple[Hashable, type[Dialect]], _Plan] = {}
 
 
 def _plan_of(
-    kind: Hashable, model: type[SQLModel], build: Callable[[str], Select[Any]], dialect: Dialect
+    kind: Hashable,
+    model: type[SQLModel],
+    build: Callable[[str], Select[Any] | Update],
+    dialect: Dialect,
 ) -> _Plan:
     key = (kind, type(dialect))
     plan = _PLANS.get(key)

@@ -89,7 +89,9 @@ class HumanTask(SQLModel, table=True):
     updated_at: datetime = time_field(default_now=True)
 
 
-def workable_by(actor_id: str, now: datetime) -> Any:
+def workable_by(
+    actor_id: str | sa.ColumnElement[Any], now: datetime | sa.ColumnElement[Any]
+) -> Any:
     """SQL: the task is open, held by ``actor_id``, or held by someone whose lease lapsed."""
     columns = HumanTask.__table__.c  # type: ignore[attr-defined]
     return sa.or_(

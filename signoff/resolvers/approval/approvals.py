@@ -33,7 +33,7 @@ from signoff.models import (
     ProposalState,
     TaskState,
 )
-from signoff.models.records import record_columns, select_records
+from signoff.models.records import record_columns, select_records, table_of
 from signoff.models.task import claim_lapsed, workable_by
 from signoff.resolvers.access.eligibility import check_deciding_now, standings
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
@@ -41,7 +41,7 @@ from signoff.resolvers.approval.four_eyes import require_four_eyes
 from signoff.resolvers.approval.proposals import read_proposal
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
-from signoff.resolvers.core.transitions import Happening, record
+from signoff.resolvers.core.transitions import Happening, Planned, record
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.validation import optional_text
 
@@ -278,7 +278,9 @@ def _audit_approval(
     )
 
 
-def queue_if_reached(reached: sa.ColumnElement[bool], now: datetime) -> dict[str, Any]:
+def queue_if_reached(
+    reached: sa.ColumnElement[bool], now: datetime | sa.ColumnElement[Any]
+) -> dict[str, Any]:
     """The values that queue a proposal for delivery, in the statement that counts toward
     its quorum, where ``reached`` holds: the check and the move are one compare-and-set.
     A proposal its agent executes is left APPROVED instead, with no attempt due."""
@@ -294,38 +296,68 @@ def queue_if_reached(reached: sa.ColumnElement[bool], now: datetime) -> dict[str
     }
 
 
+# A decision's moves, written once (``Planned``): their values travel as parameters.
+_NOW = sa.bindparam("now", type_=table_of(Proposal).c.decided_at.type)
+_DIGEST = sa.bindparam("digest", type_=table_of(Proposal).c.payload_digest.type)
+_DECIDER = sa.bindparam("decider", type_=table_of(HumanTask).c.completed_by_id.type)
+_RESPONSE = sa.bindparam("response", type_=table_of(HumanTask).c.response.type)
+
+
+def _counted() -> tuple[Any, dict[str, Any]]:
+    """The digest the decision names, before the deadline: an amendment or an escalation
+    (a new deadline, so a new digest) that committed after the decision read the
+    proposal wins, and the stale decision is refused."""
+    return (
+        sa.and_(col(Proposal.expires_at) > _NOW, col(Proposal.payload_digest) == _DIGEST),
+        {},
+    )
+
+
+def _approve() -> tuple[Any, dict[str, Any]]:
+    guard, _ = _counted()
+    count = col(Proposal.approval_count)
+    # With an amendment the agent has yet to accept, the quorum waits for it.
+    reached = sa.and_(
+        count + 1 >= col(Proposal.required_approvals),
+        col(Proposal.awaiting_proposer).is_(False),
+    )
+    return guard, {"approval_count": count + 1, **queue_if_reached(reached, _NOW)}
+
+
+def _reject() -> tuple[Any, dict[str, Any]]:
+    guard, _ = _counted()
+    return guard, {"decided_at": _NOW}
+
+
+def _settled(decided: bool) -> Planned:
+    """A final decision completes the task; a partial quorum reopens it for the next
+    reviewer. A claim another reviewer took meanwhile wins."""
+
+    def build() -> tuple[Any, dict[str, Any]]:
+        values: dict[str, Any] = {"assignee_id": None, "claim_expires_at": None}
+        if decided:
+            values |= {"response": _RESPONSE, "completed_by_id": _DECIDER, "completed_at": _NOW}
+        return workable_by(_DECIDER, _NOW), values
+
+    return Planned(("settle", decided), build)
+
+
+_APPROVE, _REJECT = Planned("approve", _approve), Planned("reject", _reject)
+_COMPLETE, _REOPEN = _settled(True), _settled(False)
+
+
 async def _advance(
     work: UnitOfWork, viewer: Viewer, proposal_id: str, approval: Approval, now: datetime
 ) -> Proposal | None:
     """Count the decision and move the state, only if the proposal is still awaiting it."""
-    edge, values = lifecycles.REJECT, dict[str, Any](decided_at=now)
-    if approval.decision is Decision.APPROVED:
-        count = col(Proposal.approval_count)
-        # With an amendment the agent has yet to accept, the quorum waits for it.
-        reached = sa.and_(
-            count + 1 >= col(Proposal.required_approvals),
-            col(Proposal.awaiting_proposer).is_(False),
-        )
-        edge, values = (
-            lifecycles.COUNT_APPROVAL,
-            {
-                "approval_count": count + 1,
-                **queue_if_reached(reached, now),
-            },
-        )
-    return await PROPOSAL.move(
+    approved = approval.decision is Decision.APPROVED
+    return await PROPOSAL.move_planned(
         work,
-        edge,
+        lifecycles.COUNT_APPROVAL if approved else lifecycles.REJECT,
         proposal_id,
+        _APPROVE if approved else _REJECT,
+        {"now": now, "digest": approval.payload_digest},
         actor_id=viewer.id,
-        # The digest too: an amendment or an escalation (a new deadline, so a new digest)
-        # that committed after this decision read the proposal wins, and the stale
-        # decision is refused.
-        guard=sa.and_(
-            col(Proposal.expires_at) > now,
-            col(Proposal.payload_digest) == approval.payload_digest,
-        ),
-        values=values,
         details={"approval_id": approval.id},
     )
 
@@ -338,26 +370,21 @@ async def _settle_task(
     decided: bool,
     now: datetime,
 ) -> HumanTask:
-    """A final decision completes the task; a partial quorum reopens it for the next
-    reviewer. Compare-and-set: a claim another reviewer took meanwhile wins."""
-    values: dict[str, Any] = {"assignee_id": None, "claim_expires_at": None}
+    """Complete or reopen the approval task, by compare-and-set (``_settled``)."""
+    parameters: dict[str, Any] = {"now": now, "decider": viewer.id}
     if decided:
-        values |= {
-            "response": {
-                "decision": approval.decision.value,
-                "payloadDigest": approval.payload_digest,
-                **({"reason": approval.reason} if approval.reason else {}),
-            },
-            "completed_by_id": viewer.id,
-            "completed_at": now,
+        parameters["response"] = {
+            "decision": approval.decision.value,
+            "payloadDigest": approval.payload_digest,
+            **({"reason": approval.reason} if approval.reason else {}),
         }
-    settled = await TASK.move(
+    settled = await TASK.move_planned(
         work,
         lifecycles.COMPLETE if decided else lifecycles.REOPEN,
         task.id,
+        _COMPLETE if decided else _REOPEN,
+        parameters,
         actor_id=viewer.id,
-        guard=workable_by(viewer.id, now),
-        values=values,
     )
     if settled is None:
         await TASK.refuse(

@@ -39,7 +39,13 @@ from signoff.models import (
 )
 from signoff.models.base import built
 from signoff.models.proposal import format_expiry, payload_digest_of
-from signoff.models.records import rows_where
+from signoff.models.records import (
+    as_records,
+    record_columns,
+    rows_where,
+    select_records,
+    table_of,
+)
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.approval import policies as approval_policies
 from signoff.resolvers.core import idempotency
@@ -180,28 +186,44 @@ async def propose_action(
     return done
 
 
-# Built once, as every proposal reads its target so.
-_TARGET_AND_QUEUE = (
-    select(
-        Target,
-        Queue,
-        sa.exists()
-        .where(col(NotificationChannel.queue_id) == col(Queue.id), RECEIVING)
-        .label("queue_has_channels"),
+# Where the target's read puts its queue's columns, beside the target's own.
+_QUEUE = "queue__"
+
+
+def _target_select(dialect: str) -> sa.Select[Any]:
+    """The target, its queue's columns and whether that queue has notification channels."""
+    targets, queues = table_of(Target), table_of(Queue)
+    channels = table_of(NotificationChannel)
+    receiving = sa.exists().where(channels.c.queue_id == targets.c.queue_id, RECEIVING)
+    return (
+        sa.select(
+            *record_columns(Target),
+            *(column.label(f"{_QUEUE}{column.key}") for column in record_columns(Queue)),
+            receiving.label("queue_has_channels"),
+        )
+        .select_from(targets.outerjoin(queues, queues.c.id == targets.c.queue_id))
+        .where(targets.c.id == sa.bindparam("target_id", type_=targets.c.id.type))
     )
-    .outerjoin(Queue, col(Queue.id) == col(Target.queue_id))
-    .where(col(Target.id) == sa.bindparam("target_id"))
-)
 
 
 async def target_and_queue(
     session: AsyncSession, target_id: str
 ) -> tuple[Target | None, Queue | None, bool]:
     """The target, its queue (where approval tasks go unless a policy says otherwise) and
-    whether that queue has notification channels, read in one statement: most queues have
-    none, and then a new task needs no read of them."""
-    found = (await session.exec(_TARGET_AND_QUEUE, params={"target_id": target_id})).first()
-    return (None, None, False) if found is None else (found[0], found[1], bool(found[2]))
+    whether that queue has notification channels, as records read in one statement: most
+    queues have none, and then a new task needs no read of them."""
+    found = await select_records(
+        session, Target, "proposal-target", _target_select, {"target_id": target_id}
+    )
+    if not found:
+        return None, None, False
+    target = found[0]
+    values = target.__dict__
+    of_queue = {
+        key.removeprefix(_QUEUE): values.pop(key) for key in list(values) if key.startswith(_QUEUE)
+    }
+    queue = None if of_queue["id"] is None else as_records(Queue, [of_queue])[0]
+    return target, queue, bool(values.pop("queue_has_channels"))
 
 
 async def add_proposal(

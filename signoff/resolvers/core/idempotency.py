@@ -20,7 +20,8 @@ from signoff.digest import sha256_digest
 from signoff.errors import IdempotencyKeyReused, SignoffError, ValidationFailed
 from signoff.models import IdempotencyRecord
 from signoff.models.base import new_id
-from signoff.models.records import table_of
+from signoff.models.inserts import insert_rows
+from signoff.models.records import record_columns, select_records, table_of
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core.work import UnitOfWork
 
@@ -28,15 +29,17 @@ KEY_MAX_CHARS = 200
 
 _RECORDS = table_of(IdempotencyRecord)
 
-# Built once: building the select and its cache key on every call cost a fortieth of a
-# proposeAction. A Core select of the two columns read, as no ORM object is needed.
-_STORED = sa.select(_RECORDS.c.request_digest, _RECORDS.c.result).where(
-    _RECORDS.c.actor_id == bindparam("actor_id"),
-    _RECORDS.c.operation == bindparam("operation"),
-    _RECORDS.c.key == bindparam("key"),
-)
 
-_INSERT = sa.insert(_RECORDS)
+def _stored_select(dialect: str) -> sa.Select[Any]:
+    """The two columns a keyed call reads of its record (the result as text, decoded when
+    read: ``records.record_columns``), compiled once; on PostgreSQL read through psycopg."""
+    columns = {column.key: column for column in record_columns(IdempotencyRecord)}
+    return sa.select(columns["request_digest"], columns["_json_text_result"]).where(
+        _RECORDS.c.actor_id == bindparam("actor_id", type_=_RECORDS.c.actor_id.type),
+        _RECORDS.c.operation == bindparam("operation", type_=_RECORDS.c.operation.type),
+        _RECORDS.c.key == bindparam("key", type_=_RECORDS.c.key.type),
+    )
+
 
 R = TypeVar("R")
 
@@ -138,8 +141,7 @@ async def _store(work: UnitOfWork, viewer: Viewer, call: Keyed, result: dict[str
         "result": result,
         "created_at": work.now(),
     }
-    connection = await work.session.connection()
-    await connection.execute(_INSERT, row)
+    await insert_rows(await work.session.connection(), [(_RECORDS, [row])])
 
 
 async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, Any] | None:
@@ -148,10 +150,12 @@ async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, An
     if call.key is None:
         return None
     params = {"actor_id": viewer.id, "operation": call.operation, "key": call.key}
-    connection = await work.session.connection()
-    record = (await connection.execute(_STORED, params)).first()
-    if record is None:
+    found = await select_records(
+        work.session, IdempotencyRecord, "idempotency-stored", _stored_select, params
+    )
+    if not found:
         return None
+    record = found[0]
     result: dict[str, Any] = record.result
     if record.request_digest != call.digest:
         # The ids of what the key did the first time (``proposalId``…) help the caller.

@@ -287,7 +287,10 @@ async def describe_task(work: UnitOfWork, task: HumanTask) -> Subject:
         "assigneeId": task.assignee_id,
     }
     if task.proposal_id is not None:
-        proposal = await work.session.get(Proposal, task.proposal_id)
+        # A decision has just moved the proposal as a record (its proposer never changes).
+        proposal = work.moved_records.get((Proposal, task.proposal_id))
+        if proposal is None:
+            proposal = await work.session.get(Proposal, task.proposal_id)
         if proposal is not None:
             snapshot["proposedById"] = proposal.proposed_by_id
     return Subject(queue_id=task.queue_id, proposal_id=task.proposal_id, snapshot=snapshot)

@@ -9,19 +9,21 @@ and follow-up work run after commit; ``Lifecycle.refuse`` explains a lost race
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, NoReturn, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import update
+from sqlalchemy.orm.util import identity_key
 from sqlmodel import SQLModel
 
 from signoff import clock
 from signoff.errors import NotFound, TransitionNotAllowed
 from signoff.models import AuditEvent, ChangeEvent, ChangeKind
 from signoff.models.base import new_id
+from signoff.models.records import record_columns, select_records
 from signoff.resolvers.core.work import UnitOfWork
 
 M = TypeVar("M", bound=SQLModel)
@@ -146,6 +148,22 @@ class Subject:
     snapshot: Mapping[str, Any]
     session_key: str | None = None
 
+
+@dataclass(frozen=True)
+class Planned:
+    """A move's guard and values written once, with a named ``bindparam`` for each value
+    that varies between calls: ``Lifecycle.move_planned`` compiles its statement once per
+    ``kind`` and sends only the parameters. Beside the caller's parameters the statement
+    may use ``entity_id`` (the row's id) and ``moved_at`` (the move's time, which
+    ``updated_at`` takes)."""
+
+    kind: Hashable
+    build: Callable[[], tuple[Any, Mapping[str, Any]]]  # (guard or None, values)
+
+
+# The move's own parameters in a planned statement.
+ENTITY_ID = "entity_id"
+MOVED_AT = "moved_at"
 
 Describe = Callable[[UnitOfWork, Any], Awaitable[Subject]]
 FollowUp = Callable[[UnitOfWork, Any], None]
@@ -280,6 +298,71 @@ class Lifecycle(Generic[M, S]):
             await self._happened(work, row, outcome, actor_id, details, published)
         return rows
 
+    async def move_planned(
+        self,
+        work: UnitOfWork,
+        edge: Edge[S],
+        entity_id: str,
+        planned: Planned,
+        parameters: Mapping[str, Any],
+        *,
+        actor_id: str | None,
+        details: Mapping[str, Any] | None = None,
+    ) -> M | None:
+        """``move`` of one row with a ``Planned`` guard and values: the same compare-and-set,
+        audit record, change event and follow-up, from a statement compiled once.
+
+        The row comes back as a record (kept in ``work.moved_records``), for a caller that
+        only reads it; a row the session holds as an ORM instance moves through the ORM,
+        which refreshes it, as ``move`` does."""
+        self._check(edge)
+        bound = {**parameters, ENTITY_ID: entity_id, MOVED_AT: work.now()}
+        session = work.session
+        rows: list[M]
+        if identity_key(self.model, entity_id) in session.identity_map:
+            stmt = self._planned(edge, planned, self.model).execution_options(
+                populate_existing=True, synchronize_session=False
+            )
+            rows = list((await session.exec(stmt, params=bound)).scalars().all())
+        else:
+            kind = (self.entity_type, edge.name, planned.kind)
+            rows = await select_records(
+                session, self.model, kind, lambda _: self._planned(edge, planned, None), bound
+            )
+            for row in rows:
+                work.moved_records[(self.model, entity_id)] = row
+        for row in rows:
+            await self._happened(work, row, self._outcome(edge, row), actor_id, details)
+        return rows[0] if rows else None
+
+    def _planned(self, edge: Edge[S], planned: Planned, orm: type[M] | None) -> Any:
+        """The statement of a planned move: returning the ORM model (``orm``), or the
+        columns of its records."""
+        table = self._table
+        state = table.c[self.state_field]
+        guard, given = planned.build()
+        values = dict(given)
+        moved_at = sa.bindparam(MOVED_AT, type_=sa.DateTime(timezone=True))
+        if self.state_field not in values:
+            values[self.state_field] = self._entered(edge, state, moved_at)
+        if "updated_at" in table.c:
+            values.setdefault("updated_at", moved_at)
+        # The sources as equalities: an IN list would be rendered anew per execution.
+        conditions = [
+            table.c.id == sa.bindparam(ENTITY_ID, type_=table.c.id.type),
+            self._in(state, edge.sources, expanding=False),
+        ]
+        if guard is not None:
+            conditions.append(guard)
+        stmt = (
+            (update(orm) if orm is not None else sa.update(table))
+            .where(sa.and_(*conditions))
+            .values(**values)
+        )
+        if orm is not None:
+            return stmt.returning(orm)
+        return stmt.returning(*record_columns(self.model))
+
     def _check(self, edge: Edge[S]) -> None:
         if edge not in self.edges:
             raise TransitionNotAllowed(
@@ -343,7 +426,7 @@ class Lifecycle(Generic[M, S]):
         table = self._table
         state = table.c[self.state_field]
         if self.state_field not in values:
-            values[self.state_field] = self._entered(edge, state, work)
+            values[self.state_field] = self._entered(edge, state, work.now())
         if "updated_at" in table.c:
             values.setdefault("updated_at", work.now())
         conditions = [which, self._in(state, edge.sources)]
@@ -361,19 +444,23 @@ class Lifecycle(Generic[M, S]):
         )
         return list((await work.session.exec(stmt)).scalars().all())
 
-    def _entered(self, edge: Edge[S], state: Any, work: UnitOfWork) -> Any:
-        """What the state column is set to: the edge's one target, or left as it is."""
+    def _entered(self, edge: Edge[S], state: Any, now: Any) -> Any:
+        """What the state column is set to: the edge's one target, or left as it is (a
+        switch's stamp is ``now``)."""
         if len(edge.outcomes) != 1:
             return state
         if self.stamp is None:
             return edge.target.value
         if edge.target == self.stamp.unset:
             return None
-        return state if edge.target in edge.sources else work.now()
+        return state if edge.target in edge.sources else now
 
-    def _in(self, state: Any, sources: frozenset[S]) -> Any:
+    def _in(self, state: Any, sources: frozenset[S], *, expanding: bool = True) -> Any:
         if self.stamp is None:
-            return state.in_([source.value for source in sources])
+            values = sorted(source.value for source in sources)
+            if expanding:
+                return state.in_(values)
+            return sa.or_(*(state == value for value in values))
         (source,) = sources
         return state.is_(None) if source == self.stamp.unset else state.is_not(None)
 

@@ -27,6 +27,7 @@ from signoff.constants import DELIVER_JOB_ID, NOTIFY_JOB_ID, WAKE_BUCKET_SECONDS
 from signoff.database import SessionMaker
 from signoff.destinations import DestinationPolicy
 from signoff.evidence.sealing import Sealer
+from signoff.models.inserts import insert_rows
 
 logger = logging.getLogger("signoff.work")
 
@@ -112,6 +113,9 @@ class UnitOfWork:
         self.moved_proposals: set[str] = set()
         self._events: list[Mapping[str, Any]] = []  # this transaction's change events
         self._rows: dict[sa.Table, list[dict[str, Any]]] = {}
+        # Rows a planned move returned as records (not in the session), by model and id, as
+        # the move left them: what reads later in the transaction may take instead.
+        self.moved_records: dict[tuple[type[SQLModel], str], Any] = {}
 
     def now(self) -> datetime:
         return clock.now()
@@ -176,9 +180,10 @@ class UnitOfWork:
         the new one may refer to them."""
         if self.session.new:
             await self.session.flush()
-        statement, columns = _insert_of(type(row))
+        table, columns = _insert_of(type(row))
         connection = await self.session.connection()
-        await connection.execute(statement, {column: getattr(row, key) for key, column in columns})
+        values = {column: getattr(row, key) for key, column in columns}
+        await insert_rows(connection, [(table, [values])])
         make_transient_to_detached(row)
         self.session.add(row)
 
@@ -199,9 +204,8 @@ class UnitOfWork:
             await self._before_commit.pop(key)()
         rows, self._rows = self._rows, {}
         if rows:
-            connection = await self.session.connection()
-            for table, batch in rows.items():
-                await connection.execute(sa.insert(table), batch)
+            # Each table's rows in one statement, the tables in one round trip.
+            await insert_rows(await self.session.connection(), list(rows.items()))
         publisher, events = self.services.events, self._events
         # Audit records too (``rows``): they get their log positions in the stamping run.
         if (events or rows) and publisher is not None:
@@ -210,6 +214,7 @@ class UnitOfWork:
             # should not wait for a job's enqueue.
             self._after_commit.insert(0, await publisher.before_commit(self.session, events))
         hooks, self._after_commit, self._events = self._after_commit, [], []
+        self.moved_records = {}
         await self.session.commit()
         for hook in hooks:
             try:
@@ -221,16 +226,17 @@ class UnitOfWork:
         """Roll back, and forget what was to happen after a commit that will not come."""
         self._after_commit, self._events, self._rows = [], [], {}
         self._before_commit, self.moved_proposals = {}, set()
+        self.moved_records = {}
         await self.session.rollback()
 
 
 @functools.cache
-def _insert_of(model: type[SQLModel]) -> tuple[sa.Insert, tuple[tuple[str, str], ...]]:
-    """The insert of ``model``'s table, built once, and its columns' attribute names."""
+def _insert_of(model: type[SQLModel]) -> tuple[sa.Table, tuple[tuple[str, str], ...]]:
+    """``model``'s table and its columns' attribute names."""
     mapper = sa.inspect(model)
     table = mapper.local_table
     columns = tuple((prop.key, prop.columns[0].key) for prop in mapper.column_attrs)
-    return sa.insert(table), columns
+    return table, columns
 
 
 class WorkMaker:

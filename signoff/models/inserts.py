@@ -1,0 +1,122 @@
+"""Inserts of rows with every column given, compiled once per table and row count.
+
+On PostgreSQL, in a write transaction, they go to psycopg directly, several tables' in
+one pipeline (one round trip), with the statement text SQLAlchemy compiled and its bind
+processors run on each value; a failure (a unique key's refusal) is raised as SQLAlchemy
+raises it. Elsewhere, and for rows that leave a column out (SQLAlchemy then fills its
+default), they go through SQLAlchemy (docs/design.md section 12).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from signoff.models.records import WRITING, raise_as_sqlalchemy
+
+Rows = Sequence[Mapping[str, Any]]
+
+
+async def insert_rows(
+    connection: AsyncConnection, batches: Sequence[tuple[sa.Table, Rows]]
+) -> None:
+    """Insert each table's rows, one statement per table, in the order given."""
+    batches = [(table, rows) for table, rows in batches if rows]
+    if not batches:
+        return
+    if connection.dialect.name != "postgresql" or not all(
+        _whole(table, rows) for table, rows in batches
+    ):
+        for table, rows in batches:
+            await connection.execute(sa.insert(table), list(rows))
+        return
+    raw = await connection.get_raw_connection()
+    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    if driver.autocommit or driver.info.transaction_status not in WRITING:
+        for table, rows in batches:
+            await connection.execute(sa.insert(table), list(rows))
+        return
+    dialect = connection.dialect
+    plans = [_plan_of(table, len(rows), dialect) for table, rows in batches]
+    parameters = [plan.bound(rows) for plan, (_, rows) in zip(plans, batches, strict=True)]
+    sync = connection.sync_connection
+    assert sync is not None  # an AsyncConnection from a session is started
+    cursor = driver.cursor()
+    for plan, params in zip(plans, parameters, strict=True):
+        sync.dispatch.before_cursor_execute(sync, cursor, plan.sql, params, None, False)
+    try:
+        if len(plans) == 1:
+            await cursor.execute(plans[0].sql, parameters[0])
+        else:
+            async with driver.pipeline():
+                for plan, params in zip(plans, parameters, strict=True):
+                    await cursor.execute(plan.sql, params)
+    except psycopg.Error as failed:
+        await connection.run_sync(raise_as_sqlalchemy, failed, plans[0].sql, parameters[0])
+        raise  # not reached: the line above raises
+    except BaseException:
+        # Cancelled mid-statement: the connection's protocol state is unknown.
+        await connection.invalidate()
+        raise
+
+
+def _whole(table: sa.Table, rows: Rows) -> bool:
+    """Whether every row gives every column of ``table`` (and nothing else), in a batch
+    small enough to be planned."""
+    keys = _keys_of(table)
+    return len(rows) <= MAX_ROWS and all(row.keys() == keys for row in rows)
+
+
+@functools.cache
+def _keys_of(table: sa.Table) -> frozenset[str]:
+    return frozenset(column.key for column in table.columns)
+
+
+class _Plan:
+    """The INSERT of ``count`` rows into ``table``: its text, with a parameter per row and
+    column, and the bind processors SQLAlchemy would run on each column's values."""
+
+    def __init__(self, table: sa.Table, count: int, dialect: Dialect) -> None:
+        columns = list(table.columns)
+        self.names = [[f"{column.key}__{i}" for column in columns] for i in range(count)]
+        values = [
+            {
+                column.key: sa.bindparam(name, type_=column.type)
+                for column, name in zip(columns, names, strict=True)
+            }
+            for names in self.names
+        ]
+        stmt = sa.insert(table).values(values)
+        self.sql = stmt.compile(dialect=dialect).string
+        self.keys = [column.key for column in columns]
+        self.processors: list[Callable[[Any], Any] | None] = [
+            column.type.dialect_impl(dialect).bind_processor(dialect) for column in columns
+        ]
+
+    def bound(self, rows: Rows) -> dict[str, Any]:
+        bound: dict[str, Any] = {}
+        for row, names in zip(rows, self.names, strict=True):
+            for key, name, process in zip(self.keys, names, self.processors, strict=True):
+                value = row[key]
+                bound[name] = value if process is None else process(value)
+        return bound
+
+
+# Plans by (table, row count, dialect class); larger batches (sweeps) go through
+# SQLAlchemy rather than be compiled for each count.
+_PLANS: dict[tuple[sa.Table, int, type[Dialect]], _Plan] = {}
+MAX_ROWS = 16
+
+
+def _plan_of(table: sa.Table, count: int, dialect: Dialect) -> _Plan:
+    key = (table, count, type(dialect))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _Plan(table, count, dialect)
+    return plan
