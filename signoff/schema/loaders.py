@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar, cast
 
+import strawberry
 from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 from strawberry.dataloader import AbstractCache, DataLoader
@@ -36,6 +37,7 @@ from signoff.models import (
     Target,
 )
 from signoff.models.records import RowsWhere, Via, read_all, rows_where
+from signoff.schema.context import context_of
 
 
 class Reads(Protocol):
@@ -209,6 +211,46 @@ def now_or_later(loader: RowLoader[T], key: str, convert: Callable[[T], R]) -> R
             loader.converted[(key, convert)] = (future, value)
             return value
     return _converted(loader.load(key), convert)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedRelation(Generic[T, R]):
+    """A relation answered from one of a request's loaders: ``convert`` of the value of
+    ``key(source)`` (no key: null), at once where it is loaded (``now_or_later``).
+
+    ``loaded_field`` makes it a field whose resolver is ``answer`` with the context of
+    Strawberry's ``Info``; the served executor calls ``answer`` with the execution's
+    context and makes no ``Info`` (``schema.serving.execution``)."""
+
+    loader: Callable[[Loaders], RowLoader[T]]
+    key: Callable[[Any], str | None]
+    convert: Callable[[T], R]
+
+    def answer(self, source: Any, context: Any) -> R | Awaitable[R] | None:
+        key = self.key(source)
+        if key is None:
+            return None
+        return now_or_later(self.loader(context.loaders), key, self.convert)
+
+
+# The relation each resolver made by ``loaded_field`` answers.
+_LOADED: dict[Callable[..., Any], LoadedRelation[Any, Any]] = {}
+
+
+def loaded_field(relation: LoadedRelation[Any, Any], **options: Any) -> Any:
+    """A Strawberry field (``options`` as ``strawberry.field`` takes them) answering
+    ``relation`` of the object that holds it."""
+
+    def resolve(self: Any, info: strawberry.Info) -> Any:
+        return relation.answer(self, context_of(info))
+
+    _LOADED[resolve] = relation
+    return strawberry.field(resolver=resolve, **options)
+
+
+def loaded_relation(resolver: object) -> LoadedRelation[Any, Any] | None:
+    """The relation ``resolver`` answers, if ``loaded_field`` made it."""
+    return _LOADED.get(resolver) if callable(resolver) else None
 
 
 async def _converted(pending: Awaitable[T], convert: Callable[[T], R]) -> R:
