@@ -37,7 +37,6 @@ from signoff.models import (
     Target,
 )
 from signoff.models.records import RowsWhere, Via, read_all, rows_where
-from signoff.schema.context import context_of
 
 
 class Reads(Protocol):
@@ -242,7 +241,7 @@ def loaded_field(relation: LoadedRelation[Any, Any], **options: Any) -> Any:
     ``relation`` of the object that holds it."""
 
     def resolve(self: Any, info: strawberry.Info) -> Any:
-        return relation.answer(self, context_of(info))
+        return relation.answer(self, info.context)
 
     _LOADED[resolve] = relation
     return strawberry.field(resolver=resolve, **options)
