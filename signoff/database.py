@@ -80,7 +80,10 @@ def create_engine(
             json_serializer=jsoncodec.dumps,
             **pool,
             isolation_level=POSTGRES_ISOLATION_LEVEL,
-            connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
+            connect_args={
+                "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+                "options": _with_utc_time_zone(make_url(url).query.get("options")),
+            },
         )
         # Several rows of one table (a transaction's audit records and change events) go
         # in as one multi-row INSERT, as SQLAlchemy's psycopg2 dialect does, rather than
@@ -89,6 +92,15 @@ def create_engine(
         _ping_idle_connections(engine)
     _watch_outages(engine)
     return engine
+
+
+def _with_utc_time_zone(options: str | tuple[str, ...] | None) -> str:
+    """The connection's ``options`` (the URL's, if it gives any), with the session's time
+    zone set to UTC: psycopg then loads timestamptz values as UTC datetimes, which the
+    records' reads take as they are (``signoff.models.records``). Nothing in SQL depends on
+    the session's time zone (every stored time is a timestamptz, compared as an instant)."""
+    given = " ".join(options) if isinstance(options, tuple) else (options or "")
+    return f"{given} -c TimeZone=UTC".strip()
 
 
 def _ping_idle_connections(engine: AsyncEngine) -> None:

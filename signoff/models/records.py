@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any, TypeVar
 
 import psycopg
@@ -37,6 +38,7 @@ from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import jsoncodec
+from signoff.models.base import UTCDateTime
 
 M = TypeVar("M", bound=SQLModel)
 
@@ -313,7 +315,7 @@ class _Plan:
         self._names = [_key_of(column) for column in self._columns]
         self._record_class = record_class(model)
         self._dialect = dialect
-        self._processors: list[tuple[int, Callable[[Any], Any]]] | None = None
+        self._processors: tuple[_Processors, _Processors] | None = None
 
     def bound(self, parameters: dict[str, Any]) -> dict[str, Any]:
         """``parameters`` as psycopg takes them: what SQLAlchemy would send, except that a
@@ -334,12 +336,17 @@ class _Plan:
         processors = self._processors
         if processors is None:
             processors = self._processors = self._processors_for(cursor)
+        always, zoned = processors
+        # A connection whose session time zone is UTC loads timestamptz values in UTC
+        # already (``create_engine`` asks for it): UTCDateTime would return each unchanged.
+        if zoned and cursor.connection.info.timezone is not UTC:
+            always = always + zoned
         names = self._names
         kind = self._record_class
         found: list[Any] = []
         for row in rows:
             values = dict(zip(names, row, strict=True))
-            for index, process in processors:
+            for index, process in always:
                 name = names[index]
                 values[name] = process(values[name])
             record = kind.__new__(kind)
@@ -347,18 +354,29 @@ class _Plan:
             found.append(record)
         return found
 
-    def _processors_for(
-        self, cursor: psycopg.AsyncCursor[Any]
-    ) -> list[tuple[int, Callable[[Any], Any]]]:
+    def _processors_for(self, cursor: psycopg.AsyncCursor[Any]) -> tuple[_Processors, _Processors]:
+        """The result processors SQLAlchemy would run on each column, in two lists: those
+        of UTCDateTime's timestamptz columns, which change nothing when the connection loads
+        them in UTC, and the others."""
         description = cursor.description
         assert description is not None and len(description) == len(self._columns)
-        found: list[tuple[int, Callable[[Any], Any]]] = []
+        always: _Processors = []
+        zoned: _Processors = []
         for index, (column, described) in enumerate(zip(self._columns, description, strict=True)):
             impl = column.type.dialect_impl(self._dialect)
             process = impl.result_processor(self._dialect, described.type_code)
-            if process is not None:
-                found.append((index, process))
-        return found
+            if process is None:
+                continue
+            if isinstance(column.type, UTCDateTime) and described.type_code == _TIMESTAMPTZ:
+                zoned.append((index, process))
+            else:
+                always.append((index, process))
+        return always, zoned
+
+
+_Processors = list[tuple[int, Callable[[Any], Any]]]
+# PostgreSQL's type oid of timestamptz.
+_TIMESTAMPTZ = 1184
 
 
 def _key_of(column: ColumnElement[Any]) -> str:

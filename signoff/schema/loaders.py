@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar, cast
 
+import strawberry
 from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 from strawberry.dataloader import AbstractCache, DataLoader
@@ -81,7 +82,10 @@ class RowLoader(DataLoader[str, T], Generic[T]):
     key in ``kind.order_by`` order."""
 
     def __init__(self, context: Reads, kind: RowsWhere, *, many: bool) -> None:
-        super().__init__(load_fn=self._load)
+        cache = _Futures()
+        super().__init__(load_fn=self._load, cache_map=cache)
+        # The cache's futures by key, which ``now_or_later`` and ``prime_loaded`` use as is.
+        self.futures = cache.futures
         self._context = context
         self.kind = kind
         self._many = many
@@ -108,6 +112,41 @@ class RowLoader(DataLoader[str, T], Generic[T]):
             (rows,) = await read_all(session, [self.read(keys)])
         return self.values(keys, rows)
 
+    def prime_loaded(self, values: dict[str, T]) -> None:
+        """``prime_many(values)``: each key not in the cache gets a finished future of its
+        value, made here without the cache's and the loop's per-key calls. A batch not sent
+        yet may wait on some of these keys: ``prime_many`` answers those."""
+        batch = self.batch
+        if batch is not None and not batch.dispatched:
+            self.prime_many(values)
+            return
+        futures = self.futures
+        loop = self.loop
+        for key, value in values.items():
+            if key not in futures:
+                future: Future[T] = Future(loop=loop)
+                future.set_result(value)
+                futures[key] = future
+
+
+class _Futures(AbstractCache[str, Any]):
+    """DataLoader's default cache, keyed by the key itself, its dictionary in sight."""
+
+    def __init__(self) -> None:
+        self.futures: dict[str, Future[Any]] = {}
+
+    def get(self, key: str) -> Future[Any] | None:
+        return self.futures.get(key)
+
+    def set(self, key: str, value: Future[Any]) -> None:
+        self.futures[key] = value
+
+    def delete(self, key: str) -> None:
+        del self.futures[key]
+
+    def clear(self) -> None:
+        self.futures.clear()
+
 
 @dataclass(frozen=True)
 class Reached:
@@ -132,7 +171,8 @@ async def warm(context: Reads, *wanted: tuple[RowLoader[Any], Iterable[str]] | R
                 primes.append(functools.partial(_prime_reached, each.loader))
             continue
         loader, wanted_keys = each
-        missing = [key for key in dict.fromkeys(wanted_keys) if loader.cache_map.get(key) is None]
+        futures = loader.futures
+        missing = [key for key in dict.fromkeys(wanted_keys) if key not in futures]
         if missing:
             reads.append(loader.read(missing))
             primes.append(functools.partial(_prime, loader, missing))
@@ -145,20 +185,12 @@ async def warm(context: Reads, *wanted: tuple[RowLoader[Any], Iterable[str]] | R
 
 
 def _prime(loader: RowLoader[Any], keys: list[str], rows: list[Any]) -> None:
-    loader.prime_many(dict(zip(keys, loader.values(keys, rows), strict=True)))
+    loader.prime_loaded(dict(zip(keys, loader.values(keys, rows), strict=True)))
 
 
 def _prime_reached(loader: RowLoader[Any], rows: list[Any]) -> None:
     column = loader.kind.column
-    loader.prime_many({getattr(row, column): row for row in rows})
-
-
-def loaded(loader: DataLoader[K, T], key: K) -> Future[T] | None:
-    """The loaded value of ``key`` as a finished future, or None if it is not loaded yet."""
-    future = loader.cache_map.get(key)
-    if future is None or not future.done() or future.cancelled() or future.exception():
-        return None
-    return future
+    loader.prime_loaded({getattr(row, column): row for row in rows})
 
 
 def now_or_later(loader: RowLoader[T], key: str, convert: Callable[[T], R]) -> R | Awaitable[R]:
@@ -167,14 +199,57 @@ def now_or_later(loader: RowLoader[T], key: str, convert: Callable[[T], R]) -> R
     A value is converted once per request and kind of conversion: twenty proposals of
     one target share one ``Target``, as its record is the same for all of them.
     """
-    future = loaded(loader, key)
-    if future is None:
-        return _converted(loader.load(key), convert)
-    # Kept with the future it converted: a key cleared or primed again converts anew.
-    memo = loader.converted.get((key, convert))
-    if memo is None or memo[0] is not future:
-        memo = loader.converted[(key, convert)] = (future, convert(future.result()))
-    return cast(R, memo[1])
+    future = loader.futures.get(key)
+    if future is not None:
+        # Kept with the future it converted: a key cleared or primed again converts anew.
+        memo = loader.converted.get((key, convert))
+        if memo is not None and memo[0] is future:
+            return cast(R, memo[1])
+        if future.done() and not future.cancelled() and future.exception() is None:
+            value = convert(future.result())
+            loader.converted[(key, convert)] = (future, value)
+            return value
+    return _converted(loader.load(key), convert)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedRelation(Generic[T, R]):
+    """A relation answered from one of a request's loaders: ``convert`` of the value of
+    ``key(source)`` (no key: null), at once where it is loaded (``now_or_later``).
+
+    ``loaded_field`` makes it a field whose resolver is ``answer`` with the context of
+    Strawberry's ``Info``; the served executor calls ``answer`` with the execution's
+    context and makes no ``Info`` (``schema.serving.execution``)."""
+
+    loader: Callable[[Loaders], RowLoader[T]]
+    key: Callable[[Any], str | None]
+    convert: Callable[[T], R]
+
+    def answer(self, source: Any, context: Any) -> R | Awaitable[R] | None:
+        key = self.key(source)
+        if key is None:
+            return None
+        return now_or_later(self.loader(context.loaders), key, self.convert)
+
+
+# The relation each resolver made by ``loaded_field`` answers.
+_LOADED: dict[Callable[..., Any], LoadedRelation[Any, Any]] = {}
+
+
+def loaded_field(relation: LoadedRelation[Any, Any], **options: Any) -> Any:
+    """A Strawberry field (``options`` as ``strawberry.field`` takes them) answering
+    ``relation`` of the object that holds it."""
+
+    def resolve(self: Any, info: strawberry.Info) -> Any:
+        return relation.answer(self, info.context)
+
+    _LOADED[resolve] = relation
+    return strawberry.field(resolver=resolve, **options)
+
+
+def loaded_relation(resolver: object) -> LoadedRelation[Any, Any] | None:
+    """The relation ``resolver`` answers, if ``loaded_field`` made it."""
+    return _LOADED.get(resolver) if callable(resolver) else None
 
 
 async def _converted(pending: Awaitable[T], convert: Callable[[T], R]) -> R:

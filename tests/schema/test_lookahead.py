@@ -11,10 +11,10 @@ import pytest
 from graphql import FieldNode, FragmentDefinitionNode, OperationDefinitionNode, parse
 from starlette.applications import Starlette
 
-import signoff.schema.approval.proposal as proposal_types
 from signoff.config import Settings
 from signoff.models import Target
 from signoff.models.records import RowsWhere
+from signoff.schema.delivery.target import Target as TargetType
 from signoff.schema.loaders import RowLoader, now_or_later
 from signoff.schema.lookahead import selected
 from tests.helpers import GraphQLClient, build_world
@@ -145,13 +145,14 @@ async def test_proposals_of_one_target_share_its_conversion(
     made = {(await first.propose())["proposal"]["id"]: first.target_id for _ in range(3)}
     made |= {(await second.propose())["proposal"]["id"]: second.target_id for _ in range(2)}
     converted: list[str] = []
-    convert = proposal_types._target
+    convert = TargetType.from_model
 
     def counted(row: Any) -> Any:
         converted.append(row.id)
         return convert(row)
 
-    monkeypatch.setattr(proposal_types, "_target", counted)
+    # The page's relation holds its conversion (_target), which makes each Target here.
+    monkeypatch.setattr(TargetType, "from_model", counted)
     page = (await gql(THROUGH_PAGE, {}, first.admin))["proposals"]["nodes"]
     assert {p["id"]: p["target"]["id"] for p in page} == made
     assert sorted(converted) == sorted({first.target_id, second.target_id})

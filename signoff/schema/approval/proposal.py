@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
@@ -23,7 +24,7 @@ from signoff.schema.call import call
 from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import DeliveryAttempt
 from signoff.schema.delivery.target import Target
-from signoff.schema.loaders import Reached, RowLoader, now_or_later, warm
+from signoff.schema.loaders import LoadedRelation, Reached, RowLoader, loaded_field, warm
 from signoff.schema.lookahead import Selected
 from signoff.schema.node import Node
 from signoff.schema.reach.deadline import DeadlineOverrideInput, DeadlinePolicy
@@ -32,6 +33,30 @@ if TYPE_CHECKING:
     from signoff.schema.approval.task import HumanTask
 
 LazyTask = Annotated["HumanTask", strawberry.lazy("signoff.schema.approval.task")]
+
+
+def _actor(row: models.Actor | None) -> Actor:
+    assert row is not None  # approvals and proposals reference existing actors
+    return Actor.from_model(row)
+
+
+def _target(row: models.Target | None) -> Target:
+    assert row is not None  # proposals reference existing targets
+    return Target.from_model(row)
+
+
+def _queue(row: models.Queue | None) -> Queue | None:
+    return None if row is None else Queue.from_model(row)
+
+
+def _approvals(rows: list[models.Approval]) -> list[Approval]:
+    return [Approval.from_model(row) for row in rows]
+
+
+def _task(row: models.HumanTask | None) -> HumanTask | None:
+    from signoff.schema.approval.task import HumanTask
+
+    return None if row is None else HumanTask.from_model(row)
 
 
 @strawberry.type(description="One reviewer's decision on a proposal.")
@@ -45,10 +70,10 @@ class Approval(Node):
     reason: str | None
     created_at: datetime
     approver_id: strawberry.Private[str]
-
-    @strawberry.field(graphql_type=Actor)
-    def approver(self, info: strawberry.Info) -> Actor | Awaitable[Actor]:
-        return now_or_later(context_of(info).loaders.actor, self.approver_id, _actor)
+    approver = loaded_field(
+        LoadedRelation(attrgetter("actor"), attrgetter("approver_id"), _actor),
+        graphql_type=Actor,
+    )
 
     @classmethod
     def from_model(cls, approval: models.Approval) -> Approval:
@@ -182,29 +207,28 @@ class Proposal(Node):
     # The relations below answer at once when the list that holds this proposal loaded
     # them up front (``warm_proposals``), and through their DataLoader otherwise.
 
-    @strawberry.field(graphql_type=Target)
-    def target(self, info: strawberry.Info) -> Target | Awaitable[Target]:
-        return now_or_later(context_of(info).loaders.target, self.model.target_id, _target)
-
-    @strawberry.field(graphql_type=Queue | None)
-    def queue(self, info: strawberry.Info) -> Queue | Awaitable[Queue | None] | None:
-        queue_id = self.model.queue_id
-        if queue_id is None:
-            return None
-        return now_or_later(context_of(info).loaders.queue, queue_id, _queue)
-
-    @strawberry.field(graphql_type=Actor)
-    def proposed_by(self, info: strawberry.Info) -> Actor | Awaitable[Actor]:
-        return now_or_later(context_of(info).loaders.actor, self.model.proposed_by_id, _actor)
+    target = loaded_field(
+        LoadedRelation(attrgetter("target"), attrgetter("model.target_id"), _target),
+        graphql_type=Target,
+    )
+    queue = loaded_field(
+        LoadedRelation(attrgetter("queue"), attrgetter("model.queue_id"), _queue),
+        graphql_type=Queue | None,
+    )
+    proposed_by = loaded_field(
+        LoadedRelation(attrgetter("actor"), attrgetter("model.proposed_by_id"), _actor),
+        graphql_type=Actor,
+    )
 
     @strawberry.field(description="The agent that took the execution, if one did.")
     async def executed_by(self, info: strawberry.Info) -> Actor | None:
         actor_id = self.model.executed_by_id
         return None if actor_id is None else await load_actor(info, actor_id)
 
-    @strawberry.field(graphql_type=list[Approval])
-    def approvals(self, info: strawberry.Info) -> list[Approval] | Awaitable[list[Approval]]:
-        return now_or_later(context_of(info).loaders.approvals_by_proposal, self.id, _approvals)
+    approvals = loaded_field(
+        LoadedRelation(attrgetter("approvals_by_proposal"), attrgetter("id"), _approvals),
+        graphql_type=list[Approval],
+    )
 
     @strawberry.field(description="Every revision of the payload, oldest first.")
     async def revisions(self, info: strawberry.Info) -> list[ProposalRevision]:
@@ -265,11 +289,11 @@ class Proposal(Node):
         rows = await info.context.loaders.attempts_by_proposal.load(str(self.id))
         return [DeliveryAttempt.from_model(row) for row in rows]
 
-    @strawberry.field(
-        description="The approval task (HUMAN targets only).", graphql_type=LazyTask | None
+    task = loaded_field(
+        LoadedRelation(attrgetter("task_by_proposal"), attrgetter("id"), _task),
+        description="The approval task (HUMAN targets only).",
+        graphql_type=LazyTask | None,
     )
-    def task(self, info: strawberry.Info) -> HumanTask | Awaitable[HumanTask | None] | None:
-        return now_or_later(context_of(info).loaders.task_by_proposal, self.id, _task)
 
     @classmethod
     def from_model(cls, p: models.Proposal) -> Proposal:
@@ -305,30 +329,6 @@ class Proposal(Node):
             escalation_level=p.escalation_level,
             model=p,
         )
-
-
-def _actor(row: models.Actor | None) -> Actor:
-    assert row is not None  # approvals and proposals reference existing actors
-    return Actor.from_model(row)
-
-
-def _target(row: models.Target | None) -> Target:
-    assert row is not None  # proposals reference existing targets
-    return Target.from_model(row)
-
-
-def _queue(row: models.Queue | None) -> Queue | None:
-    return None if row is None else Queue.from_model(row)
-
-
-def _approvals(rows: list[models.Approval]) -> list[Approval]:
-    return [Approval.from_model(row) for row in rows]
-
-
-def _task(row: models.HumanTask | None) -> HumanTask | None:
-    from signoff.schema.approval.task import HumanTask
-
-    return None if row is None else HumanTask.from_model(row)
 
 
 # The approvers of proposals: read with the approvals, not after them.

@@ -44,6 +44,7 @@ from signoff.internals import (
     json_serialize,
     make_info,
 )
+from signoff.schema.loaders import loaded_relation
 from signoff.schema.serving.relations import RelationStep, execute_relation, relation_of
 
 PLAIN = "signoff.plain-field"
@@ -77,7 +78,7 @@ def plan_plain_fields(schema: strawberry.Schema) -> None:
                 direct = _direct_call(field, schema.config.info_class)
                 if direct is not None:
                     field.resolve = direct
-                    relation = relation_of(field)
+                    relation = relation_of(field, _loaded_answer(field))
                     if relation is not None:
                         field.extensions[RELATION] = relation
 
@@ -111,6 +112,14 @@ def _direct_call(
         return function(source, **kwargs) if passes_self else function(**kwargs)
 
     return resolve
+
+
+def _loaded_answer(field: GraphQLField) -> Callable[[Any, Any], Any] | None:
+    """What answers a field ``loaded_field`` made, from its source and the context."""
+    definition = field_definition(field)
+    resolver = None if definition is None else definition.base_resolver
+    relation = None if resolver is None else loaded_relation(resolver.wrapped_func)
+    return None if relation is None else relation.answer
 
 
 def _second_parameter(function: Callable[..., Any]) -> str | None:

@@ -8,7 +8,7 @@ resolver's result (docs/design.md section 12, Execution).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,9 @@ class Relation:
     object_type: GraphQLObjectType
     # For a list: the type of its items (the object type, non-null or not); else None.
     item_type: GraphQLOutputType | None
+    # What answers it from the source and the execution's context, where its resolver
+    # needs nothing else of Strawberry's Info (``schema.loaders.loaded_field``).
+    answer: Callable[[Any, Any], Any] | None = None
 
 
 class RelationStep:
@@ -51,17 +54,19 @@ class RelationStep:
         self.subfields: CollectedFields | None = None
 
 
-def relation_of(field: GraphQLField) -> Relation | None:
+def relation_of(
+    field: GraphQLField, answer: Callable[[Any, Any], Any] | None = None
+) -> Relation | None:
     if field.args:
         return None
     inner = field.type.of_type if isinstance(field.type, GraphQLNonNull) else field.type
     if isinstance(inner, GraphQLObjectType):
-        return Relation(field, inner, None)
+        return Relation(field, inner, None, answer)
     if not isinstance(inner, GraphQLList):
         return None
     item = inner.of_type
     named = item.of_type if isinstance(item, GraphQLNonNull) else item
-    return Relation(field, named, item) if isinstance(named, GraphQLObjectType) else None
+    return Relation(field, named, item, answer) if isinstance(named, GraphQLObjectType) else None
 
 
 def execute_relation(
@@ -74,11 +79,16 @@ def execute_relation(
 ) -> AwaitableOrValue[Any]:
     """graphql-core's ``execute_field`` for a relation, with its value completed in place
     where it can be (no middleware, no directive in the operation, no argument)."""
-    field = step.relation.field
+    relation = step.relation
+    field = relation.field
     return_type = field.type
     info = executor.build_resolve_info(field, step.nodes, parent_type, path)
     try:
-        result = field.resolve(source, info)  # type: ignore[misc]
+        answer = relation.answer
+        if answer is not None:
+            result = answer(source, executor.context_value)
+        else:
+            result = field.resolve(source, info)  # type: ignore[misc]
         if executor.is_awaitable(result):
             return executor.complete_awaitable_value(
                 return_type, field_details_list, info, path, result, None
