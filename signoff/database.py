@@ -80,11 +80,9 @@ def create_engine(
             json_serializer=jsoncodec.dumps,
             **pool,
             isolation_level=POSTGRES_ISOLATION_LEVEL,
-            connect_args={
-                "connect_timeout": CONNECT_TIMEOUT_SECONDS,
-                "options": _with_utc_time_zone(make_url(url).query.get("options")),
-            },
+            connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
         )
+        _sessions_in_utc(engine)
         # Several rows of one table (a transaction's audit records and change events) go
         # in as one multi-row INSERT, as SQLAlchemy's psycopg2 dialect does, rather than
         # psycopg 3's pipelined executemany: one statement, cheaper on both sides.
@@ -94,13 +92,22 @@ def create_engine(
     return engine
 
 
-def _with_utc_time_zone(options: str | tuple[str, ...] | None) -> str:
-    """The connection's ``options`` (the URL's, if it gives any), with the session's time
-    zone set to UTC: psycopg then loads timestamptz values as UTC datetimes, which the
-    records' reads take as they are (``signoff.models.records``). Nothing in SQL depends on
-    the session's time zone (every stored time is a timestamptz, compared as an instant)."""
-    given = " ".join(options) if isinstance(options, tuple) else (options or "")
-    return f"{given} -c TimeZone=UTC".strip()
+def _sessions_in_utc(engine: AsyncEngine) -> None:
+    """Set each new connection's session time zone to UTC: psycopg then loads timestamptz
+    values as UTC datetimes, which the records' reads take as they are
+    (``signoff.models.records``). Nothing in SQL depends on the session's time zone (every
+    stored time is a timestamptz, compared as an instant). A ``SET`` once per connection
+    rather than a startup ``options`` parameter, which PgBouncer refuses."""
+
+    @event.listens_for(engine.sync_engine, "connect", insert=True)
+    def set_utc(dbapi_connection: Any, _record: Any) -> None:
+        # In autocommit, so that no rollback of the pool's takes the setting back.
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        cursor = dbapi_connection.cursor()
+        cursor.execute("SET TIME ZONE 'UTC'")
+        cursor.close()
+        dbapi_connection.autocommit = autocommit
 
 
 def _ping_idle_connections(engine: AsyncEngine) -> None:

@@ -9,6 +9,7 @@ between two statements, no BEGIN or ROLLBACK to send); write sessions still run 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC
 
 import psycopg
 import pytest
@@ -99,3 +100,21 @@ async def test_the_pooled_connection_goes_back_to_transactions_after_a_read(
         assert await _read_once(session) is psycopg.pq.TransactionStatus.IDLE
     async with create_sessionmaker(one_connection)() as session:
         assert await _read_once(session) is psycopg.pq.TransactionStatus.INTRANS
+
+
+async def test_every_session_is_in_utc_without_a_startup_parameter(
+    one_connection: AsyncEngine, database_url: str
+) -> None:
+    """Records take timestamps as psycopg loads them when the session is in UTC, so each
+    new connection sets it: with a ``SET`` that a rollback does not undo, not with a
+    startup ``options`` parameter, which PgBouncer refuses (the server's own zone here may
+    be another name for UTC, which psycopg loads as another tzinfo)."""
+    async with one_connection.connect() as conn:
+        await conn.rollback()
+        zone = (await conn.execute(text("SHOW TimeZone"))).scalar_one()
+        raw = await conn.get_raw_connection()
+        assert "options" not in raw.driver_connection.info.get_parameters()
+    assert zone == "UTC"
+    async with read_only(one_connection).connect() as conn:  # autocommit reads too
+        loaded = (await conn.execute(text("SELECT now()"))).scalar_one()
+    assert loaded.tzinfo is UTC
