@@ -58,6 +58,7 @@ __all__ = [
     "json_serialize",
     "make_info",
     "raw_info",
+    "uvicorn_forget_handshake",
     "uvicorn_protocol",
     "uvicorn_takes_frame_now",
 ]
@@ -151,3 +152,18 @@ def uvicorn_takes_frame_now(protocol: WebSocketsSansIOProtocol) -> bool:
         or not protocol.writable.is_set()
         or protocol.transport.is_closing()
     )
+
+
+# Kept by uvicorn's protocol for the connection's life, read only until the handshake
+# completes (``handle_connect`` and the accept in ``send``).
+_HANDSHAKE_ATTRIBUTES = ("request", "response")
+
+
+def uvicorn_forget_handshake(protocol: WebSocketsSansIOProtocol) -> None:
+    """Drop the handshake's request and response (with their headers) that uvicorn keeps
+    for the connection's life, once the handshake is complete. The response is freed; the
+    request stays referenced by websockets' parser (a local of its generator), and the
+    ASGI scope keeps its own copy of the request headers."""
+    if protocol.handshake_complete:
+        for name in _HANDSHAKE_ATTRIBUTES:
+            protocol.__dict__.pop(name, None)

@@ -63,6 +63,19 @@ class GroupKey:
 class Member:
     """One subscription (an operation on one connection) in a group."""
 
+    __slots__ = (
+        "_buffer",
+        "_held",
+        "_recheck",
+        "_send",
+        "_wakeup",
+        "failed",
+        "last",
+        "suspended",
+        "token",
+        "viewer",
+    )
+
     def __init__(
         self,
         send: Callable[[Payload], bool],
@@ -243,7 +256,7 @@ class Group:
             member.fail(error)
 
 
-@dataclass
+@dataclass(slots=True)
 class Watch:
     """One subscription, as the websocket side hands it to the broadcaster."""
 

@@ -165,6 +165,31 @@ async def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None
     assert internals.uvicorn_protocol(_app) is None
 
 
+async def test_uvicorn_reads_the_handshakes_request_and_response_only_until_it_completes() -> None:
+    config = uvicorn.Config(app=_app, ws="websockets-sansio")
+    config.load()
+    protocol = WebSocketsSansIOProtocol(config=config, server_state=ServerState(), app_state={})
+    source = inspect.getsource(WebSocketsSansIOProtocol)
+    for name in ("request", "response"):
+        uses = source.count(f"self.{name}")
+        guarded = inspect.getsource(WebSocketsSansIOProtocol.handle_connect).count(f"self.{name}")
+        after_accept = inspect.getsource(WebSocketsSansIOProtocol.send).count(f"self.{name}")
+        assert uses == guarded + after_accept, (
+            f"uvicorn's sans-I/O protocol reads `{name}` in a new place: check that "
+            "uvicorn_forget_handshake may still drop it once the handshake is complete"
+        )
+    send = inspect.getsource(WebSocketsSansIOProtocol.send)
+    assert "if not self.handshake_complete and self.initial_response is None:" in send, (
+        "uvicorn's send no longer reads the handshake's response only before it completes"
+    )
+    protocol.__dict__.update(request=object(), response=object())
+    internals.uvicorn_forget_handshake(protocol)
+    assert "request" in protocol.__dict__, "dropped before the handshake completed"
+    protocol.handshake_complete = True
+    internals.uvicorn_forget_handshake(protocol)
+    assert "request" not in protocol.__dict__ and "response" not in protocol.__dict__
+
+
 async def _app(scope: Any, receive: Any, send: Any) -> None:
     return None
 
