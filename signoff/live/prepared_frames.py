@@ -15,6 +15,7 @@ from websockets.frames import Frame, Opcode
 
 from signoff.internals import (
     uvicorn_forget_handshake,
+    uvicorn_lean_waits,
     uvicorn_protocol,
     uvicorn_takes_frame_now,
 )
@@ -90,10 +91,12 @@ class SocketWriter:
         protocol = uvicorn_protocol(scope.get(SERVER_SEND))
         return None if protocol is None else cls(protocol)
 
-    def forget_handshake(self) -> None:
-        """Free what the server kept of the handshake, once it is complete (an accepted
-        socket holds thousands of these writers' connections)."""
+    def settle(self) -> None:
+        """Once the socket is accepted, and before anything is received on it: free what
+        the server kept of the handshake, and give the connection lean waits
+        (``live.waits``). A server holds thousands of these connections."""
         uvicorn_forget_handshake(self._protocol)
+        uvicorn_lean_waits(self._protocol)
 
     def write(self, frame: Payload, opening: str) -> bool:
         """Write the frame if the connection takes it now; ``False``, with nothing written,

@@ -27,6 +27,9 @@ from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http.async_base_view import AsyncBaseHTTPView
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    ConnectionInitMessage as TransportInitMessage,
+)
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ErrorMessage,
     PingMessage,
     PongMessage,
@@ -113,7 +116,7 @@ class Connection(ASGIWebSocketAdapter):
         self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
         self._socket = SocketWriter.of(request.scope)  # None: every frame goes through ASGI
         if self._socket is not None:
-            self._socket.forget_handshake()  # Strawberry accepted the socket before this
+            self._socket.settle()  # Strawberry accepted the socket before this
         broadcaster = getattr(view, "broadcaster", None)
         self._broadcaster = broadcaster if isinstance(broadcaster, Broadcaster) else None
         quota = getattr(view, "live_quota", None)
@@ -466,6 +469,14 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     async def handle_pong(self, message: PongMessage) -> None:
         self.awaiting_pong = False
+
+    async def handle_connection_init(self, message: TransportInitMessage) -> None:
+        await super().handle_connection_init(message)
+        # Strawberry cancels its wait for this message but keeps the task for the
+        # socket's life; a task that is done has nothing left to cancel at shutdown.
+        timeout = self.connection_init_timeout_task
+        if timeout is not None and timeout.done():
+            self.connection_init_timeout_task = None
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
         limit = self.max_subscriptions_per_connection
