@@ -3,13 +3,16 @@
 One server (a fresh SQLite file, the embedded hub) runs under ``tracemalloc``; K
 subscribers in this process each open a websocket (graphql-transport-ws, no
 compression), authenticate with one reviewer token and subscribe to ``queueEvents`` of
-one queue, as ``bench/fanout.py``'s do. The server takes a snapshot (after a full
-collection) before the first subscriber connects and ``--settle`` seconds after the
-last one subscribed; the difference, divided by K, is reported by the file that
-allocated it (grouped by package) and by line, beside the RSS difference per
-subscriber. Then M tasks are created one at a time at up to ``--rate`` per second;
-**CPU per event** is the server's CPU time from the first mutation to the last frame's
-arrival at every subscriber, divided by M (it holds the mutation's own request too).
+one queue, as ``bench/fanout.py``'s do. Before the first subscriber connects, the server
+makes a full collection and returns free memory (``malloc_trim``), then its RSS is read
+and a snapshot taken; ``--settle`` seconds after the last one subscribed, RSS is read
+and a snapshot taken again (snapshots follow a full collection unless
+``--no-collect``). The differences, divided by K, are reported: RSS (and RSS once more
+after a collection and ``malloc_trim``), and the snapshots' by the file that allocated
+(grouped by package) and by line. Then M tasks are created one at a time at up to
+``--rate`` per second; **CPU per event** is the server's CPU time from the first
+mutation to the last frame's arrival at every subscriber, divided by M (it holds the
+mutation's own request too).
 
 ``--no-trace`` runs the server without ``tracemalloc``, for CPU and RSS figures
 without its overhead. Compare two versions of Signoff by running the script with
@@ -70,33 +73,48 @@ SNAPSHOT_WAIT_SECONDS = 60.0
 # --- the server ------------------------------------------------------------------
 
 
-def serve_traced(directory: Path, frames: int, argv: list[str]) -> None:
-    """Run ``signoff serve`` with ``tracemalloc`` on; each SIGUSR1 writes the next
-    snapshot (after a full collection) to ``directory``."""
+def serve(directory: Path | None, frames: int, collect: bool, argv: list[str]) -> None:
+    """Run ``signoff serve``. SIGUSR2 makes a full collection and returns free memory to
+    the system (``malloc_trim``). With a ``directory``, ``tracemalloc`` is on and each
+    SIGUSR1 writes the next snapshot (after a full collection with ``collect``) there."""
     from signoff.cli import main
+    from signoff.live.reclaim import malloc_trim
 
-    tracemalloc.start(frames)
-    taken = 0
+    trim = malloc_trim()
 
-    def snapshot(signum: int, frame: FrameType | None) -> None:
-        nonlocal taken
+    def reclaim(signum: int, frame: FrameType | None) -> None:
         gc.collect()
-        path = directory / f"{taken}.snapshot"
-        tracemalloc.take_snapshot().dump(str(path.with_suffix(".part")))
-        path.with_suffix(".part").rename(path)
-        taken += 1
+        if trim is not None:
+            trim()
 
-    signal.signal(signal.SIGUSR1, snapshot)
+    signal.signal(signal.SIGUSR2, reclaim)
+    if directory is not None:
+        tracemalloc.start(frames)
+        taken = 0
+
+        def snapshot(signum: int, frame: FrameType | None) -> None:
+            nonlocal taken
+            if collect:
+                gc.collect()
+            path = directory / f"{taken}.snapshot"
+            tracemalloc.take_snapshot().dump(str(path.with_suffix(".part")))
+            path.with_suffix(".part").rename(path)
+            taken += 1
+
+        signal.signal(signal.SIGUSR1, snapshot)
     main(["serve", *argv])
 
 
 class TracedTarget(SignoffTarget):
-    """``signoff serve`` through ``serve_traced`` (or plain with ``trace=None``)."""
+    """``signoff serve`` through ``serve``, under ``tracemalloc`` unless ``trace=None``.
+    It runs as a script, not ``-m signoff``, so that ``PYTHONPATH`` chooses the version
+    (``-m`` puts the current directory first)."""
 
-    def __init__(self, trace: Path | None, frames: int) -> None:
+    def __init__(self, trace: Path | None, frames: int, collect: bool) -> None:
         super().__init__(None, None, 1)
         self.trace = trace
         self.frames = frames
+        self.collect = collect
         self.taken = 0
 
     def start(self, port: int) -> subprocess.Popen[bytes]:
@@ -109,13 +127,19 @@ class TracedTarget(SignoffTarget):
         for bound in ("SOCKETS", "SUBSCRIPTIONS"):
             for per in ("TOKEN", "ACTOR"):
                 env[f"SIGNOFF_LIVE_MAX_{bound}_PER_{per}"] = "0"
-        serve = ["--host", HOST, "--port", str(port)]
-        if self.trace is None:
-            command = [sys.executable, "-m", "signoff", "serve", *serve]
-        else:
-            traced = ["--serve-traced", str(self.trace), "--frames", str(self.frames)]
-            command = [sys.executable, __file__, *traced, "--", *serve]
+        options = ["--serve", "--frames", str(self.frames)]
+        if self.trace is not None:
+            options += ["--trace-to", str(self.trace)]
+        if not self.collect:
+            options.append("--no-collect")
+        command = [sys.executable, __file__, *options, "--", "--host", HOST, "--port", str(port)]
         return subprocess.Popen(command, env=env)
+
+    @staticmethod
+    def reclaim(server: subprocess.Popen[bytes]) -> None:
+        """A full collection and ``malloc_trim`` in the server (what a quiet moment makes)."""
+        server.send_signal(signal.SIGUSR2)
+        time.sleep(1.0)
 
     def snapshot(self, server: subprocess.Popen[bytes]) -> tracemalloc.Snapshot | None:
         """Have the server write its next snapshot and read it (``None`` untraced)."""
@@ -237,8 +261,9 @@ async def measure(args: argparse.Namespace, target: TracedTarget) -> None:
         await asyncio.to_thread(wait_healthy, base, server, 300)
         plan = await target.prepare([base], 0)
         await asyncio.sleep(args.settle)
-        before = await asyncio.to_thread(target.snapshot, server)
+        await asyncio.to_thread(target.reclaim, server)  # the start-up's garbage is not counted
         rss_before = rss_kib(server.pid)
+        before = await asyncio.to_thread(target.snapshot, server)
         subscribers = Subscribers(base.replace("http://", "ws://") + "/graphql", plan, args.count)
         tasks = [asyncio.create_task(subscribers.run_one()) for _ in range(args.count)]
         await wait_until(
@@ -251,7 +276,11 @@ async def measure(args: argparse.Namespace, target: TracedTarget) -> None:
         after = await asyncio.to_thread(target.snapshot, server)
         errors = dict(subscribers.errors)
         print(f"subscribers: {subscribers.subscribed} of {args.count}; errors {errors}")
-        print(f"RSS: {(rss_after - rss_before) / args.count:.1f} KiB per subscriber")
+        await asyncio.to_thread(target.reclaim, server)
+        rss_reclaimed = rss_kib(server.pid)
+        per = (rss_after - rss_before) / args.count
+        reclaimed = (rss_reclaimed - rss_before) / args.count
+        print(f"RSS: {per:.1f} KiB per subscriber ({reclaimed:.1f} after gc and malloc_trim)")
         if before is not None and after is not None:
             breakdown(before, after, args.count, args.lines)
         if args.mutations:
@@ -293,18 +322,25 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=25, help="lines in the breakdown")
     parser.add_argument("--frames", type=int, default=1, help="tracemalloc frames")
     parser.add_argument("--no-trace", action="store_true", help="no tracemalloc")
+    parser.add_argument(
+        "--no-collect",
+        action="store_true",
+        help="snapshots without a full collection first (what RSS holds: cyclic garbage too)",
+    )
     parser.add_argument("--keep", type=Path, help="write the snapshots here (default: dropped)")
-    parser.add_argument("--serve-traced", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--serve", dest="serving", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--trace-to", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("serve", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_traced is not None:
-        serve_traced(args.serve_traced, args.frames, args.serve)
+    if args.serving:
+        serve(args.trace_to, args.frames, not args.no_collect, args.serve)
         return
     raise_open_files()
     with tempfile.TemporaryDirectory(prefix="signoff-live-memory-") as scratch:
         directory = args.keep or Path(scratch)
         directory.mkdir(parents=True, exist_ok=True)
-        target = TracedTarget(None if args.no_trace else directory, args.frames)
+        trace = None if args.no_trace else directory
+        target = TracedTarget(trace, args.frames, not args.no_collect)
         asyncio.run(measure(args, target))
 
 

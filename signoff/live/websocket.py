@@ -443,8 +443,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         self.awaiting_pong = False
 
     async def handle(self) -> None:
-        connection = self.websocket if isinstance(self.websocket, Connection) else None
-        if self.keep_alive is not None and connection is not None:
+        if self.keep_alive is not None and isinstance(self.websocket, Connection):
             self.keep_alive.add(self)
         try:
             await _handle_then_stop(super().handle, self.websocket)
