@@ -3,8 +3,9 @@
 A server holds thousands of idle sockets; a task sleeping between pings for each of them
 would cost a task, its coroutine and a timer per socket. Instead the sockets sit in
 ``SLOTS`` buckets, one of which is visited every ``seconds / SLOTS``: each socket is
-visited once per ``seconds``, and a visit's work is a slot's share of the sockets, not
-all of them at once.
+visited once per ``seconds``, the first time a period after it joined (to within one
+slot), as a timer of its own would. Sockets that connected over a few seconds are
+pinged, and answer, over as many seconds a period later, not all at once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Protocol
 
 logger = logging.getLogger("signoff.websocket")
 
-SLOTS = 8
+SLOTS = 64
 
 
 class Pinged(Protocol):
@@ -27,8 +28,8 @@ class Pinged(Protocol):
 
 
 class KeepAlive:
-    """Visits each registered connection every ``seconds``, the first visit within one
-    period of its registration (no sooner than ``seconds`` less one slot's share)."""
+    """Visits each registered connection every ``seconds``, the first visit a period after
+    its registration (no sooner than ``seconds`` less one slot's share)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
