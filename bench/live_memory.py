@@ -280,7 +280,10 @@ async def measure(args: argparse.Namespace, target: TracedTarget) -> None:
         rss_reclaimed = rss_kib(server.pid)
         per = (rss_after - rss_before) / args.count
         reclaimed = (rss_reclaimed - rss_before) / args.count
-        print(f"RSS: {per:.1f} KiB per subscriber ({reclaimed:.1f} after gc and malloc_trim)")
+        traced = " (with tracemalloc's own tables: use --no-trace)" if before is not None else ""
+        print(
+            f"RSS: {per:.1f} KiB per subscriber ({reclaimed:.1f} after gc and malloc_trim)" + traced
+        )
         if before is not None and after is not None:
             breakdown(before, after, args.count, args.lines)
         if args.mutations:
