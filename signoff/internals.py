@@ -8,6 +8,7 @@ fails there, naming it, rather than somewhere in a live stream.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -39,7 +40,10 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.types.field import StrawberryField
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.http11 import Request
 from websockets.protocol import State
+
+from signoff.live.waits import Flag, MessageQueue
 
 __all__ = [
     "ASGIWebSocketAdapter",
@@ -58,6 +62,8 @@ __all__ = [
     "json_serialize",
     "make_info",
     "raw_info",
+    "uvicorn_forget_handshake",
+    "uvicorn_lean_waits",
     "uvicorn_protocol",
     "uvicorn_takes_frame_now",
 ]
@@ -151,3 +157,41 @@ def uvicorn_takes_frame_now(protocol: WebSocketsSansIOProtocol) -> bool:
         or not protocol.writable.is_set()
         or protocol.transport.is_closing()
     )
+
+
+# Kept by uvicorn's protocol for the connection's life, read only until the handshake
+# completes (``handle_connect`` and the accept in ``send``).
+_HANDSHAKE_ATTRIBUTES = ("request", "response")
+
+
+def uvicorn_forget_handshake(protocol: WebSocketsSansIOProtocol) -> None:
+    """Once the handshake is complete, drop the request and response that uvicorn keeps
+    for the connection's life (their headers are read only until then), and empty the
+    request's headers: websockets' parser keeps the request itself (a local of its
+    generator) and reads nothing of it after handing it over. The ASGI scope keeps its own
+    copy of the request headers."""
+    if not protocol.handshake_complete:
+        return
+    request = protocol.__dict__.get("request")
+    if isinstance(request, Request):
+        request.headers.clear()
+    for name in _HANDSHAKE_ATTRIBUTES:
+        protocol.__dict__.pop(name, None)
+
+
+def uvicorn_lean_waits(protocol: WebSocketsSansIOProtocol) -> None:
+    """Give the connection ``live.waits``' lean queue of ASGI messages and flag of the
+    transport's pauses for uvicorn's ``asyncio.Queue`` and ``asyncio.Event`` (uvicorn
+    calls only ``put_nowait``, ``get``, ``empty``; ``wait``, ``set``, ``clear``)."""
+    # Called by the task serving the connection between its accept and its first
+    # receive: nothing waits on either then. A queued message moves over; a paused
+    # transport's event, which a send could be waiting on, is left as it is.
+    queue = protocol.queue
+    if type(queue) is asyncio.Queue:
+        lean: MessageQueue[Any] = MessageQueue()
+        while not queue.empty():
+            lean.put_nowait(queue.get_nowait())
+        protocol.queue = lean  # type: ignore[assignment]
+    writable = protocol.writable
+    if type(writable) is asyncio.Event and writable.is_set():
+        protocol.writable = Flag(True)  # type: ignore[assignment]

@@ -9,7 +9,6 @@ access changes stops at once, then rejoins or ends (docs/design.md sections 8.3,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections import Counter
@@ -62,6 +61,19 @@ class GroupKey:
 
 class Member:
     """One subscription (an operation on one connection) in a group."""
+
+    __slots__ = (
+        "_buffer",
+        "_held",
+        "_recheck",
+        "_send",
+        "_wakeup",
+        "failed",
+        "last",
+        "suspended",
+        "token",
+        "viewer",
+    )
 
     def __init__(
         self,
@@ -125,11 +137,16 @@ class Member:
     async def wait(self, seconds: float) -> None:
         """Until the viewer must be re-read, the member failed, or ``seconds`` passed."""
         if not self._recheck:
-            self._wakeup = asyncio.get_running_loop().create_future()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(seconds):
-                    await self._wakeup
-            self._wakeup = None
+            loop = asyncio.get_running_loop()
+            wakeup = self._wakeup = loop.create_future()
+            # A timer that settles the future: lighter than ``asyncio.timeout`` for every
+            # idle subscription of a process.
+            timer = loop.call_later(seconds, _settle, wakeup)
+            try:
+                await wakeup
+            finally:
+                timer.cancel()
+                self._wakeup = None
         self._recheck = False
 
     def _wake(self) -> None:
@@ -141,6 +158,11 @@ class Member:
         self.last = cursor
         if not self._send(payload):
             self.fail(SubscriberTooSlow())
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class Group:
@@ -243,7 +265,7 @@ class Group:
             member.fail(error)
 
 
-@dataclass
+@dataclass(slots=True)
 class Watch:
     """One subscription, as the websocket side hands it to the broadcaster."""
 

@@ -13,7 +13,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame, Opcode
 
-from signoff.internals import uvicorn_protocol, uvicorn_takes_frame_now
+from signoff.internals import (
+    uvicorn_forget_handshake,
+    uvicorn_lean_waits,
+    uvicorn_protocol,
+    uvicorn_takes_frame_now,
+)
 from signoff.resolvers.feed.subscriptions import encode_cursor
 
 # The scope key under which the server's own ``send`` is kept for a websocket.
@@ -85,6 +90,13 @@ class SocketWriter:
         through ASGI (another server or protocol implementation)."""
         protocol = uvicorn_protocol(scope.get(SERVER_SEND))
         return None if protocol is None else cls(protocol)
+
+    def settle(self) -> None:
+        """Once the socket is accepted, and before anything is received on it: free what
+        the server kept of the handshake, and give the connection lean waits
+        (``live.waits``). A server holds thousands of these connections."""
+        uvicorn_forget_handshake(self._protocol)
+        uvicorn_lean_waits(self._protocol)
 
     def write(self, frame: Payload, opening: str) -> bool:
         """Write the frame if the connection takes it now; ``False``, with nothing written,

@@ -27,7 +27,11 @@ from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http.async_base_view import AsyncBaseHTTPView
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    ConnectionInitMessage as TransportInitMessage,
+)
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ErrorMessage,
+    PingMessage,
     PongMessage,
     SubscribeMessage,
 )
@@ -55,6 +59,7 @@ from signoff.internals import (
 )
 from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
+from signoff.live.keepalive import KeepAlive
 from signoff.live.prepared_frames import Payload, SocketWriter
 from signoff.live.quota import LiveQuota, Slot
 from signoff.live.reclaim import MemoryReclaim
@@ -75,6 +80,7 @@ OPERATION_ID: ContextVar[str | None] = ContextVar("signoff_operation_id", defaul
 # given up on our side.
 CLOSE_TIMEOUT_SECONDS = 5.0
 DEFAULT_FRAME_LIMIT = 256
+PING: PingMessage = {"type": "ping"}
 
 
 class Connection(ASGIWebSocketAdapter):
@@ -109,6 +115,8 @@ class Connection(ASGIWebSocketAdapter):
         self._operation_slots: dict[str, Slot] = {}
         self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
         self._socket = SocketWriter.of(request.scope)  # None: every frame goes through ASGI
+        if self._socket is not None:
+            self._socket.settle()  # Strawberry accepted the socket before this
         broadcaster = getattr(view, "broadcaster", None)
         self._broadcaster = broadcaster if isinstance(broadcaster, Broadcaster) else None
         quota = getattr(view, "live_quota", None)
@@ -152,6 +160,10 @@ class Connection(ASGIWebSocketAdapter):
 
     # Strawberry's protocol messages.
     async def send_json(self, message: Any) -> None:
+        self.send_now(message)
+
+    def send_now(self, message: Any) -> None:
+        """Send a protocol message in order with everything else, without waiting."""
         if not self.closed and self._close_request is None:
             encoded = self.view.encode_json(message)
             self._send(None, encoded if isinstance(encoded, str) else encoded.decode())
@@ -227,10 +239,12 @@ class Connection(ASGIWebSocketAdapter):
         self._expiry = asyncio.get_running_loop().call_later(delay, self._expire)
 
     def _expire(self) -> None:
+        self.close_soon(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
+
+    def close_soon(self, code: int, reason: str) -> None:
+        """``close`` in a task of its own, which ``stop`` waits for."""
         if self._closing is None and not self.closed:
-            self._closing = asyncio.create_task(
-                self.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
-            )
+            self._closing = asyncio.create_task(self.close(code, reason))
 
     # Live frames.
     def activate(self, operation_id: str) -> None:
@@ -416,41 +430,52 @@ def refused_error(refused: Refused) -> GraphQLFormattedError:
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """graphql-transport-ws, with every send through the connection's writer.
 
-    Once acknowledged, the server pings every ``view.ping_seconds``; a client that has not
-    answered the previous ping by the next one is closed with 4410.
+    Once acknowledged, the server pings every ``view.ws_keep_alive.seconds`` (one timer for
+    every socket, ``live.keepalive``); a client that has not answered the previous ping by
+    the next one is closed with 4410.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _bind(self.context, self.websocket, "next")
-        self.ping_seconds: float = getattr(self.view, "ping_seconds", 0.0)
+        keep_alive = getattr(self.view, "ws_keep_alive", None)
+        self.keep_alive = keep_alive if isinstance(keep_alive, KeepAlive) else None
         self.awaiting_pong = False
 
     async def handle(self) -> None:
-        pinger = asyncio.create_task(self.keep_alive()) if self.ping_seconds > 0 else None
+        if self.keep_alive is not None and isinstance(self.websocket, Connection):
+            self.keep_alive.add(self)
         try:
             await _handle_then_stop(super().handle, self.websocket)
         finally:
-            if pinger is not None:
-                pinger.cancel()
-                # A ping that failed because the socket went away ends with the socket.
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pinger
+            if self.keep_alive is not None:
+                self.keep_alive.discard(self)
 
-    async def keep_alive(self) -> None:
-        """Ping every ``ping_seconds``; close 4410 when the last ping got no pong."""
-        while True:
-            await asyncio.sleep(self.ping_seconds)
-            if not self.connection_acknowledged:
-                continue
-            if self.awaiting_pong:
-                await self.websocket.close(WS_CLOSE_NO_PONG, WS_CLOSE_NO_PONG_REASON)
-                return
-            self.awaiting_pong = True
-            await self.send_message({"type": "ping"})
+    def beat(self) -> bool:
+        """The keep-alive timer's visit: ping, or close 4410 when the last ping got no pong
+        (``False``: no more visits)."""
+        assert isinstance(self.websocket, Connection)
+        if self.websocket.closed:
+            return False
+        if not self.connection_acknowledged:
+            return True
+        if self.awaiting_pong:
+            self.websocket.close_soon(WS_CLOSE_NO_PONG, WS_CLOSE_NO_PONG_REASON)
+            return False
+        self.awaiting_pong = True
+        self.websocket.send_now(PING)
+        return True
 
     async def handle_pong(self, message: PongMessage) -> None:
         self.awaiting_pong = False
+
+    async def handle_connection_init(self, message: TransportInitMessage) -> None:
+        await super().handle_connection_init(message)
+        # Strawberry cancels its wait for this message but keeps the task for the
+        # socket's life; a task that is done has nothing left to cancel at shutdown.
+        timeout = self.connection_init_timeout_task
+        if timeout is not None and timeout.done():
+            self.connection_init_timeout_task = None
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
         limit = self.max_subscriptions_per_connection

@@ -68,6 +68,7 @@ from signoff.jobs.slack_socket import slack_socket
 from signoff.jobs.worker import ArqJobs
 from signoff.jsonvalues import decode_body
 from signoff.live.broadcast import Broadcaster
+from signoff.live.keepalive import KeepAlive
 from signoff.live.prepared_frames import KeepServerSend
 from signoff.live.quota import LiveLimits, LiveQuota
 from signoff.live.reclaim import MemoryReclaim, malloc_trim
@@ -140,7 +141,10 @@ class SignoffGraphQL(GraphQL[Context, None]):
             keep_alive=settings.ws_ping_seconds > 0,
             keep_alive_interval=settings.ws_ping_seconds,
         )
-        self.ping_seconds = settings.ws_ping_seconds  # read by TransportWSHandler
+        # graphql-transport-ws's pings, read by TransportWSHandler.
+        self.ws_keep_alive = (
+            KeepAlive(settings.ws_ping_seconds) if settings.ws_ping_seconds > 0 else None
+        )
         self.settings = settings
         # Read by both websocket handlers: subscriptions meet the allow-list as HTTP does.
         self.persisted_queries = persisted_queries

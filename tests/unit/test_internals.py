@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,9 +16,13 @@ from graphql import GraphQLSchema, parse
 from graphql.execution import Executor
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
+from websockets.datastructures import Headers
+from websockets.http11 import Request
+from websockets.server import ServerProtocol
 
 from signoff import internals
 from signoff.events.hub import Change
+from signoff.live.waits import Flag, MessageQueue
 from signoff.schema import build_schema
 from signoff.schema.change_event import ChangeEvent
 from signoff.schema.serving.execution import PlainFieldExecutor
@@ -163,6 +169,57 @@ async def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None
     assert "self.transport" in inspect.getsource(WebSocketsSansIOProtocol.connection_made)
     assert internals.uvicorn_protocol(protocol.send) is protocol
     assert internals.uvicorn_protocol(_app) is None
+
+
+async def test_uvicorn_reads_the_handshakes_request_and_response_only_until_it_completes() -> None:
+    config = uvicorn.Config(app=_app, ws="websockets-sansio")
+    config.load()
+    protocol = WebSocketsSansIOProtocol(config=config, server_state=ServerState(), app_state={})
+    source = inspect.getsource(WebSocketsSansIOProtocol)
+    for name in ("request", "response"):
+        uses = source.count(f"self.{name}")
+        guarded = inspect.getsource(WebSocketsSansIOProtocol.handle_connect).count(f"self.{name}")
+        after_accept = inspect.getsource(WebSocketsSansIOProtocol.send).count(f"self.{name}")
+        assert uses == guarded + after_accept, (
+            f"uvicorn's sans-I/O protocol reads `{name}` in a new place: check that "
+            "uvicorn_forget_handshake may still drop it once the handshake is complete"
+        )
+    send = inspect.getsource(WebSocketsSansIOProtocol.send)
+    assert "if not self.handshake_complete and self.initial_response is None:" in send, (
+        "uvicorn's send no longer reads the handshake's response only before it completes"
+    )
+    parse = inspect.getsource(ServerProtocol.parse)
+    handed_over = parse.index("self.events.append(request)")
+    assert "request" not in parse[handed_over + len("self.events.append(request)") :], (
+        "websockets' ServerProtocol.parse reads the request after handing it over: "
+        "uvicorn_forget_handshake may no longer empty its headers"
+    )
+    request = Request("/graphql", Headers({"host": "example.org"}))
+    protocol.__dict__.update(request=request, response=object())
+    internals.uvicorn_forget_handshake(protocol)
+    assert "request" in protocol.__dict__, "dropped before the handshake completed"
+    assert request.headers, "emptied before the handshake completed"
+    protocol.handshake_complete = True
+    internals.uvicorn_forget_handshake(protocol)
+    assert "request" not in protocol.__dict__ and "response" not in protocol.__dict__
+    assert not request.headers
+
+
+async def test_uvicorn_uses_of_its_queue_and_event_are_what_live_waits_offer() -> None:
+    source = inspect.getsource(WebSocketsSansIOProtocol)
+    offered = {"queue": {"put_nowait", "get", "empty"}, "writable": {"wait", "set", "clear"}}
+    for name, methods in offered.items():
+        used = set(re.findall(rf"self\.{name}\.(\w+)", source))
+        assert used <= methods, f"uvicorn's protocol now calls {used - methods} of its {name}"
+    config = uvicorn.Config(app=_app, ws="websockets-sansio")
+    config.load()
+    protocol = WebSocketsSansIOProtocol(config=config, server_state=ServerState(), app_state={})
+    assert type(protocol.queue) is asyncio.Queue and type(protocol.writable) is asyncio.Event
+    protocol.queue.put_nowait({"type": "websocket.connect"})
+    internals.uvicorn_lean_waits(protocol)
+    assert isinstance(protocol.queue, MessageQueue) and isinstance(protocol.writable, Flag)
+    assert await protocol.receive() == {"type": "websocket.connect"}
+    assert protocol.writable.is_set()
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
