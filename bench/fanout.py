@@ -339,14 +339,7 @@ async def _subscriber(spec: SubscriberSpec, index: int, tally: _Tally) -> None:
             if extensions:
                 tally.deflate += "permessage-deflate" in extensions
                 tally.extensions[extensions] += 1
-            token = spec.plan.token
-            init = {"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}
-            await ws.send(json.dumps(init))
-            ack = json.loads(await ws.recv())
-            if ack.get("type") != "connection_ack":
-                raise RuntimeError(f"expected connection_ack, got {ack.get('type')}")
-            payload = {"query": SUBSCRIBE, "variables": variables}
-            await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
+            await subscribe(ws, spec.plan.token, variables)
             subscribed = True
             tally.subscribed += 1
             tally.check_caught_up(stream)
@@ -571,6 +564,25 @@ class Target(Protocol):
         ...
 
 
+# A server's environment with no live bound per token or actor (``SIGNOFF_LIVE_MAX_*``).
+NO_LIVE_BOUNDS = {
+    f"SIGNOFF_LIVE_MAX_{bound}_PER_{per}": "0"
+    for bound in ("SOCKETS", "SUBSCRIPTIONS")
+    for per in ("TOKEN", "ACTOR")
+}
+
+
+async def subscribe(ws: Any, token: str, variables: dict[str, Any]) -> None:
+    """graphql-transport-ws on ``ws``: authenticate with ``token``, then subscribe (id "1")."""
+    init = {"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}
+    await ws.send(json.dumps(init))
+    ack = json.loads(await ws.recv())
+    if ack.get("type") != "connection_ack":
+        raise RuntimeError(f"expected connection_ack, got {ack.get('type')}")
+    payload = {"query": SUBSCRIBE, "variables": variables}
+    await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
+
+
 class SignoffTarget:
     name = "Signoff"
     live_bounds_off = True
@@ -593,10 +605,7 @@ class SignoffTarget:
         }
         if self.live_bounds_off:
             # Every subscriber of a run shares one reviewer token: no per-token bound.
-            for bound in ("SOCKETS_PER_TOKEN", "SOCKETS_PER_ACTOR"):
-                env[f"SIGNOFF_LIVE_MAX_{bound}"] = "0"
-            for bound in ("SUBSCRIPTIONS_PER_TOKEN", "SUBSCRIPTIONS_PER_ACTOR"):
-                env[f"SIGNOFF_LIVE_MAX_{bound}"] = "0"
+            env.update(NO_LIVE_BOUNDS)
         if self.redis_url:
             env.update(
                 SIGNOFF_REDIS_URL=self.redis_url,

@@ -44,7 +44,7 @@ import httpx
 from fanout import (
     CREATE_TASK,
     HOST,
-    SUBSCRIBE,
+    NO_LIVE_BOUNDS,
     Plan,
     SignoffTarget,
     _graphql,
@@ -53,6 +53,7 @@ from fanout import (
     raise_open_files,
     rss_kib,
     stop_server,
+    subscribe,
     wait_healthy,
 )
 
@@ -124,9 +125,7 @@ class TracedTarget(SignoffTarget):
             "SIGNOFF_LOG_LEVEL": "warning",
             "SIGNOFF_SUBSCRIBER_BUFFER": "1024",
         }
-        for bound in ("SOCKETS", "SUBSCRIPTIONS"):
-            for per in ("TOKEN", "ACTOR"):
-                env[f"SIGNOFF_LIVE_MAX_{bound}_PER_{per}"] = "0"
+        env.update(NO_LIVE_BOUNDS)
         options = ["--serve", "--frames", str(self.frames)]
         if self.trace is not None:
             options += ["--trace-to", str(self.trace)]
@@ -185,14 +184,7 @@ class Subscribers:
                 ping_interval=None,
                 close_timeout=5,
             ) as ws:
-                token = self.plan.token
-                init = {"type": "connection_init", "payload": {"authorization": f"Bearer {token}"}}
-                await ws.send(json.dumps(init))
-                ack = json.loads(await ws.recv())
-                if ack.get("type") != "connection_ack":
-                    raise RuntimeError(f"expected connection_ack, got {ack.get('type')}")
-                payload = {"query": SUBSCRIBE, "variables": self.plan.variables}
-                await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": payload}))
+                await subscribe(ws, self.plan.token, self.plan.variables)
                 self.subscribed += 1
                 stopped = asyncio.ensure_future(self.stop.wait())
                 while not self.stop.is_set():

@@ -73,6 +73,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "clients" / "python
 
 from delivery import TOKENS, free_port, fresh_database, viewer
 from fanout import (
+    NO_LIVE_BOUNDS,
     cpu_seconds,
     raise_open_files,
     rss_kib,
@@ -507,9 +508,7 @@ def signoff_env(world: World, args: Any) -> dict[str, str]:
         "SIGNOFF_RATE_LIMIT": "0",
     }
     # Every waiter of a token shares its bounds: none per token or actor, as fanout.py.
-    for bound in ("SOCKETS", "SUBSCRIPTIONS"):
-        for per in ("TOKEN", "ACTOR"):
-            env[f"SIGNOFF_LIVE_MAX_{bound}_PER_{per}"] = "0"
+    env.update(NO_LIVE_BOUNDS)
     if args.redis_url:
         env.update(
             SIGNOFF_REDIS_URL=args.redis_url,

@@ -36,17 +36,9 @@ def console_documents() -> dict[str, str]:
 
 
 async def _answers(gql: GraphQLClient, cases: list[tuple[str, dict[str, Any], str | None]]) -> Any:
-    answered = []
-    for document, variables, token in cases:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        response = await gql.http.post(
-            "/graphql", json={"query": document, "variables": variables}, headers=headers
-        )
-        body = response.json()
-        for error in body.get("errors", []):
-            error.get("extensions", {}).pop("requestId", None)
-        answered.append((response.status_code, body))
-    return answered
+    return [
+        await gql.comparable(document, variables, token) for document, variables, token in cases
+    ]
 
 
 async def test_hot_documents_answer_alike_with_relations_in_place_or_not(

@@ -170,19 +170,6 @@ def _graphql_view(app: Starlette) -> Any:
     raise AssertionError("no GraphQL view")
 
 
-async def _answer(
-    gql: GraphQLClient, document: str, variables: dict[str, Any], token: str | None
-) -> tuple[int, Any]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    response = await gql.http.post(
-        "/graphql", json={"query": document, "variables": variables}, headers=headers
-    )
-    body = response.json()
-    for error in body.get("errors", []):
-        error.get("extensions", {}).pop("requestId", None)
-    return response.status_code, body
-
-
 @pytest.mark.parametrize("seed", [46, 4603])
 async def test_random_documents_answer_as_the_reference_does(
     gql: GraphQLClient, app: Starlette, monkeypatch: pytest.MonkeyPatch, seed: int
@@ -237,9 +224,9 @@ async def test_random_documents_answer_as_the_reference_does(
         document, variables = draw_document(rng, schema, ids)
         for token in tokens:
             monkeypatch.setattr(view, "schema", served)
-            short = await _answer(gql, document, variables, token)
+            short = await gql.comparable(document, variables, token)
             monkeypatch.setattr(view, "schema", reference)
-            expected = await _answer(gql, document, variables, token)
+            expected = await gql.comparable(document, variables, token)
             assert short == expected, (document, variables, token)
             answered += short[1].get("data") is not None
             refused += any(e["extensions"]["code"] for e in short[1].get("errors", []))
