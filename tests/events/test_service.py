@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -80,14 +81,16 @@ async def _commit_event(work: WorkMaker, label: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[str]]:
-    """A writer committing a change event every 50 ms, each commit kicking the service."""
-    committed: list[str] = []
+async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[float]]:
+    """A writer committing a change event every 50 ms, each commit kicking the service; when
+    each commit returned (``time.monotonic``)."""
+    committed: list[float] = []
     stop = asyncio.Event()
 
     async def write() -> None:
         while not stop.is_set():
-            committed.append(await _commit_event(work, "load"))
+            await _commit_event(work, "load")
+            committed.append(time.monotonic())
             await asyncio.sleep(COMMIT_EVERY_SECONDS)
 
     writing = asyncio.create_task(write())
@@ -96,6 +99,19 @@ async def _steady_commits(work: WorkMaker) -> AsyncIterator[list[str]]:
     finally:
         stop.set()  # not cancelled: a commit cut off midway can leave its connection stuck
         await writing
+
+
+def _ticks_of(service: EventService) -> list[float]:
+    """When each of the upkeep's ticks began (``time.monotonic``), from now on."""
+    ticks: list[float] = []
+    tick = service.tick
+
+    async def counted() -> None:
+        ticks.append(time.monotonic())
+        await tick()
+
+    service.tick = counted  # type: ignore[method-assign]
+    return ticks
 
 
 async def _orphan(sessionmaker: SessionMaker, occurred_at: datetime) -> ChangeEvent:
@@ -151,9 +167,10 @@ async def test_relay_and_retention_keep_their_schedule_under_steady_commits(
     plain = create_sessionmaker(engine)
     transport = RecordingTransport()
     service = _service(plain, transport)
+    ticks = _ticks_of(service)
     await service.start()
     subscriber = service.hub.subscribe(lambda change: True)
-    start, began = frozen_clock.current, time.monotonic()
+    start = frozen_clock.current
     try:
         async with _steady_commits(WorkMaker(plain, Services(events=service))) as committed:
             await asyncio.sleep(2 * RELAY_SECONDS)  # events at `start`, to age out
@@ -167,10 +184,15 @@ async def test_relay_and_retention_keep_their_schedule_under_steady_commits(
                 ):
                     break
                 await asyncio.sleep(0.05)
-            rate = len(committed) / (time.monotonic() - began)
-        # Commits are paced at four per relay interval; on a loaded machine they come
-        # slower, but more than one per interval still kicks the loop between ticks.
-        assert rate > 1 / RELAY_SECONDS, "commits should have kicked the loop between ticks"
+        # Commits are paced at four per relay interval, so that the loop is kicked between
+        # ticks. On a loaded machine commits and ticks both come slower (a CI run saw 2.5
+        # commits a second): what is checked is that most intervals between two ticks held
+        # a commit.
+        intervals = list(itertools.pairwise(ticks))
+        kicked = sum(any(a < at < b for at in committed) for a, b in intervals)
+        assert len(intervals) >= 2 and kicked >= len(intervals) / 2, (
+            f"commits should have kicked the loop between ticks: {kicked} of {len(intervals)}"
+        )
     finally:
         await service.stop()
     assert orphan.cursor in transport.published, "the relay should have re-sent the orphan"
