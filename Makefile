@@ -86,7 +86,7 @@ serve: $(BIN)/signoff
 # The tests run in TEST_WORKERS pytest-xdist processes (each its own databases, Redis
 # prefix and ports; `make test TEST_WORKERS=0` runs them in this one), handed out as
 # workers come free. Most tests wait on sockets and child processes, so a 2-core machine
-# keeps more workers than cores busy: on SQLite 4 and 3 take about as long (3 min), 6
+# keeps more workers than cores busy: on SQLite 4 and 3 take about as long, 6
 # longer (the cores are then the limit). On PostgreSQL 3, as each worker and its servers
 # hold up to ~25 connections and PostgreSQL allows 100 by default. The servers and
 # commands the tests start are forks of a warm process (tests/zygote.py).
@@ -105,9 +105,9 @@ test: test-deps
 		echo "make test: no Chromium, so the page tests skip: install it (apt-get install chromium)"; \
 	fi
 	@if [ -z "$$SIGNOFF_TEST_DATABASE_URL" ]; then \
-		echo "make test: SQLite only, $(TEST_WORKERS) workers: about 3 min on 2 cores, longer when other work shares them (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
+		echo "make test: SQLite only, $(TEST_WORKERS) workers: about 4 min on 2 cores, longer when other work shares them (set SIGNOFF_TEST_DATABASE_URL and SIGNOFF_TEST_REDIS_URL for PostgreSQL and Redis)"; \
 	else \
-		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}, $(TEST_WORKERS) workers: about 4 min on 2 cores, longer when other work shares them"; \
+		echo "make test: PostgreSQL at $$SIGNOFF_TEST_DATABASE_URL, Redis at $${SIGNOFF_TEST_REDIS_URL:-none}, $(TEST_WORKERS) workers: about 3 min on 2 cores (the tests checked once run on SQLite), longer when other work shares them"; \
 	fi
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
