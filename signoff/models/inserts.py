@@ -30,15 +30,8 @@ async def insert_rows(
     batches = [(table, rows) for table, rows in batches if rows]
     if not batches:
         return
-    if connection.dialect.name != "postgresql" or not all(
-        _whole(table, rows) for table, rows in batches
-    ):
-        for table, rows in batches:
-            await connection.execute(sa.insert(table), list(rows))
-        return
-    raw = await connection.get_raw_connection()
-    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
-    if driver.autocommit or driver.info.transaction_status not in WRITING:
+    driver = await _writing_driver(connection, batches)
+    if driver is None:
         for table, rows in batches:
             await connection.execute(sa.insert(table), list(rows))
         return
@@ -64,6 +57,22 @@ async def insert_rows(
         # Cancelled mid-statement: the connection's protocol state is unknown.
         await connection.invalidate()
         raise
+
+
+async def _writing_driver(
+    connection: AsyncConnection, batches: Sequence[tuple[sa.Table, Rows]]
+) -> psycopg.AsyncConnection[Any] | None:
+    """psycopg's connection, where these rows may go to it directly: PostgreSQL, in a
+    write transaction, every row giving every column; ``None`` otherwise."""
+    if connection.dialect.name != "postgresql" or not all(
+        _whole(table, rows) for table, rows in batches
+    ):
+        return None
+    raw = await connection.get_raw_connection()
+    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    if driver.autocommit or driver.info.transaction_status not in WRITING:
+        return None
+    return driver
 
 
 def _whole(table: sa.Table, rows: Rows) -> bool:
