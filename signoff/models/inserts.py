@@ -1,10 +1,10 @@
 """Inserts of rows with every column given, compiled once per table and row count.
 
-On PostgreSQL, in a write transaction, they go to psycopg directly, several tables' in
-one pipeline (one round trip), with the statement text SQLAlchemy compiled and its bind
-processors run on each value; a failure (a unique key's refusal) is raised as SQLAlchemy
-raises it. Elsewhere, and for rows that leave a column out (SQLAlchemy then fills its
-default), they go through SQLAlchemy (docs/design.md section 12).
+On PostgreSQL, in a write transaction, they go to psycopg directly, several tables' in one
+pipeline (one round trip), with SQLAlchemy's compiled text and bind processors; a refusal
+is raised as SQLAlchemy raises it. Past ``MAX_ROWS`` rows each column goes as an array
+(``unnest``): one text per table, which psycopg converts once. Elsewhere, and for rows
+that leave a column out, they go through SQLAlchemy (docs/design.md section 12).
 """
 
 from __future__ import annotations
@@ -77,14 +77,21 @@ async def _writing_driver(
 
 def _whole(table: sa.Table, rows: Rows) -> bool:
     """Whether every row gives every column of ``table`` (and nothing else), in a batch
-    small enough to be planned."""
+    that can be planned: small, or of a table whose columns hold no arrays."""
     keys = _keys_of(table)
-    return len(rows) <= MAX_ROWS and all(row.keys() == keys for row in rows)
+    plannable = len(rows) <= MAX_ROWS or not _has_arrays(table)
+    return plannable and all(row.keys() == keys for row in rows)
 
 
 @functools.cache
 def _keys_of(table: sa.Table) -> frozenset[str]:
     return frozenset(column.key for column in table.columns)
+
+
+@functools.cache
+def _has_arrays(table: sa.Table) -> bool:
+    """Whether a column holds an array (``unnest`` would flatten its values)."""
+    return any(isinstance(column.type, sa.ARRAY) for column in table.columns)
 
 
 class _Plan:
@@ -104,9 +111,7 @@ class _Plan:
         stmt = sa.insert(table).values(values)
         self.sql = stmt.compile(dialect=dialect).string
         self.keys = [column.key for column in columns]
-        self.processors: list[Callable[[Any], Any] | None] = [
-            column.type.dialect_impl(dialect).bind_processor(dialect) for column in columns
-        ]
+        self.processors = _processors(columns, dialect)
 
     def bound(self, rows: Rows) -> dict[str, Any]:
         bound: dict[str, Any] = {}
@@ -117,15 +122,51 @@ class _Plan:
         return bound
 
 
-# Plans by (table, row count, dialect class); larger batches (sweeps) go through
-# SQLAlchemy rather than be compiled for each count.
-_PLANS: dict[tuple[sa.Table, int, type[Dialect]], _Plan] = {}
+class _ArrayPlan:
+    """The INSERT of any number of rows into ``table`` (PostgreSQL): a parameter per
+    column holding that column's values as an array, unnested into rows."""
+
+    def __init__(self, table: sa.Table, dialect: Dialect) -> None:
+        columns = list(table.columns)
+        quote = dialect.identifier_preparer.quote
+        arrays = ", ".join(
+            f"%({column.key})s::{column.type.compile(dialect=dialect)}[]" for column in columns
+        )
+        self.sql = (
+            f"INSERT INTO {dialect.identifier_preparer.format_table(table)} "
+            f"({', '.join(quote(column.name) for column in columns)}) "
+            f"SELECT * FROM unnest({arrays})"
+        )
+        self.keys = [column.key for column in columns]
+        self.processors = _processors(columns, dialect)
+
+    def bound(self, rows: Rows) -> dict[str, Any]:
+        return {
+            key: [row[key] for row in rows]
+            if process is None
+            else [process(row[key]) for row in rows]
+            for key, process in zip(self.keys, self.processors, strict=True)
+        }
+
+
+def _processors(
+    columns: Sequence[sa.Column[Any]], dialect: Dialect
+) -> list[Callable[[Any], Any] | None]:
+    """The bind processors SQLAlchemy would run on each column's values."""
+    return [column.type.dialect_impl(dialect).bind_processor(dialect) for column in columns]
+
+
+# Plans by (table, row count, dialect class); batches of more than ``MAX_ROWS`` share
+# one array plan per table (count 0 in the key).
+_PLANS: dict[tuple[sa.Table, int, type[Dialect]], _Plan | _ArrayPlan] = {}
 MAX_ROWS = 16
 
 
-def _plan_of(table: sa.Table, count: int, dialect: Dialect) -> _Plan:
-    key = (table, count, type(dialect))
+def _plan_of(table: sa.Table, count: int, dialect: Dialect) -> _Plan | _ArrayPlan:
+    arrays = count > MAX_ROWS
+    key = (table, 0 if arrays else count, type(dialect))
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _Plan(table, count, dialect)
+        made = _ArrayPlan(table, dialect) if arrays else _Plan(table, count, dialect)
+        plan = _PLANS[key] = made
     return plan

@@ -15,7 +15,7 @@ from signoff import clock
 from signoff.database import SessionMaker
 from signoff.models import AuditEvent, ChangeEvent
 from signoff.models.base import new_id
-from signoff.models.inserts import insert_rows
+from signoff.models.inserts import MAX_ROWS, insert_rows
 from signoff.models.records import table_of
 
 AUDIT, EVENTS = table_of(AuditEvent), table_of(ChangeEvent)
@@ -60,8 +60,18 @@ async def _stored(connection: AsyncConnection, table: sa.Table, ids: list[str]) 
     )
 
 
-async def test_planned_inserts_store_what_sqlalchemy_stores(sessionmaker: SessionMaker) -> None:
-    audits, events = [_audit(i) for i in range(3)], [_event(i) for i in range(2)]
+@pytest.mark.parametrize(
+    ("audit_rows", "event_rows"),
+    [(3, 2), (MAX_ROWS + 1, 3 * MAX_ROWS)],
+    ids=["values", "arrays"],
+)
+async def test_planned_inserts_store_what_sqlalchemy_stores(
+    sessionmaker: SessionMaker, audit_rows: int, event_rows: int
+) -> None:
+    """Small batches (a row of parameters each) and large ones (a column's values as an
+    array) alike."""
+    audits, events = [_audit(i) for i in range(audit_rows)], [_event(i) for i in range(event_rows)]
+    events[-1] = {**events[-1], "entity_version": None, "snapshot": {}}
     copies = (
         [{**row, "id": new_id()} for row in audits],
         [{**row, "id": new_id()} for row in events],
@@ -80,16 +90,18 @@ async def test_planned_inserts_store_what_sqlalchemy_stores(sessionmaker: Sessio
             assert got == expected and len(got) == len(planned)
 
 
+@pytest.mark.parametrize("batch", [1, MAX_ROWS + 1], ids=["values", "arrays"])
 async def test_a_unique_key_refuses_a_planned_insert_as_sqlalchemy_does(
-    sessionmaker: SessionMaker,
+    sessionmaker: SessionMaker, batch: int
 ) -> None:
     row = _audit(0)
     async with sessionmaker() as session:
         await insert_rows(await session.connection(), [(AUDIT, [row])])
         await session.commit()
+    rows = [*(_audit(i) for i in range(1, batch)), row]
     for insert in (
-        lambda c: insert_rows(c, [(AUDIT, [row])]),
-        lambda c: c.execute(sa.insert(AUDIT), [row]),
+        lambda c: insert_rows(c, [(AUDIT, rows)]),
+        lambda c: c.execute(sa.insert(AUDIT), rows),
     ):
         async with sessionmaker() as session:
             with pytest.raises(IntegrityError):

@@ -23,6 +23,7 @@ from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
 from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds, request_digest
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
 from signoff.models.base import new_id
+from signoff.models.inserts import insert_rows
 from signoff.models.proposal import kept_result
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
@@ -92,20 +93,26 @@ async def start_attempts(work: UnitOfWork, claimed: Sequence[Proposal]) -> None:
     if not claimed:
         return
     now = work.now()
+    # Every column given, so the batch goes in as one statement of a fixed text
+    # (``insert_rows``) rather than a multi-row text converted anew per claim.
     rows = [
         {
             "id": new_id(),
             "proposal_id": proposal.id,
             "attempt_number": proposal.delivery_attempt_count,
             "response_class": ResponseClass.UNKNOWN.value,
+            "status_code": None,
+            "error_code": None,
             "request_digest": request_digest(proposal),
+            "response_digest": None,
+            "duration_ms": None,
             "started_at": now,
+            "finished_at": None,
             "lease": proposal.delivery_lease,
         }
         for proposal in claimed
     ]
-    connection = await work.session.connection()
-    await connection.execute(sa.insert(ATTEMPTS), rows)
+    await insert_rows(await work.session.connection(), [(ATTEMPTS, rows)])
 
 
 @dataclass(frozen=True)
