@@ -250,28 +250,42 @@ class EventHub:
         load_after: LoadAfter,
         *,
         buffer: int,
+        audience: bool = True,
     ) -> None:
         self.transport = transport
         self.fanout = Fanout(load_after)
         self.buffer = buffer
+        # Without an audience (a worker: no subscriber ever joins), the hub only publishes:
+        # it neither listens to other processes nor fills gaps from the database, work
+        # whose only readers would be subscribers.
+        self.audience = audience
 
     async def start(self, last_cursor: int) -> None:
         self.fanout.last = last_cursor
-        await self.transport.start(self.fanout.offer, self.fanout.catch_up)
+        if self.audience:
+            await self.transport.start(self.fanout.offer, self.fanout.catch_up)
 
     async def stop(self) -> None:
         await self.transport.stop()
 
     async def publish(self, changes: Sequence[Change]) -> None:
         """Deliver locally at once, then to other processes; raises if the transport failed."""
-        await self.fanout.offer(changes)
+        if self.audience:
+            await self.fanout.offer(changes)
         await self.transport.publish(changes)
+
+    async def catch_up(self) -> None:
+        """Deliver to local subscribers what the database holds beyond the last delivered."""
+        if self.audience:
+            await self.fanout.catch_up()
 
     def subscribe(
         self, match: Callable[[Change], bool], proposal_id: str | None = None
     ) -> Subscriber:
         """A subscriber offered each change ``match`` accepts (see ``Subscriber`` for
         ``proposal_id``)."""
+        if not self.audience:
+            raise RuntimeError("This event hub has no audience: it only publishes.")
         subscriber = Subscriber(match, self.buffer, proposal_id)
         self.fanout.add(subscriber)
         return subscriber

@@ -209,7 +209,7 @@ class EventService:
         """The relay: stamp, republish what was never published, catch up, prune."""
         await self.sequence()
         await self.relay()
-        await self.hub.fanout.catch_up()
+        await self.hub.catch_up()
         self.written.drop_old()
         if time.monotonic() - self._last_prune >= self.prune_seconds:
             self._last_prune = time.monotonic()
@@ -373,12 +373,18 @@ class EventService:
 
 
 def create_event_service(
-    settings: Settings, sessionmaker: SessionMaker, reads: SessionMaker | None = None
+    settings: Settings,
+    sessionmaker: SessionMaker,
+    reads: SessionMaker | None = None,
+    *,
+    audience: bool = True,
 ) -> EventService:
     """The embedded hub, or Redis pub/sub when ``SIGNOFF_REDIS_URL`` is set.
 
     ``reads``: read-only sessions (``database.read_only``) for the catch-up and the
-    relay's look-ups; ``sessionmaker``'s own otherwise."""
+    relay's look-ups; ``sessionmaker``'s own otherwise. ``audience=False``: the process
+    has no subscribers (a worker), so its hub publishes and never listens
+    (``EventHub``)."""
     readers = reads or sessionmaker
     written = WrittenObjects.for_relay(settings.events_relay_seconds)
     transport: Transport
@@ -401,6 +407,7 @@ def create_event_service(
         transport,
         load_after,
         buffer=settings.subscriber_buffer,
+        audience=audience,
     )
     return EventService(
         hub,

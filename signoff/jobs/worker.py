@@ -157,9 +157,13 @@ async def startup(ctx: dict[str, Any]) -> None:
         await verify_audit_key(session=session, signer=load_audit_signer(settings))
     jobs = ArqJobs(settings, ctx["redis"])
     # Delivery outcomes go to the change feed: stamped and published right after commit,
-    # as the API processes do, rather than waiting for their relay.
+    # as the API processes do, rather than waiting for their relay. A worker serves no
+    # subscriber, so it publishes without listening: decoding every event on the channel,
+    # its own included, cost it a share of each delivery (docs/delivery-throughput.md).
     sessionmaker = create_sessionmaker(engine)
-    events = create_event_service(settings, sessionmaker, create_sessionmaker(read_only(engine)))
+    events = create_event_service(
+        settings, sessionmaker, create_sessionmaker(read_only(engine)), audience=False
+    )
     await events.start()
     ctx["events"] = events
     services = WorkServices(
