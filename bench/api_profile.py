@@ -6,8 +6,11 @@ A fresh PostgreSQL database is seeded as ``bench/api.py`` seeds it (``--proposal
 client's own work in the figures) with the reviewer's token: ``--warmup`` requests, then
 ``--requests`` under cProfile (Python calls per request, and the functions of most own
 time with ``--top``), then as many again without it (process CPU per request, the client's
-included, and the server's phases: the page's read, its warming of the relations, its
-connection, and the completion of the loaded objects by the executor).
+included, the server's phases: the page's read, its warming of the relations, its
+connection, and the completion of the loaded objects by the executor; and the garbage
+collector's passes and time, with the server's settings), then as many again counting the
+objects that only the cyclic garbage collector would free (a request's objects caught in a
+reference cycle).
 
     .venv/bin/python bench/api_profile.py --database-url postgresql://postgres@127.0.0.1:5432/postgres
 """
@@ -18,6 +21,7 @@ import argparse
 import asyncio
 import cProfile
 import functools
+import gc
 import os
 import pstats
 import time
@@ -26,10 +30,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-from api import ONE, PAGE, seed
+from api import HELLO, ONE, PAGE, seed
 from delivery import fresh_database
 
 import signoff.schema.query as query_module
+from signoff.cli import _tune_for_serving
 from signoff.schema.serving.execution import PlainFieldExecutor
 from signoff.web.app import create_app
 
@@ -99,11 +104,49 @@ def called_into(phases: Phases, phase: str) -> Callable[[Callable[..., Any]], Ca
     return wrapper
 
 
+class GarbageCollections:
+    """The garbage collector's passes and their time while the block runs."""
+
+    def __init__(self) -> None:
+        self.passes = 0
+        self.seconds = 0.0
+        self._started = 0.0
+
+    def __enter__(self) -> None:
+        gc.callbacks.append(self._note)
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self._note)
+
+    def _note(self, phase: str, _: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.passes += 1
+            self.seconds += time.perf_counter() - self._started
+
+
+async def cyclic_garbage(ask: Callable[[int], Awaitable[None]], count: int) -> int:
+    """How many objects ``count`` requests left that only the cyclic collector frees."""
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        await ask(count)
+        gc.collect()
+        return len(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
 async def measure(url: str, args: argparse.Namespace) -> None:
     world = await seed(url, args.proposals, 20)
     os.environ.update(SIGNOFF_DATABASE_URL=url, SIGNOFF_RATE_LIMIT="0", SIGNOFF_LOG_LEVEL="warning")
     app = create_app()
     bodies: dict[str, dict[str, Any]] = {
+        "hello": {"query": HELLO},
         "page": {"query": PAGE},
         "one": {"query": ONE, "variables": {"id": world.proposal_id}},
     }
@@ -124,19 +167,28 @@ async def measure(url: str, args: argparse.Namespace) -> None:
                     assert response.status_code == 200, response.text
 
             await ask(args.warmup)
+            _tune_for_serving()  # the server's garbage collector settings
             profile = cProfile.Profile()
             profile.enable()
             await ask(args.requests)
             profile.disable()
             phases.clear()
+            collections = GarbageCollections()
             start = time.process_time()
-            await ask(args.requests)
+            with collections:
+                await ask(args.requests)
             cpu = (time.process_time() - start) / args.requests * 1000
+            cyclic = await cyclic_garbage(ask, args.requests)
             stats = pstats.Stats(profile)
             calls = stats.total_calls / args.requests  # type: ignore[attr-defined]
             print(f"{operation}: {calls:,.0f} Python calls/request, CPU {cpu:.2f} ms/request")
             for name, seconds in sorted(phases.items()):
                 print(f"  {name}: {seconds / args.requests * 1000:.3f} ms/request")
+            print(
+                f"  garbage collector: {collections.passes / args.requests:.4f} passes, "
+                f"{collections.seconds / args.requests * 1000:.3f} ms/request; "
+                f"{cyclic / args.requests:,.1f} objects/request in reference cycles"
+            )
             if args.top:
                 stats.sort_stats("tottime").print_stats(args.top)
 
@@ -147,7 +199,9 @@ def main() -> None:
     parser.add_argument("--proposals", type=int, default=1_000)
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--requests", type=int, default=300)
-    parser.add_argument("--operations", nargs="+", choices=["page", "one"], default=["page", "one"])
+    parser.add_argument(
+        "--operations", nargs="+", choices=["hello", "page", "one"], default=["page", "one"]
+    )
     parser.add_argument("--top", type=int, default=0, help="functions of most own time shown")
     args = parser.parse_args()
 

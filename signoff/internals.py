@@ -9,7 +9,8 @@ fails there, naming it, rather than somewhere in a live stream.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import strawberry
@@ -17,6 +18,7 @@ from graphql import (
     ExecutionResult,
     GraphQLField,
     GraphQLResolveInfo,
+    GraphQLResolveInfoHelpers,
     GraphQLSchema,
     execute_subscription_event,
 )
@@ -28,7 +30,7 @@ from graphql.execution.collect_fields import (
     GroupedFieldSet,
     collect_subfields,
 )
-from graphql.pyutils import AwaitableOrValue
+from graphql.pyutils import AwaitableOrValue, gather_with_cancel
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.scalars import JSON
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
@@ -56,6 +58,7 @@ __all__ = [
     "StrawberryExecutionContext",
     "collect_subfields",
     "core_schema",
+    "detached_async_helpers",
     "execute_for_event",
     "field_definition",
     "has_default_resolver",
@@ -131,6 +134,30 @@ def execute_for_event(
     per_event = executor.build_per_event_executor(event)
     per_event.context_value = context
     return execute_subscription_event(per_event)
+
+
+def detached_async_helpers(executor: Executor[Any]) -> GraphQLResolveInfoHelpers:
+    """What graphql-core gives resolvers as ``info.async_helpers``: its executor's
+    ``gather_async_work`` and ``track_async_work``, through a weak reference.
+
+    As graphql-core's bound methods they make every executor a reference cycle, and what
+    it holds (the context, its loaders, their rows) waits for the cyclic garbage collector
+    instead of going with the request. Resolvers run while their execution does."""
+    # Once the executor is gone there is no execution left for work to join.
+    executor_of = weakref.ref(executor)
+
+    def gather(values: Sequence[Awaitable[Any]]) -> Awaitable[list[Any]]:
+        alive = executor_of()
+        if alive is None:
+            return gather_with_cancel(*values)
+        return alive.gather_async_work(values)
+
+    def track(values: Sequence[Any]) -> None:
+        alive = executor_of()
+        if alive is not None:
+            alive.track_async_work(values)
+
+    return GraphQLResolveInfoHelpers(gather=gather, track=track)
 
 
 def uvicorn_protocol(send: Any) -> WebSocketsSansIOProtocol | None:

@@ -94,6 +94,10 @@ class _LazySession:
                 self._session = self._sessionmaker()
             yield self._session
 
+    def read(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """``use()``, as the request's loaders read (``schema.loaders.Reads``)."""
+        return self.use()
+
     async def close(self) -> None:
         async with self._lock:
             if self._session is not None:
@@ -185,7 +189,10 @@ class Context:
         if self._loaders is None:
             from signoff.schema.loaders import Loaders
 
-            self._loaders = Loaders(self)
+            # They read through the read session, not the context: a context holding
+            # loaders that hold it would be a reference cycle, and the request's rows
+            # would wait for the cyclic garbage collector instead of going with it.
+            self._loaders = Loaders(self._read)
         return self._loaders
 
     async def end_reads(self) -> None:

@@ -83,34 +83,23 @@ class RowLoader(DataLoader[str, T], Generic[T]):
 
     def __init__(self, context: Reads, kind: RowsWhere, *, many: bool) -> None:
         cache = _Futures()
-        super().__init__(load_fn=self._load, cache_map=cache)
+        # A function of what it reads, not a method: a loader holding a method of itself
+        # would be a reference cycle, and every row it loaded would wait for the cyclic
+        # garbage collector instead of going with the request.
+        super().__init__(load_fn=functools.partial(_load, context, kind, many), cache_map=cache)
         # The cache's futures by key, which ``now_or_later`` and ``prime_loaded`` use as is.
         self.futures = cache.futures
-        self._context = context
         self.kind = kind
         self._many = many
         # now_or_later's conversions of loaded values, by (key, conversion).
         self.converted: dict[tuple[str, Callable[[Any], Any]], tuple[Future[Any], Any]] = {}
 
     def read(self, keys: Sequence[str]) -> RowsWhere:
-        kind = self.kind
-        return RowsWhere(kind.model, kind.column, keys, kind.order_by)
+        return _read(self.kind, keys)
 
     def values(self, keys: Sequence[str], rows: list[Any]) -> list[T]:
         """Each key's value among ``rows`` (read by ``read(keys)``)."""
-        column = self.kind.column
-        if self._many:
-            groups: dict[Any, list[Any]] = defaultdict(list)
-            for row in rows:
-                groups[getattr(row, column)].append(row)
-            return [cast(T, groups[key]) for key in keys]
-        by_key = {getattr(row, column): row for row in rows}
-        return [cast(T, by_key.get(key)) for key in keys]
-
-    async def _load(self, keys: list[str]) -> list[T]:
-        async with self._context.read() as session:
-            (rows,) = await read_all(session, [self.read(keys)])
-        return self.values(keys, rows)
+        return _values(self.kind, self._many, keys, rows)
 
     def prime_loaded(self, values: dict[str, T]) -> None:
         """``prime_many(values)``: each key not in the cache gets a finished future of its
@@ -127,6 +116,28 @@ class RowLoader(DataLoader[str, T], Generic[T]):
                 future: Future[T] = Future(loop=loop)
                 future.set_result(value)
                 futures[key] = future
+
+
+def _read(kind: RowsWhere, keys: Sequence[str]) -> RowsWhere:
+    return RowsWhere(kind.model, kind.column, keys, kind.order_by)
+
+
+def _values(kind: RowsWhere, many: bool, keys: Sequence[str], rows: list[Any]) -> list[Any]:
+    column = kind.column
+    if many:
+        groups: dict[Any, list[Any]] = defaultdict(list)
+        for row in rows:
+            groups[getattr(row, column)].append(row)
+        return [groups[key] for key in keys]
+    by_key = {getattr(row, column): row for row in rows}
+    return [by_key.get(key) for key in keys]
+
+
+async def _load(context: Reads, kind: RowsWhere, many: bool, keys: list[str]) -> list[Any]:
+    """A ``RowLoader``'s batch: the values of ``keys``."""
+    async with context.read() as session:
+        (rows,) = await read_all(session, [_read(kind, keys)])
+    return _values(kind, many, keys, rows)
 
 
 class _Futures(AbstractCache[str, Any]):

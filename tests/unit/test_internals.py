@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import weakref
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import strawberry
 import uvicorn
-from graphql import GraphQLSchema, parse
+from graphql import GraphQLResolveInfoHelpers, GraphQLSchema, parse
 from graphql.execution import Executor
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
@@ -98,6 +99,35 @@ def test_a_subscription_executes_for_one_event_with_a_per_event_executor(
     assert not inspect.isawaitable(result)
     assert result.errors is None
     assert result.data == {"queueEvents": {"kind": "task.created", "entityId": "t-1"}}
+
+
+async def test_resolvers_async_helpers_reach_the_executor_without_a_cycle(
+    schema: strawberry.Schema,
+) -> None:
+    for name in ("gather_async_work", "track_async_work"):
+        assert callable(getattr(Executor, name, None)), f"graphql-core's Executor.{name} is gone"
+    document = parse("{ viewer { queueIds } }")
+    executor = schema.execution_context_class.build(internals.core_schema(schema), document)
+    assert isinstance(executor, PlainFieldExecutor)
+    helpers = executor.async_helpers
+    assert isinstance(helpers, GraphQLResolveInfoHelpers), (
+        "graphql-core's Executor.async_helpers is no longer what resolvers get as "
+        "info.async_helpers"
+    )
+
+    async def value(number: int) -> int:
+        return number
+
+    assert await helpers.gather([value(1), value(2)]) == [1, 2]
+    pending = value(3)
+    helpers.track([pending, 4])
+    assert len(executor.background_futures) == 1, "track no longer settles in the background"
+    await asyncio.gather(*executor.background_futures)
+    gone = weakref.ref(executor)
+    del executor
+    assert gone() is None, "the executor is in a reference cycle again"
+    assert await helpers.gather([value(5)]) == [5]
+    helpers.track([4])  # no execution left to join: nothing to do
 
 
 def test_the_executor_methods_signoff_overrides_keep_their_parameters() -> None:

@@ -39,6 +39,7 @@ from signoff.internals import (
     StrawberryExecutionContext,
     collect_subfields,
     core_schema,
+    detached_async_helpers,
     field_definition,
     has_default_resolver,
     json_serialize,
@@ -188,6 +189,9 @@ class PlainFieldExecutor(StrawberryExecutionContext):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # No reference cycle: a request's objects go when it ends, not at the next
+        # collection of the cyclic garbage collector (``detached_async_helpers``).
+        self.async_helpers = detached_async_helpers(self)
         # A field middleware (an extension's ``resolve`` hook) must see every field.
         manager = self.middleware_manager
         self.plain_fields_in_place = manager is None or not manager.middlewares
