@@ -7,7 +7,7 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -201,16 +201,20 @@ class SignoffGraphQL(GraphQL[Context, None]):
             quota=self.live_quota,
         )
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
+        """A websocket goes to Strawberry's view without a frame of this one waiting for the
+        connection's life; a page of another origin riding on the console's session cookie
+        is refused."""
+        if scope["type"] == "http":
+            return self._answer(scope, receive, send)
+        if self.cross_origin_cookie(scope):
+            return WebSocket(scope, receive, send).close(
+                WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON
+            )
+        return super().__call__(scope, receive, send)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         """HTTP: every refusal and every crash outside an operation answered as coded JSON."""
-        if scope["type"] != "http":
-            if self.cross_origin_cookie(scope):
-                # A page of another origin riding on the console's session cookie.
-                socket = WebSocket(scope, receive, send)
-                await socket.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
-                return
-            await super().__call__(scope, receive, send)
-            return
         request = Request(scope=scope, receive=receive)
         admission = scope[ADMISSION] = Admission(self.database_turns)
         try:
