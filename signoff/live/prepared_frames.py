@@ -9,6 +9,8 @@ transport, is written to directly; anything else takes the ASGI send (docs/desig
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.frames import Frame, Opcode
@@ -110,12 +112,14 @@ class SocketWriter:
 
 class KeepServerSend:
     """Outermost middleware: keeps the server's own ``send`` of a websocket in its scope,
-    before any middleware wraps it, for ``SocketWriter``."""
+    before any middleware wraps it, for ``SocketWriter``. A plain function that hands back
+    the app's awaitable, not a coroutine of its own: no frame of it waits with each of
+    thousands of connections."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] == "websocket":
             scope[SERVER_SEND] = send
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)

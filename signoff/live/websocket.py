@@ -16,7 +16,6 @@ import json
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -389,13 +388,10 @@ async def close_all(connections: weakref.WeakSet[Connection], code: int, reason:
     )
 
 
-async def _handle_then_stop(handle: Callable[[], Awaitable[None]], websocket: Any) -> None:
-    """Serve the connection; when it ends, stop its writer and drop what is queued."""
-    try:
-        await handle()
-    finally:
-        if isinstance(websocket, Connection):
-            await websocket.stop()
+async def _stop(websocket: Any) -> None:
+    """The connection ended: stop its writer and drop what is queued."""
+    if isinstance(websocket, Connection):
+        await websocket.stop()
 
 
 def _bind(context: Any, websocket: Any, frame_type: str) -> None:
@@ -445,11 +441,15 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     async def handle(self) -> None:
         if self.keep_alive is not None and isinstance(self.websocket, Connection):
             self.keep_alive.add(self)
+        # Served in this frame, not in a helper's: a frame waits with each connection.
         try:
-            await _handle_then_stop(super().handle, self.websocket)
+            await super().handle()
         finally:
-            if self.keep_alive is not None:
-                self.keep_alive.discard(self)
+            try:
+                await _stop(self.websocket)
+            finally:
+                if self.keep_alive is not None:
+                    self.keep_alive.discard(self)
 
     def beat(self) -> bool:
         """The keep-alive timer's visit: ping, or close 4410 when the last ping got no pong
@@ -540,7 +540,10 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
         _bind(self.context, self.websocket, "data")
 
     async def handle(self) -> None:
-        await _handle_then_stop(super().handle, self.websocket)
+        try:
+            await super().handle()
+        finally:
+            await _stop(self.websocket)
 
     async def handle_start(self, message: StartMessage) -> None:
         limit = self.max_subscriptions_per_connection

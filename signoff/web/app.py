@@ -7,7 +7,7 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -98,12 +98,14 @@ from signoff.web.bodies import BodyTooLarge, read_body, replay_body
 from signoff.web.pages import graphiql_page, page_routes
 from signoff.web.persisted import PersistedQueryMiddleware
 from signoff.web.ratelimit import RateLimiter
+from signoff.web.routing import SignoffApp
 from signoff.web.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
 from signoff.web.slack_actions import ACTIONS_PATH, SlackActions
 
 logger = logging.getLogger("signoff.web.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.
 ADMISSION = "signoff.admission"
+GRAPHQL_PATH = "/graphql"
 
 
 @functools.cache
@@ -199,16 +201,20 @@ class SignoffGraphQL(GraphQL[Context, None]):
             quota=self.live_quota,
         )
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
+        """A websocket goes to Strawberry's view without a frame of this one waiting for the
+        connection's life; a page of another origin riding on the console's session cookie
+        is refused."""
+        if scope["type"] == "http":
+            return self._answer(scope, receive, send)
+        if self.cross_origin_cookie(scope):
+            return WebSocket(scope, receive, send).close(
+                WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON
+            )
+        return super().__call__(scope, receive, send)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         """HTTP: every refusal and every crash outside an operation answered as coded JSON."""
-        if scope["type"] != "http":
-            socket = WebSocket(scope, receive, send)
-            if self.cookie_token(socket) is not None and not same_origin(socket, self.settings):
-                # A page of another origin riding on the console's session cookie.
-                await socket.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
-                return
-            await super().__call__(scope, receive, send)
-            return
         request = Request(scope=scope, receive=receive)
         admission = scope[ADMISSION] = Admission(self.database_turns)
         try:
@@ -282,7 +288,15 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 retryAfter=wait,
             )
 
-    def cookie_token(self, connection: Request | WebSocket) -> str | None:
+    def cross_origin_cookie(self, scope: Scope) -> bool:
+        """Whether a websocket comes with the console's session cookie from a page of another
+        origin (its ``WebSocket`` is not kept: this frame waits for the connection's life)."""
+        connection = HTTPConnection(scope)
+        return self.cookie_token(connection) is not None and not same_origin(
+            connection, self.settings
+        )
+
+    def cookie_token(self, connection: HTTPConnection) -> str | None:
         """The console session's token, for a request without an Authorization header
         (only with an OpenID provider configured: otherwise the cookie means nothing)."""
         if self.authenticator.provider is None or "authorization" in connection.headers:
@@ -482,7 +496,7 @@ def _cors(settings: Settings) -> list[Middleware]:
     ]
 
 
-def create_app(settings: Settings | None = None) -> Starlette:
+def create_app(settings: Settings | None = None) -> SignoffApp:
     """Build the app; the database must already be migrated and its secret key checked
     (``signoff serve`` does both)."""
     settings = settings or Settings.from_env()
@@ -558,14 +572,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
     graphql: Any = BodySizeLimit(
         PersistedQueryMiddleware(view, persisted_queries), settings.max_body_bytes
     )
-    app = Starlette(
+    app = SignoffApp(
+        # GraphQL websockets skip the HTTP middleware and the router (``web.routing``), but
+        # not the request log and the kept websocket send.
+        websocket_path=GRAPHQL_PATH,
+        websocket_app=KeepServerSend(RequestLogging(view)),
         # The request log is outermost but for keeping the server's websocket send (for
         # prepared frames): it sees every answer, a CORS preflight's included.
         middleware=[Middleware(KeepServerSend), Middleware(RequestLogging), *_cors(settings)],
         routes=[
             # PUT and DELETE: graphql-sse's single connection mode (``live.sse``).
-            Route("/graphql", graphql, methods=["GET", "POST", "PUT", "DELETE"]),
-            WebSocketRoute("/graphql", view),
+            Route(GRAPHQL_PATH, graphql, methods=["GET", "POST", "PUT", "DELETE"]),
+            WebSocketRoute(GRAPHQL_PATH, view),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics_endpoint),
