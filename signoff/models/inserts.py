@@ -18,7 +18,13 @@ import sqlalchemy as sa
 from sqlalchemy import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from signoff.models.records import WRITING, raise_as_sqlalchemy
+from signoff.models.records import (
+    WRITING,
+    RecordSelect,
+    raise_as_sqlalchemy,
+    select_all_on,
+    selected_after,
+)
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -57,6 +63,33 @@ async def insert_rows(
         # Cancelled mid-statement: the connection's protocol state is unknown.
         await connection.invalidate()
         raise
+
+
+async def insert_then_select(
+    connection: AsyncConnection,
+    batches: Sequence[tuple[sa.Table, Rows]],
+    selects: Sequence[RecordSelect],
+) -> list[list[Any]]:
+    """Insert each table's rows (``insert_rows``), then read the records of each of
+    ``selects`` (``select_all``), in one round trip where the connection allows: a read,
+    or an ``UPDATE … RETURNING``, that must come after the rows but need not wait for an
+    answer to them. A refused row is raised as SQLAlchemy raises it, and nothing after
+    it runs."""
+    batches = [(table, rows) for table, rows in batches if rows]
+    if not selects:
+        await insert_rows(connection, batches)
+        return []
+    if batches and await _writing_driver(connection, batches) is not None:
+        dialect = connection.dialect
+        writes = []
+        for table, rows in batches:
+            plan = _plan_of(table, len(rows), dialect)
+            writes.append((plan.sql, plan.bound(rows)))
+        found = await selected_after(connection, writes, selects)
+        if found is not None:
+            return found
+    await insert_rows(connection, batches)
+    return await select_all_on(connection, selects)
 
 
 async def _writing_driver(

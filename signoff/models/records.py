@@ -186,10 +186,33 @@ async def select_records(
     ``build(dialect_name)`` makes the statement, a named ``bindparam`` for each value
     that varies; it runs once per ``kind`` (anything hashable that decides the text).
     """
-    connection = await session.connection()
-    plan = _plan_of(kind, model, build, connection.dialect)
-    (found,) = await _run(connection, [plan], [parameters])
+    (found,) = await select_all(session, [RecordSelect(model, kind, build, parameters)])
     return found
+
+
+@dataclass(frozen=True)
+class RecordSelect:
+    """One statement of ``select_all``, given as ``select_records`` takes it."""
+
+    model: type[SQLModel]
+    kind: Hashable
+    build: Callable[[str], Select[Any] | Update]
+    parameters: dict[str, Any]
+
+
+async def select_all(session: AsyncSession, selects: Sequence[RecordSelect]) -> list[list[Any]]:
+    """The records of each of ``selects`` (``select_records``), in one round trip where
+    the connection allows: reads that do not wait for one another's answers."""
+    return await select_all_on(await session.connection(), selects)
+
+
+async def select_all_on(
+    connection: AsyncConnection, selects: Sequence[RecordSelect]
+) -> list[list[Any]]:
+    """``select_all`` on a session's connection."""
+    dialect = connection.dialect
+    plans = [_plan_of(each.kind, each.model, each.build, dialect) for each in selects]
+    return await _run(connection, plans, [each.parameters for each in selects])
 
 
 def _read_kind(read: RowsWhere) -> Hashable:
@@ -213,20 +236,43 @@ async def _run(
     ]
 
 
-async def _pipelined(
-    connection: AsyncConnection, plans: Sequence[_Plan], parameters: Sequence[dict[str, Any]]
+async def selected_after(
+    connection: AsyncConnection,
+    writes: Sequence[tuple[str, dict[str, Any]]],
+    selects: Sequence[RecordSelect],
 ) -> list[list[Any]] | None:
-    """``plans`` through psycopg in one pipeline, or None where that cannot be done
-    safely (a connection in an unknown state) or failed in autocommit (then nothing was
-    kept: the caller reads again). In a write transaction a failure has ended the
-    transaction, so it is raised as SQLAlchemy raises it (wrapped, a broken connection
-    invalidated)."""
+    """The records of ``selects``, each run after ``writes`` (statements with their
+    parameters as psycopg takes them, answering nothing) in one pipeline, in a write
+    transaction on PostgreSQL; ``None`` where the connection cannot take them so (the
+    caller then sends each its own way). A failure of any is raised as SQLAlchemy raises
+    it, and those after it are not run."""
+    plans = [_plan_of(each.kind, each.model, each.build, connection.dialect) for each in selects]
+    parameters = [each.parameters for each in selects]
+    return await _pipelined(connection, plans, parameters, writes=writes)
+
+
+async def _pipelined(
+    connection: AsyncConnection,
+    plans: Sequence[_Plan],
+    parameters: Sequence[dict[str, Any]],
+    *,
+    writes: Sequence[tuple[str, dict[str, Any]]] = (),
+) -> list[list[Any]] | None:
+    """``plans`` through psycopg in one pipeline, after ``writes`` (in a write transaction
+    only), or None where that cannot be done safely (a connection in an unknown state)
+    or failed in autocommit (then nothing was kept: the caller reads again). In a write
+    transaction a failure has ended the transaction, so it is raised as SQLAlchemy raises
+    it (wrapped, a broken connection invalidated)."""
     raw = await connection.get_raw_connection()
     driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
     status = driver.info.transaction_status
     if driver.autocommit:
         # A write is never read again after a failure: it goes through SQLAlchemy.
-        if status != psycopg.pq.TransactionStatus.IDLE or any(plan.writes for plan in plans):
+        if (
+            status != psycopg.pq.TransactionStatus.IDLE
+            or writes
+            or any(plan.writes for plan in plans)
+        ):
             return None
     elif status not in WRITING:
         return None
@@ -234,14 +280,18 @@ async def _pipelined(
     cursors = [driver.cursor() for _ in plans]
     sync = connection.sync_connection
     assert sync is not None  # an AsyncConnection from a session is started
+    written = driver.cursor()
+    for sql, params in writes:
+        sync.dispatch.before_cursor_execute(sync, written, sql, params, None, False)
     for cursor, plan, params in zip(cursors, plans, bound, strict=True):
         sync.dispatch.before_cursor_execute(sync, cursor, plan.sql, params, None, False)
     try:
-        rows = await _fetch_all(cursors, plans, bound)
+        rows = await _fetch_all(cursors, plans, bound, written, writes)
     except psycopg.Error as failed:
         if driver.autocommit:
             return None
-        await connection.run_sync(raise_as_sqlalchemy, failed, plans[0].sql, bound[0])
+        first_sql, first = writes[0] if writes else (plans[0].sql, bound[0])
+        await connection.run_sync(raise_as_sqlalchemy, failed, first_sql, first)
         raise  # not reached: the line above raises
     except BaseException:
         # Cancelled mid-pipeline: the connection's protocol state is unknown, so the pool
@@ -274,11 +324,15 @@ async def _fetch_all(
     cursors: Sequence[psycopg.AsyncCursor[Any]],
     plans: Sequence[_Plan],
     parameters: Sequence[dict[str, Any]],
+    written: psycopg.AsyncCursor[Any],
+    writes: Sequence[tuple[str, dict[str, Any]]],
 ) -> list[list[Any]]:
-    if len(plans) == 1:
+    if len(plans) == 1 and not writes:
         await cursors[0].execute(plans[0].sql, parameters[0])
     else:
         async with cursors[0].connection.pipeline():
+            for sql, params in writes:
+                await written.execute(sql, params)
             for cursor, plan, params in zip(cursors, plans, parameters, strict=True):
                 await cursor.execute(plan.sql, params)
     return [await cursor.fetchall() for cursor in cursors]

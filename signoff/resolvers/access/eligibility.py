@@ -23,10 +23,11 @@ from signoff.models import (
     ApprovalLink,
     HumanTask,
     OidcIdentity,
+    Proposal,
     QueueMembership,
     Role,
 )
-from signoff.models.records import one_of, record_columns, select_records, table_of
+from signoff.models.records import RecordSelect, one_of, record_columns, select_records, table_of
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import APPROVAL_LINK, TASK
@@ -103,8 +104,13 @@ async def standings(
     rows = await select_records(
         session, Actor, "standings", _standings_select, {"ids": wanted, "queue_id": queue_id}
     )
+    return standings_of(rows, wanted)
+
+
+def standings_of(rows: Iterable[Any], actor_ids: Iterable[str]) -> dict[str, ActorStanding]:
+    """``standings`` of ``actor_ids`` from the rows a standings select found."""
     found = {row.id: ActorStanding(row, bool(getattr(row, "member"))) for row in rows}  # noqa: B009
-    return {actor_id: found.get(actor_id, ActorStanding(None, False)) for actor_id in wanted}
+    return {actor_id: found.get(actor_id, ActorStanding(None, False)) for actor_id in actor_ids}
 
 
 def _standings_select(dialect: str) -> sa.Select[Any]:
@@ -115,6 +121,37 @@ def _standings_select(dialect: str) -> sa.Select[Any]:
     )
     return sa.select(*record_columns(Actor), member.label("member")).where(
         one_of(table_of(Actor).c.id, "ids", dialect)
+    )
+
+
+def decision_standings(viewer_id: str, proposal_id: str) -> RecordSelect:
+    """``standings`` of a decider (``viewer_id``) and of the proposer of ``proposal_id``,
+    with membership of its queue, taking both from the proposal inside the statement: a
+    read that need not wait for the proposal's, so the two go in one round trip."""
+    return RecordSelect(
+        Actor,
+        "decision-standings",
+        _decision_standings_select,
+        {"viewer_id": viewer_id, "proposal_id": proposal_id},
+    )
+
+
+def _decision_standings_select(dialect: str) -> sa.Select[Any]:
+    proposals, actors = table_of(Proposal), table_of(Actor)
+    proposal_id = sa.bindparam("proposal_id", type_=proposals.c.id.type)
+    of_proposal = sa.select(proposals.c.proposed_by_id, proposals.c.queue_id).where(
+        proposals.c.id == proposal_id
+    )
+    proposer = of_proposal.with_only_columns(proposals.c.proposed_by_id).scalar_subquery()
+    queue_id = of_proposal.with_only_columns(proposals.c.queue_id).scalar_subquery()
+    # No such proposal: a NULL queue, of which nobody is a member.
+    member = sa.exists().where(
+        col(QueueMembership.queue_id) == queue_id,
+        col(QueueMembership.actor_id) == actors.c.id,
+    )
+    viewer = actors.c.id == sa.bindparam("viewer_id", type_=actors.c.id.type)
+    return sa.select(*record_columns(Actor), member.label("member")).where(
+        sa.or_(viewer, actors.c.id == proposer)
     )
 
 

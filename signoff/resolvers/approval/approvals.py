@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import case
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -33,12 +34,18 @@ from signoff.models import (
     ProposalState,
     TaskState,
 )
-from signoff.models.records import record_columns, select_records, table_of
+from signoff.models.records import record_columns, select_all, select_records, table_of
 from signoff.models.task import claim_lapsed, workable_by
-from signoff.resolvers.access.eligibility import check_deciding_now, standings
+from signoff.resolvers.access.eligibility import (
+    ActorStanding,
+    check_deciding_now,
+    decision_standings,
+    standings,
+    standings_of,
+)
 from signoff.resolvers.access.rules import Viewer, require_reviewer_of
 from signoff.resolvers.approval.four_eyes import require_four_eyes
-from signoff.resolvers.approval.proposals import read_proposal
+from signoff.resolvers.approval.proposals import proposal_by_id, proposal_seen
 from signoff.resolvers.core import idempotency, lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL, TASK
 from signoff.resolvers.core.transitions import Happening, Planned, record
@@ -97,9 +104,21 @@ async def decide_named(
 ) -> DecideResult:
     """Decide the proposal ``payload_digest`` names, if it still has that digest."""
     # A record: the decision only reads it, and its move returns the proposal as it left it.
-    proposal = await read_proposal(session=work.session, viewer=viewer, proposal_id=proposal_id)
+    # The decider and the proposer as committed now, in the same round trip.
+    found, deciders = await select_all(
+        work.session, [proposal_by_id(proposal_id), decision_standings(viewer.id, proposal_id)]
+    )
+    proposal = proposal_seen(viewer, found)
+    standing = standings_of(deciders, [viewer.id, proposal.proposed_by_id])
     return await apply_decision(
-        work, viewer, proposal, decision, reason, payload_digest=payload_digest, bulk=bulk
+        work,
+        viewer,
+        proposal,
+        decision,
+        reason,
+        payload_digest=payload_digest,
+        bulk=bulk,
+        standing=standing,
     )
 
 
@@ -150,18 +169,21 @@ async def apply_decision(
     *,
     payload_digest: str,
     bulk: dict[str, Any] | None = None,
+    standing: dict[str, ActorStanding] | None = None,
 ) -> DecideResult:
     """Check and record a decision of the digest the reviewer saw (``payload_digest``:
     every path that decides names one); the caller commits. The proposal and its task
     each move by compare-and-set: a decision never overwrites a claim taken meanwhile,
     and an approval counts only while the proposal still has the digest it names (an
-    amendment voids it). ``bulk`` names the bulk action it was made in, for the audit.
-    """
+    amendment voids it). ``bulk``: the bulk action it was made in, for the audit;
+    ``standing``: the decider's and proposer's ``standings``, if the caller read them."""
     now = work.now()
     session = work.session
     require_digest(proposal, payload_digest)
     # The decider as committed now and the proposer, in one read for both checks.
-    found = await standings(session, [viewer.id, proposal.proposed_by_id], proposal.queue_id)
+    found = standing
+    if found is None:
+        found = await standings(session, [viewer.id, proposal.proposed_by_id], proposal.queue_id)
     links = {actor_id: st.actor.person for actor_id, st in found.items() if st.actor is not None}
     decidable = await check_decidable(session, viewer, proposal, decision, now, links=links)
     check_deciding_now(viewer, proposal.queue_id, found[viewer.id])
@@ -179,11 +201,13 @@ async def apply_decision(
     )
     # The unique (proposal, revision, reviewer) and (proposal, revision, person) rows are
     # the check that a reviewer, and a person, decides each revision once: a look
-    # beforehand would race.
-    await work.add_unique(approval, AlreadyDecided("You have already decided this proposal."))
+    # beforehand would race. The approval goes in just before the move, in its round trip.
     _audit_approval(work, viewer, approval, bulk)
-
-    updated = await _advance(work, viewer, proposal.id, approval, now)
+    try:
+        updated = await _advance(work, viewer, proposal.id, approval, now)
+    except IntegrityError:
+        await work.rollback()
+        raise AlreadyDecided("You have already decided this proposal.") from None
     if updated is None:
         await PROPOSAL.refuse(work, proposal.id, _decided_meanwhile(approval.payload_digest))
     decided = updated.state != ProposalState.APPROVAL_REQUIRED
@@ -359,6 +383,7 @@ async def _advance(
         {"now": now, "digest": approval.payload_digest},
         actor_id=viewer.id,
         details={"approval_id": approval.id},
+        inserting=[approval],
     )
 
 

@@ -40,6 +40,7 @@ from signoff.models import (
 from signoff.models.base import built
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.models.records import (
+    RecordSelect,
     as_records,
     record_columns,
     rows_where,
@@ -246,12 +247,15 @@ async def add_proposal(
             queue, queue_has_channels = await work.session.get(Queue, task.queue_id), None
         assert queue is not None  # the target's queue, checked when it was registered
         reminders.schedule(task, queue, task.created_at)
+    # The proposal and its task in one round trip, the task after the row it refers to.
+    await work.insert(proposal, *([] if task is None else [task]))
     await PROPOSAL.created(
         work,
         proposal,
         kind=ChangeKind.PROPOSAL_PROPOSED,
         action="proposal.proposed",
         actor_id=viewer.id,
+        inserted=True,
         details={
             "state": proposal.state,
             "payload_digest": proposal.payload_digest,
@@ -280,6 +284,7 @@ async def add_proposal(
             action="task.created",
             actor_id=viewer.id,
             details={"queue_id": task.queue_id, "kind": task.kind},
+            inserted=True,
         )
         await notify(work, task, "task.created", any_channels=queue_has_channels)
 
@@ -394,10 +399,26 @@ async def get_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: st
 async def read_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: str) -> Proposal:
     """``get_proposal`` for a read that changes nothing: the proposal as a record
     (``signoff.models.records``), read without the ORM."""
-    found = await rows_where(session, Proposal, "id", [proposal_id])
+    return proposal_seen(viewer, await rows_where(session, Proposal, "id", [proposal_id]))
+
+
+def proposal_seen(viewer: Viewer, found: list[Proposal]) -> Proposal:
+    """The proposal a read by id ``found``, if the viewer may see it."""
     if not found:
         raise NotFound("No such proposal.")
     return _seen(viewer, found[0])
+
+
+def proposal_by_id(proposal_id: str) -> RecordSelect:
+    """A read of a proposal by id as a record (``read_proposal``'s), to go with others."""
+    return RecordSelect(Proposal, "proposal-by-id", _proposal_by_id, {"id": proposal_id})
+
+
+def _proposal_by_id(dialect: str) -> sa.Select[Any]:
+    proposals = table_of(Proposal)
+    return sa.select(*record_columns(Proposal)).where(
+        proposals.c.id == sa.bindparam("id", type_=proposals.c.id.type)
+    )
 
 
 def _seen(viewer: Viewer, proposal: Proposal) -> Proposal:

@@ -20,7 +20,6 @@ from signoff.digest import sha256_digest
 from signoff.errors import IdempotencyKeyReused, SignoffError, ValidationFailed
 from signoff.models import IdempotencyRecord
 from signoff.models.base import new_id
-from signoff.models.inserts import insert_rows
 from signoff.models.records import record_columns, select_records, table_of
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core.work import UnitOfWork
@@ -117,7 +116,9 @@ async def once(
     try:
         await work.session.flush()
         if call.key is not None:
-            await _store(work, viewer, call, kept.result_of(result))
+            _store(work, viewer, call, kept.result_of(result))
+            # With the transaction's audit records and change events, in one round trip.
+            await work.write_rows()
     except IntegrityError:
         # The same key at the same moment: the other call won; answer as its replay.
         await work.rollback()
@@ -129,9 +130,9 @@ async def once(
     return result, False
 
 
-async def _store(work: UnitOfWork, viewer: Viewer, call: Keyed, result: dict[str, Any]) -> None:
-    """Insert the call's record: a statement, not an ORM object, as nothing reads it back
-    in the transaction that writes it."""
+def _store(work: UnitOfWork, viewer: Viewer, call: Keyed, result: dict[str, Any]) -> None:
+    """Have the call's record inserted with the transaction's other rows: a statement, not
+    an ORM object, as nothing reads it back in the transaction that writes it."""
     row = {
         "id": new_id(),
         "actor_id": viewer.id,
@@ -141,7 +142,7 @@ async def _store(work: UnitOfWork, viewer: Viewer, call: Keyed, result: dict[str
         "result": result,
         "created_at": work.now(),
     }
-    await insert_rows(await work.session.connection(), [(_RECORDS, [row])])
+    work.insert_at_commit(_RECORDS, row)
 
 
 async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, Any] | None:

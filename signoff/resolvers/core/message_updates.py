@@ -24,7 +24,7 @@ from signoff.models import (
     ProposalState,
 )
 from signoff.models.notification import MESSAGE_UPDATE_EVENT, POSTING_EVENTS
-from signoff.models.records import one_of, select_records, table_of
+from signoff.models.records import RecordSelect, one_of, table_of
 from signoff.resolvers.core.work import UnitOfWork
 
 HOOK_KEY = "slack-message-updates"
@@ -46,31 +46,28 @@ def keep_messages_true(work: UnitOfWork, proposal: Proposal) -> None:
     ):
         return
     work.moved_proposals.add(proposal.id)
-
-    async def write() -> None:
-        await write_message_updates(work)
-
-    work.before_commit(HOOK_KEY, write)
-
-
-async def write_message_updates(work: UnitOfWork) -> int:
-    """Write one ``message.updated`` notification per posted Slack message of the proposals
-    that moved in ``work``; returns how many."""
-    moved, work.moved_proposals = work.moved_proposals, set()
-    if not moved:
-        return 0
-    posts = await select_records(
-        work.session,
-        Notification,
-        "slack-posts",
-        _posts_select,
-        {
-            "proposals": sorted(moved),
-            "kind": ChannelKind.SLACK_APP.value,
-            "events": sorted(POSTING_EVENTS),
-            "states": list(_POSTED),
-        },
+    work.read_at_commit(
+        HOOK_KEY,
+        lambda: _posts_of_moved(work),
+        lambda posts: write_message_updates(work, posts),
     )
+
+
+def _posts_of_moved(work: UnitOfWork) -> RecordSelect:
+    """The look for the posted Slack messages of the proposals that moved in ``work``."""
+    moved, work.moved_proposals = work.moved_proposals, set()
+    parameters = {
+        "proposals": sorted(moved),
+        "kind": ChannelKind.SLACK_APP.value,
+        "events": sorted(POSTING_EVENTS),
+        "states": list(_POSTED),
+    }
+    return RecordSelect(Notification, "slack-posts", _posts_select, parameters)
+
+
+async def write_message_updates(work: UnitOfWork, posts: list[Notification]) -> int:
+    """Write one ``message.updated`` notification per posted Slack message (``posts``) of
+    the proposals that moved in ``work``; returns how many."""
     now = work.now()
     written = [
         Notification(

@@ -23,7 +23,7 @@ from signoff import clock
 from signoff.errors import NotFound, TransitionNotAllowed
 from signoff.models import AuditEvent, ChangeEvent, ChangeKind
 from signoff.models.base import new_id
-from signoff.models.records import record_columns, select_records
+from signoff.models.records import RecordSelect, record_columns
 from signoff.resolvers.core.work import UnitOfWork
 
 M = TypeVar("M", bound=SQLModel)
@@ -308,27 +308,30 @@ class Lifecycle(Generic[M, S]):
         *,
         actor_id: str | None,
         details: Mapping[str, Any] | None = None,
+        inserting: Sequence[SQLModel] = (),
     ) -> M | None:
         """``move`` of one row with a ``Planned`` guard and values: the same compare-and-set,
         audit record, change event and follow-up, from a statement compiled once.
 
-        The row comes back as a record (kept in ``work.moved_records``), for a caller that
-        only reads it; a row the session holds as an ORM instance moves through the ORM,
-        which refreshes it, as ``move`` does."""
+        The row comes back as a record (kept in ``work.moved_records``); one the session
+        holds as an ORM instance moves through the ORM, which refreshes it, as ``move``
+        does. ``inserting``: new rows inserted just before, in the move's round trip."""
         self._check(edge)
         bound = {**parameters, ENTITY_ID: entity_id, MOVED_AT: work.now()}
         session = work.session
         rows: list[M]
         if identity_key(self.model, entity_id) in session.identity_map:
+            await work.insert(*inserting)
             stmt = self._planned(edge, planned, self.model).execution_options(
                 populate_existing=True, synchronize_session=False
             )
             rows = list((await session.exec(stmt, params=bound)).scalars().all())
         else:
             kind = (self.entity_type, edge.name, planned.kind)
-            rows = await select_records(
-                session, self.model, kind, lambda _: self._planned(edge, planned, None), bound
+            move = RecordSelect(
+                self.model, kind, lambda _: self._planned(edge, planned, None), bound
             )
+            (rows,) = await work.insert_then_select(inserting, [move])
             for row in rows:
                 work.moved_records[(self.model, entity_id)] = row
         for row in rows:
@@ -378,13 +381,16 @@ class Lifecycle(Generic[M, S]):
         action: str,
         actor_id: str | None,
         details: Mapping[str, Any] | None = None,
+        inserted: bool = False,
     ) -> M:
         """Insert a new row (its first state), audited and in the feed like any transition.
 
         The row goes in as one statement with every column given (its version is 1, as
         the event says), and then joins the session as if it had been loaded: an ORM
-        flush of a single new row cost a proposal about a sixth of its time."""
-        await work.insert(row)
+        flush of a single new row cost a proposal about a sixth of its time. ``inserted``:
+        the caller inserted it already, with others (``UnitOfWork.insert``)."""
+        if not inserted:
+            await work.insert(row)
         await self._happened(work, row, Outcome(kind, action), actor_id, details)
         return row
 

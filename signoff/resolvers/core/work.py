@@ -27,12 +27,15 @@ from signoff.constants import DELIVER_JOB_ID, NOTIFY_JOB_ID, WAKE_BUCKET_SECONDS
 from signoff.database import SessionMaker
 from signoff.destinations import DestinationPolicy
 from signoff.evidence.sealing import Sealer
-from signoff.models.inserts import insert_rows
+from signoff.models.inserts import insert_rows, insert_then_select
+from signoff.models.records import RecordSelect
 
 logger = logging.getLogger("signoff.work")
 
 AfterCommit = Callable[[], Awaitable[None]]
 BeforeCommit = Callable[[], Awaitable[None]]
+# A read just before commit: what to read, and what to do with its records.
+CommitRead = tuple[Callable[[], RecordSelect], Callable[[list[Any]], Awaitable[object]]]
 
 
 class JobQueue(Protocol):
@@ -108,11 +111,13 @@ class UnitOfWork:
         self.services = services or Services()
         self._after_commit: list[AfterCommit] = []
         self._before_commit: dict[str, BeforeCommit] = {}
+        self._reads_at_commit: dict[str, CommitRead] = {}
         # Proposals that moved in this transaction (their Slack messages are brought up
         # to date just before it commits: signoff.resolvers.core.message_updates).
         self.moved_proposals: set[str] = set()
         self._events: list[Mapping[str, Any]] = []  # this transaction's change events
         self._rows: dict[sa.Table, list[dict[str, Any]]] = {}
+        self._wrote_rows = False  # whether this transaction has written ``_rows`` yet
         # Rows a planned move returned as records (not in the session), by model and id, as
         # the move left them: what reads later in the transaction may take instead.
         self.moved_records: dict[tuple[type[SQLModel], str], Any] = {}
@@ -134,6 +139,17 @@ class UnitOfWork:
         """Run ``hook`` just before this transaction commits, once per ``key`` however often
         it is asked for: writes that sum up what the transaction's rules did."""
         self._before_commit.setdefault(key, hook)
+
+    def read_at_commit(
+        self,
+        key: str,
+        select: Callable[[], RecordSelect],
+        then: Callable[[list[Any]], Awaitable[object]],
+    ) -> None:
+        """Just before this transaction commits, once per ``key``: read what ``select()``
+        then says, after the rows held for commit and in their round trip, and pass the
+        records to ``then`` (which may write). Hooks of ``before_commit`` run first."""
+        self._reads_at_commit.setdefault(key, (select, then))
 
     def schedule_delivery(self, proposal_id: str, attempt: int, at: datetime | None = None) -> None:
         """Enqueue a delivery attempt once the transaction that made it due has committed."""
@@ -173,19 +189,30 @@ class UnitOfWork:
         transitions then costs one insert per table, not an ORM object per row."""
         self._rows.setdefault(table, []).append(row)
 
-    async def insert(self, row: SQLModel) -> None:
-        """Insert a new ORM row now, as a statement, and attach it to the session as
-        persistent and clean: later reads in the transaction find it in the identity map,
-        and nothing flushes it again. Rows the caller added before are flushed first, as
-        the new one may refer to them."""
-        if self.session.new:
+    async def insert(self, *rows: SQLModel) -> None:
+        """Insert new ORM rows now, a statement each in the order given (each may refer to
+        those before it), in one round trip, and attach them to the session as persistent
+        and clean: later reads in the transaction find them in the identity map, and
+        nothing flushes them again. Rows the caller added before are flushed first, as the
+        new ones may refer to them."""
+        await self.insert_then_select(rows, [])
+
+    async def insert_then_select(
+        self, rows: Sequence[SQLModel], selects: Sequence[RecordSelect]
+    ) -> list[list[Any]]:
+        """``insert`` ``rows``, then read the records of ``selects`` (reads, or planned
+        moves' ``UPDATE … RETURNING``), in one round trip where the connection allows."""
+        if rows and self.session.new:
             await self.session.flush()
-        table, columns = _insert_of(type(row))
-        connection = await self.session.connection()
-        values = {column: getattr(row, key) for key, column in columns}
-        await insert_rows(connection, [(table, [values])])
-        make_transient_to_detached(row)
-        self.session.add(row)
+        batches = []
+        for row in rows:
+            table, columns = _insert_of(type(row))
+            batches.append((table, [{column: getattr(row, key) for key, column in columns}]))
+        found = await insert_then_select(await self.session.connection(), batches, selects)
+        for row in rows:
+            make_transient_to_detached(row)
+            self.session.add(row)
+        return found
 
     async def add_unique(self, row: SQLModel, refused: Exception) -> None:
         """Insert ``row`` now (``insert``: one statement, not a flush); if a unique key
@@ -197,24 +224,45 @@ class UnitOfWork:
             await self.rollback()
             raise refused from None
 
-    async def commit(self) -> None:
-        """Commit, then run the after-commit hooks; a failing hook is logged, never raised."""
-        while self._before_commit:
-            key = next(iter(self._before_commit))
-            await self._before_commit.pop(key)()
+    async def write_rows(self) -> None:
+        """Insert the rows ``insert_at_commit`` holds now rather than at commit, each table's
+        in one statement and the tables in one round trip: where the caller must see a
+        unique key's refusal (an idempotency record) before it commits."""
         rows, self._rows = self._rows, {}
         if rows:
-            # Each table's rows in one statement, the tables in one round trip.
             await insert_rows(await self.session.connection(), list(rows.items()))
+            self._wrote_rows = True
+
+    async def _read_at_commit(self) -> None:
+        """The reads of ``read_at_commit``, with the rows held for commit in one round trip."""
+        reads, self._reads_at_commit = self._reads_at_commit, {}
+        if not reads:
+            return
+        rows, self._rows = self._rows, {}
+        selects = [select() for select, _ in reads.values()]
+        connection = await self.session.connection()
+        found = await insert_then_select(connection, list(rows.items()), selects)
+        self._wrote_rows = self._wrote_rows or bool(rows)
+        for (_, then), records in zip(reads.values(), found, strict=True):
+            await then(records)
+
+    async def commit(self) -> None:
+        """Commit, then run the after-commit hooks; a failing hook is logged, never raised."""
+        while self._before_commit or self._reads_at_commit:
+            while self._before_commit:
+                key = next(iter(self._before_commit))
+                await self._before_commit.pop(key)()
+            await self._read_at_commit()
+        await self.write_rows()
         publisher, events = self.services.events, self._events
-        # Audit records too (``rows``): they get their log positions in the stamping run.
-        if (events or rows) and publisher is not None:
+        # Audit records too (``_rows``): they get their log positions in the stamping run.
+        if (events or self._wrote_rows) and publisher is not None:
             # After every write of the transaction, so that what it reads for the events'
             # frames is what the commit leaves. First of the hooks: subscribers' frames
             # should not wait for a job's enqueue.
             self._after_commit.insert(0, await publisher.before_commit(self.session, events))
         hooks, self._after_commit, self._events = self._after_commit, [], []
-        self.moved_records = {}
+        self.moved_records, self._wrote_rows = {}, False
         await self.session.commit()
         for hook in hooks:
             try:
@@ -226,7 +274,8 @@ class UnitOfWork:
         """Roll back, and forget what was to happen after a commit that will not come."""
         self._after_commit, self._events, self._rows = [], [], {}
         self._before_commit, self.moved_proposals = {}, set()
-        self.moved_records = {}
+        self._reads_at_commit = {}
+        self.moved_records, self._wrote_rows = {}, False
         await self.session.rollback()
 
 
