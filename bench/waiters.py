@@ -36,8 +36,9 @@ Definitions:
   whole POST: receiving the event, the lookup, the send).
 - **repetitions** (``--repeat`` R): the waiters (and consoles) connect, the events are
   sent, everyone disconnects, and the server's RSS is read before, at its peak (sampled
-  every 50 ms), and ``--settle`` seconds after the last disconnected; each repetition
-  waits on proposals still pending.
+  every 50 ms), and ``--settle`` seconds after the server has ended the last subscription
+  (a loaded server may take seconds after the clients to close thousands of sockets);
+  each repetition waits on proposals still pending.
 
     .venv/bin/python bench/waiters.py --agents 10000 --events 100
     .venv/bin/python bench/waiters.py --agents 10000 --events 100 --repeat 3 --consoles 2500 \\
@@ -455,6 +456,8 @@ def run_repetition(
         outcomes.append(pipe.recv())
     # The undecided proposals stay pending: the next repetition waits on them again.
     world.pending = waiting[args.events :] + world.pending
+    if side == "signoff":  # the clients are gone once the server has ended every subscription
+        asyncio.run(_until_subscribed(base, 0, args.timeout, fewer=True))
     time.sleep(args.settle)
     rss_after = rss_kib(pid)
     arrived = {k: v for o in outcomes for k, v in o.arrived.items()}
@@ -479,11 +482,15 @@ def run_repetition(
     )
 
 
-async def _until_subscribed(base: str, count: int, within: float) -> None:
+async def _until_subscribed(base: str, count: int, within: float, fewer: bool = False) -> None:
+    """Until the server counts ``count`` subscriptions (``fewer``: at most ``count``)."""
     deadline = time.monotonic() + within
-    while (live := await live_subscribers(base)) < count:
+    while True:
+        live = await live_subscribers(base)
+        if (live <= count) if fewer else (live >= count):
+            return
         if time.monotonic() > deadline:
-            raise RuntimeError(f"only {live} of {count} subscriptions after {within} s")
+            raise RuntimeError(f"{live} subscriptions, not {count}, after {within} s")
         await asyncio.sleep(0.5)
 
 

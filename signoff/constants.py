@@ -233,9 +233,10 @@ LIVE_MAX_SUBSCRIPTIONS_PER_ACTOR = 512
 # its own sockets, not the process's event loop.
 LIVE_REFUSAL_PAUSE_SECONDS = 0.25
 # Memory given back after a storm of live connections (``live.reclaim``): once as many
-# sockets that held a slot ended as are still open, and at least one token's bound of them,
-# a full collection and ``malloc_trim`` run after the burst's delay, at most once per
-# interval (a full collection pauses the event loop in proportion to what the process holds).
+# sockets and event streams that held a slot ended as are still open, and at least one
+# token's bound of them, a full collection and ``malloc_trim`` run after the burst's delay,
+# at most once per interval (a full collection pauses the event loop in proportion to
+# what the process holds).
 LIVE_RECLAIM_MIN_ENDED = 64
 LIVE_RECLAIM_DELAY_SECONDS = 1.0
 LIVE_RECLAIM_INTERVAL_SECONDS = 5.0

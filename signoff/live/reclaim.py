@@ -1,10 +1,11 @@
 """Memory given back once many live connections have ended at once (a storm of sockets).
 
-An ended websocket's objects wait in reference cycles (uvicorn's protocol, graphql-core's
-execution) for a full collection, which `signoff serve` makes rare, and the allocator
-keeps what they freed. Once as many sockets that held a slot ended as are still open (and
-``LIVE_RECLAIM_MIN_ENDED``), a full collection and glibc's ``malloc_trim`` run, at most
-once per ``LIVE_RECLAIM_INTERVAL_SECONDS`` (docs/design.md 8.5).
+An ended websocket's or event stream's objects wait in reference cycles (uvicorn's
+protocol, graphql-core's execution) for a full collection, which `signoff serve` makes
+rare, and the allocator keeps what they freed. Once as many of them that held a slot
+ended as are still open (and ``LIVE_RECLAIM_MIN_ENDED``), a full collection and glibc's
+``malloc_trim`` run, at most once per ``LIVE_RECLAIM_INTERVAL_SECONDS`` (docs/design.md
+8.5).
 """
 
 from __future__ import annotations

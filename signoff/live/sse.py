@@ -42,6 +42,7 @@ from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.prepared_frames import Payload
 from signoff.live.quota import LiveQuota
+from signoff.live.reclaim import MemoryReclaim
 from signoff.live.websocket import CLOSE_TIMEOUT_SECONDS
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
@@ -350,9 +351,12 @@ class EventStreams:
         heartbeat_seconds: float,
         max_operations: int,
         quota: LiveQuota | None = None,
+        reclaim: MemoryReclaim | None = None,
     ) -> None:
         self.schema = schema
         self.quota = quota  # connections per token and actor, websockets' and streams' together
+        # Counts the streams with the websockets: what a storm of either took is given back.
+        self.reclaim = reclaim
         self.max_operations = max_operations  # per stream, as per websocket
         self.broadcaster = broadcaster
         self.authenticate = authenticate
@@ -480,12 +484,16 @@ class EventStreams:
         listener = asyncio.create_task(_until_disconnected(receive, stream))
         if operate is not None:  # a task of its own, which the client's going cancels
             stream.operations[""] = asyncio.create_task(operate(), name="signoff-sse-operation")
+        if self.reclaim is not None:
+            self.reclaim.opened()
         try:
             await stream.ended.wait()
         finally:
             listener.cancel()
             stream.stop()
             self.open_streams.discard(stream)
+            if self.reclaim is not None:
+                self.reclaim.closed()
             for key, reservation in list(self._reservations.items()):
                 if reservation.stream is stream:
                     del self._reservations[key]

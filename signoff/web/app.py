@@ -165,7 +165,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
             # A revoked token or a changed role takes effect on the next request at once.
             hub.fanout.listen(functools.partial(forget_changed_viewers, self.viewers))
         self.open_connections: weakref.WeakSet[Connection] = weakref.WeakSet()
-        # Read by each Connection: what a storm of sockets took is given back once it ends.
+        # Read by each Connection (and the event streams): what a storm of sockets took is
+        # given back once it ends.
         self.memory_reclaim = MemoryReclaim(trim=malloc_trim())
         self.live_quota = LiveQuota(
             LiveLimits(
@@ -199,6 +200,7 @@ class SignoffGraphQL(GraphQL[Context, None]):
             heartbeat_seconds=settings.ws_ping_seconds,
             max_operations=settings.ws_max_operations,
             quota=self.live_quota,
+            reclaim=self.memory_reclaim,
         )
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:

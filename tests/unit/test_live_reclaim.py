@@ -1,13 +1,18 @@
-"""Memory is reclaimed once many live connections ended at once, after the burst, and at
-most once per interval; connections that come and go among many open ones never cause it."""
+"""Memory is reclaimed once many live connections (websockets and event streams) ended at
+once, after the burst, and at most once per interval; connections that come and go among
+many open ones never cause it."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import weakref
+from typing import Any, cast
+
+from starlette.types import Message
 
 from signoff.live.reclaim import MemoryReclaim, malloc_trim
+from signoff.live.sse import EventStream, EventStreams
 
 
 class Calls:
@@ -96,6 +101,41 @@ async def test_the_reclaim_frees_what_ended_connections_left_in_cycles() -> None
         assert all(ref() is None for ref in left)
     finally:
         gc.enable()
+
+
+async def test_an_event_stream_counts_until_its_client_goes() -> None:
+    calls = Calls()
+    reclaim = _reclaim(calls, min_ended=1)
+    streams = EventStreams(
+        cast(Any, None),
+        None,
+        authenticate=cast(Any, None),
+        make_context=cast(Any, None),
+        frame_limit=4,
+        byte_limit=1024,
+        heartbeat_seconds=0,
+        max_operations=1,
+        reclaim=reclaim,
+    )
+    gone = asyncio.Event()
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    stream = EventStream(frame_limit=4, byte_limit=1024, single=True, token="t")
+    answering = asyncio.create_task(streams._answer(stream, receive, send, None))
+    await asyncio.sleep(0.01)
+    assert (reclaim.open, sent[0]["status"]) == (1, 200)
+    gone.set()
+    await answering
+    assert reclaim.open == 0
+    await asyncio.sleep(0.05)
+    assert calls.collects == 1
 
 
 def test_glibc_has_malloc_trim() -> None:
