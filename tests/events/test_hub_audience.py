@@ -4,24 +4,11 @@ neither listens to other processes nor reads the database for anyone."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import pytest
 
 from signoff.events.hub import Change, Deliver, EventHub, Resync
-
-
-def _change(cursor: int) -> Change:
-    return Change(
-        cursor=cursor,
-        kind="task.created",
-        entity_type="task",
-        entity_id=f"t{cursor}",
-        queue_id="q",
-        proposal_id=None,
-        actor_id=None,
-        occurred_at=datetime.now(UTC),
-    )
+from tests.events.changes import task_created
 
 
 class RecordingTransport:
@@ -46,13 +33,13 @@ async def test_a_hub_without_an_audience_only_publishes() -> None:
 
     async def load_after(after: int, through: int | None) -> list[Change]:
         loads.append((after, through))
-        return [_change(cursor) for cursor in range(after + 1, (through or after) + 1)]
+        return [task_created(cursor) for cursor in range(after + 1, (through or after) + 1)]
 
     transport = RecordingTransport()
     hub = EventHub(transport, load_after, buffer=10, audience=False)
     await hub.start(3)
     # Cursors 4-6 were published by other processes: a hub with an audience fills them in.
-    await hub.publish([_change(7), _change(8)])
+    await hub.publish([task_created(7), task_created(8)])
     await hub.catch_up()
     assert transport.published == [7, 8]
     assert not transport.listening
@@ -66,13 +53,13 @@ async def test_a_hub_with_an_audience_fills_gaps_for_its_subscribers() -> None:
     """The same calls on a serving process's hub: it listens, and a gap is read."""
 
     async def load_after(after: int, through: int | None) -> list[Change]:
-        return [_change(cursor) for cursor in range(after + 1, (through or after) + 1)]
+        return [task_created(cursor) for cursor in range(after + 1, (through or after) + 1)]
 
     transport = RecordingTransport()
     hub = EventHub(transport, load_after, buffer=10)
     await hub.start(3)
     subscriber = hub.subscribe(lambda change: True)
-    await hub.publish([_change(7), _change(8)])
+    await hub.publish([task_created(7), task_created(8)])
     assert transport.listening
     assert [(await subscriber.get()).cursor for _ in range(5)] == [4, 5, 6, 7, 8]
     await hub.stop()

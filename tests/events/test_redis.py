@@ -17,6 +17,7 @@ from signoff import clock
 from signoff.events.hub import Change
 from signoff.events.redis import RedisTransport
 from tests.conftest import REDIS_URL, requires_redis
+from tests.events.changes import task_created
 from tests.live import unique_channel
 
 pytestmark = requires_redis
@@ -25,17 +26,7 @@ SECRET = "hunter2-in-a-snapshot"
 
 
 def _change(cursor: int) -> Change:
-    return Change(
-        cursor=cursor,
-        kind="task.created",
-        entity_type="task",
-        entity_id=f"t{cursor}",
-        queue_id="q",
-        proposal_id=None,
-        actor_id=None,
-        occurred_at=clock.now(),
-        snapshot={"note": SECRET},
-    )
+    return task_created(cursor, occurred_at=clock.now(), snapshot={"note": SECRET})
 
 
 @dataclass

@@ -13,24 +13,14 @@ import pytest
 from signoff.constants import EVENTS_WIRE_VERSION
 from signoff.events import wire
 from signoff.events.hub import Change
+from tests.events.changes import task_created
 
 SECRET = "hunter2-in-a-snapshot"
 AT = datetime(2026, 12, 1, 9, 30, 0, 123456, tzinfo=UTC)
 
 
 def _change(cursor: int) -> Change:
-    return Change(
-        cursor=cursor,
-        kind="task.created",
-        entity_type="task",
-        entity_id=f"t{cursor}",
-        queue_id="q",
-        proposal_id=None,
-        actor_id=None,
-        occurred_at=AT,
-        snapshot={"note": SECRET},
-        entity_version=cursor,
-    )
+    return task_created(cursor, occurred_at=AT, snapshot={"note": SECRET}, entity_version=cursor)
 
 
 def _items(*changes: Change) -> list[dict[str, Any]]:
