@@ -79,6 +79,8 @@ class _LazySession:
     """One session, opened on first use (once the operation has its turn, if it waits
     for one), used by one operation at a time."""
 
+    __slots__ = ("_admission", "_lock", "_session", "_sessionmaker")
+
     def __init__(self, sessionmaker: SessionMaker, admission: Admission | None) -> None:
         self._sessionmaker = sessionmaker
         self._admission = admission
@@ -133,16 +135,23 @@ class Context:
     authenticator: Authenticator | None = None
     _viewer: Viewer | None = None
     _loaders: Loaders | None = None
-    _write: _LazySession = field(init=False)
-    _read: _LazySession = field(init=False)
+    # Made on first use: a websocket's context, one per connection, seldom opens either.
+    _write: _LazySession | None = field(default=None, init=False)
+    _read: _LazySession | None = field(default=None, init=False)
 
-    def __post_init__(self) -> None:
-        self._write = _LazySession(self.sessionmaker, self.admission)
-        self._read = _LazySession(self.read_sessionmaker or self.sessionmaker, self.admission)
+    def _writes(self) -> _LazySession:
+        if self._write is None:
+            self._write = _LazySession(self.sessionmaker, self.admission)
+        return self._write
+
+    def _reads(self) -> _LazySession:
+        if self._read is None:
+            self._read = _LazySession(self.read_sessionmaker or self.sessionmaker, self.admission)
+        return self._read
 
     def db(self) -> AbstractAsyncContextManager[AsyncSession]:
         """The session for a mutation's writes (``async with ctx.db() as session``)."""
-        return self._write.use()
+        return self._writes().use()
 
     @asynccontextmanager
     async def work(self) -> AsyncIterator[UnitOfWork]:
@@ -152,7 +161,7 @@ class Context:
 
     def read(self) -> AbstractAsyncContextManager[AsyncSession]:
         """The session for reads (``async with ctx.read() as session``)."""
-        return self._read.use()
+        return self._reads().use()
 
     def read_session(self) -> AsyncSession:
         """A new, separate read session, for work that must not share the request's."""
@@ -192,18 +201,20 @@ class Context:
             # They read through the read session, not the context: a context holding
             # loaders that hold it would be a reference cycle, and the request's rows
             # would wait for the cyclic garbage collector instead of going with it.
-            self._loaders = Loaders(self._read)
+            self._loaders = Loaders(self._reads())
         return self._loaders
 
     async def end_reads(self) -> None:
         """After a write commits: later reads start a new transaction, which sees it."""
-        await self._read.close()
+        if self._read is not None:
+            await self._read.close()
 
     async def close(self) -> None:
         """Return both connections to the pool, and the turn; the context may be used
         again afterwards."""
-        await self._write.close()
-        await self._read.close()
+        for sessions in (self._write, self._read):
+            if sessions is not None:
+                await sessions.close()
         if self.admission is not None:
             self.admission.give_back()
 
