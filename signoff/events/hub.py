@@ -76,10 +76,13 @@ class Change:
     def from_wire(cls, data: dict[str, Any]) -> Change:
         """Read a change another process published; fields this version does not know are
         ignored and missing optional ones take their defaults, so mixed versions interoperate."""
-        known = {f.name for f in fields(cls)}
-        values = {key: value for key, value in data.items() if key in known}
+        values = {key: value for key, value in data.items() if key in _WIRE_FIELDS}
         return cls(**{**values, "occurred_at": datetime.fromisoformat(data["occurred_at"])})
 
+
+# What ``from_wire`` takes: every field but the in-process ``written``. Found once
+# rather than per change, as an API process listening to Redis reads every change.
+_WIRE_FIELDS = frozenset(f.name for f in fields(Change)) - {"written"}
 
 LoadAfter = Callable[[int, int | None], Awaitable[list[Change]]]
 Deliver = Callable[[Sequence[Change]], Awaitable[None]]

@@ -161,6 +161,8 @@ def test_the_written_objects_stay_in_the_process() -> None:
     assert "written" not in wire
     assert Change.from_wire(wire).written == {}
     assert Change.from_wire(wire) == change
+    # Objects are never taken from the wire, whoever put them there.
+    assert Change.from_wire({**wire, "written": {"task": {}}}).written == {}
 
 
 async def test_a_writer_late_after_its_commit_needs_no_read_for_its_frame(
