@@ -117,7 +117,7 @@ lint: $(VENV)/.test-tools
 
 # The OpenAI Agents SDK recipe is checked against its own venv's packages.
 typecheck: $(VENV)/.test-tools .venv-openai-agents/.installed
-	$(BIN)/mypy signoff tools $(wildcard examples)
+	$(BIN)/mypy signoff tools $(wildcard bench) $(wildcard examples)
 	$(BIN)/mypy --python-executable .venv-openai-agents/bin/python \
 		examples/agents/openai_agents/agent.py
 	$(BIN)/mypy clients/python/signoff_client

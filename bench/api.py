@@ -735,7 +735,8 @@ def decisions_needed(args: argparse.Namespace) -> int:
     if "decide" not in args.operations:
         return 0
     per_round = sum(int(args.decide_budget * c**0.5) for c in args.connections)
-    return 2 * (STATEMENT_SAMPLE + args.rounds * per_round)
+    rounds: int = args.rounds
+    return 2 * (STATEMENT_SAMPLE + rounds * per_round)
 
 
 def main() -> None:

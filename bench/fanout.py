@@ -1337,7 +1337,9 @@ def main() -> None:
 
     signoff = SignoffTarget(args.database_url, args.redis_url, args.servers)
     sse = SignoffSseTarget(args.database_url, args.redis_url, args.servers)
-    targets: list[Target] = [signoff, FloorTarget()] + ([] if args.no_sse else [sse])
+    targets: list[Target] = [signoff, FloorTarget()]
+    if not args.no_sse:
+        targets.append(sse)
     if args.only:
         targets = [t for t in targets if t.name.lower().replace("signoff sse", "sse") == args.only]
     per_worker = [args.subscribers // args.workers] * args.workers
