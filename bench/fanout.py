@@ -786,6 +786,23 @@ async def scrape(bases: list[str]) -> Scrape:
     return Scrape(live if len(live) == len(bases) else None, executions)
 
 
+async def until_live(base: str, count: int, within: float, fewer: bool = False) -> None:
+    """Until the server at ``base`` counts ``count`` live subscriptions (``fewer``: at most
+    ``count``). A client's subscribe is not acknowledged, so only the server knows when a
+    subscription is up. A ``/metrics`` read that times out on a loaded server is tried
+    again until ``within`` is spent."""
+    deadline = time.monotonic() + within
+    live: list[int] | None = None
+    while True:
+        with contextlib.suppress(httpx.TimeoutException):
+            live = (await scrape([base])).live_subscribers
+        if live is not None and ((live[0] <= count) if fewer else (live[0] >= count)):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{live} subscriptions, not {count}, after {within} s")
+        await asyncio.sleep(0.5)
+
+
 def _samples(exposition: str) -> Iterator[tuple[str, float]]:
     """(name, value) of each sample in a Prometheus text exposition."""
     for line in exposition.splitlines():

@@ -5,9 +5,9 @@ subscribers in this process each open a websocket (graphql-transport-ws, no
 compression), authenticate with one reviewer token and subscribe to ``queueEvents`` of
 one queue, as ``bench/fanout.py``'s do. Before the first subscriber connects, the server
 makes a full collection and returns free memory (``malloc_trim``), then its RSS is read
-and a snapshot taken; ``--settle`` seconds after the last one subscribed, RSS is read
-and a snapshot taken again (snapshots follow a full collection unless
-``--no-collect``). The differences, divided by K, are reported: RSS (and RSS once more
+and a snapshot taken; ``--settle`` seconds after the server counts every subscription
+live (its ``/metrics``), RSS is read and a snapshot taken again (snapshots follow a full
+collection unless ``--no-collect``). The differences, divided by K, are reported: RSS (and RSS once more
 after a collection and ``malloc_trim``), and the snapshots' by the file that allocated
 (grouped by package) and by line. Then M tasks are created one at a time at up to
 ``--rate`` per second; **CPU per event** is the server's CPU time from the first
@@ -54,6 +54,7 @@ from fanout import (
     rss_kib,
     stop_server,
     subscribe,
+    until_live,
     wait_healthy,
 )
 
@@ -263,6 +264,7 @@ async def measure(args: argparse.Namespace, target: TracedTarget) -> None:
             lambda: subscribers.subscribed + len(subscribers.errors) >= args.count,
             300,
         )
+        await until_live(base, subscribers.subscribed, 300)
         await asyncio.sleep(args.settle)
         rss_after = rss_kib(server.pid)
         after = await asyncio.to_thread(target.snapshot, server)

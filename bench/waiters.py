@@ -79,6 +79,7 @@ from fanout import (
     raise_open_files,
     rss_kib,
     stop_server,
+    until_live,
     wait_healthy,
 )
 
@@ -361,15 +362,6 @@ class Repetition:
         return cpu / self.events * 1000 if self.events else float("nan")
 
 
-async def live_subscribers(base: str) -> int:
-    async with httpx.AsyncClient(timeout=30) as http:
-        text = (await http.get(f"{base}/metrics")).text
-    for line in text.splitlines():
-        if line.startswith("signoff_live_subscribers "):
-            return int(float(line.split()[1]))
-    return -1
-
-
 async def feed_cursor(base: str, token: str) -> str:
     async with httpx.AsyncClient(base_url=base, timeout=30) as http:
         data = await graphql(http, token, "{ changeFeedCursor }", {})
@@ -440,7 +432,7 @@ def run_repetition(
             raise RuntimeError("a client process did not connect its waiters")
         pipe.recv()
     if side == "signoff":
-        asyncio.run(_until_subscribed(base, count + consoles, args.timeout))
+        asyncio.run(until_live(base, count + consoles, args.timeout))
     time.sleep(args.settle)
     rss_subscribed = rss_kib(pid)
     waited = [state for _, state in waiting[: args.events]]
@@ -457,7 +449,7 @@ def run_repetition(
     # The undecided proposals stay pending: the next repetition waits on them again.
     world.pending = waiting[args.events :] + world.pending
     if side == "signoff":  # the clients are gone once the server has ended every subscription
-        asyncio.run(_until_subscribed(base, 0, args.timeout, fewer=True))
+        asyncio.run(until_live(base, 0, args.timeout, fewer=True))
     time.sleep(args.settle)
     rss_after = rss_kib(pid)
     arrived = {k: v for o in outcomes for k, v in o.arrived.items()}
@@ -480,18 +472,6 @@ def run_repetition(
         errors=errors,
         console_frames=sum(o.console_frames for o in outcomes),
     )
-
-
-async def _until_subscribed(base: str, count: int, within: float, fewer: bool = False) -> None:
-    """Until the server counts ``count`` subscriptions (``fewer``: at most ``count``)."""
-    deadline = time.monotonic() + within
-    while True:
-        live = await live_subscribers(base)
-        if (live <= count) if fewer else (live >= count):
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{live} subscriptions, not {count}, after {within} s")
-        await asyncio.sleep(0.5)
 
 
 @contextlib.contextmanager
