@@ -7,12 +7,12 @@ one queue, as ``bench/fanout.py``'s do. Before the first subscriber connects, th
 makes a full collection and returns free memory (``malloc_trim``), then its RSS is read
 and a snapshot taken; ``--settle`` seconds after the server counts every subscription
 live (its ``/metrics``), RSS is read and a snapshot taken again (snapshots follow a full
-collection unless ``--no-collect``). The differences, divided by K, are reported: RSS (and RSS once more
-after a collection and ``malloc_trim``), and the snapshots' by the file that allocated
-(grouped by package) and by line. Then M tasks are created one at a time at up to
-``--rate`` per second; **CPU per event** is the server's CPU time from the first
-mutation to the last frame's arrival at every subscriber, divided by M (it holds the
-mutation's own request too).
+collection unless ``--no-collect``). The differences, divided by K, are reported: RSS
+(and RSS once more after a collection and ``malloc_trim``), and the snapshots' by the
+file that allocated (grouped by package) and by line. Then M tasks are created one at a
+time at up to ``--rate`` per second; **CPU per event** is the server's CPU time from the
+first mutation to the last frame's arrival at every subscriber, divided by M (it holds
+the mutation's own request too).
 
 ``--no-trace`` runs the server without ``tracemalloc``, for CPU and RSS figures
 without its overhead. Compare two versions of Signoff by running the script with
