@@ -20,16 +20,12 @@ ScopeOf = FeedScope | Callable[[Viewer], FeedScope]
 
 
 class Detached(BaseException):
-    """A subscription handed over from Strawberry's operation to its transport, once
-    authorised: ``serve`` runs it to its end without Strawberry's and graphql-core's
-    per-operation machinery (execution and extension contexts, the chain of suspended
-    frames of ``schema.stream``), which would otherwise stay alive with each of thousands
-    of subscriptions. Raised by ``LiveSocket.follow`` where its transport takes
-    subscriptions over, and caught by that transport around Strawberry's operation.
-
-    A ``BaseException``, as a cancellation is: Strawberry's and graphql-core's handlers
-    of a failing stream (``except Exception``) let it pass, and the extensions' hooks end
-    as for a cancelled subscription."""
+    """A subscription handed over, once authorised, from Strawberry's operation to its
+    transport, which runs ``serve`` to its end without Strawberry's and graphql-core's
+    per-operation machinery (execution and extension contexts, the suspended frames of
+    ``schema.stream``), kept otherwise with each of thousands of subscriptions. A
+    ``BaseException``, as a cancellation is: their handlers of a failing stream (``except
+    Exception``) let it pass."""
 
     def __init__(self, serve: Callable[[], Awaitable[None]]) -> None:
         super().__init__()
