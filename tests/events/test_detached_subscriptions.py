@@ -18,16 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from sqlalchemy import update
-from sqlmodel import col
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from signoff import clock
 from signoff.database import SessionMaker
-from signoff.models import ApiToken
-from signoff.resolvers.access.actors import hash_token
-from tests.helpers import build_world, create_tasks
+from tests.helpers import build_world, create_tasks, revoke_by_hand
 from tests.live import QUEUE_EVENTS, Server, feed_settled, head_cursor, http_gql
 
 Serve = Callable[..., Awaitable[Server]]
@@ -178,13 +173,7 @@ async def test_a_handed_over_subscription_answers_as_one_served_inside_strawberr
                 assert others[0].received == others[1].received
                 refusal = others[0].received["over-token"][0]
                 assert refusal["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
-            async with sessionmaker() as session:
-                await session.exec(
-                    update(ApiToken)
-                    .where(col(ApiToken.token_hash) == hash_token(reviewer))
-                    .values(revoked_at=clock.now())
-                )
-                await session.commit()
+            await revoke_by_hand(sessionmaker, reviewer)
             await until(lambda: all(s.close is not None for s in pair))
     reference, lean = pair
     assert lean.received == reference.received
