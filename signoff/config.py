@@ -126,6 +126,10 @@ class Settings:
     auth_cache_seconds: float = 2.0
     # Compression state is kept per connection (tens of KiB each): off unless asked for.
     ws_per_message_deflate: bool = False
+    # A graphql-transport-ws subscription, once authorised, is served without Strawberry's
+    # per-operation machinery (off, SIGNOFF_LIVE_DETACHED=0: inside it for its whole life,
+    # the reference the lean path is tested against).
+    live_detached: bool = True
     # `signoff worker`: serve Prometheus metrics on this port (unset: no metrics server).
     # API processes always serve them at /metrics on their own port.
     metrics_port: int | None = None
@@ -250,6 +254,7 @@ class Settings:
             ),
             ws_per_message_deflate=env.get("SIGNOFF_WS_PER_MESSAGE_DEFLATE", "0")
             in {"1", "true", "yes"},
+            live_detached=env.get("SIGNOFF_LIVE_DETACHED", "1") not in {"0", "false", "no"},
             metrics_port=int(env["SIGNOFF_METRICS_PORT"])
             if env.get("SIGNOFF_METRICS_PORT")
             else None,

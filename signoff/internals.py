@@ -82,6 +82,13 @@ StrawberryExecutionContext = StrawberryGraphQLCoreExecutionContext
 # uvicorn's send completing in one step unless it waits for the socket to drain
 # (``tests/events/test_stalled_subscriber.py`` holds it to that). ``live.sse`` steps an
 # HTTP answer's ASGI send the same way (``tests/events/test_event_streams.py``).
+#
+# ``TransportWSHandler.run_operation`` takes a subscription over from Strawberry's
+# operation by a ``BaseException`` (``schema.live.Detached``) raised in its source stream:
+# it relies on ``schema.stream``, graphql-core's mapping of the stream and the handler's
+# ``run_operation`` letting any ``BaseException`` through (they catch ``Exception``), on
+# the operation hooks of extensions seeing it thrown in, and then ends the subscription
+# with the handler's ``Operation.send_next`` and ``send_operation_message``.
 
 
 def core_schema(schema: strawberry.Schema) -> GraphQLSchema:

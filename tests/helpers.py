@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from httpx import AsyncClient
-from sqlalchemy import event
+from sqlalchemy import event, update
+from sqlmodel import col
 from starlette.applications import Starlette
 
+from signoff import clock
 from signoff.database import READ_ONLY, SessionMaker
-from signoff.models import ChangeKind, Role
-from signoff.resolvers.access.actors import create_token
+from signoff.models import ApiToken, ChangeKind, Role
+from signoff.resolvers.access.actors import create_token, hash_token
 from signoff.resolvers.core.transitions import Happening, record
 from signoff.resolvers.core.work import UnitOfWork
 
@@ -330,3 +332,14 @@ def statements_sent(
         yield sent
     finally:
         event.remove(engine, "before_cursor_execute", note)
+
+
+async def revoke_by_hand(sessionmaker: SessionMaker, token: str) -> None:
+    """Revoke ``token`` in the database, outside Signoff: no change event says so."""
+    async with sessionmaker() as session:
+        await session.exec(
+            update(ApiToken)
+            .where(col(ApiToken.token_hash) == hash_token(token))
+            .values(revoked_at=clock.now())
+        )
+        await session.commit()

@@ -341,10 +341,8 @@ class Broadcaster:
         *,
         counted: bool = False,
     ) -> None:
-        """Authorise a subscription and serve it (``serve``); ``watch`` binds it to its
-        socket. Only a queue the viewer is not a member of, or a proposal, is read; a
-        resume checks its cursor against bounds shared by every resume of the moment.
-        ``counted``: the transport holds its slot in the quota already."""
+        """Authorise a subscription and serve it to its end (``prepare``, then what it
+        returns). ``counted``: the transport holds its slot in the quota already."""
         ctx = context_of(info)
         viewer = await ctx.viewer()  # connection_init authenticated it
         assert ctx.token is not None
@@ -354,23 +352,43 @@ class Broadcaster:
             else self.quota.start_subscription(ctx.token, viewer.id)
         )
         try:
-            scope = scope_of if isinstance(scope_of, FeedScope) else scope_of(viewer)
-            async with ctx.read_session() as session:
-                await authorize_scope(session, viewer, scope)
-                await session.commit()
-            start = None if after is None else await resume_point(after, self._bounds)
-            await self.serve(info, watch(viewer, ctx.token, scope, start))
+            serve = await self.prepare(info, scope_of, after, watch)
+            await serve()
         finally:
             if slot is not None:
                 slot.release()
 
-    async def serve(self, info: strawberry.Info, subscription: Watch) -> None:
+    async def prepare(
+        self,
+        info: strawberry.Info,
+        scope_of: ScopeOf,
+        after: str | None,
+        watch: Callable[[Viewer, str, FeedScope, int | None], Watch],
+    ) -> Callable[[], Awaitable[None]]:
+        """Authorise a subscription; what serves it (``serve``), which keeps nothing of
+        ``info``. ``watch`` binds it to its socket. Only a queue the viewer is not a member
+        of, or a proposal, is read; a resume checks its cursor against bounds shared by
+        every resume of the moment."""
+        ctx = context_of(info)
+        viewer = await ctx.viewer()
+        assert ctx.token is not None
+        scope = scope_of if isinstance(scope_of, FeedScope) else scope_of(viewer)
+        async with ctx.read_session() as session:
+            await authorize_scope(session, viewer, scope)
+            await session.commit()
+        start = None if after is None else await resume_point(after, self._bounds)
+        selection, document = self.selections.of(info)
+        subscription = watch(viewer, ctx.token, scope, start)
+        return functools.partial(self.serve, selection, document, subscription)
+
+    async def serve(
+        self, selection: Selection, document: DocumentNode, subscription: Watch
+    ) -> None:
         """Run one subscription until it ends: catch up, live frames, viewer re-reads.
 
         Returns when the connection closes; raises the error that ended it otherwise
         (too slow, a token that is gone, a lost right to watch).
         """
-        selection, document = self.selections.of(info)
         identity = self.selections.reads_viewer(selection, document)
         member = Member(subscription.send, subscription.viewer, self._buffer, subscription.token)
         group = self._join(member, selection, document, subscription.scope, identity)

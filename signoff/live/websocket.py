@@ -16,6 +16,7 @@ import json
 import logging
 import time
 import weakref
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -26,19 +27,21 @@ from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http.async_base_view import AsyncBaseHTTPView
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
-    ConnectionInitMessage as TransportInitMessage,
-)
-from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    CompleteMessage,
     ErrorMessage,
     PingMessage,
     PongMessage,
     SubscribeMessage,
+)
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    ConnectionInitMessage as TransportInitMessage,
 )
 from strawberry.subscriptions.protocols.graphql_ws.types import (
     ConnectionInitMessage,
     StartMessage,
 )
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage as LegacyErrorMessage
+from strawberry.types import ExecutionResult
 
 from signoff.constants import (
     LIVE_REFUSAL_PAUSE_SECONDS,
@@ -65,7 +68,8 @@ from signoff.live.reclaim import MemoryReclaim
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
 from signoff.schema.context import Context
-from signoff.schema.live import ScopeOf
+from signoff.schema.live import Detached, ScopeOf
+from signoff.schema.serving.operation import finish_detached, stream_error
 from signoff.schema.serving.persisted import PersistedQueries, Refused
 from signoff.schema.subscription import LiveEventsUnavailable
 
@@ -101,6 +105,9 @@ class Connection(ASGIWebSocketAdapter):
             getattr(view, "byte_limit", SUBSCRIBER_BUFFER_BYTES),
         )
         self.frame_type = "next"  # graphql-transport-ws; the legacy protocol says "data"
+        # Whether an authorised subscription is handed over to the protocol handler
+        # (``TransportWSHandler``) rather than served inside Strawberry's operation.
+        self.detaching = False
         self.closed = False
         # Kept small: a server holds thousands of these, nearly all of them idle.
         self._items: list[tuple[str | None, str]] = []  # what waits for the writer
@@ -126,19 +133,33 @@ class Connection(ASGIWebSocketAdapter):
     # The subscription fields' interface (``schema.live.LiveSocket``).
     async def follow(self, info: strawberry.Info, scope: ScopeOf, after: str | None) -> None:
         """Serve one subscription on this socket. When the token the socket authenticated
-        with is gone, every operation on it ends: the socket closes with 4403."""
+        with is gone, every operation on it ends: the socket closes with 4403. Where the
+        protocol handler takes subscriptions over (``detaching``), an authorised one is
+        handed over (``Detached``) rather than served inside Strawberry's operation."""
         operation_id = OPERATION_ID.get()
-        if self._broadcaster is None or operation_id is None:
+        broadcaster = self._broadcaster
+        if broadcaster is None or operation_id is None:
             raise LiveEventsUnavailable()
+        watch = functools.partial(self._watch, operation_id)
+        counted = operation_id in self._operation_slots
+        if not self.detaching or not (counted or broadcaster.quota is None):
+            follow = functools.partial(
+                broadcaster.follow, info, scope, after, watch, counted=counted
+            )
+            await self.serve(operation_id, follow)
+            return
+        try:
+            serve = await broadcaster.prepare(info, scope, after, watch)
+        except Unauthenticated:
+            await self.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
+            return
+        raise Detached(functools.partial(self.serve, operation_id, serve))
+
+    async def serve(self, operation_id: str, serve: Callable[[], Awaitable[None]]) -> None:
+        """Run a subscription's ``serve`` with its frames going out as ``operation_id``'s."""
         self.activate(operation_id)
         try:
-            await self._broadcaster.follow(
-                info,
-                scope,
-                after,
-                functools.partial(self._watch, operation_id),
-                counted=operation_id in self._operation_slots,
-            )
+            await serve()
         except Unauthenticated:
             await self.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
         finally:
@@ -434,6 +455,8 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _bind(self.context, self.websocket, "next")
+        if isinstance(self.websocket, Connection):
+            self.websocket.detaching = getattr(self.view, "detach_subscriptions", True) is True
         keep_alive = getattr(self.view, "ws_keep_alive", None)
         self.keep_alive = keep_alive if isinstance(keep_alive, KeepAlive) else None
         self.awaiting_pong = False
@@ -527,7 +550,32 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         OPERATION_ID.set(operation.id)
-        await super().run_operation(operation)
+        try:
+            await super().run_operation(operation)
+            return
+        except Detached as detached:
+            # Strawberry's operation has ended (its frames, contexts and hooks go with the
+            # exception); only what serves the subscription stays.
+            serve, name = detached.serve, detached.operation_name
+        await self._serve_detached(operation, serve, name)
+
+    async def _serve_detached(
+        self,
+        operation: Operation[Context, None],
+        serve: Callable[[], Awaitable[None]],
+        name: str | None,
+    ) -> None:
+        """Serve a handed-over subscription to its end, and end it as Strawberry ends a
+        subscription's stream: an error as a ``next`` with ``errors``, then ``complete``
+        (a cancellation, from the client's ``complete`` or the socket's end, sends nothing)."""
+        errors = []
+        try:
+            await serve()
+        except Exception as exc:
+            errors.append(stream_error(exc, self.context))
+            await operation.send_next(ExecutionResult(data=None, errors=errors))
+        await finish_detached(name, errors, self.context)
+        await operation.send_operation_message(CompleteMessage(id=operation.id, type="complete"))
 
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):

@@ -158,6 +158,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
         # Read by each Connection: how far behind a subscriber may fall, in frames and bytes.
         self.frame_limit = settings.subscriber_buffer
         self.byte_limit = settings.subscriber_buffer_bytes
+        # Read by TransportWSHandler: an authorised subscription leaves Strawberry's operation.
+        self.detach_subscriptions = settings.live_detached
         self.viewers = ViewerCache(settings.auth_cache_seconds)
         provider = None if settings.oidc is None else OpenIdProvider(settings.oidc)
         self.authenticator = Authenticator(work, read_sessionmaker, provider)

@@ -7,18 +7,22 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
-from sqlmodel import col
 
 from signoff import clock
 from signoff.database import SessionMaker
 from signoff.events import feed
-from signoff.models import ApiToken, ChangeKind, Role
-from signoff.resolvers.access.actors import hash_token
+from signoff.models import ChangeKind, Role
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.resolvers.feed.subscriptions import decode_cursor, encode_cursor
 from tests.conftest import ModuleServer
-from tests.helpers import CLAIM, build_world, create_tasks, record_event, unique_name
+from tests.helpers import (
+    CLAIM,
+    build_world,
+    create_tasks,
+    record_event,
+    revoke_by_hand,
+    unique_name,
+)
 from tests.live import (
     QUEUE_EVENTS,
     Server,
@@ -248,13 +252,7 @@ async def test_a_token_revoked_outside_the_feed_closes_its_socket_at_the_next_re
         async with open_stream(server, reviewer, QUEUE_EVENTS, variables) as stream:
             await create_tasks(gql, world.admin, world.queue_id, 1, "seen")
             await stream.until(lambda s: len(s.frames) == 1)
-            async with sessionmaker() as session:
-                await session.exec(
-                    update(ApiToken)
-                    .where(col(ApiToken.token_hash) == hash_token(reviewer))
-                    .values(revoked_at=clock.now())
-                )
-                await session.commit()
+            await revoke_by_hand(sessionmaker, reviewer)
             await stream.until(lambda s: s.close_code is not None, within=5)
             await create_tasks(gql, world.admin, world.queue_id, 1, "unseen")
     assert stream.close_code == 4403

@@ -7,7 +7,8 @@ import asyncio
 import inspect
 import re
 import weakref
-from datetime import UTC, datetime
+from collections.abc import AsyncGenerator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import strawberry
 import uvicorn
 from graphql import GraphQLResolveInfoHelpers, GraphQLSchema, parse
 from graphql.execution import Executor
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 from websockets.datastructures import Headers
@@ -261,3 +263,53 @@ def test_strawberrys_json_scalar_answers_every_value_unchanged(schema: strawberr
     assert json_type.coerce_output_value is internals.json_serialize  # type: ignore[attr-defined]
     for value in ({"a": [1]}, [1, "b"], "c", 2, 2.5, True):
         assert internals.json_serialize(value) is value
+
+
+class _HandedOver(BaseException):
+    """What a subscription's source stream raises to leave Strawberry's operation."""
+
+
+async def test_a_base_exception_from_a_subscription_leaves_strawberrys_operation() -> None:
+    """``live.websocket`` hands a subscription over by a ``BaseException`` raised in its
+    source stream (``schema.live.Detached``): it must come out of the handler's
+    ``run_operation`` as it went in, past the operation hooks, which see it."""
+    seen: list[BaseException] = []
+
+    class Hook(strawberry.extensions.SchemaExtension):
+        def on_operation(self) -> Any:
+            try:
+                yield
+            except BaseException as exc:
+                seen.append(exc)
+                raise
+
+    @strawberry.type
+    class Query:
+        ok: bool = True
+
+    @strawberry.type
+    class Subscription:
+        @strawberry.subscription
+        async def events(self) -> AsyncGenerator[bool, None]:
+            raise _HandedOver()
+            yield True
+
+    tiny = strawberry.Schema(query=Query, subscription=Subscription, extensions=[Hook])
+    handler = internals.BaseGraphQLTransportWSHandler(
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        None,
+        None,
+        tiny,
+        timedelta(seconds=1),
+    )
+    operation = Operation(handler, "1", "subscription { events }", None, None)
+    with pytest.raises(_HandedOver):
+        await handler.run_operation(operation)
+    assert len(seen) == 1 and isinstance(seen[0], _HandedOver), (
+        "an operation hook no longer sees a BaseException thrown in"
+    )
+    for method in ("send_next", "send_operation_message"):
+        assert callable(getattr(Operation, method, None)), (
+            f"graphql-transport-ws Operation: {method}"
+        )

@@ -18,7 +18,11 @@ def count_operation(context: ExecutionContext) -> None:
         operation = context.operation_type.value
     except Exception:  # no document (a syntax error) or no such operation name
         operation = UNKNOWN_OPERATION
-    errors: list[GraphQLError] = getattr(context.result, "errors", None) or []
+    count_errors(operation, getattr(context.result, "errors", None) or [])
+
+
+def count_errors(operation: str, errors: list[GraphQLError]) -> None:
+    """Count an operation of type ``operation`` answered with ``errors``."""
     metrics.observe_graphql(operation, (_code(error) for error in errors))
 
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from graphql import GraphQLError
+from strawberry.types.graphql import OperationType
+
 from signoff.schema.context import Context
-from signoff.schema.errors import ErrorMapping
-from signoff.schema.serving.metrics import count_operation
-from signoff.schema.serving.request_log import note_operation
+from signoff.schema.errors import ErrorMapping, mask_error
+from signoff.schema.live import Detached
+from signoff.schema.serving.metrics import count_errors, count_operation
+from signoff.schema.serving.request_log import note_errors, note_operation, operation_name
 
 
 class FinishOperation(ErrorMapping):
@@ -19,7 +23,13 @@ class FinishOperation(ErrorMapping):
     async def on_operation(self) -> AsyncIterator[None]:  # type: ignore[override]
         mapping = super().on_operation()
         next(mapping)
-        yield
+        try:
+            yield
+        except Detached as detached:
+            # The subscription goes on without this operation; its transport finishes it
+            # (``finish_detached``) when it ends.
+            detached.operation_name = operation_name(self.execution_context)
+            raise
         for _ in mapping:  # the rest of ErrorMapping's hook: code and mask the errors
             pass
         execution = self.execution_context
@@ -27,3 +37,19 @@ class FinishOperation(ErrorMapping):
         note_operation(execution)
         if isinstance(execution.context, Context):
             await execution.context.close()
+
+
+def stream_error(exc: Exception, context: object) -> GraphQLError:
+    """The error that ended a handed-over subscription (``schema.live.Detached``), as
+    Strawberry sends the error of a failing stream: coerced to a ``GraphQLError`` and
+    masked (``ErrorMapping``)."""
+    error = exc if isinstance(exc, GraphQLError) else GraphQLError(str(exc), original_error=exc)
+    return mask_error(error, getattr(context, "request_id", None))
+
+
+async def finish_detached(name: str | None, errors: list[GraphQLError], context: object) -> None:
+    """What ``FinishOperation`` does when a subscription ends, for one handed over."""
+    count_errors(OperationType.SUBSCRIPTION.value, errors)
+    note_errors(name, errors)
+    if isinstance(context, Context):
+        await context.close()

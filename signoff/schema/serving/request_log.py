@@ -11,12 +11,13 @@ from signoff.logs import note
 def note_operation(context: ExecutionContext) -> None:
     """Put a finished operation's name and first error code on the request's log line (run
     after ``ErrorMapping``, so the code is the one sent)."""
-    errors: list[GraphQLError] = getattr(context.result, "errors", None) or []
+    note_errors(operation_name(context), getattr(context.result, "errors", None) or [])
+
+
+def note_errors(name: str | None, errors: list[GraphQLError]) -> None:
+    """Put operation ``name`` and the first of ``errors``' codes on the request's log line."""
     codes = [(error.extensions or {}).get("code") for error in errors]
-    note(
-        operation=operation_name(context),
-        error_code=next((c for c in codes if isinstance(c, str)), None),
-    )
+    note(operation=name, error_code=next((c for c in codes if isinstance(c, str)), None))
 
 
 def operation_name(context: ExecutionContext) -> str | None:
