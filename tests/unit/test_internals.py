@@ -261,3 +261,32 @@ def test_strawberrys_json_scalar_answers_every_value_unchanged(schema: strawberr
     assert json_type.coerce_output_value is internals.json_serialize  # type: ignore[attr-defined]
     for value in ({"a": [1]}, [1, "b"], "c", 2, 2.5, True):
         assert internals.json_serialize(value) is value
+
+
+def test_strawberrys_type_check_of_an_object_never_reads_its_resolve_info(
+    schema: strawberry.Schema,
+) -> None:
+    core = internals.core_schema(schema)
+    proposal = core.type_map["Proposal"]
+    is_type_of = proposal.is_type_of  # type: ignore[attr-defined]
+    assert is_type_of is not None and internals.ignores_info(is_type_of), (
+        "Strawberry's is_type_of now reads its resolve info: relations completed in place "
+        "build one for every value again"
+    )
+
+
+def test_a_type_check_that_reads_its_info_is_told_apart() -> None:
+    def reads(value: object, info: Any) -> bool:
+        return info is not None
+
+    def captures(value: object, info: Any) -> bool:
+        return (lambda: info)() is not None
+
+    def by_locals(value: object, info: Any) -> bool:
+        return bool(locals())
+
+    def ignores(value: object, _info: Any) -> bool:
+        return isinstance(value, int)
+
+    assert not any(internals.ignores_info(f) for f in (reads, captures, by_locals))
+    assert internals.ignores_info(ignores)
