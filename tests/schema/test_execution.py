@@ -532,3 +532,35 @@ def test_a_resolved_leaf_answers_as_graphql_core_does_calling_its_resolver_once(
     CALLS.clear()
     assert _shape(_run(plain, document)) == _shape(expected)
     assert sorted(CALLS) == expected_calls
+
+
+class Refused(strawberry.BasePermission):
+    message = "refused"
+
+    def has_permission(self, source: Any, info: strawberry.Info, **kwargs: Any) -> bool:
+        return False
+
+
+@strawberry.type
+class Guarded:
+    open: str
+    secret: str = strawberry.field(permission_classes=[Refused])
+
+
+@strawberry.type
+class GuardedQuery:
+    @strawberry.field
+    def guarded(self) -> Guarded | None:
+        return Guarded(open="o", secret="s")
+
+
+def test_a_field_with_a_permission_and_no_resolver_is_not_read_off_its_object() -> None:
+    plain = strawberry.Schema(query=GuardedQuery, execution_context_class=PlainFieldExecutor)
+    plan_plain_fields(plain)
+    guarded = plain._schema.type_map["Guarded"]
+    assert isinstance(guarded, GraphQLObjectType)
+    assert PLAIN in guarded.fields["open"].extensions
+    assert PLAIN not in guarded.fields["secret"].extensions
+    result = _run(plain, "{ guarded { open secret } }")
+    assert result.data == {"guarded": None}
+    assert [e.message for e in result.errors or []] == ["refused"]

@@ -32,7 +32,14 @@ from graphql import (
 )
 from graphql.execution.executor import to_nodes
 from graphql.pyutils import AwaitableOrValue, Path, Undefined, gather_with_cancel
-from graphql.type.scalars import serialize_boolean, serialize_id, serialize_string
+from graphql.type.scalars import (
+    GRAPHQL_MAX_INT,
+    GRAPHQL_MIN_INT,
+    serialize_boolean,
+    serialize_id,
+    serialize_int,
+    serialize_string,
+)
 
 from signoff.internals import (
     CollectedFields,
@@ -238,6 +245,8 @@ def _coercion(leaf: GraphQLLeafType) -> Callable[[Any], Any]:
     comparison.
     """
     coerce = leaf.coerce_output_value
+    if coerce is serialize_int:
+        return _coerce_int
     wrapped = getattr(leaf, "wrapped_cls", None)
     if not isinstance(leaf, GraphQLEnumType) or not (
         isinstance(wrapped, type) and issubclass(wrapped, Enum)
@@ -250,6 +259,14 @@ def _coercion(leaf: GraphQLLeafType) -> Callable[[Any], Any]:
         return coerce(value) if name is None else name
 
     return coerce_member
+
+
+def _coerce_int(value: Any) -> int:
+    """graphql-core's Int coercion, which answers an int of 32 bits (the usual value) as it is,
+    in one call rather than two."""
+    if type(value) is int and GRAPHQL_MIN_INT <= value <= GRAPHQL_MAX_INT:
+        return value
+    return serialize_int(value)
 
 
 class PlainFieldExecutor(StrawberryExecutionContext):

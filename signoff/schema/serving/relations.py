@@ -101,12 +101,21 @@ def execute_relation(
         else:
             result = field.resolve(source, info)  # type: ignore[misc]
         if type(result) not in SYNC and executor.is_awaitable(result):
-            if info is None:
-                info = executor.build_resolve_info(field, step.nodes, parent_type, path)
+            info = _info(executor, step, parent_type, path, info)
             return executor.complete_awaitable_value(
                 return_type, field_details_list, info, path, result, None
             )
-        completed = _complete(executor, step, field_details_list, parent_type, path, info, result)
+        item_type = relation.item_type
+        completed: AwaitableOrValue[Any]
+        if item_type is None and _is_object(relation, result, info):
+            completed = _subfields(executor, step, field_details_list, path, result)
+        elif item_type is not None and type(result) is list:
+            completed = _items(executor, step, field_details_list, parent_type, path, info, result)
+        else:
+            info = _info(executor, step, parent_type, path, info)
+            completed = executor.complete_value(
+                return_type, field_details_list, info, path, result, None
+            )
         if type(completed) not in SYNC and executor.is_awaitable(completed):
             return _settled(executor, completed, return_type, field_details_list, path)
     except Exception as raw_error:
@@ -132,28 +141,6 @@ def _info(
     return executor.build_resolve_info(step.relation.field, step.nodes, parent_type, path)
 
 
-def _complete(
-    executor: Executor,
-    step: RelationStep,
-    field_details_list: FieldDetailsList,
-    parent_type: GraphQLObjectType,
-    path: Path,
-    info: GraphQLResolveInfo[Any] | None,
-    result: Any,
-) -> AwaitableOrValue[Any]:
-    """``complete_value`` of the relation's value (``info`` None: not built yet)."""
-    relation = step.relation
-    if relation.item_type is None:
-        if _is_object(relation, result, info):
-            return _subfields(executor, step, field_details_list, path, result)
-    elif type(result) is list:
-        return _items(executor, step, field_details_list, parent_type, path, info, result)
-    info = _info(executor, step, parent_type, path, info)
-    return executor.complete_value(
-        relation.field.type, field_details_list, info, path, result, None
-    )
-
-
 def _is_object(relation: Relation, value: Any, info: GraphQLResolveInfo[Any] | None) -> bool:
     """A value ``complete_object_value`` would execute the sub-fields of at once (``info``
     is None only where the type's check does not read it)."""
@@ -176,6 +163,8 @@ def _subfields(
     if collected is None:
         collected = step.subfields = executor.collect_subfields(object_type, field_details_list)
     grouped_field_set, new_defer_usages, _ = collected
+    if not new_defer_usages:  # what execute_collected_subfields does without @defer
+        return executor.execute_fields(object_type, value, path, grouped_field_set, None)
     return executor.execute_collected_subfields(
         object_type, value, path, grouped_field_set, new_defer_usages, None
     )
