@@ -78,9 +78,10 @@ class PlainField:
 
 
 def plan_plain_fields(schema: strawberry.Schema) -> None:
-    """Mark every plain leaf field of ``schema``'s object types with its ``PlainField``, give
-    every field whose resolver takes no argument a direct call of that resolver, and mark
-    the relations among those fields with their ``Relation``."""
+    """Mark every plain leaf field of ``schema``'s object types with its ``PlainField``, and
+    every basic field of an object type (or list of one) with its ``Relation``; give every
+    field whose resolver takes no argument a direct call of that resolver, and mark those
+    among them that are leaves of a resolver taking only its object, or relations."""
     graphql_schema = core_schema(schema)
     for named in graphql_schema.type_map.values():
         if not isinstance(named, GraphQLObjectType) or named.name.startswith("__"):
@@ -90,7 +91,12 @@ def plan_plain_fields(schema: strawberry.Schema) -> None:
             if plan is not None:
                 field.extensions[PLAIN] = plan
             elif _basic(field):
-                relation = relation_of(field, _attribute_answer(field))
+                # An exception handler would see a failed read in Strawberry's resolver.
+                relation = (
+                    None
+                    if schema.exception_handlers
+                    else relation_of(field, _attribute_answer(field))
+                )
                 if relation is not None:
                     field.extensions[RELATION] = relation
             elif named is not graphql_schema.subscription_type and not schema.exception_handlers:
