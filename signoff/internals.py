@@ -9,6 +9,8 @@ fails there, naming it, rather than somewhere in a live stream.
 from __future__ import annotations
 
 import asyncio
+import dis
+import inspect
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -62,6 +64,7 @@ __all__ = [
     "execute_for_event",
     "field_definition",
     "has_default_resolver",
+    "ignores_info",
     "json_serialize",
     "make_info",
     "raw_info",
@@ -120,6 +123,25 @@ def has_default_resolver(field: GraphQLField) -> bool:
     """Whether Strawberry resolves ``field`` with its basic resolver (no resolver,
     permission or extension): it returns ``getattr(source, python_name)``."""
     return bool(getattr(field.resolve, "_is_default", False))
+
+
+def ignores_info(is_type_of: Callable[[Any, Any], Any]) -> bool:
+    """Whether an object type's ``is_type_of`` never reads its second argument, the resolve
+    info (Strawberry's, ``(obj, _info)``, does not): then a value can be checked without
+    building an info, which is made only for a relation whose value needs graphql-core's
+    completion (``schema.serving.relations``). Read off the function's bytecode."""
+    code = getattr(is_type_of, "__code__", None)
+    if (
+        code is None
+        or code.co_argcount != 2
+        or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    ):
+        return False
+    name = code.co_varnames[1]
+    if name in code.co_cellvars:  # an inner function reads it
+        return False
+    uses = [i for i in dis.get_instructions(code) if i.argval == name]
+    return not uses and "locals" not in code.co_names
 
 
 # Strawberry's output coercion of its JSON scalar, which answers every value unchanged

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -80,6 +81,14 @@ def new_id() -> str:
 
 
 M = TypeVar("M", bound=SQLModel)
+E = TypeVar("E", bound=StrEnum)
+
+
+def by_value(kind: type[E]) -> dict[str, E]:
+    """Each member of ``kind`` by its value: ``by_value(kind)[value]`` is ``kind(value)``
+    (for a member too, which a ``StrEnum``'s is) found by a lookup rather than two Python
+    calls, for what is read per row of a page; a value no member has is a KeyError."""
+    return {member.value: member for member in kind}
 
 
 def built(model: type[M], **values: Any) -> M:

@@ -382,7 +382,7 @@ class _Plan:
                 bound[name] = process(bound[name])
         for name in self._arrays:
             values = bound.get(name)
-            if isinstance(values, list) and all(type(value) is str for value in values):
+            if isinstance(values, list) and set(map(type, values)) <= {str}:
                 bound[name] = text_array(values)
         return bound
 
@@ -446,7 +446,7 @@ def text_array(values: Sequence[str]) -> str:
     psycopg dumps a list element by element in Python, checking each one's type: on a
     page with its relations that was a twentieth of the request. A string travels as is.
     """
-    quoted = ('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values)
+    quoted = ['"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values]
     return "{" + ",".join(quoted) + "}"
 
 

@@ -11,6 +11,7 @@ from sqlmodel import Field, SQLModel
 
 from signoff.models.base import (
     VERSIONED,
+    by_value,
     enum_field,
     fk_field,
     id_field,
@@ -27,6 +28,8 @@ class TaskState(StrEnum):
     EXPIRED = "EXPIRED"
     CANCELLED = "CANCELLED"
 
+
+_TASK_STATES = by_value(TaskState)
 
 APPROVAL_KIND = "APPROVAL"
 
@@ -113,4 +116,4 @@ def claim_lapsed(task: HumanTask, now: datetime) -> bool:
 
 def effective_state(task: HumanTask, now: datetime) -> TaskState:
     """A claim whose lease has lapsed leaves the task open, whether or not a sweep ran yet."""
-    return TaskState.OPEN if claim_lapsed(task, now) else TaskState(task.state)
+    return TaskState.OPEN if claim_lapsed(task, now) else _TASK_STATES[task.state]

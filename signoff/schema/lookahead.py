@@ -3,7 +3,9 @@ list loads its items' nested objects in one go (``loaders.warm``).
 
 Fields merge by name across aliases, fragments and ``@skip``/``@include``: looking ahead
 may load what the query skips, never miss what it selects. Unlike Strawberry's
-``info.selected_fields``, it visits each fragment once, not once per spread.
+``info.selected_fields``, it visits each fragment once, not once per spread; and as it reads
+nothing but the document (a parsed document is cached: ``CachedParse``), what it finds for
+a field's nodes is kept and found again by their identity.
 """
 
 from __future__ import annotations
@@ -60,15 +62,30 @@ class Selected:
 NOTHING = Selected()
 
 
+# What ``selected`` found, by depth and the identities of the field's nodes; each entry keeps
+# its nodes (and so their document) alive, so that their ids name them and no others.
+_FOUND: dict[tuple[int, ...], tuple[list[FieldNode], Selected]] = {}
+KEPT_SELECTIONS = 512
+
+
 def selected(info: strawberry.Info[Any, Any], depth: int) -> Selected:
-    """The fields selected below the field being resolved, ``depth`` levels deep."""
+    """The fields selected below the field being resolved, ``depth`` levels deep (never
+    changed once found: merging makes a new ``Selected``)."""
     # Strawberry's Info wraps graphql-core's; the field nodes and fragments are on it.
     raw = raw_info(info)
+    nodes = raw.field_nodes
+    key = (depth, *map(id, nodes))
+    kept = _FOUND.get(key)
+    if kept is not None:
+        return kept[1]
     walk = _Walk(raw.fragments, depth)
-    return walk.fields(
-        (node.selection_set.selections for node in raw.field_nodes if node.selection_set),
-        depth,
+    found = walk.fields(
+        (node.selection_set.selections for node in nodes if node.selection_set), depth
     )
+    if len(_FOUND) >= KEPT_SELECTIONS:
+        _FOUND.pop(next(iter(_FOUND)))
+    _FOUND[key] = (list(nodes), found)
+    return found
 
 
 class _Walk:

@@ -112,8 +112,15 @@ def test_plain_fields_are_the_leaves_read_off_their_parent() -> None:
     plain, _ = _schemas()
     leaf = plain._schema.type_map["Leaf"]
     assert isinstance(leaf, GraphQLObjectType)
-    planned = {name for name, field in leaf.fields.items() if PLAIN in field.extensions}
+    plans = {
+        name: field.extensions[PLAIN]
+        for name, field in leaf.fields.items()
+        if PLAIN in field.extensions
+    }
+    planned = {name for name, plan in plans.items() if not plan.resolved}
     assert planned == {"id", "name", "count", "maybe", "colour", "state", "at", "data"}
+    # Resolvers that take only their object are called directly; one taking Info is not.
+    assert {name for name, plan in plans.items() if plan.resolved} == {"computed", "failing"}
     unchanged = {name: leaf.fields[name].extensions[PLAIN].unchanged for name in planned}
     assert unchanged["id"] == unchanged["name"] == {str}
     assert str in unchanged["data"] and dict in unchanged["data"]
@@ -467,3 +474,93 @@ def test_relations_complete_in_place_without_graphql_cores_completion(
     monkeypatch.setattr(PlainFieldExecutor, "complete_object_value", refuse)
     monkeypatch.setattr(PlainFieldExecutor, "complete_list_value", refuse)
     assert _located(planned.execute_sync(document)) == _located(expected)
+
+
+CALLS: list[str] = []
+
+
+@strawberry.type
+class Resolved:
+    """Leaves whose resolvers take only their object: called directly, once each."""
+
+    @strawberry.field
+    def fine(self) -> int:
+        CALLS.append("fine")
+        return 1
+
+    @strawberry.field
+    def refused(self) -> int:
+        CALLS.append("refused")
+        return "three"  # type: ignore[return-value]
+
+    @strawberry.field
+    def null(self) -> str:
+        CALLS.append("null")
+        return None  # type: ignore[return-value]
+
+    @strawberry.field
+    def failing(self) -> str:
+        CALLS.append("failing")
+        raise ValueError("a resolver failed")
+
+    @strawberry.field
+    def state(self) -> ProposalState:
+        CALLS.append("state")
+        return ProposalState.APPROVED
+
+
+@strawberry.type
+class ResolvedQuery:
+    @strawberry.field
+    def resolved(self) -> list[Resolved | None]:
+        return [Resolved(), Resolved()]
+
+
+@pytest.mark.parametrize("fields", ["fine state", "fine refused", "null state", "failing fine"])
+def test_a_resolved_leaf_answers_as_graphql_core_does_calling_its_resolver_once(
+    fields: str,
+) -> None:
+    plain = strawberry.Schema(query=ResolvedQuery, execution_context_class=PlainFieldExecutor)
+    plan_plain_fields(plain)
+    graphql_core = strawberry.Schema(
+        query=ResolvedQuery, execution_context_class=StrawberryGraphQLCoreExecutionContext
+    )
+    document = f"{{ resolved {{ {fields} }} }}"
+    CALLS.clear()
+    expected = _run(graphql_core, document)
+    expected_calls = sorted(CALLS)
+    CALLS.clear()
+    assert _shape(_run(plain, document)) == _shape(expected)
+    assert sorted(CALLS) == expected_calls
+
+
+class Refused(strawberry.BasePermission):
+    message = "refused"
+
+    def has_permission(self, source: Any, info: strawberry.Info, **kwargs: Any) -> bool:
+        return False
+
+
+@strawberry.type
+class Guarded:
+    open: str
+    secret: str = strawberry.field(permission_classes=[Refused])
+
+
+@strawberry.type
+class GuardedQuery:
+    @strawberry.field
+    def guarded(self) -> Guarded | None:
+        return Guarded(open="o", secret="s")
+
+
+def test_a_field_with_a_permission_and_no_resolver_is_not_read_off_its_object() -> None:
+    plain = strawberry.Schema(query=GuardedQuery, execution_context_class=PlainFieldExecutor)
+    plan_plain_fields(plain)
+    guarded = plain._schema.type_map["Guarded"]
+    assert isinstance(guarded, GraphQLObjectType)
+    assert PLAIN in guarded.fields["open"].extensions
+    assert PLAIN not in guarded.fields["secret"].extensions
+    result = _run(plain, "{ guarded { open secret } }")
+    assert result.data == {"guarded": None}
+    assert [e.message for e in result.errors or []] == ["refused"]

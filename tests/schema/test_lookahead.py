@@ -171,3 +171,16 @@ async def test_a_value_loaded_again_is_converted_again() -> None:
 
 def _name(row: Any) -> str:
     return str(row.name)
+
+
+def test_a_fields_selection_is_found_again_by_its_nodes_identity() -> None:
+    document = "query { proposals { edges { node { id target { name } approvals { id } } } } }"
+    info = _info_for_root_field(document)
+    first = selected(info, depth=4)
+    assert selected(info, depth=4) is first
+    assert selected(info, depth=3) is not first
+    # Another parse of the same text is other nodes: walked afresh, the same answer.
+    again = selected(_info_for_root_field(document), depth=4)
+    assert again is not first
+    assert again["edges"]["node"].names() == first["edges"]["node"].names()
+    assert first["edges"]["node"].names() == {"id", "target", "approvals"}

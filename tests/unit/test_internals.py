@@ -313,3 +313,32 @@ async def test_a_base_exception_from_a_subscription_leaves_strawberrys_operation
         assert callable(getattr(Operation, method, None)), (
             f"graphql-transport-ws Operation: {method}"
         )
+
+
+def test_strawberrys_type_check_of_an_object_never_reads_its_resolve_info(
+    schema: strawberry.Schema,
+) -> None:
+    core = internals.core_schema(schema)
+    proposal = core.type_map["Proposal"]
+    is_type_of = proposal.is_type_of  # type: ignore[attr-defined]
+    assert is_type_of is not None and internals.ignores_info(is_type_of), (
+        "Strawberry's is_type_of now reads its resolve info: relations completed in place "
+        "build one for every value again"
+    )
+
+
+def test_a_type_check_that_reads_its_info_is_told_apart() -> None:
+    def reads(value: object, info: Any) -> bool:
+        return info is not None
+
+    def captures(value: object, info: Any) -> bool:
+        return (lambda: info)() is not None
+
+    def by_locals(value: object, info: Any) -> bool:
+        return bool(locals())
+
+    def ignores(value: object, _info: Any) -> bool:
+        return isinstance(value, int)
+
+    assert not any(internals.ignores_info(f) for f in (reads, captures, by_locals))
+    assert internals.ignores_info(ignores)

@@ -12,6 +12,7 @@ from strawberry.scalars import JSON
 
 import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
+from signoff.models.base import by_value
 from signoff.models.proposal import result_document
 from signoff.models.records import Via
 from signoff.resolvers.approval import receipts, standing, timeline
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from signoff.schema.approval.task import HumanTask
 
 LazyTask = Annotated["HumanTask", strawberry.lazy("signoff.schema.approval.task")]
+# A page converts each of its rows' states and decisions: found by value, not by the enum's call.
+_STATES = by_value(models.ProposalState)
+_DECISIONS = by_value(models.Decision)
 
 
 def _actor(row: models.Actor | None) -> Actor:
@@ -79,7 +83,7 @@ class Approval(Node):
     def from_model(cls, approval: models.Approval) -> Approval:
         return cls(
             id=strawberry.ID(approval.id),
-            decision=models.Decision(approval.decision),
+            decision=_DECISIONS[approval.decision],
             payload_digest=approval.payload_digest,
             revision=approval.revision,
             reason=approval.reason,
@@ -299,7 +303,7 @@ class Proposal(Node):
     def from_model(cls, p: models.Proposal) -> Proposal:
         return cls(
             id=strawberry.ID(p.id),
-            state=models.ProposalState(p.state),
+            state=_STATES[p.state],
             action_code=p.action_code,
             subject=JSON(p.subject),
             payload=JSON(p.payload),

@@ -15,11 +15,15 @@ from signoff.constants import (
     TARGET_RATE_MAX_PER_SECOND,
     TARGET_RATE_MIN_PER_SECOND,
 )
+from signoff.models.base import by_value
 from signoff.resolvers.access.rules import sees_target_url
 from signoff.schema.approval.queue import Queue, load_queue
 from signoff.schema.context import context_of, viewer_dependent
 from signoff.schema.node import Node
 from signoff.schema.reach.deadline import DeadlinePolicy, DeadlinePolicyInput
+
+# A page converts its proposals' targets: their modes found by value, not by the enum's call.
+_MODES = by_value(models.ApprovalMode)
 
 
 # A target's schemas and policies are read from the row when a selection asks for them:
@@ -135,7 +139,7 @@ class Target(Node):
             id=strawberry.ID(target.id),
             name=target.name,
             method=target.method,
-            approval_mode=models.ApprovalMode(target.approval_mode),
+            approval_mode=_MODES[target.approval_mode],
             required_approvals=target.required_approvals,
             max_attempts=target.max_attempts,
             timeout_seconds=target.timeout_seconds,

@@ -1,15 +1,17 @@
 """graphql-core's executor, with short paths for the fields that make most of a response.
 
 Planned once per schema (``plan_plain_fields``): a plain leaf field is answered with its
-attribute and its type's coercion, falling back to graphql-core's ``execute_field`` for
-anything unusual; a relation without arguments calls its resolver directly, and its value
-is completed in place (``relations``). Sub-field collections are shared across executions
+attribute, or the value of a resolver that takes nothing but its object, and its type's
+coercion, falling back to graphql-core's completion for anything unusual; a relation
+without arguments (an object's attribute, or its resolver's value) is completed in place
+(``relations``). Sub-field collections are shared across executions
 (docs/design.md section 12, Execution).
 """
 
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -28,8 +30,16 @@ from graphql import (
     OperationDefinitionNode,
     get_nullable_type,
 )
+from graphql.execution.executor import to_nodes
 from graphql.pyutils import AwaitableOrValue, Path, Undefined, gather_with_cancel
-from graphql.type.scalars import serialize_boolean, serialize_id, serialize_string
+from graphql.type.scalars import (
+    GRAPHQL_MAX_INT,
+    GRAPHQL_MIN_INT,
+    serialize_boolean,
+    serialize_id,
+    serialize_int,
+    serialize_string,
+)
 
 from signoff.internals import (
     CollectedFields,
@@ -46,7 +56,7 @@ from signoff.internals import (
     make_info,
 )
 from signoff.schema.loaders import loaded_relation
-from signoff.schema.serving.relations import RelationStep, execute_relation, relation_of
+from signoff.schema.serving.relations import SYNC, RelationStep, execute_relation, relation_of
 
 PLAIN = "signoff.plain-field"
 RELATION = "signoff.relation"
@@ -54,19 +64,24 @@ RELATION = "signoff.relation"
 
 @dataclass(frozen=True, slots=True)
 class PlainField:
-    """How to answer one plain leaf field: the attribute, and its type's coercion."""
+    """How to answer one plain leaf field: what reads its value off its object (the
+    attribute, or the field's resolver), and its type's coercion."""
 
-    attribute: str
+    read: Callable[[Any], Any]
     nullable: bool
     coerce: Callable[[Any], Any]
     # The types of values the coercion answers unchanged (a str for String and ID).
     unchanged: frozenset[type] = frozenset()
+    # Read by the field's resolver: a failure or an unusual value is completed from the
+    # value read (``complete_resolved``), as the resolver is not called twice.
+    resolved: bool = False
 
 
 def plan_plain_fields(schema: strawberry.Schema) -> None:
-    """Mark every plain leaf field of ``schema``'s object types with its ``PlainField``, give
-    every field whose resolver takes no argument a direct call of that resolver, and mark
-    the relations among those fields with their ``Relation``."""
+    """Mark every plain leaf field of ``schema``'s object types with its ``PlainField``, and
+    every basic field of an object type (or list of one) with its ``Relation``; give every
+    field whose resolver takes no argument a direct call of that resolver, and mark those
+    among them that are leaves of a resolver taking only its object, or relations."""
     graphql_schema = core_schema(schema)
     for named in graphql_schema.type_map.values():
         if not isinstance(named, GraphQLObjectType) or named.name.startswith("__"):
@@ -75,13 +90,80 @@ def plan_plain_fields(schema: strawberry.Schema) -> None:
             plan = _plain_field(field)
             if plan is not None:
                 field.extensions[PLAIN] = plan
+            elif _basic(field):
+                # An exception handler would see a failed read in Strawberry's resolver.
+                relation = (
+                    None
+                    if schema.exception_handlers
+                    else relation_of(field, _attribute_answer(field))
+                )
+                if relation is not None:
+                    field.extensions[RELATION] = relation
             elif named is not graphql_schema.subscription_type and not schema.exception_handlers:
                 direct = _direct_call(field, schema.config.info_class)
                 if direct is not None:
                     field.resolve = direct
-                    relation = relation_of(field, _loaded_answer(field))
-                    if relation is not None:
-                        field.extensions[RELATION] = relation
+                    _plan_resolved(field)
+
+
+def _plan_resolved(field: GraphQLField) -> None:
+    """Mark a field resolved by its direct call: a leaf whose resolver takes only its
+    object as a ``PlainField``, an object or list of objects as a ``Relation``."""
+    read = _self_only_resolver(field)
+    leaf = get_nullable_type(field.type)
+    if read is not None and isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
+        field.extensions[PLAIN] = _leaf_plan(field, read, resolved=True)
+        return
+    relation = relation_of(field, _loaded_answer(field))
+    if relation is not None:
+        field.extensions[RELATION] = relation
+
+
+def _basic(field: GraphQLField) -> bool:
+    """Whether Strawberry answers ``field`` with ``getattr(source, python_name)``: its
+    basic resolver, with no resolver, permission or extension of its own."""
+    definition = field_definition(field)
+    return (
+        definition is not None
+        and not definition.extensions
+        and has_default_resolver(field)
+        and definition.default_resolver is getattr
+    )
+
+
+def _attribute_answer(field: GraphQLField) -> Callable[[Any, Any], Any]:
+    """A basic field's answer from its object (and the context, unused)."""
+    definition = field_definition(field)
+    assert definition is not None
+    read = operator.attrgetter(definition.python_name)
+
+    def answer(source: Any, _context: Any) -> Any:
+        return read(source)
+
+    return answer
+
+
+def _self_only_resolver(field: GraphQLField) -> Callable[[Any], Any] | None:
+    """The function behind a field's resolver that takes nothing but its object (``self``),
+    and is not a coroutine function: called with the object, it answers the field."""
+    definition = field_definition(field)
+    resolver = None if definition is None else definition.base_resolver
+    if resolver is None or definition is None or definition.extensions or field.args:
+        return None
+    function = resolver.wrapped_func
+    if (
+        resolver.self_parameter is None
+        or resolver.arguments
+        or resolver.info_parameter is not None
+        or resolver.parent_parameter is not None
+        or resolver.root_parameter is not None
+        or resolver.is_async
+        or not callable(function)
+        or len(inspect.signature(function).parameters) != 1
+    ):
+        return None
+    read: Callable[[Any], Any] = function
+    return read
 
 
 def _direct_call(
@@ -134,18 +216,21 @@ def _second_parameter(function: Callable[..., Any]) -> str | None:
 
 def _plain_field(field: GraphQLField) -> PlainField | None:
     definition = field_definition(field)
-    if definition is None:
-        return None
     # Strawberry's resolver for a field without resolver, permission or extension (and no
     # exception handler): it returns ``default_resolver(source, python_name)``.
-    if not has_default_resolver(field) or definition.default_resolver is not getattr:
+    if definition is None or not _basic(field):
         return None
-    nullable = not isinstance(field.type, GraphQLNonNull)
+    if not isinstance(get_nullable_type(field.type), GraphQLScalarType | GraphQLEnumType):
+        return None
+    return _leaf_plan(field, operator.attrgetter(definition.python_name), resolved=False)
+
+
+def _leaf_plan(field: GraphQLField, read: Callable[[Any], Any], *, resolved: bool) -> PlainField:
     leaf = get_nullable_type(field.type)
-    if not isinstance(leaf, GraphQLScalarType | GraphQLEnumType):
-        return None
+    assert isinstance(leaf, GraphQLScalarType | GraphQLEnumType)
+    nullable = not isinstance(field.type, GraphQLNonNull)
     unchanged = _UNCHANGED.get(leaf.coerce_output_value, frozenset())
-    return PlainField(definition.python_name, nullable, _coercion(leaf), unchanged)
+    return PlainField(read, nullable, _coercion(leaf), unchanged, resolved)
 
 
 # Coercions that answer values of these exact types as they are: graphql-core's String and
@@ -166,6 +251,8 @@ def _coercion(leaf: GraphQLLeafType) -> Callable[[Any], Any]:
     comparison.
     """
     coerce = leaf.coerce_output_value
+    if coerce is serialize_int:
+        return _coerce_int
     wrapped = getattr(leaf, "wrapped_cls", None)
     if not isinstance(leaf, GraphQLEnumType) or not (
         isinstance(wrapped, type) and issubclass(wrapped, Enum)
@@ -178,6 +265,14 @@ def _coercion(leaf: GraphQLLeafType) -> Callable[[Any], Any]:
         return coerce(value) if name is None else name
 
     return coerce_member
+
+
+def _coerce_int(value: Any) -> int:
+    """graphql-core's Int coercion, which answers an int of 32 bits (the usual value) as it is,
+    in one call rather than two."""
+    if type(value) is int and GRAPHQL_MIN_INT <= value <= GRAPHQL_MAX_INT:
+        return value
+    return serialize_int(value)
 
 
 class PlainFieldExecutor(StrawberryExecutionContext):
@@ -256,12 +351,13 @@ class PlainFieldExecutor(StrawberryExecutionContext):
                             Path(path, response_name, parent_type.name),
                         )
                         results[response_name] = result
-                        if is_awaitable(result):
+                        if type(result) not in SYNC and is_awaitable(result):
                             awaitable_fields.append(response_name)
                         continue
                 elif plain is not None:
+                    value: Any = _UNREAD
                     try:
-                        value = getattr(source_value, plain.attribute)
+                        value = plain.read(source_value)
                         if type(value) in plain.unchanged:
                             results[response_name] = value
                             continue
@@ -274,8 +370,23 @@ class PlainFieldExecutor(StrawberryExecutionContext):
                             if coerced is not None and coerced is not Undefined:
                                 results[response_name] = coerced
                                 continue
-                    except Exception:  # execute_field reads it again and reports it
-                        pass
+                    except Exception as error:
+                        # An attribute is read again by execute_field, which reports it; a
+                        # resolver is not called again (``complete_resolved``).
+                        if value is _UNREAD:
+                            value = _Failed(error)
+                    if plain.resolved:
+                        result = self.complete_resolved(
+                            parent_type,
+                            field_details_list,
+                            Path(path, response_name, parent_type.name),
+                            position_context,
+                            value,
+                        )
+                        results[response_name] = result
+                        if is_awaitable(result):
+                            awaitable_fields.append(response_name)
+                        continue
                 result = self.execute_field(
                     parent_type,
                     source_value,
@@ -295,6 +406,46 @@ class PlainFieldExecutor(StrawberryExecutionContext):
             return results
         return _gathered(results, awaitable_fields)
 
+    def complete_resolved(
+        self,
+        parent_type: GraphQLObjectType,
+        field_details_list: FieldDetailsList,
+        path: Path,
+        position_context: Any,
+        value: Any,
+    ) -> AwaitableOrValue[Any]:
+        """``execute_field`` after its resolver's call, for a leaf whose resolver was called
+        already (``value``, or ``_Failed`` with what it raised)."""
+        field = parent_type.fields[field_details_list[0].node.name.value]
+        return_type = field.type
+        info = self.build_resolve_info(field, to_nodes(field_details_list), parent_type, path)
+        try:
+            if isinstance(value, _Failed):
+                raise value.error
+            if self.is_awaitable(value):
+                return self.complete_awaitable_value(
+                    return_type, field_details_list, info, path, value, position_context
+                )
+            # A leaf's completion is never awaitable.
+            return self.complete_value(
+                return_type, field_details_list, info, path, value, position_context
+            )
+        except Exception as raw_error:
+            self.handle_field_error(raw_error, return_type, field_details_list, path)
+            return None
+
+
+class _Failed:
+    """What a leaf's resolver raised, to be reported where graphql-core reports it."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+# A plain field's value before it is read.
+_UNREAD: Any = object()
 
 _Step = tuple[str, FieldDetailsList, PlainField | RelationStep | None]
 

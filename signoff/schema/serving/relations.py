@@ -23,7 +23,12 @@ from graphql import (
 from graphql.execution.executor import to_nodes
 from graphql.pyutils import AwaitableOrValue, Path, gather_with_cancel
 
-from signoff.internals import CollectedFields, FieldDetailsList, StrawberryExecutionContext
+from signoff.internals import (
+    CollectedFields,
+    FieldDetailsList,
+    StrawberryExecutionContext,
+    ignores_info,
+)
 
 # The executor these functions serve (``execution.PlainFieldExecutor``), as graphql-core's.
 Executor = StrawberryExecutionContext
@@ -40,6 +45,9 @@ class Relation:
     # What answers it from the source and the execution's context, where its resolver
     # needs nothing else of Strawberry's Info (``schema.loaders.loaded_field``).
     answer: Callable[[Any, Any], Any] | None = None
+    # The object type's ``is_type_of`` never reads its resolve info (Strawberry's): with
+    # ``answer``, an info is built only for a value graphql-core completes.
+    checks_without_info: bool = False
 
 
 class RelationStep:
@@ -60,13 +68,15 @@ def relation_of(
     if field.args:
         return None
     inner = field.type.of_type if isinstance(field.type, GraphQLNonNull) else field.type
-    if isinstance(inner, GraphQLObjectType):
-        return Relation(field, inner, None, answer)
-    if not isinstance(inner, GraphQLList):
+    item = None
+    if isinstance(inner, GraphQLList):
+        item = inner.of_type
+        inner = item.of_type if isinstance(item, GraphQLNonNull) else item
+    if not isinstance(inner, GraphQLObjectType):
         return None
-    item = inner.of_type
-    named = item.of_type if isinstance(item, GraphQLNonNull) else item
-    return Relation(field, named, item, answer) if isinstance(named, GraphQLObjectType) else None
+    is_type_of = inner.is_type_of
+    checks_without_info = is_type_of is None or ignores_info(is_type_of)
+    return Relation(field, inner, item, answer, checks_without_info)
 
 
 def execute_relation(
@@ -82,19 +92,31 @@ def execute_relation(
     relation = step.relation
     field = relation.field
     return_type = field.type
-    info = executor.build_resolve_info(field, step.nodes, parent_type, path)
+    answer = relation.answer
+    lazy = answer is not None and relation.checks_without_info
+    info = None if lazy else executor.build_resolve_info(field, step.nodes, parent_type, path)
     try:
-        answer = relation.answer
         if answer is not None:
             result = answer(source, executor.context_value)
         else:
             result = field.resolve(source, info)  # type: ignore[misc]
-        if executor.is_awaitable(result):
+        if type(result) not in SYNC and executor.is_awaitable(result):
+            info = _info(executor, step, parent_type, path, info)
             return executor.complete_awaitable_value(
                 return_type, field_details_list, info, path, result, None
             )
-        completed = _complete(executor, step, field_details_list, info, path, result)
-        if executor.is_awaitable(completed):
+        item_type = relation.item_type
+        completed: AwaitableOrValue[Any]
+        if item_type is None and _is_object(relation, result, info):
+            completed = _subfields(executor, step, field_details_list, path, result)
+        elif item_type is not None and type(result) is list:
+            completed = _items(executor, step, field_details_list, parent_type, path, info, result)
+        else:
+            info = _info(executor, step, parent_type, path, info)
+            completed = executor.complete_value(
+                return_type, field_details_list, info, path, result, None
+            )
+        if type(completed) not in SYNC and executor.is_awaitable(completed):
             return _settled(executor, completed, return_type, field_details_list, path)
     except Exception as raw_error:
         executor.handle_field_error(raw_error, return_type, field_details_list, path)
@@ -102,31 +124,31 @@ def execute_relation(
     return completed
 
 
-def _complete(
+# Values that are never awaitable: checked before the executor's ``is_awaitable`` is called.
+SYNC = frozenset({type(None), dict, list, str, int, float, bool})
+
+
+def _info(
     executor: Executor,
     step: RelationStep,
-    field_details_list: FieldDetailsList,
-    info: GraphQLResolveInfo[Any],
+    parent_type: GraphQLObjectType,
     path: Path,
-    result: Any,
-) -> AwaitableOrValue[Any]:
-    relation = step.relation
-    if relation.item_type is None:
-        if _is_object(relation.object_type, result, info):
-            return _subfields(executor, step, field_details_list, path, result)
-    elif type(result) is list:
-        return _items(executor, step, field_details_list, info, path, result)
-    return executor.complete_value(
-        relation.field.type, field_details_list, info, path, result, None
-    )
+    info: GraphQLResolveInfo[Any] | None,
+) -> GraphQLResolveInfo[Any]:
+    """The relation's resolve info: ``info``, or built now (for graphql-core's completion)."""
+    if info is not None:
+        return info
+    return executor.build_resolve_info(step.relation.field, step.nodes, parent_type, path)
 
 
-def _is_object(object_type: GraphQLObjectType, value: Any, info: GraphQLResolveInfo[Any]) -> bool:
-    """A value ``complete_object_value`` would execute the sub-fields of at once."""
+def _is_object(relation: Relation, value: Any, info: GraphQLResolveInfo[Any] | None) -> bool:
+    """A value ``complete_object_value`` would execute the sub-fields of at once (``info``
+    is None only where the type's check does not read it)."""
     if value is None or isinstance(value, Exception):
         return False
-    is_type_of = object_type.is_type_of
-    return is_type_of is None or is_type_of(value, info) is True
+    is_type_of = relation.object_type.is_type_of
+    # ``info`` is None only where the check does not read it (``checks_without_info``).
+    return is_type_of is None or is_type_of(value, info) is True  # type: ignore[arg-type]
 
 
 def _subfields(
@@ -141,6 +163,8 @@ def _subfields(
     if collected is None:
         collected = step.subfields = executor.collect_subfields(object_type, field_details_list)
     grouped_field_set, new_defer_usages, _ = collected
+    if not new_defer_usages:  # what execute_collected_subfields does without @defer
+        return executor.execute_fields(object_type, value, path, grouped_field_set, None)
     return executor.execute_collected_subfields(
         object_type, value, path, grouped_field_set, new_defer_usages, None
     )
@@ -150,15 +174,15 @@ def _items(
     executor: Executor,
     step: RelationStep,
     field_details_list: FieldDetailsList,
-    info: GraphQLResolveInfo[Any],
+    parent_type: GraphQLObjectType,
     path: Path,
+    info: GraphQLResolveInfo[Any] | None,
     items: list[Any],
 ) -> AwaitableOrValue[list[Any]]:
     """``complete_iterable_value`` of a list (there is no ``@stream`` without directives)."""
     relation = step.relation
     item_type = relation.item_type
     assert item_type is not None
-    object_type = relation.object_type
     is_awaitable = executor.is_awaitable
     completed: list[Any] = []
     awaitable_indices: list[int] = []
@@ -166,13 +190,15 @@ def _items(
         for index, item in enumerate(items):
             item_path = path.add_key(index, None)
             if is_awaitable(item):
+                info = _info(executor, step, parent_type, path, info)
                 completed.append(
                     executor.complete_awaitable_list_item_value(
                         item, item_type, field_details_list, info, item_path, None
                     )
                 )
                 awaitable_indices.append(index)
-            elif not _is_object(object_type, item, info):
+            elif not _is_object(relation, item, info):
+                info = _info(executor, step, parent_type, path, info)
                 if executor.complete_list_item_value(
                     item, completed, item_type, field_details_list, info, item_path, None
                 ):
@@ -208,7 +234,7 @@ def _item_in_place(
         executor.handle_field_error(raw_error, item_type, field_details_list, item_path)
         completed.append(None)
         return False
-    if executor.is_awaitable(value):
+    if type(value) is not dict and executor.is_awaitable(value):
         completed.append(_settled(executor, value, item_type, field_details_list, item_path))
         return True
     completed.append(value)
