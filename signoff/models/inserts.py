@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from signoff.models.records import (
     WRITING,
     RecordSelect,
+    driver_of,
     raise_as_sqlalchemy,
     select_all_on,
     selected_after,
@@ -157,8 +158,7 @@ async def _writing_driver(
         _whole(table, rows) for table, rows in batches
     ):
         return None
-    raw = await connection.get_raw_connection()
-    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    driver = await driver_of(connection)
     if driver.autocommit or driver.info.transaction_status not in WRITING:
         return None
     return driver

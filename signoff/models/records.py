@@ -270,8 +270,7 @@ async def _pipelined(
     or failed in autocommit (then nothing was kept: the caller reads again). In a write
     transaction a failure has ended the transaction, so it is raised as SQLAlchemy raises
     it (wrapped, a broken connection invalidated)."""
-    raw = await connection.get_raw_connection()
-    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    driver = await driver_of(connection)
     status = driver.info.transaction_status
     if driver.autocommit:
         # A write is never read again after a failure: it goes through SQLAlchemy.
@@ -309,6 +308,19 @@ async def _pipelined(
         plan.records(found, cursor)
         for plan, found, cursor in zip(plans, rows, cursors, strict=True)
     ]
+
+
+async def driver_of(connection: AsyncConnection) -> psycopg.AsyncConnection[Any]:
+    """psycopg's connection under ``connection``: taken as it is while SQLAlchemy's holds
+    one, as ``get_raw_connection`` would without its trip through a new greenlet, and
+    through that (which may reconnect) once closed or invalidated."""
+    sync = connection.sync_connection
+    if sync is not None and not sync.closed and not sync.invalidated:
+        raw = sync.connection
+    else:
+        raw = await connection.get_raw_connection()
+    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    return driver
 
 
 # A write transaction's connection, before its first statement or inside the transaction.
