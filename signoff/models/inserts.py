@@ -1,10 +1,11 @@
 """Inserts of rows with every column given, compiled once per table and row count.
 
-On PostgreSQL, in a write transaction, they go to psycopg directly, several tables' in one
-pipeline (one round trip), with SQLAlchemy's compiled text and bind processors; a refusal
-is raised as SQLAlchemy raises it. Past ``MAX_ROWS`` rows each column goes as an array
-(``unnest``): one text per table, which psycopg converts once. Elsewhere, and for rows
-that leave a column out, they go through SQLAlchemy (docs/design.md section 12).
+On PostgreSQL, in a write transaction, they go to psycopg directly with SQLAlchemy's
+compiled text and bind processors (a refusal raised as SQLAlchemy raises it): several
+tables' small batches in one statement, as data-modifying ``WITH`` parts, or in the
+statement they go before where it reads none of their tables; past ``MAX_ROWS`` rows
+each column as an array (``unnest``), a statement per table. Elsewhere, and for rows
+that leave a column out, through SQLAlchemy (docs/design.md section 12).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from signoff.models.records import (
     WRITING,
     RecordSelect,
+    driver_of,
     raise_as_sqlalchemy,
     select_all_on,
     selected_after,
+    tables_read,
 )
 
 Rows = Sequence[Mapping[str, Any]]
@@ -32,7 +35,8 @@ Rows = Sequence[Mapping[str, Any]]
 async def insert_rows(
     connection: AsyncConnection, batches: Sequence[tuple[sa.Table, Rows]]
 ) -> None:
-    """Insert each table's rows, one statement per table, in the order given."""
+    """Insert each table's rows, in the order given: in one statement where each table's
+    batch is small (``MAX_ROWS``), else one statement per table."""
     batches = [(table, rows) for table, rows in batches if rows]
     if not batches:
         return
@@ -41,23 +45,21 @@ async def insert_rows(
         for table, rows in batches:
             await connection.execute(sa.insert(table), list(rows))
         return
-    dialect = connection.dialect
-    plans = [_plan_of(table, len(rows), dialect) for table, rows in batches]
-    parameters = [plan.bound(rows) for plan, (_, rows) in zip(plans, batches, strict=True)]
+    statements = _statements(batches, connection.dialect)
     sync = connection.sync_connection
     assert sync is not None  # an AsyncConnection from a session is started
-    cursor = driver.cursor()
-    for plan, params in zip(plans, parameters, strict=True):
-        sync.dispatch.before_cursor_execute(sync, cursor, plan.sql, params, None, False)
+    cursor = psycopg.AsyncRawCursor(driver)
+    for sql, params in statements:
+        sync.dispatch.before_cursor_execute(sync, cursor, sql, params, None, False)
     try:
-        if len(plans) == 1:
-            await cursor.execute(plans[0].sql, parameters[0])
+        if len(statements) == 1:
+            await cursor.execute(*statements[0])
         else:
             async with driver.pipeline():
-                for plan, params in zip(plans, parameters, strict=True):
-                    await cursor.execute(plan.sql, params)
+                for sql, params in statements:
+                    await cursor.execute(sql, params)
     except psycopg.Error as failed:
-        await connection.run_sync(raise_as_sqlalchemy, failed, plans[0].sql, parameters[0])
+        await connection.run_sync(raise_as_sqlalchemy, failed, *statements[0])
         raise  # not reached: the line above raises
     except BaseException:
         # Cancelled mid-statement: the connection's protocol state is unknown.
@@ -73,23 +75,78 @@ async def insert_then_select(
     """Insert each table's rows (``insert_rows``), then read the records of each of
     ``selects`` (``select_all``), in one round trip where the connection allows: a read,
     or an ``UPDATE … RETURNING``, that must come after the rows but need not wait for an
-    answer to them. A refused row is raised as SQLAlchemy raises it, and nothing after
-    it runs."""
+    answer to them. Where the first reads none of the rows' tables, the rows go in its
+    statement. A refused row is raised as SQLAlchemy raises it, and nothing after it
+    runs."""
     batches = [(table, rows) for table, rows in batches if rows]
     if not selects:
         await insert_rows(connection, batches)
         return []
     if batches and await _writing_driver(connection, batches) is not None:
         dialect = connection.dialect
-        writes = []
-        for table, rows in batches:
-            plan = _plan_of(table, len(rows), dialect)
-            writes.append((plan.sql, plan.bound(rows)))
-        found = await selected_after(connection, writes, selects)
+        first, *rest = selects
+        if _may_lead(batches, first, dialect):
+            found = await selected_after(connection, [], [_after(batches, first, dialect), *rest])
+        else:
+            found = await selected_after(connection, _statements(batches, dialect), selects)
         if found is not None:
             return found
     await insert_rows(connection, batches)
     return await select_all_on(connection, selects)
+
+
+def _statements(
+    batches: Sequence[tuple[sa.Table, Rows]], dialect: Dialect
+) -> list[tuple[str, list[Any]]]:
+    """The statements that insert ``batches``, with their parameters as psycopg's raw
+    cursors take them: one for them all where each is small, else one per table."""
+    if len(batches) > 1 and all(len(rows) <= MAX_ROWS for _, rows in batches):
+        keys = tuple((table, len(rows)) for table, rows in batches)
+        together = _TOGETHER.get((keys, type(dialect)))
+        if together is None:
+            together = _TOGETHER[(keys, type(dialect))] = _Together(keys, dialect)
+        return [(together.sql, together.bound([rows for _, rows in batches]))]
+    statements = []
+    for table, rows in batches:
+        plan = _plan_of(table, len(rows), dialect)
+        statements.append((plan.sql, plan.bound(rows)))
+    return statements
+
+
+def _may_lead(
+    batches: Sequence[tuple[sa.Table, Rows]], select: RecordSelect, dialect: Dialect
+) -> bool:
+    """Whether ``select`` may carry the inserts of ``batches`` in its own statement: each
+    batch small, and none of their tables read by it (the statement's parts share one
+    snapshot, so it would not see the rows)."""
+    if any(len(rows) > MAX_ROWS for _, rows in batches):
+        return False
+    read = tables_read(select, dialect)
+    return read is not None and read.isdisjoint(table.name for table, _ in batches)
+
+
+def _after(
+    batches: Sequence[tuple[sa.Table, Rows]], select: RecordSelect, dialect: Dialect
+) -> RecordSelect:
+    """``select`` with the inserts of ``batches`` before it, as data-modifying ``WITH``
+    parts of its statement (``_may_lead``)."""
+    keys = tuple((table, len(rows)) for table, rows in batches)
+    plans = [
+        _prefixed_plan_of(table, count, dialect, f"w{index}_")
+        for index, (table, count) in enumerate(keys)
+    ]
+    parameters = dict(select.parameters)
+    for plan, (_, rows) in zip(plans, batches, strict=True):
+        parameters.update(plan.named(rows))
+
+    def build(dialect_name: str) -> Any:
+        return select.build(dialect_name).add_cte(*_written(plans))
+
+    return RecordSelect(select.model, ("after", keys, select.kind), build, parameters, writes=True)
+
+
+def _written(plans: Sequence[_Plan]) -> list[Any]:
+    return [plan.stmt.cte(f"written_{index}") for index, plan in enumerate(plans)]
 
 
 async def _writing_driver(
@@ -101,8 +158,7 @@ async def _writing_driver(
         _whole(table, rows) for table, rows in batches
     ):
         return None
-    raw = await connection.get_raw_connection()
-    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    driver = await driver_of(connection)
     if driver.autocommit or driver.info.transaction_status not in WRITING:
         return None
     return driver
@@ -129,11 +185,12 @@ def _has_arrays(table: sa.Table) -> bool:
 
 class _Plan:
     """The INSERT of ``count`` rows into ``table``: its text, with a parameter per row and
-    column, and the bind processors SQLAlchemy would run on each column's values."""
+    column (named after ``prefix``), and the bind processors SQLAlchemy would run on each
+    column's values."""
 
-    def __init__(self, table: sa.Table, count: int, dialect: Dialect) -> None:
+    def __init__(self, table: sa.Table, count: int, dialect: Dialect, prefix: str = "") -> None:
         columns = list(table.columns)
-        self.names = [[f"{column.key}__{i}" for column in columns] for i in range(count)]
+        self.names = [[f"{prefix}{column.key}__{i}" for column in columns] for i in range(count)]
         values = [
             {
                 column.key: sa.bindparam(name, type_=column.type)
@@ -141,18 +198,51 @@ class _Plan:
             }
             for names in self.names
         ]
-        stmt = sa.insert(table).values(values)
-        self.sql = stmt.compile(dialect=dialect).string
+        self.stmt = sa.insert(table).values(values)
+        self.sql, self.order = _numbered(self.stmt, dialect)
         self.keys = [column.key for column in columns]
         self.processors = _processors(columns, dialect)
 
-    def bound(self, rows: Rows) -> dict[str, Any]:
+    def named(self, rows: Rows) -> dict[str, Any]:
+        """The rows' values under their parameters' names, as given (not processed)."""
+        return {
+            name: row[key]
+            for row, names in zip(rows, self.names, strict=True)
+            for key, name in zip(self.keys, names, strict=True)
+        }
+
+    def processed(self, rows: Rows) -> dict[str, Any]:
+        """The rows' values under their parameters' names, as SQLAlchemy would send them."""
         bound: dict[str, Any] = {}
         for row, names in zip(rows, self.names, strict=True):
             for key, name, process in zip(self.keys, names, self.processors, strict=True):
                 value = row[key]
                 bound[name] = value if process is None else process(value)
         return bound
+
+    def bound(self, rows: Rows) -> list[Any]:
+        processed = self.processed(rows)
+        return [processed[name] for name in self.order]
+
+
+class _Together:
+    """The inserts of several small batches as one statement, each but the last a
+    data-modifying ``WITH`` part. Its parts run as one: foreign keys are checked once all
+    have run, and a refusal of any refuses them all."""
+
+    def __init__(self, keys: tuple[tuple[sa.Table, int], ...], dialect: Dialect) -> None:
+        self.parts = [
+            _prefixed_plan_of(table, count, dialect, f"w{index}_")
+            for index, (table, count) in enumerate(keys)
+        ]
+        *first, last = self.parts
+        self.sql, self.order = _numbered(last.stmt.add_cte(*_written(first)), dialect)
+
+    def bound(self, batches: Sequence[Rows]) -> list[Any]:
+        processed: dict[str, Any] = {}
+        for part, rows in zip(self.parts, batches, strict=True):
+            processed.update(part.processed(rows))
+        return [processed[name] for name in self.order]
 
 
 class _ArrayPlan:
@@ -163,7 +253,8 @@ class _ArrayPlan:
         columns = list(table.columns)
         quote = dialect.identifier_preparer.quote
         arrays = ", ".join(
-            f"%({column.key})s::{column.type.compile(dialect=dialect)}[]" for column in columns
+            f"${index}::{column.type.compile(dialect=dialect)}[]"
+            for index, column in enumerate(columns, start=1)
         )
         self.sql = (
             f"INSERT INTO {dialect.identifier_preparer.format_table(table)} "
@@ -173,13 +264,32 @@ class _ArrayPlan:
         self.keys = [column.key for column in columns]
         self.processors = _processors(columns, dialect)
 
-    def bound(self, rows: Rows) -> dict[str, Any]:
-        return {
-            key: [row[key] for row in rows]
-            if process is None
-            else [process(row[key]) for row in rows]
+    def bound(self, rows: Rows) -> list[Any]:
+        return [
+            [row[key] for row in rows] if process is None else [process(row[key]) for row in rows]
             for key, process in zip(self.keys, self.processors, strict=True)
-        }
+        ]
+
+
+def _numbered(stmt: sa.Insert, dialect: Dialect) -> tuple[str, list[str]]:
+    """``stmt``'s text with its parameters as PostgreSQL's ``$1``, ``$2``…, which psycopg's
+    raw cursors send as they are (other cursors parse the text at each execution of a
+    statement of more than 50 parameters), and their names in that order."""
+    compiled = stmt.compile(dialect=_numbering(dialect))
+    assert compiled.positiontup is not None
+    return compiled.string, list(compiled.positiontup)
+
+
+# By dialect class: one of it that writes parameters as ``$1``, ``$2``…
+_NUMBERING: dict[type[Dialect], Dialect] = {}
+
+
+def _numbering(dialect: Dialect) -> Dialect:
+    numbering = _NUMBERING.get(type(dialect))
+    if numbering is None:
+        make: Callable[..., Dialect] = type(dialect)
+        numbering = _NUMBERING[type(dialect)] = make(paramstyle="numeric_dollar")
+    return numbering
 
 
 def _processors(
@@ -192,6 +302,10 @@ def _processors(
 # Plans by (table, row count, dialect class); batches of more than ``MAX_ROWS`` share
 # one array plan per table (count 0 in the key).
 _PLANS: dict[tuple[sa.Table, int, type[Dialect]], _Plan | _ArrayPlan] = {}
+# Plans of batches that go in another statement, by the same and their parameters' prefix.
+_PREFIXED: dict[tuple[sa.Table, int, type[Dialect], str], _Plan] = {}
+# Statements of several batches, by their tables and row counts, and dialect class.
+_TOGETHER: dict[tuple[tuple[tuple[sa.Table, int], ...], type[Dialect]], _Together] = {}
 MAX_ROWS = 16
 
 
@@ -202,4 +316,14 @@ def _plan_of(table: sa.Table, count: int, dialect: Dialect) -> _Plan | _ArrayPla
     if plan is None:
         made = _ArrayPlan(table, dialect) if arrays else _Plan(table, count, dialect)
         plan = _PLANS[key] = made
+    return plan
+
+
+def _prefixed_plan_of(table: sa.Table, count: int, dialect: Dialect, prefix: str) -> _Plan:
+    """The plan of at most ``MAX_ROWS`` rows into ``table`` whose parameters' names begin
+    with ``prefix``, to go in another statement."""
+    key = (table, count, type(dialect), prefix)
+    plan = _PREFIXED.get(key)
+    if plan is None:
+        plan = _PREFIXED[key] = _Plan(table, count, dialect, prefix)
     return plan

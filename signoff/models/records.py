@@ -25,7 +25,9 @@ from sqlalchemy import (
     Result,
     Select,
     Table,
+    TableClause,
     Text,
+    TextClause,
     Update,
     any_,
     bindparam,
@@ -34,6 +36,8 @@ from sqlalchemy import (
 from sqlalchemy import select as select_rows
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.expression import ColumnClause
 from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -192,12 +196,14 @@ async def select_records(
 
 @dataclass(frozen=True)
 class RecordSelect:
-    """One statement of ``select_all``, given as ``select_records`` takes it."""
+    """One statement of ``select_all``, given as ``select_records`` takes it; ``writes``:
+    whether a select writes too (data-modifying ``WITH`` parts), as an update does."""
 
     model: type[SQLModel]
     kind: Hashable
     build: Callable[[str], Select[Any] | Update]
     parameters: dict[str, Any]
+    writes: bool = False
 
 
 async def select_all(session: AsyncSession, selects: Sequence[RecordSelect]) -> list[list[Any]]:
@@ -211,7 +217,7 @@ async def select_all_on(
 ) -> list[list[Any]]:
     """``select_all`` on a session's connection."""
     dialect = connection.dialect
-    plans = [_plan_of(each.kind, each.model, each.build, dialect) for each in selects]
+    plans = [_plan_of(each.kind, each.model, each.build, dialect, each.writes) for each in selects]
     return await _run(connection, plans, [each.parameters for each in selects])
 
 
@@ -238,7 +244,7 @@ async def _run(
 
 async def selected_after(
     connection: AsyncConnection,
-    writes: Sequence[tuple[str, dict[str, Any]]],
+    writes: Sequence[tuple[str, Sequence[Any]]],
     selects: Sequence[RecordSelect],
 ) -> list[list[Any]] | None:
     """The records of ``selects``, each run after ``writes`` (statements with their
@@ -246,7 +252,8 @@ async def selected_after(
     transaction on PostgreSQL; ``None`` where the connection cannot take them so (the
     caller then sends each its own way). A failure of any is raised as SQLAlchemy raises
     it, and those after it are not run."""
-    plans = [_plan_of(each.kind, each.model, each.build, connection.dialect) for each in selects]
+    dialect = connection.dialect
+    plans = [_plan_of(each.kind, each.model, each.build, dialect, each.writes) for each in selects]
     parameters = [each.parameters for each in selects]
     return await _pipelined(connection, plans, parameters, writes=writes)
 
@@ -256,15 +263,14 @@ async def _pipelined(
     plans: Sequence[_Plan],
     parameters: Sequence[dict[str, Any]],
     *,
-    writes: Sequence[tuple[str, dict[str, Any]]] = (),
+    writes: Sequence[tuple[str, Sequence[Any]]] = (),
 ) -> list[list[Any]] | None:
     """``plans`` through psycopg in one pipeline, after ``writes`` (in a write transaction
     only), or None where that cannot be done safely (a connection in an unknown state)
     or failed in autocommit (then nothing was kept: the caller reads again). In a write
     transaction a failure has ended the transaction, so it is raised as SQLAlchemy raises
     it (wrapped, a broken connection invalidated)."""
-    raw = await connection.get_raw_connection()
-    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    driver = await driver_of(connection)
     status = driver.info.transaction_status
     if driver.autocommit:
         # A write is never read again after a failure: it goes through SQLAlchemy.
@@ -280,9 +286,9 @@ async def _pipelined(
     cursors = [driver.cursor() for _ in plans]
     sync = connection.sync_connection
     assert sync is not None  # an AsyncConnection from a session is started
-    written = driver.cursor()
-    for sql, params in writes:
-        sync.dispatch.before_cursor_execute(sync, written, sql, params, None, False)
+    written = psycopg.AsyncRawCursor(driver)
+    for sql, values in writes:
+        sync.dispatch.before_cursor_execute(sync, written, sql, values, None, False)
     for cursor, plan, params in zip(cursors, plans, bound, strict=True):
         sync.dispatch.before_cursor_execute(sync, cursor, plan.sql, params, None, False)
     try:
@@ -304,13 +310,24 @@ async def _pipelined(
     ]
 
 
+async def driver_of(connection: AsyncConnection) -> psycopg.AsyncConnection[Any]:
+    """psycopg's connection under ``connection``: taken as it is while SQLAlchemy's holds
+    one, as ``get_raw_connection`` would without its trip through a new greenlet, and
+    through that (which may reconnect) once closed or invalidated."""
+    sync = connection.sync_connection
+    if sync is not None and not sync.closed and not sync.invalidated:
+        raw = sync.connection
+    else:
+        raw = await connection.get_raw_connection()
+    driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+    return driver
+
+
 # A write transaction's connection, before its first statement or inside the transaction.
 WRITING = (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS)
 
 
-def raise_as_sqlalchemy(
-    sync: Connection, failed: psycopg.Error, sql: str, parameters: dict[str, Any]
-) -> None:
+def raise_as_sqlalchemy(sync: Connection, failed: psycopg.Error, sql: str, parameters: Any) -> None:
     """Raise ``failed`` as SQLAlchemy raises a statement's failure: its handling (the
     error's wrapping, ``handle_error`` listeners, invalidating a broken connection) is
     the one every other statement gets."""
@@ -325,14 +342,14 @@ async def _fetch_all(
     plans: Sequence[_Plan],
     parameters: Sequence[dict[str, Any]],
     written: psycopg.AsyncCursor[Any],
-    writes: Sequence[tuple[str, dict[str, Any]]],
+    writes: Sequence[tuple[str, Sequence[Any]]],
 ) -> list[list[Any]]:
     if len(plans) == 1 and not writes:
         await cursors[0].execute(plans[0].sql, parameters[0])
     else:
         async with cursors[0].connection.pipeline():
-            for sql, params in writes:
-                await written.execute(sql, params)
+            for sql, values in writes:
+                await written.execute(sql, values)
             for cursor, plan, params in zip(cursors, plans, parameters, strict=True):
                 await cursor.execute(plan.sql, params)
     return [await cursor.fetchall() for cursor in cursors]
@@ -343,10 +360,16 @@ class _Plan:
     built into it, the bind processors SQLAlchemy would run on its parameters, and the
     result processors it would run on its columns (known from the first result's types)."""
 
-    def __init__(self, model: type[SQLModel], stmt: Select[Any] | Update, dialect: Dialect) -> None:
+    def __init__(
+        self,
+        model: type[SQLModel],
+        stmt: Select[Any] | Update,
+        dialect: Dialect,
+        writes: bool = False,
+    ) -> None:
         self.model = model
         self.stmt = stmt
-        self.writes = isinstance(stmt, Update)
+        self.writes = writes or isinstance(stmt, Update)
         compiled = stmt.compile(dialect=dialect)
         # Expanding parameters are rendered per execution: such a statement has no one
         # text (on PostgreSQL, lists travel as arrays instead).
@@ -460,12 +483,39 @@ def _plan_of(
     model: type[SQLModel],
     build: Callable[[str], Select[Any] | Update],
     dialect: Dialect,
+    writes: bool = False,
 ) -> _Plan:
     key = (kind, type(dialect))
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _Plan(model, build(dialect.name), dialect)
+        plan = _PLANS[key] = _Plan(model, build(dialect.name), dialect, writes)
     return plan
+
+
+# The tables each kind of select reads, by (kind, dialect class); ``None``: not known.
+_TABLES: dict[tuple[Hashable, type[Dialect]], frozenset[str] | None] = {}
+
+
+def tables_read(select: RecordSelect, dialect: Dialect) -> frozenset[str] | None:
+    """The names of the tables ``select``'s statement names anywhere in it (subqueries
+    included), or ``None`` where it cannot tell: a part of it is SQL text."""
+    key = (select.kind, type(dialect))
+    if key not in _TABLES:
+        _TABLES[key] = _tables_in(select.build(dialect.name))
+    return _TABLES[key]
+
+
+def _tables_in(stmt: Select[Any] | Update) -> frozenset[str] | None:
+    found: set[str] = set()
+    for element in visitors.iterate(stmt):
+        if isinstance(element, TextClause) or (
+            # A literal column may name a table in its text (``EXISTS``'s ``*`` does not).
+            isinstance(element, ColumnClause) and element.is_literal and element.name != "*"
+        ):
+            return None
+        if isinstance(element, TableClause):
+            found.add(element.name)
+    return frozenset(found)
 
 
 def one_of(column: ColumnElement[Any], name: str, dialect: str) -> ColumnElement[bool]:

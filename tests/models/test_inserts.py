@@ -8,17 +8,25 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from signoff import clock
 from signoff.database import SessionMaker
-from signoff.models import AuditEvent, ChangeEvent
+from signoff.models import Actor, AuditEvent, ChangeEvent, Queue, QueueMembership
 from signoff.models.base import new_id
-from signoff.models.inserts import MAX_ROWS, insert_rows
-from signoff.models.records import table_of
+from signoff.models.inserts import MAX_ROWS, insert_rows, insert_then_select
+from signoff.models.records import (
+    RecordSelect,
+    one_of,
+    record_columns,
+    select_all_on,
+    table_of,
+)
 
 AUDIT, EVENTS = table_of(AuditEvent), table_of(ChangeEvent)
+QUEUES, MEMBERS = table_of(Queue), table_of(QueueMembership)
 
 
 def _audit(i: int) -> dict[str, Any]:
@@ -107,3 +115,121 @@ async def test_a_unique_key_refuses_a_planned_insert_as_sqlalchemy_does(
             with pytest.raises(IntegrityError):
                 await insert(await session.connection())
             await session.rollback()
+
+
+def _queue(slug: str) -> dict[str, Any]:
+    return {
+        "id": new_id(),
+        "slug": slug,
+        "name": slug,
+        "claim_ttl_seconds": 60,
+        "default_due_seconds": 3600,
+        "reminder_percents": [50, 90],
+        "created_at": clock.now(),
+    }
+
+
+def _audit_by_id(ids: list[str]) -> RecordSelect:
+    def build(dialect: str) -> sa.Select[Any]:
+        return sa.select(*record_columns(AuditEvent)).where(one_of(AUDIT.c.id, "keys", dialect))
+
+    return RecordSelect(AuditEvent, "test-audit-by-id", build, {"keys": ids})
+
+
+def _queue_by_slug(slug: str) -> RecordSelect:
+    def build(dialect: str) -> sa.Select[Any]:
+        return sa.select(*record_columns(Queue)).where(QUEUES.c.slug == sa.bindparam("slug"))
+
+    return RecordSelect(Queue, "test-queue-by-slug", build, {"slug": slug})
+
+
+def _counting(engine: AsyncEngine) -> list[str]:
+    sent: list[str] = []
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute")
+    def count(_c: Any, _cu: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    return sent
+
+
+async def test_rows_then_a_read_of_other_tables_answer_as_apart(
+    engine: AsyncEngine, sessionmaker: SessionMaker
+) -> None:
+    """The rows go in the read's own statement (on PostgreSQL) where it reads none of their
+    tables: the same rows stored and the same records read as the inserts and the read
+    sent apart."""
+    sent, now = _counting(engine), clock.now()
+    rows = {name: ([_audit(0), _audit(1)], [_event(0)]) for name in ("together", "apart")}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name, (audits, events) in rows.items():
+        async with sessionmaker() as session:
+            connection = await session.connection()
+            queue = {**_queue(f"q-{name}"), "created_at": now}
+            await insert_rows(connection, [(QUEUES, [queue])])
+            sent.clear()
+            batches = [(AUDIT, audits), (EVENTS, events)]
+            read = _queue_by_slug(f"q-{name}")
+            if name == "together":
+                (records,) = await insert_then_select(connection, batches, [read])
+                assert len(sent) == (1 if engine.dialect.name == "postgresql" else 3)
+            else:
+                await insert_rows(connection, batches)
+                (records,) = await select_all_on(connection, [read])
+            found[name] = [{**vars(r), "id": None, "slug": None, "name": None} for r in records]
+            await session.commit()
+        async with sessionmaker() as session:
+            stored = await _stored(await session.connection(), AUDIT, [a["id"] for a in audits])
+            assert len(stored) == 2
+    assert found["together"] == found["apart"] and len(found["together"]) == 1
+
+
+async def test_a_read_of_the_rows_tables_sees_the_rows(sessionmaker: SessionMaker) -> None:
+    """A read that names an inserted table goes after the rows, in a statement of its own."""
+    audits = [_audit(0), _audit(1)]
+    async with sessionmaker() as session:
+        connection = await session.connection()
+        ids = [row["id"] for row in audits]
+        (found,) = await insert_then_select(
+            connection, [(AUDIT, audits), (EVENTS, [_event(0)])], [_audit_by_id(ids)]
+        )
+        assert sorted(record.id for record in found) == sorted(ids)
+        await session.rollback()
+
+
+async def test_a_child_goes_in_one_statement_with_its_parent(sessionmaker: SessionMaker) -> None:
+    """Foreign keys are checked once every part of the statement has run."""
+    queue = _queue("parent")
+    membership = {"queue_id": queue["id"], "actor_id": new_id(), "created_at": clock.now()}
+    actor = {
+        "id": membership["actor_id"],
+        "name": "child",
+        "role": "REVIEWER",
+        "created_at": clock.now(),
+        "disabled_at": None,
+        "slack_user_id": None,
+        "person": None,
+    }
+    async with sessionmaker() as session:
+        await insert_rows(
+            await session.connection(),
+            [(QUEUES, [queue]), (table_of(Actor), [actor]), (MEMBERS, [membership])],
+        )
+        await session.commit()
+    async with sessionmaker() as session:
+        assert await _stored(await session.connection(), QUEUES, [queue["id"]])
+
+
+async def test_a_refused_row_refuses_the_read_it_goes_with(sessionmaker: SessionMaker) -> None:
+    row = _audit(0)
+    async with sessionmaker() as session:
+        await insert_rows(await session.connection(), [(AUDIT, [row])])
+        await session.commit()
+    async with sessionmaker() as session:
+        with pytest.raises(IntegrityError):
+            await insert_then_select(
+                await session.connection(),
+                [(EVENTS, [_event(0)]), (AUDIT, [row])],
+                [_queue_by_slug("none")],
+            )
+        await session.rollback()

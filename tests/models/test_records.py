@@ -27,7 +27,7 @@ from signoff.models import (
     Role,
     Target,
 )
-from signoff.models.records import RowsWhere, Via, read_all, rows_where, table_of
+from signoff.models.records import RowsWhere, Via, driver_of, read_all, rows_where, table_of
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, build_world
 
@@ -290,3 +290,19 @@ async def test_a_write_transaction_reads_through_psycopg_and_fails_as_any_statem
         assert isinstance(failed.value.orig, psycopg.errors.QueryCanceled)
         await session.rollback()
         assert len(await rows_where(session, Actor, "id", ["a"])) == 0
+
+
+@requires_postgres
+async def test_the_driver_is_the_one_sqlalchemy_hands_out_and_reconnects_as_it_does(
+    engine: AsyncEngine,
+) -> None:
+    """``driver_of`` takes psycopg's connection as it is while SQLAlchemy's holds one, and
+    through ``get_raw_connection`` (which reconnects) once that one was invalidated."""
+    async with engine.connect() as connection:
+        raw = (await connection.get_raw_connection()).driver_connection
+        assert await driver_of(connection) is raw
+        await connection.invalidate()
+        assert connection.invalidated
+        again = await driver_of(connection)
+        assert again is not raw and not again.closed
+        assert again is (await connection.get_raw_connection()).driver_connection
