@@ -161,6 +161,14 @@ def test_the_websocket_handlers_keep_what_signoff_overrides_and_reads() -> None:
     transport = internals.BaseGraphQLTransportWSHandler
     for method in ("handle", "handle_subscribe", "run_operation", "handle_pong", "send_message"):
         assert callable(getattr(transport, method, None)), f"graphql-transport-ws: {method}"
+    # Signoff's connection-init timeout replaces Strawberry's, which its accept starts.
+    assert "self.handle_connection_init_timeout()" in inspect.getsource(
+        transport.on_request_accepted
+    ), "graphql-transport-ws no longer starts its connection-init timeout with that method"
+    timeout = inspect.getsource(transport.handle_connection_init_timeout)
+    read = ("connection_init_wait_timeout", "connection_init_received", "connection_timed_out")
+    for name in read:
+        assert f"self.{name}" in timeout, f"graphql-transport-ws's timeout no longer reads {name}"
     legacy = internals.BaseGraphQLWSHandler
     for method in ("handle", "handle_start", "handle_async_results", "handle_connection_init"):
         assert callable(getattr(legacy, method, None)), f"graphql-ws: {method}"
