@@ -15,6 +15,7 @@ import strawberry
 import uvicorn
 from graphql import GraphQLResolveInfoHelpers, GraphQLSchema, parse
 from graphql.execution import Executor
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 from websockets.datastructures import Headers
@@ -188,6 +189,21 @@ def test_the_websocket_handlers_keep_what_signoff_overrides_and_reads() -> None:
             assert f"self.{name}" in source, f"{handler.__name__} no longer sets {name}"
     adapter = inspect.getsource(internals.ASGIWebSocketAdapter.__init__)
     assert "self.ws" in adapter, "Strawberry's ASGI websocket adapter no longer keeps `ws`"
+
+
+def test_uvicorns_httptools_protocol_hands_an_upgrade_over_as_signoff_expects() -> None:
+    protocol = HttpToolsProtocol
+    assert issubclass(internals.UpgradeFreedHttpProtocol, protocol)
+    assert "self.handle_websocket_upgrade()" in inspect.getsource(protocol.data_received), (
+        "uvicorn's httptools protocol no longer upgrades in handle_websocket_upgrade"
+    )
+    upgrade = inspect.getsource(protocol.handle_websocket_upgrade)
+    assert "self.transport.set_protocol(protocol)" in upgrade, (
+        "uvicorn's upgrade no longer hands the transport to the websocket protocol"
+    )
+    assert "self.parser = None" in inspect.getsource(protocol.connection_lost), (
+        "uvicorn no longer lets go of the parser when an HTTP connection ends"
+    )
 
 
 async def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None:
