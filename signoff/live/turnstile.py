@@ -1,15 +1,10 @@
-"""Websockets not yet acknowledged take turns on the event loop.
+"""Websockets not yet acknowledged, and every subscription's set-up, take turns on the
+event loop (docs/design.md section 8.5).
 
-A storm of sockets (one token opening hundreds at once) would otherwise have the loop
-accept every handshake and read every ``connection_init`` in the same few turns, and each
-of another subscriber's requests, which needs a turn of the loop at every statement,
-waits behind all of them. Each message of a socket that is not acknowledged yet (its
-``websocket.connect``, which the accept follows, and its ``connection_init``, which the
-token's admission follows) waits here for a turn, and so does each subscription any socket
-starts (its set-up reads the document and joins a broadcast group): at most ``per_turn``
-of them go on per turn of the loop, in arrival order. An acknowledged socket's other
-messages (pings, pongs, completes) never wait here, nor does a disconnect, nor any frame
-sent (docs/design.md section 8.5).
+At most ``per_turn`` of these go on per turn of the loop, in arrival order: a storm's
+hundreds of accepts, ``connection_init``s and subscriptions would otherwise all run in a
+few turns, and another subscriber's request, which needs a turn at each statement, would
+wait behind them. An acknowledged socket's pings, pongs and frames never wait here.
 """
 
 from __future__ import annotations
