@@ -66,6 +66,12 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+def loop_cpu_ms(pid: int) -> float:
+    """The CPU time of ``pid``'s main thread (its event loop), in ms, to the nanosecond."""
+    with open(f"/proc/{pid}/task/{pid}/schedstat") as schedstat:
+        return int(schedstat.read().split()[0]) / 1e6
+
+
 def percentile(values: list[float], fraction: float) -> float:
     if not values:
         return float("nan")
@@ -96,11 +102,14 @@ async def init(ws: ClientConnection, token: str) -> bool:
 
 
 class Victim:
-    """Reads every frame of its queue and notes when each arrived."""
+    """Reads every frame of its queue and notes when each arrived, and the CPU time of
+    the server's event loop then."""
 
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: ClientConnection, pid: int) -> None:
         self.ws = ws
+        self.pid = pid
         self.arrivals: list[float] = []
+        self.loop_cpu: list[float] = []
         self.arrived = asyncio.Condition()
         self.reader = asyncio.create_task(self._read())
 
@@ -109,6 +118,7 @@ class Victim:
             async for raw in self.ws:
                 if json.loads(raw).get("type") == "next":
                     self.arrivals.append(time.monotonic())
+                    self.loop_cpu.append(loop_cpu_ms(self.pid))
                     async with self.arrived:
                         self.arrived.notify_all()
 
@@ -146,13 +156,16 @@ async def events(
     victim: Victim,
     args: argparse.Namespace,
     count: int,
+    cpu: list[float] | None = None,
 ) -> list[float]:
-    """Create ``count`` tasks, paced at ``--rate``; the victim's latency of each, in ms."""
+    """Create ``count`` tasks, paced at ``--rate``; the victim's latency of each, in ms
+    (and in ``cpu`` the server loop's CPU time from each ``createTask`` to its frame)."""
     padding = os.urandom(args.payload_kb * 384).hex()  # incompressible, payload_kb KiB
     seen = len(victim.arrivals)
     latencies = []
     for i in range(count):
         sent = time.monotonic()
+        cpu_sent = loop_cpu_ms(victim.pid)
         task = {
             "queueId": target.queue_id,
             "kind": "REVIEW",
@@ -162,6 +175,8 @@ async def events(
         await graphql(http, target.admin, CREATE_TASK, {"i": task})
         if await victim.until(seen + i + 1, 30):
             latencies.append((victim.arrivals[seen + i] - sent) * 1000)
+            if cpu is not None:
+                cpu.append(victim.loop_cpu[seen + i] - cpu_sent)
         await asyncio.sleep(max(0.0, 1 / args.rate - (time.monotonic() - sent)))
     return latencies
 
@@ -285,6 +300,8 @@ class Round:
     quiet: list[float]
     first: list[float]
     settled: list[float]
+    quiet_cpu: list[float]
+    first_cpu: list[float]
     start_rss: list[float]
     peak_rss: list[float]
     after_rss: list[float]
@@ -310,7 +327,7 @@ async def run_round(
             "payload": {"query": SUBSCRIBE, "variables": {"q": target.queue_id}},
         }
         await ws.send(json.dumps(subscribe))
-        victim = Victim(ws)
+        victim = Victim(ws, pids[0])
         await asyncio.sleep(0.5)
         start_rss = [rss_mib(pid) for pid in pids]
         sampler = RssSampler(pids)
@@ -320,10 +337,14 @@ async def run_round(
         profilers = (
             [await profile(pid, i, args) for i, pid in enumerate(pids)] if args.profile else []
         )
-        quiet = await events(http, target, victim, args, args.events)
+        quiet_cpu: list[float] = []
+        quiet = await events(http, target, victim, args, args.events, quiet_cpu)
         storm.stdin.write(b"go\n")
         await storm.stdin.drain()
-        first = await events(http, target, victim, args, round(args.rate * args.storm_seconds))
+        first_cpu: list[float] = []
+        first = await events(
+            http, target, victim, args, round(args.rate * args.storm_seconds), first_cpu
+        )
         abuse = json.loads(await storm.stdout.readline())
         for profiler in profilers:
             await profiler.wait()
@@ -335,7 +356,7 @@ async def run_round(
         peak_rss = sampler.stop()
         after_rss = [rss_mib(pid) for pid in pids]
         victim.reader.cancel()
-    return Round(quiet, first, settled, start_rss, peak_rss, after_rss, abuse)
+    return Round(quiet, first, settled, quiet_cpu, first_cpu, start_rss, peak_rss, after_rss, abuse)
 
 
 def describe(label: str, quiet: list[float], first: list[float], settled: list[float]) -> str:
@@ -354,6 +375,18 @@ def describe(label: str, quiet: list[float], first: list[float], settled: list[f
     )
 
 
+def describe_cpu(quiet: list[float], first: list[float]) -> str:
+    """The first server's loop CPU from each ``createTask`` to its frame (a busy shared
+    machine lengthens latencies; it barely changes this)."""
+    return (
+        f"loop CPU per victim event p50/p99 quiet {percentile(quiet, 0.5):.1f}/"
+        f"{percentile(quiet, 0.99):.1f} ms, storm first second {percentile(first, 0.5):.1f}/"
+        f"{percentile(first, 0.99):.1f} ms; first second, event by event: "
+        + " ".join(f"{x:.0f}" for x in first)
+        + " ms"
+    )
+
+
 def report(number: int, result: Round) -> None:
     abuse = result.abuse
     print(describe(f"round {number}", result.quiet, result.first, result.settled))
@@ -363,6 +396,7 @@ def report(number: int, result: Round) -> None:
         + " ".join(f"{x:.0f}" for x in result.first)
         + " ms"
     )
+    print("  " + describe_cpu(result.quiet_cpu, result.first_cpu))
     for i, start in enumerate(result.start_rss):
         change = (result.after_rss[i] - start) / start * 100
         print(
@@ -430,6 +464,12 @@ async def main_async(args: argparse.Namespace) -> None:
                 [x for r in rounds for x in r.quiet],
                 [x for r in rounds for x in r.first],
                 [x for r in rounds for x in r.settled],
+            )
+        )
+        print(
+            "  "
+            + describe_cpu(
+                [x for r in rounds for x in r.quiet_cpu], [x for r in rounds for x in r.first_cpu]
             )
         )
         for i in range(args.servers):

@@ -213,6 +213,10 @@ SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 2
 WORKER_RECONNECT_SECONDS = 1.0
 # Live events
 WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
+# Messages of websockets not yet acknowledged (their accepts and connection_inits) that go
+# on in one turn of the event loop (``live.turnstile``): a storm of sockets takes turns
+# with everything else the loop serves.
+WS_ADMISSIONS_PER_LOOP_TURN = 2
 # How many bytes of live frames may wait for one subscriber (websocket or event stream)
 # that does not read, beside SIGNOFF_SUBSCRIBER_BUFFER's count of frames; past either it is
 # cut off (4429). SIGNOFF_SUBSCRIBER_BUFFER_BYTES sets it.

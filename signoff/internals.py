@@ -43,6 +43,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
 )
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.types.field import StrawberryField
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.http11 import Request
 from websockets.protocol import State
@@ -58,6 +59,7 @@ __all__ = [
     "FragmentDetails",
     "GroupedFieldSet",
     "StrawberryExecutionContext",
+    "UpgradeFreedHttpProtocol",
     "collect_subfields",
     "core_schema",
     "detached_async_helpers",
@@ -251,3 +253,15 @@ def uvicorn_lean_waits(protocol: WebSocketsSansIOProtocol) -> None:
     writable = protocol.writable
     if type(writable) is asyncio.Event and writable.is_set():
         protocol.writable = Flag(True)  # type: ignore[assignment]
+
+
+class UpgradeFreedHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, letting go of its parser once it has handed the
+    connection over to a websocket. The parser refers back to the protocol, which uvicorn
+    breaks in ``connection_lost``; but an upgraded connection's HTTP protocol never sees
+    that (the transport goes to the websocket protocol), so each websocket left the pair,
+    with what they hold (about 40 objects), for the cyclic collector."""
+
+    def handle_websocket_upgrade(self) -> None:
+        super().handle_websocket_upgrade()
+        self.parser = None  # type: ignore[assignment]  # as uvicorn's connection_lost does

@@ -367,12 +367,15 @@ class InProcessServer(Listening):
 async def serve_in_process(app: Any, *, deflate: bool = False) -> AsyncIterator[InProcessServer]:
     import uvicorn
 
+    from signoff.internals import UpgradeFreedHttpProtocol
+
     port = free_port()
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
         port=port,
         log_level="warning",
+        http=UpgradeFreedHttpProtocol,  # as ``signoff serve`` runs it
         ws="websockets-sansio",
         ws_per_message_deflate=deflate,
         lifespan="off",  # the test's fixture runs the app's lifespan

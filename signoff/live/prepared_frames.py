@@ -90,7 +90,9 @@ class SocketWriter:
     def of(cls, scope: Scope) -> SocketWriter | None:
         """A writer for the connection of ``scope``, or ``None`` where frames must go
         through ASGI (another server or protocol implementation)."""
-        protocol = uvicorn_protocol(scope.get(SERVER_SEND))
+        # Out of the scope, which the server's connection keeps: the send is a method of
+        # that connection, and the two would be a reference cycle.
+        protocol = uvicorn_protocol(scope.pop(SERVER_SEND, None))
         return None if protocol is None else cls(protocol)
 
     def settle(self) -> None:

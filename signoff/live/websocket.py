@@ -65,6 +65,7 @@ from signoff.live.keepalive import KeepAlive
 from signoff.live.prepared_frames import Payload, SocketWriter
 from signoff.live.quota import LiveQuota, Slot
 from signoff.live.reclaim import MemoryReclaim
+from signoff.live.turnstile import GATE, Gate
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.feed.subscriptions import FeedScope
 from signoff.schema.context import Context
@@ -120,6 +121,10 @@ class Connection(ASGIWebSocketAdapter):
         # Operation id -> its subscription slot, taken at its subscribe message.
         self._operation_slots: dict[str, Slot] = {}
         self._prefixes: dict[str, str] = {}  # operation id -> the frame's opening bytes
+        # Out of the scope, which the server's connection keeps: the gate keeps the
+        # connection's receive, and the three would be a reference cycle.
+        gate = request.scope.pop(GATE, None)
+        self.gate = gate if isinstance(gate, Gate) else None  # turns until acknowledged
         self._socket = SocketWriter.of(request.scope)  # None: every frame goes through ASGI
         if self._socket is not None:
             self._socket.settle()  # Strawberry accepted the socket before this
@@ -415,6 +420,19 @@ async def _stop(websocket: Any) -> None:
         await websocket.stop()
 
 
+def _acknowledged(websocket: Any, acknowledged: bool) -> None:
+    """An acknowledged socket's messages no longer take turns (``live.turnstile``)."""
+    if acknowledged and isinstance(websocket, Connection) and websocket.gate is not None:
+        websocket.gate.open()
+
+
+async def _turn(websocket: Any) -> None:
+    """A subscription's set-up waits for its turn of the loop (``live.turnstile``): a
+    storm's hundreds of them do not all start in one turn."""
+    if isinstance(websocket, Connection) and websocket.gate is not None:
+        await websocket.gate.turn()
+
+
 def _bind(context: Any, websocket: Any, frame_type: str) -> None:
     if isinstance(context, Context) and isinstance(websocket, Connection):
         websocket.frame_type = frame_type
@@ -492,8 +510,21 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     async def handle_pong(self, message: PongMessage) -> None:
         self.awaiting_pong = False
 
+    async def handle_connection_init_timeout(self) -> None:
+        """Strawberry's, but a ``connection_init`` that came in time and waits for its turn
+        (``live.turnstile``) is not timed out: the wait is the server's."""
+        await asyncio.sleep(self.connection_init_wait_timeout.total_seconds())
+        gate = self.websocket.gate if isinstance(self.websocket, Connection) else None
+        if gate is not None:
+            await gate.through()
+        if self.connection_init_received:
+            return
+        self.connection_timed_out = True
+        await self.websocket.close(code=4408, reason="Connection initialisation timeout")
+
     async def handle_connection_init(self, message: TransportInitMessage) -> None:
         await super().handle_connection_init(message)
+        _acknowledged(self.websocket, self.connection_acknowledged)
         # Strawberry cancels its wait for this message but keeps the task for the
         # socket's life; a task that is done has nothing left to cancel at shutdown.
         timeout = self.connection_init_timeout_task
@@ -501,6 +532,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             self.connection_init_timeout_task = None
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        await _turn(self.websocket)
         limit = self.max_subscriptions_per_connection
         if (
             limit is not None
@@ -594,6 +626,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             await _stop(self.websocket)
 
     async def handle_start(self, message: StartMessage) -> None:
+        await _turn(self.websocket)
         limit = self.max_subscriptions_per_connection
         if (
             limit is not None
@@ -655,3 +688,4 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 await self.websocket.close(WS_CLOSE_FORBIDDEN, WS_CLOSE_FORBIDDEN_REASON)
                 return
         await super().handle_connection_init(message)
+        _acknowledged(self.websocket, self.connection_acknowledged)

@@ -34,6 +34,7 @@ from signoff.constants import (
     AUDIT_KEY_PATH,
     CORS_MAX_AGE_SECONDS,
     METRICS_READ_TIMEOUT_SECONDS,
+    WS_ADMISSIONS_PER_LOOP_TURN,
     WS_CLOSE_FORBIDDEN,
     WS_CLOSE_FORBIDDEN_REASON,
     WS_CLOSE_GOING_AWAY,
@@ -73,6 +74,7 @@ from signoff.live.prepared_frames import KeepServerSend
 from signoff.live.quota import LiveLimits, LiveQuota
 from signoff.live.reclaim import MemoryReclaim, malloc_trim
 from signoff.live.sse import EventStreams, stream_request
+from signoff.live.turnstile import TakeTurns, Turnstile
 from signoff.live.websocket import (
     Connection,
     LegacyWSHandler,
@@ -573,6 +575,7 @@ def create_app(settings: Settings | None = None) -> SignoffApp:
             await engine.dispose()
 
     sign_in = ConsoleSignIn(settings, view.authenticator, sealer, view.viewers)
+    turnstile = Turnstile(WS_ADMISSIONS_PER_LOOP_TURN)
     graphql: Any = BodySizeLimit(
         PersistedQueryMiddleware(view, persisted_queries), settings.max_body_bytes
     )
@@ -580,10 +583,15 @@ def create_app(settings: Settings | None = None) -> SignoffApp:
         # GraphQL websockets skip the HTTP middleware and the router (``web.routing``), but
         # not the request log and the kept websocket send.
         websocket_path=GRAPHQL_PATH,
-        websocket_app=KeepServerSend(RequestLogging(view)),
+        websocket_app=KeepServerSend(TakeTurns(RequestLogging(view), turnstile)),
         # The request log is outermost but for keeping the server's websocket send (for
         # prepared frames): it sees every answer, a CORS preflight's included.
-        middleware=[Middleware(KeepServerSend), Middleware(RequestLogging), *_cors(settings)],
+        middleware=[
+            Middleware(KeepServerSend),
+            Middleware(TakeTurns, turnstile=turnstile),
+            Middleware(RequestLogging),
+            *_cors(settings),
+        ],
         routes=[
             # PUT and DELETE: graphql-sse's single connection mode (``live.sse``).
             Route(GRAPHQL_PATH, graphql, methods=["GET", "POST", "PUT", "DELETE"]),

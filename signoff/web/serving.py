@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 
 from signoff.config import Settings
 from signoff.constants import SHUTDOWN_GRACE_SECONDS
+from signoff.internals import UpgradeFreedHttpProtocol
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,8 @@ def serve(
         host=host,
         port=port,
         log_level=settings.log_level,
+        # httptools, as uvicorn would pick it, leaving no reference cycle per websocket.
+        http=UpgradeFreedHttpProtocol,
         ws="websockets-sansio",
         ws_per_message_deflate=settings.ws_per_message_deflate,
         # Signoff pings at the GraphQL protocol level (SIGNOFF_WS_PING_SECONDS) and closes

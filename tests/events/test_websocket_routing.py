@@ -14,7 +14,7 @@ from starlette.types import Receive, Scope, Send
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from signoff.live.prepared_frames import SERVER_SEND
+from signoff.live.prepared_frames import SERVER_SEND, SocketWriter
 from signoff.web.routing import SignoffApp
 from tests.live import serve_in_process
 
@@ -71,20 +71,28 @@ async def test_http_at_the_path_takes_the_stack() -> None:
 
 
 async def test_a_graphql_websocket_is_logged_and_keeps_the_server_send(
-    app: Starlette, caplog: pytest.LogCaptureFixture
+    app: Starlette, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the skipped stack did not do for a websocket, the direct path still does: the
     request log's line with the server's close code, the server's own send for prepared
-    frames."""
+    frames (which the connection takes out of the scope)."""
     assert isinstance(app, SignoffApp)
     seen: list[Scope] = []
     view = app.websocket_app
+    writers: list[SocketWriter | None] = []
+    writer_of = SocketWriter.of
 
     async def watching(scope: Scope, receive: Receive, send: Send) -> None:
         seen.append(scope)
         await view(scope, receive, send)
 
+    def kept(scope: Scope) -> SocketWriter | None:
+        assert SERVER_SEND in scope
+        writers.append(writer_of(scope))
+        return writers[-1]
+
     app.websocket_app = watching
+    monkeypatch.setattr(SocketWriter, "of", kept)
     caplog.set_level(logging.INFO, logger="signoff.requests")
     async with serve_in_process(app) as live:
         async with connect(live.ws_url, subprotocols=[TRANSPORT_WS]) as ws:  # type: ignore[list-item]
@@ -94,8 +102,10 @@ async def test_a_graphql_websocket_is_logged_and_keeps_the_server_send(
                 await ws.recv()
             assert ws.close_code == 4403
         await _logged(caplog, "WEBSOCKET /graphql")
-    [scope] = seen
-    assert SERVER_SEND in scope
+    assert len(seen) == 1
+    [writer] = writers
+    assert writer is not None  # the server's own send, for prepared frames
+    assert SERVER_SEND not in seen[0]  # nor kept in the scope: it would be a cycle
     [line] = [r for r in caplog.records if r.getMessage() == "WEBSOCKET /graphql"]
     assert line.status == 4403  # type: ignore[attr-defined]
 

@@ -17,6 +17,7 @@ import uvicorn
 from graphql import GraphQLResolveInfoHelpers, GraphQLSchema, parse
 from graphql.execution import Executor
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 from websockets.datastructures import Headers
@@ -163,6 +164,14 @@ def test_the_websocket_handlers_keep_what_signoff_overrides_and_reads() -> None:
     transport = internals.BaseGraphQLTransportWSHandler
     for method in ("handle", "handle_subscribe", "run_operation", "handle_pong", "send_message"):
         assert callable(getattr(transport, method, None)), f"graphql-transport-ws: {method}"
+    # Signoff's connection-init timeout replaces Strawberry's, which its accept starts.
+    assert "self.handle_connection_init_timeout()" in inspect.getsource(
+        transport.on_request_accepted
+    ), "graphql-transport-ws no longer starts its connection-init timeout with that method"
+    timeout = inspect.getsource(transport.handle_connection_init_timeout)
+    read = ("connection_init_wait_timeout", "connection_init_received", "connection_timed_out")
+    for name in read:
+        assert f"self.{name}" in timeout, f"graphql-transport-ws's timeout no longer reads {name}"
     legacy = internals.BaseGraphQLWSHandler
     for method in ("handle", "handle_start", "handle_async_results", "handle_connection_init"):
         assert callable(getattr(legacy, method, None)), f"graphql-ws: {method}"
@@ -182,6 +191,21 @@ def test_the_websocket_handlers_keep_what_signoff_overrides_and_reads() -> None:
             assert f"self.{name}" in source, f"{handler.__name__} no longer sets {name}"
     adapter = inspect.getsource(internals.ASGIWebSocketAdapter.__init__)
     assert "self.ws" in adapter, "Strawberry's ASGI websocket adapter no longer keeps `ws`"
+
+
+def test_uvicorns_httptools_protocol_hands_an_upgrade_over_as_signoff_expects() -> None:
+    protocol = HttpToolsProtocol
+    assert issubclass(internals.UpgradeFreedHttpProtocol, protocol)
+    assert "self.handle_websocket_upgrade()" in inspect.getsource(protocol.data_received), (
+        "uvicorn's httptools protocol no longer upgrades in handle_websocket_upgrade"
+    )
+    upgrade = inspect.getsource(protocol.handle_websocket_upgrade)
+    assert "self.transport.set_protocol(protocol)" in upgrade, (
+        "uvicorn's upgrade no longer hands the transport to the websocket protocol"
+    )
+    assert "self.parser = None" in inspect.getsource(protocol.connection_lost), (
+        "uvicorn no longer lets go of the parser when an HTTP connection ends"
+    )
 
 
 async def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None:
