@@ -3,8 +3,9 @@
 On PostgreSQL, in a write transaction, they go to psycopg directly, several tables' in one
 pipeline (one round trip), with SQLAlchemy's compiled text and bind processors; a refusal
 is raised as SQLAlchemy raises it. Past ``MAX_ROWS`` rows each column goes as an array
-(``unnest``): one text per table, which psycopg converts once. Elsewhere, and for rows
-that leave a column out, they go through SQLAlchemy (docs/design.md section 12).
+(``unnest``), sent as the text of an array (``arrays.array_values``): one text per
+table, which psycopg converts once. Elsewhere, and for rows that leave a column out, they
+go through SQLAlchemy (docs/design.md section 12).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from signoff.models.arrays import array_values
 from signoff.models.records import (
     WRITING,
     RecordSelect,
@@ -171,14 +173,12 @@ class _ArrayPlan:
             f"SELECT * FROM unnest({arrays})"
         )
         self.keys = [column.key for column in columns]
-        self.processors = _processors(columns, dialect)
+        self.arrays = [array_values(column.type, dialect) for column in columns]
 
     def bound(self, rows: Rows) -> dict[str, Any]:
         return {
-            key: [row[key] for row in rows]
-            if process is None
-            else [process(row[key]) for row in rows]
-            for key, process in zip(self.keys, self.processors, strict=True)
+            key: array([row[key] for row in rows])
+            for key, array in zip(self.keys, self.arrays, strict=True)
         }
 
 

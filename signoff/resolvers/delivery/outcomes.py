@@ -22,6 +22,7 @@ from sqlmodel import col
 from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
 from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds, request_digest
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
+from signoff.models.arrays import array_parameter
 from signoff.models.base import new_id
 from signoff.models.inserts import insert_rows
 from signoff.models.proposal import kept_result
@@ -58,7 +59,7 @@ _SETTLED_COLUMNS = (
 _SETTLED = (
     sa.func.unnest(
         *(
-            sa.bindparam(f"a_{name}", type_=sa.ARRAY(ATTEMPTS.c[name].type))
+            array_parameter(f"a_{name}", ATTEMPTS.c[name].type)
             for name in ("proposal_id", "lease", *_SETTLED_COLUMNS)
         )
     )
