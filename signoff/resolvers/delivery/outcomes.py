@@ -20,7 +20,7 @@ from sqlalchemy import tuple_
 from sqlmodel import col
 
 from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
-from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds, request_digest
+from signoff.delivery import AttemptOutcome, Body, Jitter, backoff_seconds
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
 from signoff.models.arrays import array_parameter
 from signoff.models.base import new_id
@@ -86,11 +86,12 @@ _SETTLE = (
 )
 
 
-async def start_attempts(work: UnitOfWork, claimed: Sequence[Proposal]) -> None:
+async def start_attempts(work: UnitOfWork, claimed: Sequence[tuple[Proposal, Body]]) -> None:
     """Record each claimed attempt before its request is sent, in the claim's transaction:
-    ``UNKNOWN`` until its worker settles it (``record_outcomes``). A worker killed in
-    between leaves it so: the attempt may have reached the receiver, and the history says
-    it was made, with the proposal's ``webhook-id``."""
+    ``UNKNOWN`` until its worker settles it (``record_outcomes``), with the digest of the
+    body it sends. A worker killed in between leaves it so:
+    the attempt may have reached the receiver, and the history says it was made, with the
+    proposal's ``webhook-id``."""
     if not claimed:
         return
     now = work.now()
@@ -104,14 +105,14 @@ async def start_attempts(work: UnitOfWork, claimed: Sequence[Proposal]) -> None:
             "response_class": ResponseClass.UNKNOWN.value,
             "status_code": None,
             "error_code": None,
-            "request_digest": request_digest(proposal),
+            "request_digest": body.digest,
             "response_digest": None,
             "duration_ms": None,
             "started_at": now,
             "finished_at": None,
             "lease": proposal.delivery_lease,
         }
-        for proposal in claimed
+        for proposal, body in claimed
     ]
     await insert_rows(await work.session.connection(), [(ATTEMPTS, rows)])
 
