@@ -103,6 +103,7 @@ async def claim_deliveries(
             "delivery_lease": col(Proposal.delivery_lease) + 1,
             "accepted_at": None,
         },
+        as_records=True,
     )
     await _charge(work, allowances, claimed, now, lease_seconds)
     deliveries, refused = await _checked(work, claimed, {a.target.id: a for a in allowances})

@@ -234,6 +234,7 @@ async def _apply_all(work: UnitOfWork, attempts: Sequence[Attempted]) -> dict[st
         actor_id=None,
         guard=col(Proposal.state) == ProposalState.APPLYING.value,
         values=_applied_values(work),
+        as_records=True,
     )
     return {row.id: row for row in applied}
 
