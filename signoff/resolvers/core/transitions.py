@@ -295,10 +295,10 @@ class Lifecycle(Generic[M, S]):
         columns decoded when first read), not ORM instances the session keeps, unless the
         session holds instances of the model, which the ORM's statement refreshes."""
         self._check(edge)
-        if as_records and not self._held(work):
-            rows = await self._compare_and_set_records(work, edge, which, guard, dict(values or {}))
-        else:
-            rows = await self._compare_and_set(work, edge, which, guard, dict(values or {}))
+        as_records = as_records and not self._held(work)
+        rows = await self._compare_and_set(
+            work, edge, which, guard, dict(values or {}), as_records=as_records
+        )
         for row in rows:
             outcome = self._outcome(edge, row)
             await self._happened(work, row, outcome, actor_id, details, published)
@@ -434,8 +434,24 @@ class Lifecycle(Generic[M, S]):
         which: Any,
         guard: Any,
         values: dict[str, Any],
+        *,
+        as_records: bool = False,
     ) -> list[M]:
-        conditions, values = self._conditions(work, edge, which, guard, values)
+        table = self._table
+        state = table.c[self.state_field]
+        if self.state_field not in values:
+            values[self.state_field] = self._entered(edge, state, work.now())
+        if "updated_at" in table.c:
+            values.setdefault("updated_at", work.now())
+        conditions = [which, self._in(state, edge.sources)]
+        if guard is not None:
+            conditions.append(guard)
+        if as_records:
+            # A Core statement: no ORM instance built, kept or synchronised per row.
+            moved = sa.update(table).where(sa.and_(*conditions)).values(**values)
+            connection = await work.session.connection()
+            found = await connection.execute(moved.returning(*record_columns(self.model)))
+            return records(self.model, found)
         # The rows come back whole and refresh the session's copies (populate_existing), so
         # the ORM's own synchronisation of the session (a pre-fetch of the matched keys and
         # an evaluation of the new values) would only repeat it.
@@ -447,42 +463,6 @@ class Lifecycle(Generic[M, S]):
             .execution_options(populate_existing=True, synchronize_session=False)
         )
         return list((await work.session.exec(stmt)).scalars().all())
-
-    async def _compare_and_set_records(
-        self,
-        work: UnitOfWork,
-        edge: Edge[S],
-        which: Any,
-        guard: Any,
-        values: dict[str, Any],
-    ) -> list[M]:
-        """``_compare_and_set`` as a Core statement returning records: no ORM instance
-        built, kept or synchronised per row."""
-        conditions, values = self._conditions(work, edge, which, guard, values)
-        stmt = (
-            sa.update(self._table)
-            .where(sa.and_(*conditions))
-            .values(**values)
-            .returning(*record_columns(self.model))
-        )
-        connection = await work.session.connection()
-        return records(self.model, await connection.execute(stmt))
-
-    def _conditions(
-        self, work: UnitOfWork, edge: Edge[S], which: Any, guard: Any, values: dict[str, Any]
-    ) -> tuple[list[Any], dict[str, Any]]:
-        """A move's conditions (``which``, a source state, ``guard``) and its values, with
-        the state entered and ``updated_at``."""
-        table = self._table
-        state = table.c[self.state_field]
-        if self.state_field not in values:
-            values[self.state_field] = self._entered(edge, state, work.now())
-        if "updated_at" in table.c:
-            values.setdefault("updated_at", work.now())
-        conditions = [which, self._in(state, edge.sources)]
-        if guard is not None:
-            conditions.append(guard)
-        return conditions, values
 
     def _held(self, work: UnitOfWork) -> bool:
         """Whether the session holds ORM instances of the model (a move must refresh them)."""
