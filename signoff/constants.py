@@ -122,6 +122,8 @@ OIDC_SIGN_IN_SECONDS = 600
 # Signature algorithms an ID or access token may use: never none, never a shared secret.
 OIDC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA")
 SIGNING_SECRET_PREFIX = "whsec_"
+# Signing keys a process keeps decoded (signoff.webhooks), the least recently used dropped.
+SIGNING_KEYS_CACHED = 256
 
 # Delivery (docs/design.md section 4.6 onwards)
 DELIVERY_LEASE_SECONDS = 60

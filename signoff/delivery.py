@@ -13,7 +13,7 @@ import hashlib
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -112,9 +112,18 @@ def request_headers(proposal: Proposal, secret: str, body: bytes, attempt: int) 
     return headers
 
 
-def request_digest(proposal: Proposal) -> str:
-    """The digest of the request an attempt at ``proposal`` sends (recorded at its claim)."""
-    return _sha256(request_body(proposal))
+@dataclass(frozen=True)
+class Body:
+    """An attempt's request body, built once at its claim: the digest its started attempt
+    records is of the bytes it sends."""
+
+    content: bytes = field(repr=False)
+    digest: str
+
+    @classmethod
+    def of(cls, proposal: Proposal) -> Body:
+        content = request_body(proposal)
+        return cls(content, _sha256(content))
 
 
 def _sha256(data: bytes) -> str:
@@ -133,10 +142,17 @@ class Response:
 
 
 async def send(
-    http: aiohttp.ClientSession, proposal: Proposal, target: Target, secret: str, attempt: int
+    http: aiohttp.ClientSession,
+    proposal: Proposal,
+    target: Target,
+    secret: str,
+    attempt: int,
+    prepared: Body | None = None,
 ) -> AttemptOutcome:
-    """Make one attempt; transport failures become outcomes, never exceptions."""
-    body = request_body(proposal)
+    """Make one attempt, with the body ``prepared`` at its claim (built now without one);
+    transport failures become outcomes, never exceptions."""
+    prepared = prepared or Body.of(proposal)
+    body = prepared.content
     headers = request_headers(proposal, secret, body, attempt)
     started_at, started = clock.now(), time.monotonic()
     status: int | None = None
@@ -172,7 +188,7 @@ async def send(
         retry_after_seconds=(
             parse_retry_after(retry_after) if response_class is ResponseClass.RETRYABLE else None
         ),
-        request_digest=_sha256(body),
+        request_digest=prepared.digest,
         response_digest=None if content is None else _sha256(content),
         started_at=started_at,
         finished_at=clock.now(),

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import time
 from collections.abc import Mapping
 
-from signoff.constants import SIGNING_SECRET_PREFIX, WEBHOOK_TOLERANCE_SECONDS
+from signoff.constants import (
+    SIGNING_KEYS_CACHED,
+    SIGNING_SECRET_PREFIX,
+    WEBHOOK_TOLERANCE_SECONDS,
+)
 
 ID_HEADER = "webhook-id"
 TIMESTAMP_HEADER = "webhook-timestamp"
@@ -34,11 +39,20 @@ def _key(secret: str) -> bytes:
         raise WebhookVerificationError("The signing secret is not valid base64.") from None
 
 
+@functools.lru_cache(maxsize=SIGNING_KEYS_CACHED)
+def _keyed(secret: str) -> hmac.HMAC:
+    """An HMAC-SHA256 keyed with ``secret``'s key, to copy for each message: the secret is
+    decoded and the key's pads hashed once per process, not once a request. Cached by the
+    secret itself, so a rotated secret is another entry, never the old key."""
+    return hmac.new(_key(secret), digestmod=hashlib.sha256)
+
+
 def signature(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     """``v1,<base64 HMAC-SHA256 of "id.timestamp.body">``."""
-    signed = f"{msg_id}.{timestamp}.".encode() + body
-    digest = hmac.new(_key(secret), signed, hashlib.sha256).digest()
-    return "v1," + base64.b64encode(digest).decode()
+    mac = _keyed(secret).copy()
+    mac.update(f"{msg_id}.{timestamp}.".encode())
+    mac.update(body)
+    return "v1," + base64.b64encode(mac.digest()).decode()
 
 
 def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:

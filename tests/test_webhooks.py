@@ -63,3 +63,14 @@ def test_the_freshness_check_can_be_skipped_for_stored_requests() -> None:
     secret = new_signing_secret()
     headers = sign(secret, "msg_a-1", NOW, BODY)
     assert verify(secret, headers=headers, body=BODY, tolerance_seconds=None) == "msg_a-1"
+
+
+def test_each_secret_signs_with_its_own_key_once_another_was_used() -> None:
+    """The keyed HMAC is kept per secret (``webhooks._keyed``): after a rotation, the new
+    secret's signatures are its own, and the old secret's are still the old key's."""
+    old, new = new_signing_secret(), new_signing_secret()
+    for secret in (old, new, old):
+        headers = sign(secret, "msg_1", 1_700_000_000, BODY)
+        key = base64.b64decode(secret.removeprefix("whsec_"))
+        expected = hmac.new(key, b"msg_1.1700000000." + BODY, hashlib.sha256).digest()
+        assert headers["webhook-signature"] == "v1," + base64.b64encode(expected).decode()

@@ -32,6 +32,7 @@ from signoff.evidence.verify import (
     record_line,
 )
 from signoff.models import AuditCheckpoint, AuditEvent, ChangeFeedState
+from signoff.models.arrays import array_parameter
 from signoff.models.records import table_of
 
 AUDIT = table_of(AuditEvent)
@@ -116,9 +117,9 @@ class Positioned:
 
 _POSITIONS = (
     sa.func.unnest(
-        sa.bindparam("audit_ids", type_=sa.ARRAY(sa.String)),
-        sa.bindparam("audit_positions", type_=sa.ARRAY(sa.BigInteger)),
-        sa.bindparam("audit_leaves", type_=sa.ARRAY(sa.String)),
+        array_parameter("audit_ids", sa.String()),
+        array_parameter("audit_positions", sa.BigInteger()),
+        array_parameter("audit_leaves", sa.String()),
     )
     .table_valued("id", "position", "leaf_hash")
     .render_derived(name="positioned_rows")

@@ -24,6 +24,7 @@ from signoff import clock
 from signoff.constants import FEED_PAGE_SIZE
 from signoff.events import auditlog
 from signoff.models import ChangeEvent, ChangeFeedState, Draft, HumanTask, Proposal
+from signoff.models.arrays import array_parameter
 from signoff.models.records import as_records, records, rows_where, table_of
 
 STATE_ID = 1
@@ -47,8 +48,8 @@ _PENDING_PAGE = _PENDING.order_by(EVENTS.c.occurred_at, EVENTS.c.id).limit(
 # compiled once (a CASE per batch was compiled anew, a fifth of a delivery worker's time).
 _STAMPED = (
     sa.func.unnest(
-        sa.bindparam("event_ids", type_=sa.ARRAY(sa.String)),
-        sa.bindparam("event_cursors", type_=sa.ARRAY(sa.BigInteger)),
+        array_parameter("event_ids", sa.String()),
+        array_parameter("event_cursors", sa.BigInteger()),
     )
     .table_valued("id", "cursor")
     .render_derived(name="stamped_rows")

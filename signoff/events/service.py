@@ -136,17 +136,24 @@ class EventService:
 
         return publish
 
-    async def start(self) -> None:
+    async def start(self, *, tick_in_start: bool = True) -> None:
+        """Start the hub and both tasks, after a first tick (what an earlier process left
+        unstamped or unpublished) unless ``tick_in_start`` is false: then the upkeep's
+        first round is that tick, at once, and the caller goes on meanwhile (a worker,
+        whose claims need not wait for a backlog's events to be stamped)."""
         async with self.sessionmaker() as session:
             state = await feed.feed_state(session)
             last = state.last_cursor
             self._sent_through = last
             await session.commit()
         await self.hub.start(last)
-        await self.tick()
+        if tick_in_start:
+            await self.tick()
         self._tasks = [
             asyncio.create_task(self._publish_on_kicks(), name="signoff-events"),
-            asyncio.create_task(self._keep_up(), name="signoff-events-upkeep"),
+            asyncio.create_task(
+                self._keep_up(tick_first=not tick_in_start), name="signoff-events-upkeep"
+            ),
         ]
 
     async def stop(self) -> None:
@@ -190,13 +197,17 @@ class EventService:
                 if not is_unreachable(exc):  # an outage is logged once, by the engine
                     logger.warning("publishing change events failed: %s", type(exc).__name__)
 
-    async def _keep_up(self) -> None:
-        """Tick every ``relay_seconds`` after the last round ended, kicked or not."""
+    async def _keep_up(self, *, tick_first: bool = False) -> None:
+        """Tick every ``relay_seconds`` after the last round ended, kicked or not (the first
+        at once if ``tick_first``)."""
+        wait = not tick_first
         while not self._stopping:
-            # asyncio.timeout, not wait_for: no inner task to outlive a cancellation.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.relay_seconds):
-                    await self._stopped.wait()
+            if wait:
+                # asyncio.timeout, not wait_for: no inner task to outlive a cancellation.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.relay_seconds):
+                        await self._stopped.wait()
+            wait = True
             if self._stopping:
                 return
             try:

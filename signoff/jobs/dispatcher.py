@@ -232,6 +232,7 @@ class Dispatcher:
             delivery.target,
             delivery.secret,
             proposal.delivery_attempt_count,
+            delivery.body,
         )
 
     async def _send_and_buffer(self, delivery: Delivery) -> None:

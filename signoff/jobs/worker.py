@@ -164,7 +164,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     events = create_event_service(
         settings, sessionmaker, create_sessionmaker(read_only(engine)), audience=False
     )
-    await events.start()
+    # The backlog's events are stamped by the upkeep's first tick, at once, while the
+    # dispatcher claims: a restarted worker's first delivery does not wait for it.
+    await events.start(tick_in_start=False)
     ctx["events"] = events
     services = WorkServices(
         jobs=jobs, events=events, sealer=sealer, destinations=settings.destinations

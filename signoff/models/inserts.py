@@ -4,8 +4,9 @@ On PostgreSQL, in a write transaction, they go to psycopg directly with SQLAlche
 compiled text and bind processors (a refusal raised as SQLAlchemy raises it): several
 tables' small batches in one statement, as data-modifying ``WITH`` parts, or in the
 statement they go before where it reads none of their tables; past ``MAX_ROWS`` rows
-each column as an array (``unnest``), a statement per table. Elsewhere, and for rows
-that leave a column out, through SQLAlchemy (docs/design.md section 12).
+each column as an array (``unnest``) sent as the text of an array
+(``arrays.array_values``), a statement per table. Elsewhere, and for rows that leave a
+column out, through SQLAlchemy (docs/design.md section 12).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from signoff.models.arrays import array_values
 from signoff.models.records import (
     WRITING,
     RecordSelect,
@@ -262,12 +264,12 @@ class _ArrayPlan:
             f"SELECT * FROM unnest({arrays})"
         )
         self.keys = [column.key for column in columns]
-        self.processors = _processors(columns, dialect)
+        self.arrays = [array_values(column.type, dialect) for column in columns]
 
     def bound(self, rows: Rows) -> list[Any]:
         return [
-            [row[key] for row in rows] if process is None else [process(row[key]) for row in rows]
-            for key, process in zip(self.keys, self.processors, strict=True)
+            array([row[key] for row in rows])
+            for key, array in zip(self.keys, self.arrays, strict=True)
         ]
 
 

@@ -42,6 +42,7 @@ from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import jsoncodec
+from signoff.models.arrays import text_array
 from signoff.models.base import UTCDateTime
 
 M = TypeVar("M", bound=SQLModel)
@@ -460,17 +461,6 @@ def _key_of(column: ColumnElement[Any]) -> str:
     key = column.key
     assert key is not None, "records select named columns"
     return key
-
-
-def text_array(values: Sequence[str]) -> str:
-    """PostgreSQL's text for an array of ``values``, which the server reads as an array of
-    the type its place asks for (``column = ANY(%s)``: an array of the column's type).
-
-    psycopg dumps a list element by element in Python, checking each one's type: on a
-    page with its relations that was a twentieth of the request. A string travels as is.
-    """
-    quoted = ['"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values]
-    return "{" + ",".join(quoted) + "}"
 
 
 # Plans by (kind, dialect class): the class decides the text and the processors, and the

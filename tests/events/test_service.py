@@ -363,3 +363,31 @@ async def test_a_stuck_round_of_upkeep_never_holds_back_new_events(
     finally:
         release.set()
         await service.stop()
+
+
+async def test_a_start_without_its_tick_leaves_the_backlog_to_the_upkeep_at_once(
+    engine: AsyncEngine, clean_database: None
+) -> None:
+    """``start(tick_in_start=False)`` (a worker's) returns before the backlog is stamped, and
+    the upkeep's first tick stamps and publishes it at once, not a relay period later."""
+    plain = create_sessionmaker(engine)
+    backlog = [await _commit_event(WorkMaker(plain), f"backlog {i}") for i in range(3)]
+    transport = RecordingTransport()
+    service = _service(plain, transport)
+    service.relay_seconds = 60.0  # a tick a relay period later would come too late here
+    ticks = _ticks_of(service)
+    await service.start(tick_in_start=False)
+    try:
+        assert ticks == [], "start() should not wait for a tick"
+        for _ in range(200):
+            if len(transport.published) == len(backlog):
+                break
+            await asyncio.sleep(0.05)
+        assert len(ticks) == 1
+        async with plain() as session:
+            for event_id in backlog:
+                row = await session.get(ChangeEvent, event_id)
+                assert row is not None and row.cursor in transport.published
+            await session.commit()
+    finally:
+        await service.stop()

@@ -176,7 +176,7 @@ AWKWARD_NAMES = [
 async def test_keys_with_any_character_find_exactly_their_rows(
     engine: AsyncEngine, gql: GraphQLClient
 ) -> None:
-    """On PostgreSQL the keys travel as the text of an array (``records.text_array``):
+    """On PostgreSQL the keys travel as the text of an array (``arrays.text_array``):
     quotes, backslashes, commas, braces and spaces in a key are its own characters."""
     async with create_sessionmaker(engine)() as session:
         session.add_all(Actor(name=name, role=Role.REVIEWER) for name in AWKWARD_NAMES)

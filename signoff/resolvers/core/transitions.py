@@ -23,7 +23,7 @@ from signoff import clock
 from signoff.errors import NotFound, TransitionNotAllowed
 from signoff.models import AuditEvent, ChangeEvent, ChangeKind
 from signoff.models.base import new_id
-from signoff.models.records import RecordSelect, record_columns
+from signoff.models.records import RecordSelect, record_columns, records
 from signoff.resolvers.core.work import UnitOfWork
 
 M = TypeVar("M", bound=SQLModel)
@@ -287,12 +287,18 @@ class Lifecycle(Generic[M, S]):
         values: Mapping[str, Any] | None = None,
         details: Mapping[str, Any] | None = None,
         published: Mapping[str, Any] | None = None,
+        as_records: bool = False,
     ) -> list[M]:
         """``move`` for the rows ``which`` selects (a condition on the table, such as
         ``id IN (<subquery>)``), in one statement: a batch claim chooses its rows inside the
-        statement that moves them."""
+        statement that moves them. ``as_records``: the rows come back as records (JSON
+        columns decoded when first read), not ORM instances the session keeps, unless the
+        session holds instances of the model, which the ORM's statement refreshes."""
         self._check(edge)
-        rows = await self._compare_and_set(work, edge, which, guard, dict(values or {}))
+        as_records = as_records and not self._held(work)
+        rows = await self._compare_and_set(
+            work, edge, which, guard, dict(values or {}), as_records=as_records
+        )
         for row in rows:
             outcome = self._outcome(edge, row)
             await self._happened(work, row, outcome, actor_id, details, published)
@@ -428,6 +434,8 @@ class Lifecycle(Generic[M, S]):
         which: Any,
         guard: Any,
         values: dict[str, Any],
+        *,
+        as_records: bool = False,
     ) -> list[M]:
         table = self._table
         state = table.c[self.state_field]
@@ -438,6 +446,12 @@ class Lifecycle(Generic[M, S]):
         conditions = [which, self._in(state, edge.sources)]
         if guard is not None:
             conditions.append(guard)
+        if as_records:
+            # A Core statement: no ORM instance built, kept or synchronised per row.
+            moved = sa.update(table).where(sa.and_(*conditions)).values(**values)
+            connection = await work.session.connection()
+            found = await connection.execute(moved.returning(*record_columns(self.model)))
+            return records(self.model, found)
         # The rows come back whole and refresh the session's copies (populate_existing), so
         # the ORM's own synchronisation of the session (a pre-fetch of the matched keys and
         # an evaluation of the new values) would only repeat it.
@@ -449,6 +463,10 @@ class Lifecycle(Generic[M, S]):
             .execution_options(populate_existing=True, synchronize_session=False)
         )
         return list((await work.session.exec(stmt)).scalars().all())
+
+    def _held(self, work: UnitOfWork) -> bool:
+        """Whether the session holds ORM instances of the model (a move must refresh them)."""
+        return any(type(row) is self.model for row in work.session.identity_map.values())
 
     def _entered(self, edge: Edge[S], state: Any, now: Any) -> Any:
         """What the state column is set to: the edge's one target, or left as it is (a

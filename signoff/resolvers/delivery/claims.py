@@ -18,6 +18,7 @@ from sqlalchemy import and_, exists, func, not_, tuple_, union_all, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from signoff.delivery import Body
 from signoff.evidence.sealing import SealingError
 from signoff.models import Approval, CircuitState, Decision, Proposal, ProposalState, Target
 from signoff.models.proposal import payload_digest_of
@@ -37,11 +38,13 @@ logger = logging.getLogger("signoff.delivery")
 @dataclass(frozen=True)
 class Delivery:
     """A claimed delivery, ready to send: the proposal as claimed (its lease and attempt
-    number), its target, and the target's unsealed signing secret."""
+    number), its target, the target's unsealed signing secret, and the request's body,
+    built once for the started attempt's digest and the send."""
 
     proposal: Proposal
     target: Target
     secret: str = field(repr=False)
+    body: Body
     probe: bool = False
 
     @property
@@ -100,10 +103,11 @@ async def claim_deliveries(
             "delivery_lease": col(Proposal.delivery_lease) + 1,
             "accepted_at": None,
         },
+        as_records=True,
     )
     await _charge(work, allowances, claimed, now, lease_seconds)
     deliveries, refused = await _checked(work, claimed, {a.target.id: a for a in allowances})
-    await start_attempts(work, [d.proposal for d in deliveries])
+    await start_attempts(work, [(d.proposal, d.body) for d in deliveries])
     await work.commit()
     return Claim(deliveries, refused, retry_at)
 
@@ -224,7 +228,8 @@ async def _checked(
             await refuse_attempt(work, proposal, code)
             refused[proposal.id] = code
         else:
-            deliveries.append(Delivery(proposal, entry.target, secret or "", entry.probe))
+            body = Body.of(proposal)
+            deliveries.append(Delivery(proposal, entry.target, secret or "", body, entry.probe))
     return deliveries, refused
 
 

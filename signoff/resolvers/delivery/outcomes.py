@@ -20,8 +20,9 @@ from sqlalchemy import tuple_
 from sqlmodel import col
 
 from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
-from signoff.delivery import AttemptOutcome, Jitter, backoff_seconds, request_digest
+from signoff.delivery import AttemptOutcome, Body, Jitter, backoff_seconds
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
+from signoff.models.arrays import array_parameter
 from signoff.models.base import new_id
 from signoff.models.inserts import insert_rows
 from signoff.models.proposal import kept_result
@@ -58,7 +59,7 @@ _SETTLED_COLUMNS = (
 _SETTLED = (
     sa.func.unnest(
         *(
-            sa.bindparam(f"a_{name}", type_=sa.ARRAY(ATTEMPTS.c[name].type))
+            array_parameter(f"a_{name}", ATTEMPTS.c[name].type)
             for name in ("proposal_id", "lease", *_SETTLED_COLUMNS)
         )
     )
@@ -85,11 +86,12 @@ _SETTLE = (
 )
 
 
-async def start_attempts(work: UnitOfWork, claimed: Sequence[Proposal]) -> None:
+async def start_attempts(work: UnitOfWork, claimed: Sequence[tuple[Proposal, Body]]) -> None:
     """Record each claimed attempt before its request is sent, in the claim's transaction:
-    ``UNKNOWN`` until its worker settles it (``record_outcomes``). A worker killed in
-    between leaves it so: the attempt may have reached the receiver, and the history says
-    it was made, with the proposal's ``webhook-id``."""
+    ``UNKNOWN`` until its worker settles it (``record_outcomes``), with the digest of the
+    body it sends. A worker killed in between leaves it so:
+    the attempt may have reached the receiver, and the history says it was made, with the
+    proposal's ``webhook-id``."""
     if not claimed:
         return
     now = work.now()
@@ -103,14 +105,14 @@ async def start_attempts(work: UnitOfWork, claimed: Sequence[Proposal]) -> None:
             "response_class": ResponseClass.UNKNOWN.value,
             "status_code": None,
             "error_code": None,
-            "request_digest": request_digest(proposal),
+            "request_digest": body.digest,
             "response_digest": None,
             "duration_ms": None,
             "started_at": now,
             "finished_at": None,
             "lease": proposal.delivery_lease,
         }
-        for proposal in claimed
+        for proposal, body in claimed
     ]
     await insert_rows(await work.session.connection(), [(ATTEMPTS, rows)])
 
@@ -232,6 +234,7 @@ async def _apply_all(work: UnitOfWork, attempts: Sequence[Attempted]) -> dict[st
         actor_id=None,
         guard=col(Proposal.state) == ProposalState.APPLYING.value,
         values=_applied_values(work),
+        as_records=True,
     )
     return {row.id: row for row in applied}
 
