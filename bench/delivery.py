@@ -15,7 +15,8 @@ Two set-ups:
     python bench/delivery.py
 
 plus ``--database-url`` alone: PostgreSQL with the in-process runner. ``--backlog``
-approves everything first and then starts the worker (its drain rate), and measures the
+approves everything first, stamps the approvals' events (as the API processes' event
+service would have), and then starts the worker (its drain rate), and measures the
 drain's floor in the same run: a bare aiohttp client posting the same signed requests
 (bodies and headers built beforehand) to a receiver of its own (the same program), 128 in
 flight (``--floor-concurrency``), timed the same way (first to last request seen by the
@@ -58,8 +59,9 @@ from sqlmodel import col, select
 from signoff import metrics
 from signoff.config import Settings, load_sealer, normalise_database_url, parse_networks
 from signoff.constants import DELIVERY_CONCURRENCY
-from signoff.database import create_engine, create_sessionmaker
+from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.delivery import request_body, request_headers, webhook_id
+from signoff.events import feed
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.migrate import migrate
@@ -276,6 +278,20 @@ class CommitClock:
         self, notification_id: str, attempt: int, at: datetime | None = None
     ) -> None:
         await self.jobs.enqueue_notification(notification_id, attempt, at)
+
+
+async def stamp_backlog(sessionmaker: SessionMaker) -> None:
+    """Stamp and mark published every event the approvals wrote, as a running API
+    process's event service does as they commit: a worker started on a backlog finds it
+    so. (The bench's approvals run without an event service; left unstamped, the
+    worker's first ticks would stamp them, and the drain's CPU would count that.)"""
+    while True:
+        async with sessionmaker() as session:
+            stamped = await feed.stamp_pending(session)
+            await feed.mark_published(session, [event.id for event in stamped])
+            await session.commit()
+        if not stamped:
+            return
 
 
 async def approve_all(
@@ -530,8 +546,9 @@ async def run(
             metrics.count_statements(engine)  # the in-process runner shares this engine
         jobs = ArqJobs(settings) if redis_url else InProcessJobs(settings)
         clock = CommitClock(jobs)
+        sessionmaker = create_sessionmaker(engine)
         work = WorkMaker(
-            create_sessionmaker(engine),
+            sessionmaker,
             Services(jobs=clock, sealer=load_sealer(settings), destinations=settings.destinations),
         )
         receiver = Receiver()
@@ -548,6 +565,7 @@ async def run(
                 started = time.time()
                 await approve_all(work, reviewer, proposals, rate)
                 approved = time.time()
+                await stamp_backlog(sessionmaker)
                 requests = await signed_requests(work, proposals, secret)
                 floor = await bare_post_floor(requests, secret, floor_concurrency, floor_runs)
             before = await Costs.now(None, redis_url)
