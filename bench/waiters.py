@@ -12,13 +12,18 @@ from the feed's cursor. ``--consoles`` console subscribers (``queueEvents`` of t
 proposals' queue, plain websockets) may join them on the same process. Once the server
 counts every subscription, a reviewer rejects ``--events`` waited proposals one at a
 time at up to ``--rate`` per second, alternating, in blocks of ``BLOCK``, with as many
-control proposals nobody waits on.
+control proposals nobody waits on. The waiters of the first ``--events`` decided
+proposals return from ``wait`` and close their sockets, as an agent does; those of the
+next ``--events`` (the **kept** waiters) open the same subscription ``wait`` opens, read
+its frame and keep the socket open until the repetition ends, so that what the server
+spends ending a subscription and closing its socket is not counted in their events.
 
 **floor** (``--no-floor`` leaves it out): a plain Starlette websocket endpoint on the same
 uvicorn stack (``websockets-sansio``, no per-message deflate) holding every socket in a
 dict keyed by its proposal id; ``POST /event/{id}`` answers, then sends one pre-encoded
 frame to the socket of that id. The same client processes open as many plain websockets,
-one per proposal; its events alternate with controls the same way (ids nobody holds).
+one per proposal; its events alternate with controls the same way (ids nobody holds), its
+kept waiters keep their sockets the same way.
 
 Definitions:
 
@@ -30,10 +35,13 @@ Definitions:
   events: the decision (HTTP, GraphQL, its transaction) and its delivery.
 - **delivery CPU per event**: the same less the CPU per control event (a decision nobody
   waits on, the floor's POST for an id nobody holds): what it costs the server that an
-  event reaches its one waiter (Signoff: routing, the frame's execution and encoding, the
-  send; the floor: the lookup and the send).
+  event reaches its one waiter and the waiter goes (Signoff: routing, the frame's
+  execution and encoding, the send, then the end of the subscription and the closing of
+  its socket; the floor: the lookup, the send and the closing).
+- **delivery alone**: the same for the kept waiters' events: the event reaching its
+  waiter, nothing of the teardown (whose cost is the difference of the two).
 - **ratio**: Signoff's delivery CPU per event / the floor's server CPU per event (its
-  whole POST: receiving the event, the lookup, the send).
+  whole POST: receiving the event, the lookup, the send), for both kinds of waiter.
 - **repetitions** (``--repeat`` R): the waiters (and consoles) connect, the events are
   sent, everyone disconnects, and the server's RSS is read before, at its peak (sampled
   every 50 ms), and ``--settle`` seconds after the server has ended the last subscription
@@ -84,7 +92,7 @@ from fanout import (
 )
 
 HOST = "127.0.0.1"
-BLOCK = 10  # events in a row of one kind (waited, control) between two CPU readings
+BLOCK = 10  # events in a row of one kind (waited, kept, control) between two CPU readings
 PROPOSE = """mutation($i: ProposeActionInput!) { proposeAction(input: $i) {
   proposal { ...ProposalFields } } }"""
 DECIDE = """mutation($i: DecideProposalInput!) { decideProposal(input: $i) {
@@ -201,6 +209,7 @@ class Load:
     base: str
     cursor: str  # Signoff: the feed's cursor the waiters follow from
     waiters: list[tuple[str, dict[str, Any]]]  # (token, proposal fields)
+    kept: frozenset[str]  # the proposals whose waiters keep their sockets after the frame
     consoles: int
     console_token: str
     queue_id: str
@@ -215,23 +224,61 @@ class Outcomes:
     console_frames: int
 
 
-async def _wait_signoff(load: Load, clients: dict[str, Any], fields: dict[str, Any]) -> str:
+async def _wait_signoff(load: Load, client: Any, state: dict[str, Any]) -> None:
     from signoff_client.generated.fragments import ProposalFields
     from signoff_client.proposals import Proposal
 
-    token = fields["token"]
-    proposal = Proposal(clients[token], ProposalFields.model_validate(fields["state"]), load.cursor)
+    proposal = Proposal(client, ProposalFields.model_validate(state), load.cursor)
     await proposal.wait()
-    return proposal.id
 
 
-async def _wait_floor(load: Load, proposal_id: str) -> str:
+async def _hold_signoff(load: Load, client: Any, state: dict[str, Any], hold: Hold) -> None:
+    """The subscription ``Proposal.wait`` opens, its socket kept open after the frame."""
+    async with contextlib.aclosing(
+        client.api.proposal_events(proposal_id=state["id"], after=load.cursor)
+    ) as frames:
+        await anext(frames)  # the proposal's decision: nothing else happens to it
+        await hold.arrived(state["id"])
+
+
+async def _wait_floor(load: Load, proposal_id: str, hold: Hold | None) -> None:
     from websockets.asyncio.client import connect
 
     url = load.base.replace("http://", "ws://", 1) + f"/wait/{proposal_id}"
     async with connect(url, compression=None, max_size=None, ping_interval=None) as ws:
         await ws.recv()
-    return proposal_id
+        if hold is not None:
+            await hold.arrived(proposal_id)
+
+
+@dataclass
+class Hold:
+    """Where the kept waiters note their frame's arrival, then wait for the end."""
+
+    outcomes: Outcomes
+    stop: asyncio.Event
+    _reached: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+
+    async def arrived(self, proposal_id: str) -> None:
+        self.outcomes.arrived[proposal_id] = time.time()
+        self._future(proposal_id).set_result(None)
+        await self.stop.wait()
+
+    def reached(self, proposal_id: str, task: asyncio.Future[None]) -> asyncio.Future[None]:
+        """Done once the waiter of ``proposal_id`` has its frame, or ``task`` ended."""
+        future = self._future(proposal_id)
+
+        def settle(_: object) -> None:
+            if not future.done():
+                future.set_result(None)
+
+        task.add_done_callback(settle)
+        return future
+
+    def _future(self, proposal_id: str) -> asyncio.Future[None]:
+        if proposal_id not in self._reached:
+            self._reached[proposal_id] = asyncio.get_running_loop().create_future()
+        return self._reached[proposal_id]
 
 
 async def _console(load: Load, counter: list[int], stop: asyncio.Event) -> None:
@@ -276,13 +323,19 @@ async def _run_load(load: Load, pipe: Connection) -> None:
     counter = [0]
     consoles = [asyncio.ensure_future(_console(load, counter, stop)) for _ in range(load.consoles)]
 
+    hold = Hold(outcomes, stop)
+
     async def one(token: str, state: dict[str, Any]) -> None:
+        kept = state["id"] in load.kept
         try:
-            if load.side == "signoff":
-                done = await _wait_signoff(load, clients, {"token": token, "state": state})
+            if load.side == "floor":
+                await _wait_floor(load, state["id"], hold if kept else None)
+            elif kept:
+                await _hold_signoff(load, clients[token], state, hold)
             else:
-                done = await _wait_floor(load, state["id"])
-            outcomes.arrived[done] = time.time()
+                await _wait_signoff(load, clients[token], state)
+            if not kept:
+                outcomes.arrived[state["id"]] = time.time()
         except Exception as exc:
             outcomes.failed += 1
             key = f"{type(exc).__name__}: {exc}"[:160]
@@ -296,13 +349,17 @@ async def _run_load(load: Load, pipe: Connection) -> None:
     # Once every event is sent, the parent names the proposals decided: their waiters get
     # the timeout to return, the others are stopped.
     decided = await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
-    mine = [waiters[i] for i in decided if i in waiters]
+    mine = [
+        hold.reached(i, waiters[i]) if i in load.kept else waiters[i]
+        for i in decided
+        if i in waiters
+    ]
     if mine:
         await asyncio.wait(mine, timeout=load.timeout)
     await asyncio.sleep(0.5)  # a moment for frames of anything else (there should be none)
+    stop.set()
     for task in waiters.values():
         task.cancel()
-    stop.set()
     await asyncio.gather(*waiters.values(), *consoles, return_exceptions=True)
     for client in clients.values():
         await client.aclose()
@@ -351,6 +408,7 @@ class Repetition:
     rss_after: int
     latencies_ms: list[float]
     waited_cpu_s: float
+    kept_cpu_s: float
     control_cpu_s: float
     events: int
     delivered: int
@@ -370,31 +428,38 @@ async def feed_cursor(base: str, token: str) -> str:
 
 
 async def send_events(
-    base: str, side: str, world: World, waited: list[dict[str, Any]], rate: float
-) -> tuple[dict[str, float], float, float, int]:
-    """Decide (POST) the waited proposals and as many controls, alternating blocks;
-    returns when each waited one was answered, and the server CPU of each kind."""
+    base: str,
+    side: str,
+    world: World,
+    waited: list[dict[str, Any]],
+    kept: list[dict[str, Any]],
+    rate: float,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Decide (POST) the waited proposals, the kept ones and as many controls, alternating
+    blocks; returns when each waited or kept one was answered, and the server CPU of each
+    kind."""
     controls = [state for _, state in world.pending[: len(waited)]]
     del world.pending[: len(waited)]
     answered: dict[str, float] = {}
-    cpu = {"waited": 0.0, "control": 0.0}
+    cpu = {"waited": 0.0, "kept": 0.0, "control": 0.0}
     pid = SERVER_PIDS[0]
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         for start in range(0, len(waited), BLOCK):
             for kind, batch in (
                 ("waited", waited[start : start + BLOCK]),
+                ("kept", kept[start : start + BLOCK]),
                 ("control", controls[start : start + BLOCK]),
             ):
                 before = cpu_seconds(pid)
                 for state in batch:
                     began = time.monotonic()
                     await _event(http, side, world, state)
-                    if kind == "waited":
+                    if kind != "control":
                         answered[state["id"]] = time.time()
                     await asyncio.sleep(max(0.0, 1 / rate - (time.monotonic() - began)))
                 await asyncio.sleep(0.2)  # the block's frames leave before the reading
                 cpu[kind] += cpu_seconds(pid) - before
-    return answered, cpu["waited"], cpu["control"], len(controls)
+    return answered, cpu
 
 
 async def _event(http: httpx.AsyncClient, side: str, world: World, state: dict[str, Any]) -> None:
@@ -417,6 +482,9 @@ def run_repetition(
 ) -> Repetition:
     count = args.agents
     waiting, world.pending = world.pending[:count], world.pending[count:]
+    waited = [state for _, state in waiting[: args.events]]
+    kept = [state for _, state in waiting[args.events : 2 * args.events]]
+    kept_ids = frozenset(state["id"] for state in kept)
     rss_before = rss_kib(pid)
     peak = PeakRss(pid)
     cursor = asyncio.run(feed_cursor(base, world.reviewer)) if side == "signoff" else ""
@@ -425,7 +493,17 @@ def run_repetition(
         mine = waiting[worker :: len(pipes)]
         share = consoles // len(pipes) + (worker < consoles % len(pipes))
         pipe.send(
-            Load(side, base, cursor, mine, share, world.reviewer, world.queue_id, args.timeout)
+            Load(
+                side,
+                base,
+                cursor,
+                mine,
+                kept_ids,
+                share,
+                world.reviewer,
+                world.queue_id,
+                args.timeout,
+            )
         )
     for pipe in pipes:
         if not pipe.poll(args.timeout + 300):
@@ -435,10 +513,7 @@ def run_repetition(
         asyncio.run(until_live(base, count + consoles, args.timeout))
     time.sleep(args.settle)
     rss_subscribed = rss_kib(pid)
-    waited = [state for _, state in waiting[: args.events]]
-    answered, waited_cpu, control_cpu, _ = asyncio.run(
-        send_events(base, side, world, waited, args.rate)
-    )
+    answered, cpu = asyncio.run(send_events(base, side, world, waited, kept, args.rate))
     for pipe in pipes:
         pipe.send(list(answered))
     outcomes = []
@@ -447,7 +522,7 @@ def run_repetition(
             raise RuntimeError("a client process did not report")
         outcomes.append(pipe.recv())
     # The undecided proposals stay pending: the next repetition waits on them again.
-    world.pending = waiting[args.events :] + world.pending
+    world.pending = waiting[2 * args.events :] + world.pending
     if side == "signoff":  # the clients are gone once the server has ended every subscription
         asyncio.run(until_live(base, 0, args.timeout, fewer=True))
     time.sleep(args.settle)
@@ -464,9 +539,10 @@ def run_repetition(
         rss_peak=peak.stop(),
         rss_after=rss_after,
         latencies_ms=latencies,
-        waited_cpu_s=waited_cpu,
-        control_cpu_s=control_cpu,
-        events=len(answered),
+        waited_cpu_s=cpu["waited"],
+        kept_cpu_s=cpu["kept"],
+        control_cpu_s=cpu["control"],
+        events=len(waited),
         delivered=len(latencies),
         failed=sum(o.failed for o in outcomes),
         errors=errors,
@@ -507,7 +583,7 @@ def signoff_env(world: World, args: Any) -> dict[str, str]:
 def run_signoff(world: World, pipes: list[Connection], args: Any) -> list[Repetition]:
     command = [sys.executable, "-m", "signoff", "serve"]
     with server(command, signoff_env(world, args)) as (base, pid):
-        needed = args.agents + 2 * args.events * args.repeat + args.events
+        needed = args.agents + 3 * args.events * args.repeat
         started = time.monotonic()
         asyncio.run(propose_all(base, world, needed))
         print(f"Signoff: {needed} proposals in {time.monotonic() - started:.0f} s", file=sys.stderr)
@@ -520,7 +596,7 @@ def run_signoff(world: World, pipes: list[Connection], args: Any) -> list[Repeti
 
 def run_floor(pipes: list[Connection], args: Any) -> list[Repetition]:
     command = [sys.executable, str(FLOOR_SCRIPT)]
-    ids = [{"id": str(uuid.uuid4())} for _ in range(args.agents + 2 * args.events * args.repeat)]
+    ids = [{"id": str(uuid.uuid4())} for _ in range(args.agents + 3 * args.events * args.repeat)]
     world = World("", "", "", "", [], [("", state) for state in ids])
     with server(command, dict(os.environ)) as (base, pid):
         return [run_repetition("floor", base, pid, world, pipes, args) for _ in range(args.repeat)]
@@ -547,13 +623,15 @@ def report(sides: dict[str, list[Repetition]], args: Any) -> None:
         for n, rep in enumerate(reps, 1):
             per_agent = (rep.rss_subscribed - rep.rss_before) / args.agents
             waited = rep.per_event_ms(rep.waited_cpu_s)
+            kept = rep.per_event_ms(rep.kept_cpu_s)
             control = rep.per_event_ms(rep.control_cpu_s)
             print(
-                f"{name} #{n}: delivered {rep.delivered} of {rep.events}, failed {rep.failed}; "
-                f"latency p50 {percentile(rep.latencies_ms, 0.5):.1f} ms p99 "
+                f"{name} #{n}: delivered {rep.delivered} of {2 * rep.events}, failed "
+                f"{rep.failed}; latency p50 {percentile(rep.latencies_ms, 0.5):.1f} ms p99 "
                 f"{percentile(rep.latencies_ms, 0.99):.1f} ms; memory per waiting agent "
-                f"{per_agent:.1f} KiB; server CPU per event {waited:.3f} ms, per control "
-                f"{control:.3f} ms, delivery {waited - control:.3f} ms"
+                f"{per_agent:.1f} KiB; server CPU per event {waited:.3f} ms (kept waiters "
+                f"{kept:.3f}), per control {control:.3f} ms, delivery {waited - control:.3f} "
+                f"ms, delivery alone {kept - control:.3f} ms"
                 + (f"; console frames {rep.console_frames:,}" if rep.console_frames else "")
             )
             print(
@@ -565,15 +643,19 @@ def report(sides: dict[str, list[Repetition]], args: Any) -> None:
                 print(f"{name} #{n}: {count} x {error}")
     if "Signoff" in sides and "floor" in sides:
         signoff, floor = sides["Signoff"], sides["floor"]
-        delivery = statistics.median(
-            r.per_event_ms(r.waited_cpu_s) - r.per_event_ms(r.control_cpu_s) for r in signoff
-        )
-        floor_cpu = statistics.median(r.per_event_ms(r.waited_cpu_s) for r in floor)
-        print(
-            f"\nSignoff delivery CPU per event {delivery:.3f} ms / floor CPU per event "
-            f"(lookup-and-send, its POST included) {floor_cpu:.3f} ms = "
-            f"{delivery / floor_cpu:.2f}x (medians over repetitions)"
-        )
+        for label, kind in (("delivery", "waited"), ("delivery alone (kept waiters)", "kept")):
+            delivery = statistics.median(
+                r.per_event_ms(getattr(r, f"{kind}_cpu_s")) - r.per_event_ms(r.control_cpu_s)
+                for r in signoff
+            )
+            floor_cpu = statistics.median(
+                r.per_event_ms(getattr(r, f"{kind}_cpu_s")) for r in floor
+            )
+            print(
+                f"Signoff {label} CPU per event {delivery:.3f} ms / floor CPU per event "
+                f"(lookup-and-send, its POST included) {floor_cpu:.3f} ms = "
+                f"{delivery / floor_cpu:.2f}x (medians over repetitions)"
+            )
 
 
 def _stop_clients(processes: list[BaseProcess], pipes: list[Connection]) -> None:
@@ -605,6 +687,8 @@ def main() -> None:
     parser.add_argument("--database-url", help="a PostgreSQL server (default: SQLite)")
     parser.add_argument("--redis-url", help="default: the embedded in-memory hub")
     args = parser.parse_args()
+    if args.agents < 2 * args.events:
+        parser.error("--agents must be at least twice --events (waited and kept waiters)")
     raise_open_files()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ctx = multiprocessing.get_context("spawn")

@@ -211,6 +211,36 @@ async def test_agents_follow_their_own_proposal(module_server: ModuleServer) -> 
     assert events[3]["task"] == {"state": "COMPLETED"}
 
 
+# A proposal with every relation a waiting agent's client selects.
+PROPOSAL_RELATIONS = """id state revision executor executedBy { name } target { id name }
+  deadlinePolicy { action reason }
+  approvals { decision reason revision approver { name } }
+  revisions { revision digest payload reason amendedBy { name } }
+  attempts { attemptNumber responseClass statusCode errorCode finishedAt }"""
+
+
+async def test_a_frames_proposal_reads_its_relations_as_a_query_does(
+    module_server: ModuleServer,
+) -> None:
+    """A frame's proposal warms its relations in one read (``warm_proposal_fully``); a
+    query reads them through ``warm_proposals`` and the loaders: the same answer."""
+    server, sessionmaker = module_server.server, module_server.sessionmaker
+    async with http_gql(server, sessionmaker) as gql:
+        world = await build_world(gql, reviewer_names=unique_name("reviewer"))
+        proposed = await world.propose()
+        proposal_id = proposed["proposal"]["id"]
+        query = f"""subscription($id: ID!) {{
+          proposalEvents(proposalId: $id) {{ kind proposal {{ {PROPOSAL_RELATIONS} }} }} }}"""
+        async with Subscription(server.ws_url, world.agent, query, {"id": proposal_id}) as sub:
+            await world.decide(world.reviewers[0], proposed["proposal"], "REJECTED")
+            events = await sub.wait_for(2)
+        read = f"query($id: ID!) {{ proposal(id: $id) {{ {PROPOSAL_RELATIONS} }} }}"
+        answer = await gql(read, {"id": proposal_id}, token=world.agent)
+    assert [e["kind"] for e in events] == ["proposal.rejected", "task.completed"]
+    assert events[0]["proposal"] == answer["proposal"]
+    assert events[0]["proposal"]["approvals"][0]["approver"]["name"]
+
+
 async def test_incident_events_are_for_operators(module_server: ModuleServer) -> None:
     server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:

@@ -25,7 +25,14 @@ from signoff.schema.call import call
 from signoff.schema.context import context_of
 from signoff.schema.delivery.delivery import DeliveryAttempt
 from signoff.schema.delivery.target import Target
-from signoff.schema.loaders import LoadedRelation, Reached, RowLoader, loaded_field, warm
+from signoff.schema.loaders import (
+    LoadedRelation,
+    Loaders,
+    Reached,
+    RowLoader,
+    loaded_field,
+    warm,
+)
 from signoff.schema.lookahead import Selected
 from signoff.schema.node import Node
 from signoff.schema.reach.deadline import DeadlineOverrideInput, DeadlinePolicy
@@ -338,6 +345,8 @@ class Proposal(Node):
 # The approvers of proposals: read with the approvals, not after them.
 APPROVERS = Via(models.Approval, "approver_id", "proposal_id")
 
+Wanted = tuple[RowLoader[Any], Iterable[str]] | Reached
+
 
 async def warm_proposals(
     info: strawberry.Info, proposals: Sequence[models.Proposal], selected: Selected
@@ -345,9 +354,33 @@ async def warm_proposals(
     """Load the relations ``selected`` asks of ``proposals`` now, one query per kind and
     one round trip in all, so that each proposal's fields answer without awaiting."""
     context = context_of(info)
+    await warm(context, *_wanted(context.loaders, proposals, selected))
+
+
+async def warm_proposal_fully(
+    info: strawberry.Info, proposal: models.Proposal, selected: Selected
+) -> None:
+    """``warm_proposals`` for one proposal, its revisions, attempts and who executed it
+    too: a live frame's proposal, executed for one event, answers from one read instead
+    of a query per relation."""
+    context = context_of(info)
     loaders = context.loaders
+    wanted = _wanted(loaders, [proposal], selected)
+    if "executedBy" in selected and proposal.executed_by_id is not None:
+        wanted.append((loaders.actor, [proposal.executed_by_id]))
+    if "revisions" in selected:
+        # Who amended it is read only for a proposal amended (most never are).
+        wanted.append((loaders.revisions_by_proposal, [proposal.id]))
+    if "attempts" in selected:
+        wanted.append((loaders.attempts_by_proposal, [proposal.id]))
+    await warm(context, *wanted)
+
+
+def _wanted(
+    loaders: Loaders, proposals: Sequence[models.Proposal], selected: Selected
+) -> list[Wanted]:
     ids = [p.id for p in proposals]
-    wanted: list[tuple[RowLoader[Any], Iterable[str]] | Reached] = []
+    wanted: list[Wanted] = []
     if "target" in selected:
         wanted.append((loaders.target, [p.target_id for p in proposals]))
     if "queue" in selected:
@@ -360,7 +393,7 @@ async def warm_proposals(
         wanted.append((loaders.approvals_by_proposal, ids))
         if "approver" in selected["approvals"]:
             wanted.append(Reached(loaders.actor, ids, APPROVERS))
-    await warm(context, *wanted)
+    return wanted
 
 
 @strawberry.input
