@@ -6,11 +6,9 @@ from datetime import datetime
 from typing import cast
 
 import strawberry
-from graphql import FieldNode
 from strawberry.scalars import JSON
 
 from signoff.events import Change
-from signoff.internals import raw_info
 from signoff.models import HumanTask as TaskRow
 from signoff.models import Proposal as ProposalRow
 from signoff.resolvers.feed.subscriptions import encode_cursor
@@ -20,7 +18,7 @@ from signoff.schema.approval.queue import Queue, load_queue
 from signoff.schema.approval.task import HumanTask
 from signoff.schema.context import context_of
 from signoff.schema.drafts.draft import Draft
-from signoff.schema.lookahead import Selected, selected
+from signoff.schema.lookahead import selected
 
 
 @strawberry.type(description="A change to a queue, proposal, task, incident or draft.")
@@ -61,7 +59,7 @@ class ChangeEvent:
         if row is None or not _shown(info, row):
             return None
         # A frame is executed for one event: its proposal's relations in one read.
-        await warm_proposal_fully(info, row, _selected_below(info))
+        await warm_proposal_fully(info, row, selected(info, depth=2))
         return Proposal.from_model(row)
 
     @strawberry.field(description="The task this event is about, as it is now.")
@@ -103,29 +101,6 @@ class ChangeEvent:
             snapshot=cast(JSON, change.snapshot),
             change=change,
         )
-
-
-# What frames select below ``proposal``, by the selection's field node: a broadcast
-# group executes one document for every event, so it is walked once, not per event.
-# Each entry keeps its node, so that no other node can take its id meanwhile.
-_BELOW: dict[int, tuple[FieldNode, Selected]] = {}
-_BELOW_SIZE = 1024
-
-
-def _selected_below(info: strawberry.Info) -> Selected:
-    """``selected(info, depth=2)``, remembered for a field selected by one node."""
-    nodes = raw_info(info).field_nodes
-    if len(nodes) != 1:
-        return selected(info, depth=2)
-    node = nodes[0]
-    known = _BELOW.get(id(node))
-    if known is not None and known[0] is node:
-        return known[1]
-    below = selected(info, depth=2)
-    if len(_BELOW) >= _BELOW_SIZE:
-        _BELOW.clear()
-    _BELOW[id(node)] = (node, below)
-    return below
 
 
 def _shown(info: strawberry.Info, row: ProposalRow | TaskRow) -> bool:
