@@ -1,12 +1,11 @@
 """Inserts of rows with every column given, compiled once per table and row count.
 
 On PostgreSQL, in a write transaction, they go to psycopg directly with SQLAlchemy's
-compiled text and bind processors (a refusal raised as SQLAlchemy raises it): several
-tables' small batches in one statement, as data-modifying ``WITH`` parts, or in the
-statement they go before where it reads none of their tables; past ``MAX_ROWS`` rows
-each column as an array (``unnest``) sent as the text of an array
-(``arrays.array_values``), a statement per table. Elsewhere, and for rows that leave a
-column out, through SQLAlchemy (docs/design.md section 12).
+compiled text and bind processors (a refusal raised as SQLAlchemy raises it): small
+batches of several tables as one statement (data-modifying ``WITH`` parts), or inside
+the statement they precede where it reads none of their tables; past ``MAX_ROWS`` rows
+each column as the text of an array (``unnest``, ``arrays.array_values``). Elsewhere,
+and for rows that leave a column out, through SQLAlchemy (docs/design.md section 12).
 """
 
 from __future__ import annotations
