@@ -229,6 +229,8 @@ async def test_a_frames_proposal_reads_its_relations_as_a_query_does(
         world = await build_world(gql, reviewer_names=unique_name("reviewer"))
         proposed = await world.propose()
         proposal_id = proposed["proposal"]["id"]
+        # The proposal's own events first, or a late one arrives as the first frame.
+        await feed_settled(sessionmaker)
         query = f"""subscription($id: ID!) {{
           proposalEvents(proposalId: $id) {{ kind proposal {{ {PROPOSAL_RELATIONS} }} }} }}"""
         async with Subscription(server.ws_url, world.agent, query, {"id": proposal_id}) as sub:
