@@ -10,16 +10,23 @@ import json
 import signal
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import psycopg
 from sqlalchemy.engine import make_url
 from websockets.exceptions import ConnectionClosed
 
+from signoff.database import SessionMaker
 from signoff.models import Role
-from tests.helpers import CREATE_QUEUE, GraphQLClient
-from tests.live import QUEUE_EVENTS, Server, open_transport_ws, server_log_on_failure
+from tests.helpers import CREATE_QUEUE
+from tests.live import (
+    QUEUE_EVENTS,
+    Server,
+    http_gql,
+    open_transport_ws,
+    server_log_on_failure,
+)
 from tests.log_lines import log_lines, problems
 
 GOING_AWAY = 1001
@@ -27,55 +34,63 @@ EXIT_WITHIN_SECONDS = 5.0
 HELD_AFTER_SIGTERM_SECONDS = 0.5
 
 
-@contextlib.contextmanager
-def queues_locked(database_url: str) -> Iterator[None]:
+@contextlib.asynccontextmanager
+async def queues_locked(database_url: str) -> AsyncIterator[None]:
     """Hold writes to the queues table (SQLite's write lock, or a PostgreSQL table lock), so
-    that a createQueue is still in flight when the server is told to stop."""
+    that a createQueue is still in flight when the server is told to stop. Taken without
+    blocking this event loop: a transaction of this process's own that is open meanwhile
+    must be able to end, or each would wait for the other until SQLite's timeout."""
     url = make_url(database_url)
     if url.get_backend_name() == "sqlite":
-        conn = sqlite3.connect(str(url.database), isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
+        conn = sqlite3.connect(
+            str(url.database), isolation_level=None, timeout=30, check_same_thread=False
+        )
         try:
-            yield
+            await asyncio.to_thread(conn.execute, "BEGIN IMMEDIATE")
+            try:
+                yield
+            finally:
+                conn.execute("ROLLBACK")
         finally:
-            conn.execute("ROLLBACK")
             conn.close()
         return
     plain = url.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(plain) as pg:
-        pg.execute("LOCK TABLE queues IN EXCLUSIVE MODE")
+    async with await psycopg.AsyncConnection.connect(plain) as pg:
+        await pg.execute("LOCK TABLE queues IN EXCLUSIVE MODE")
         try:
             yield
         finally:
-            pg.rollback()
+            await pg.rollback()
 
 
 async def test_sigterm_finishes_requests_and_says_going_away(
-    serve: Callable[..., Awaitable[Server]], gql: GraphQLClient, database_url: str
+    serve: Callable[..., Awaitable[Server]], sessionmaker: SessionMaker, database_url: str
 ) -> None:
     server = await serve()
-    admin = await gql.token(Role.ADMIN)
+    async with http_gql(server, sessionmaker) as gql:
+        admin = await gql.token(Role.ADMIN)
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         ws = await open_transport_ws(server.ws_url, {"authorization": f"Bearer {admin}"})
         await ws.send(
             json.dumps({"id": "1", "type": "subscribe", "payload": {"query": QUEUE_EVENTS}})
         )
-        with server_log_on_failure(server, lines=30), queues_locked(database_url):
-            request = asyncio.create_task(
-                http.post(
-                    "/graphql",
-                    json={
-                        "query": CREATE_QUEUE,
-                        "variables": {"input": {"slug": "late", "name": "Late"}},
-                    },
-                    headers={"Authorization": f"Bearer {admin}"},
+        with server_log_on_failure(server, lines=30):
+            async with queues_locked(database_url):
+                request = asyncio.create_task(
+                    http.post(
+                        "/graphql",
+                        json={
+                            "query": CREATE_QUEUE,
+                            "variables": {"input": {"slug": "late", "name": "Late"}},
+                        },
+                        headers={"Authorization": f"Bearer {admin}"},
+                    )
                 )
-            )
-            await asyncio.sleep(0.5)
-            assert not request.done()
-            told = time.monotonic()
-            server.process.send_signal(signal.SIGTERM)
-            await asyncio.sleep(HELD_AFTER_SIGTERM_SECONDS)
+                await asyncio.sleep(0.5)
+                assert not request.done()
+                told = time.monotonic()
+                server.process.send_signal(signal.SIGTERM)
+                await asyncio.sleep(HELD_AFTER_SIGTERM_SECONDS)
         with server_log_on_failure(server, lines=30):
             response = await request
             assert response.status_code == 200

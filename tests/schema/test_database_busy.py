@@ -3,6 +3,7 @@ and the log names the condition without SQL."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import sqlite3
@@ -45,8 +46,12 @@ async def impatient(
 
 @pytest.fixture
 def write_lock(database_url: str) -> Iterator[sqlite3.Connection]:
-    """Another process's writer, holding SQLite's write lock until the test releases it."""
-    holder = sqlite3.connect(make_url(database_url).database or "", isolation_level=None)
+    """Another process's writer, holding SQLite's write lock until the test releases it. Its
+    BEGIN goes through a thread (``check_same_thread=False``): waiting on the event loop
+    would stop the app's own transaction in flight from ending, each waiting for the other."""
+    holder = sqlite3.connect(
+        make_url(database_url).database or "", isolation_level=None, check_same_thread=False
+    )
     yield holder
     if holder.in_transaction:
         holder.execute("ROLLBACK")
@@ -58,7 +63,7 @@ async def test_a_locked_database_refuses_writes_with_database_busy_and_keeps_rea
 ) -> None:
     admin = await impatient.token(Role.ADMIN, name="admin")
     with caplog.at_level(logging.WARNING, logger="signoff"):
-        write_lock.execute("BEGIN IMMEDIATE")
+        await asyncio.to_thread(write_lock.execute, "BEGIN IMMEDIATE")
         error = await impatient.error(
             CREATE_QUEUE, {"input": {"slug": "busy", "name": "Busy"}}, admin
         )
