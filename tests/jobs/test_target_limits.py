@@ -181,13 +181,15 @@ async def test_a_hanging_receiver_does_not_starve_a_fast_one(
     gql: GraphQLClient, worker: Worker
 ) -> None:
     """A's receiver never answers: A may hold only its 2 slots of the dispatcher's 8, each
-    until its 3 s timeout, while B is delivered at its own rate in the meantime (about a
-    second's work: the timeout leaves a busy machine time to spare)."""
-    timeout, rate = 3, 20.0
+    until its 5 s timeout, while B is delivered at its own rate in the meantime (about two
+    seconds' work: the timeout leaves a busy machine time to spare; a CI run under two
+    suites at once once took 4.9 s for B, when the timeout was 3 s). A's two pairs show a
+    pair per timeout."""
+    timeout, rate = 5, 20.0
     async with serve(Receiver([Answer(hang=True)])) as hanging, serve(Receiver()) as fast:
         world_a = await auto_world(gql, hanging, timeoutSeconds=timeout, maxConcurrency=2)
         world_b = await add_target(world_a, fast, ratePerSecond=rate)
-        for_a, for_b = await queued(world_a, 6), await queued(world_b, 40)
+        for_a, for_b = await queued(world_a, 4), await queued(world_b, 40)
 
         async with dispatching(worker, concurrency=8):
             await eventually(lambda: len(fast.requests) == len(for_b), 10)
