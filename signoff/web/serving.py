@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 
 from signoff.config import Settings
 from signoff.constants import SHUTDOWN_GRACE_SECONDS
-from signoff.internals import UpgradeFreedHttpProtocol
+from signoff.internals import http_protocol_taking_turns
 
 logger = logging.getLogger(__name__)
 
@@ -84,8 +84,9 @@ def serve(
         host=host,
         port=port,
         log_level=settings.log_level,
-        # httptools, as uvicorn would pick it, leaving no reference cycle per websocket.
-        http=UpgradeFreedHttpProtocol,
+        # httptools, as uvicorn would pick it, leaving no reference cycle per websocket; a
+        # new connection's first read takes its turn with the websockets' (``live.turnstile``).
+        http=http_protocol_taking_turns(app.state.turnstile),
         ws="websockets-sansio",
         ws_per_message_deflate=settings.ws_per_message_deflate,
         # Signoff pings at the GraphQL protocol level (SIGNOFF_WS_PING_SECONDS) and closes
