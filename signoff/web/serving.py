@@ -55,16 +55,19 @@ class GracefulServer(uvicorn.Server):
         config: uvicorn.Config,
         going_away: Callable[[], Awaitable[None]],
         greeting: Sequence[str] = (),
+        on_started: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__(config)
         self.going_away = going_away
         self.greeting = greeting
+        self.on_started = on_started
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
             for line in self.greeting:
                 logger.info(line)
+            self.on_started()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         # Stop listening first, so that clients told to go away reconnect elsewhere.
@@ -75,10 +78,16 @@ class GracefulServer(uvicorn.Server):
 
 
 def serve(
-    app: Starlette, settings: Settings, *, host: str, port: int, greeting: Sequence[str] = ()
+    app: Starlette,
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    greeting: Sequence[str] = (),
+    on_started: Callable[[], None] = lambda: None,
 ) -> None:
     """Run ``app`` as ``uvicorn.run`` would, with ``GracefulServer``'s shutdown, saying the
-    ``greeting`` lines once it listens."""
+    ``greeting`` lines and calling ``on_started`` once it has started and listens."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -103,4 +112,4 @@ def serve(
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=[str(network) for network in settings.trusted_proxies],
     )
-    GracefulServer(config, app.state.going_away, greeting).run()
+    GracefulServer(config, app.state.going_away, greeting, on_started).run()
