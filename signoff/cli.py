@@ -422,7 +422,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> None:
     _warn_unlinked(settings)
     greeting = _greeting(settings, host, port)
     _tune_for_serving()
-    serve(create_app(settings), settings, host=host, port=port, greeting=greeting)
+    app = create_app(settings)
+    # What the app and its start-up made (the schema, the engine and its pool, the event
+    # service) lives as long as the process too; left in the young generation, it was
+    # traversed by the first young collections, which fell in the first storm of sockets
+    # (BENCHMARKS.md, hostile subscribers).
+    serve(app, settings, host=host, port=port, greeting=greeting, on_started=_freeze_survivors)
 
 
 def _greeting(settings: Settings, host: str, port: int) -> list[str]:
@@ -470,9 +475,14 @@ def _tune_for_serving() -> None:
     # young generation far less often keeps them from being promoted, so full
     # collections, which pause the loop for long once many subscribers are connected,
     # become rare (BENCHMARKS.md).
-    gc.collect()
-    gc.freeze()
+    _freeze_survivors()
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+def _freeze_survivors() -> None:
+    """Keep every object alive now out of all later collections."""
+    gc.collect()  # garbage frozen would never be collected
+    gc.freeze()
 
 
 def _worker(_: argparse.Namespace, settings: Settings) -> None:

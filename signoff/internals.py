@@ -13,7 +13,7 @@ import dis
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import strawberry
 from graphql import (
@@ -48,6 +48,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.http11 import Request
 from websockets.protocol import State
 
+from signoff.live.turnstile import Turnstile
 from signoff.live.waits import Flag, MessageQueue
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "execute_for_event",
     "field_definition",
     "has_default_resolver",
+    "http_protocol_taking_turns",
     "ignores_info",
     "json_serialize",
     "make_info",
@@ -262,6 +264,30 @@ class UpgradeFreedHttpProtocol(HttpToolsProtocol):
     that (the transport goes to the websocket protocol), so each websocket left the pair,
     with what they hold (about 40 objects), for the cyclic collector."""
 
+    # A new connection's first read waits for its turn of this turnstile (``live.turnstile``):
+    # a storm's hundreds of upgrade requests were parsed, and their websocket protocols and
+    # tasks made, as they arrived, a hundred in one turn of the loop. ``None``: no wait.
+    turnstile: ClassVar[Turnstile | None] = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if self.turnstile is None:
+            return
+        waiter = self.turnstile.wait()
+        if waiter is not None:
+            transport.pause_reading()  # what comes meanwhile waits in the socket's buffer
+            waiter.add_done_callback(self._take_turn)
+
+    def _take_turn(self, _: asyncio.Future[None]) -> None:
+        if not self.transport.is_closing():
+            self.transport.resume_reading()
+
     def handle_websocket_upgrade(self) -> None:
         super().handle_websocket_upgrade()
         self.parser = None  # type: ignore[assignment]  # as uvicorn's connection_lost does
+
+
+def http_protocol_taking_turns(turnstile: Turnstile) -> type[UpgradeFreedHttpProtocol]:
+    """``UpgradeFreedHttpProtocol`` whose new connections read first at their turn of
+    ``turnstile`` (uvicorn's ``http`` setting takes a class)."""
+    return type("TurnTakingHttpProtocol", (UpgradeFreedHttpProtocol,), {"turnstile": turnstile})

@@ -367,7 +367,7 @@ class InProcessServer(Listening):
 async def serve_in_process(app: Any, *, deflate: bool = False) -> AsyncIterator[InProcessServer]:
     import uvicorn
 
-    from signoff.internals import UpgradeFreedHttpProtocol
+    from signoff.internals import UpgradeFreedHttpProtocol, http_protocol_taking_turns
 
     port = free_port()
     config = uvicorn.Config(
@@ -375,7 +375,10 @@ async def serve_in_process(app: Any, *, deflate: bool = False) -> AsyncIterator[
         host="127.0.0.1",
         port=port,
         log_level="warning",
-        http=UpgradeFreedHttpProtocol,  # as ``signoff serve`` runs it
+        # as ``signoff serve`` runs it
+        http=http_protocol_taking_turns(app.state.turnstile)
+        if hasattr(app.state, "turnstile")
+        else UpgradeFreedHttpProtocol,
         ws="websockets-sansio",
         ws_per_message_deflate=deflate,
         lifespan="off",  # the test's fixture runs the app's lifespan

@@ -618,4 +618,5 @@ def create_app(settings: Settings | None = None) -> SignoffApp:
     app.state.events = events
     app.state.broadcaster = view.broadcaster
     app.state.going_away = view.going_away
+    app.state.turnstile = turnstile
     return app

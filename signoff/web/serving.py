@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 
 from signoff.config import Settings
 from signoff.constants import SHUTDOWN_GRACE_SECONDS
-from signoff.internals import UpgradeFreedHttpProtocol
+from signoff.internals import http_protocol_taking_turns
 
 logger = logging.getLogger(__name__)
 
@@ -55,16 +55,19 @@ class GracefulServer(uvicorn.Server):
         config: uvicorn.Config,
         going_away: Callable[[], Awaitable[None]],
         greeting: Sequence[str] = (),
+        on_started: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__(config)
         self.going_away = going_away
         self.greeting = greeting
+        self.on_started = on_started
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
             for line in self.greeting:
                 logger.info(line)
+            self.on_started()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         # Stop listening first, so that clients told to go away reconnect elsewhere.
@@ -75,17 +78,24 @@ class GracefulServer(uvicorn.Server):
 
 
 def serve(
-    app: Starlette, settings: Settings, *, host: str, port: int, greeting: Sequence[str] = ()
+    app: Starlette,
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    greeting: Sequence[str] = (),
+    on_started: Callable[[], None] = lambda: None,
 ) -> None:
     """Run ``app`` as ``uvicorn.run`` would, with ``GracefulServer``'s shutdown, saying the
-    ``greeting`` lines once it listens."""
+    ``greeting`` lines and calling ``on_started`` once it has started and listens."""
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level=settings.log_level,
-        # httptools, as uvicorn would pick it, leaving no reference cycle per websocket.
-        http=UpgradeFreedHttpProtocol,
+        # httptools, as uvicorn would pick it, leaving no reference cycle per websocket; a
+        # new connection's first read takes its turn with the websockets' (``live.turnstile``).
+        http=http_protocol_taking_turns(app.state.turnstile),
         ws="websockets-sansio",
         ws_per_message_deflate=settings.ws_per_message_deflate,
         # Signoff pings at the GraphQL protocol level (SIGNOFF_WS_PING_SECONDS) and closes
@@ -102,4 +112,4 @@ def serve(
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=[str(network) for network in settings.trusted_proxies],
     )
-    GracefulServer(config, app.state.going_away, greeting).run()
+    GracefulServer(config, app.state.going_away, greeting, on_started).run()

@@ -146,3 +146,30 @@ async def test_a_connection_init_waiting_for_its_turn_is_not_timed_out(
             with pytest.raises(Exception):  # noqa: B017
                 await receive(silent, 5)
             assert silent.close_code == 4408
+
+
+async def test_a_new_connection_is_read_at_its_turn_and_a_kept_one_never_waits(
+    app: Starlette, hold: Hold
+) -> None:
+    """A storm's HTTP upgrade requests are parsed a few a turn (``internals``' protocol):
+    a new connection's first request waits for its turn; a connection already read from
+    goes on."""
+    async with (
+        serve_in_process(app) as live,
+        AsyncClient(base_url=live.url, timeout=10) as kept,
+    ):
+        assert (await kept.get("/healthz")).status_code == 200
+        hold.held = True
+        reader, writer = await asyncio.open_connection("127.0.0.1", live.port)
+        try:
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: signoff\r\n\r\n")
+            await hold.until_waiting(1)
+            assert (await kept.get("/healthz")).status_code == 200
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(reader.read(1), 0.3)
+            hold.let_go()
+            status = await asyncio.wait_for(reader.readline(), 5)
+            assert status.startswith(b"HTTP/1.1 200"), status
+        finally:
+            hold.let_go()
+            writer.close()

@@ -26,6 +26,7 @@ from websockets.server import ServerProtocol
 
 from signoff import internals
 from signoff.events.hub import Change
+from signoff.live.turnstile import Turnstile
 from signoff.live.waits import Flag, MessageQueue
 from signoff.schema import build_schema
 from signoff.schema.change_event import ChangeEvent
@@ -206,6 +207,47 @@ def test_uvicorns_httptools_protocol_hands_an_upgrade_over_as_signoff_expects() 
     assert "self.parser = None" in inspect.getsource(protocol.connection_lost), (
         "uvicorn no longer lets go of the parser when an HTTP connection ends"
     )
+
+
+class _Transport(asyncio.Transport):
+    """Enough of a transport for uvicorn's ``connection_made``, noting its pauses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 8000) if name in ("sockname", "peername") else default
+
+    def is_closing(self) -> bool:
+        return False
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+
+async def test_a_new_http_connection_reads_first_at_its_turn() -> None:
+    assert "self.transport = transport" in inspect.getsource(HttpToolsProtocol.connection_made), (
+        "uvicorn's httptools protocol no longer keeps its transport in connection_made"
+    )
+    for method in (HttpToolsProtocol.connection_made, HttpToolsProtocol.__init__):
+        assert "reading" not in inspect.getsource(method), (
+            "uvicorn's httptools protocol now pauses or resumes reading itself at its start"
+        )
+    config = uvicorn.Config(app=_app)
+    config.load()
+    protocol_class = internals.http_protocol_taking_turns(Turnstile(1))
+    transports = [_Transport(), _Transport()]
+    for transport in transports:
+        protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
+        protocol.connection_made(transport)
+    assert [t.reading for t in transports] == [True, False]  # one a turn
+    for _ in range(3):  # the turnstile's turn, then the waiter's callback
+        await asyncio.sleep(0)
+    assert [t.reading for t in transports] == [True, True]
 
 
 async def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None:
