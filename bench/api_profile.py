@@ -5,8 +5,8 @@ A fresh PostgreSQL database is seeded as ``bench/api.py`` seeds it (``--proposal
 1,000), and the app is asked through httpx's ASGI transport (no sockets, one client, the
 client's own work in the figures) with the reviewer's token: ``--warmup`` requests, then
 ``--requests`` under cProfile (Python calls per request, and the functions of most own
-time with ``--top``), then as many again without it (process CPU per request, the client's
-included, the server's phases: the page's read, its warming of the relations, its
+CPU time with ``--top``), then as many again without it (process CPU per request, the
+client's included, the server's phases: the page's read, its warming of the relations, its
 connection, and the completion of the loaded objects by the executor; and the garbage
 collector's passes and time, with the server's settings), then as many again counting the
 objects that only the cyclic garbage collector would free (a request's objects caught in a
@@ -168,7 +168,9 @@ async def measure(url: str, args: argparse.Namespace) -> None:
 
             await ask(args.warmup)
             _tune_for_serving()  # the server's garbage collector settings
-            profile = cProfile.Profile()
+            # Timed in CPU time: on wall time a call that wakes the database (a query's send)
+            # is charged the time the scheduler gives PostgreSQL meanwhile.
+            profile = cProfile.Profile(time.thread_time)
             profile.enable()
             await ask(args.requests)
             profile.disable()

@@ -80,6 +80,10 @@ def create_engine(
             json_serializer=jsoncodec.dumps,
             **pool,
             isolation_level=POSTGRES_ISOLATION_LEVEL,
+            # A read session's connection is in autocommit (``read_only``): there is no
+            # transaction for its close to roll back, and the rollback cost a trip through
+            # psycopg's wait on every request that read.
+            skip_autocommit_rollback=True,
             connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
         )
         _sessions_in_utc(engine)
