@@ -48,3 +48,14 @@ def test_a_type_not_written_here_leaves_the_list_to_psycopg() -> None:
     assert array_text([1.5]) is None
     assert array_text([datetime(2026, 1, 1)]) is None  # naive: no text says which zone
     assert array_text(['a"b', None, 3, True]) == '{"a\\"b",NULL,3,t}'
+
+
+def test_strings_joined_at_once_read_as_written_one_by_one() -> None:
+    assert array_text(AWKWARD) == "{" + ",".join(_quoted(text) for text in AWKWARD) + "}"
+    assert array_text([]) == "{}"
+    # A NUL cannot join them: written one by one, for the server to refuse as before.
+    assert array_text(["a\x00b", "c"]) == '{"a\x00b","c"}'
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
