@@ -126,3 +126,39 @@ def array_parameter(name: str, element: sa.types.TypeEngine[Any]) -> sa.ColumnEl
     """A named list parameter of ``element`` values, cast to their array type: its values
     travel as the text of the array (``ArrayText``)."""
     return sa.cast(sa.bindparam(name, type_=ArrayText(element)), sa.ARRAY(element))
+
+
+def among(
+    column: Any,
+    values: Sequence[Any],
+    element: sa.types.TypeEngine[Any],
+    dialect: str,
+) -> sa.ColumnElement[bool]:
+    """``column IN values``; on PostgreSQL ``column = ANY`` of one array parameter: a
+    statement of one text whatever the count, where an ``IN`` list is rendered anew for
+    each length, and psycopg converts its long text anew each time (no cache for it)."""
+    condition: sa.ColumnElement[bool] = (
+        column.in_(values)
+        if dialect != "postgresql"
+        else column == sa.any_(_array(values, element))
+    )
+    return condition
+
+
+def pairs_among(
+    columns: tuple[Any, Any],
+    pairs: Sequence[tuple[Any, Any]],
+    elements: tuple[sa.types.TypeEngine[Any], sa.types.TypeEngine[Any]],
+    dialect: str,
+) -> sa.ColumnElement[bool]:
+    """``(a, b) IN pairs``, as ``among`` does it: on PostgreSQL, of two arrays unnested
+    side by side."""
+    if dialect != "postgresql":
+        return sa.tuple_(*columns).in_(list(pairs))
+    firsts = _array([first for first, _ in pairs], elements[0])
+    seconds = _array([second for _, second in pairs], elements[1])
+    return sa.tuple_(*columns).in_(sa.select(sa.func.unnest(firsts), sa.func.unnest(seconds)))
+
+
+def _array(values: Sequence[Any], element: sa.types.TypeEngine[Any]) -> sa.ColumnElement[Any]:
+    return sa.cast(sa.bindparam(None, list(values), type_=ArrayText(element)), sa.ARRAY(element))
