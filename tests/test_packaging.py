@@ -53,10 +53,11 @@ def locked(lock: str) -> dict[str, str]:
 
 
 def pins(requirements: list[str]) -> dict[str, str]:
-    """``name[extras]==version`` requirements as {name: version}; every one is pinned."""
+    """``name[extras]==version [; marker]`` requirements as {name: version}; every one is
+    pinned."""
     pinned = {}
     for requirement in requirements:
-        name, sep, version = requirement.partition("==")
+        name, sep, version = requirement.split(";")[0].strip().partition("==")
         assert sep, f"{requirement} is not pinned"
         pinned[normalised(name.split("[")[0])] = version
     return pinned

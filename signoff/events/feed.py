@@ -24,7 +24,7 @@ from signoff import clock
 from signoff.constants import FEED_PAGE_SIZE
 from signoff.events import auditlog
 from signoff.models import ChangeEvent, ChangeFeedState, Draft, HumanTask, Proposal
-from signoff.models.arrays import array_parameter
+from signoff.models.arrays import among, array_parameter
 from signoff.models.records import as_records, records, rows_where, table_of
 
 STATE_ID = 1
@@ -186,7 +186,7 @@ async def _rest_of_their_entities(
         return []
     taken = {e.id for e in batch}
     ids = sorted({entity_id for _, entity_id in entities})
-    rows = await _pending(session, EVENTS.c.entity_id.in_(ids))
+    rows = await _pending(session, among(EVENTS.c.entity_id, ids, sa.String(), _dialect(session)))
     return [e for e in rows if e.id not in taken and _entity(e) in entities]
 
 
@@ -262,7 +262,9 @@ async def written_objects(
 async def mark_published(session: AsyncSession, ids: Sequence[str]) -> None:
     if ids:
         await session.exec(
-            update(ChangeEvent).where(col(ChangeEvent.id).in_(ids)).values(published_at=clock.now())
+            update(ChangeEvent)
+            .where(among(col(ChangeEvent.id), ids, sa.String(), _dialect(session)))
+            .values(published_at=clock.now())
         )
 
 

@@ -365,4 +365,16 @@ def run(settings: Settings) -> None:
         "job_timeout": settings.job_timeout_seconds,
         "ctx": {"settings": settings},
     }
+    # arq runs on the thread's event loop: uvloop's, as uvicorn's `auto` picks for the API
+    # processes, where it is installed (not on Windows or PyPy).
+    asyncio.set_event_loop(new_event_loop())
     ResilientWorker(**{**get_kwargs(WorkerSettings), **overrides}).run()  # type: ignore[arg-type]
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop where it is installed, asyncio's otherwise."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()

@@ -27,13 +27,32 @@ def _quoted(text: str) -> str:
 
 def text_array(values: Sequence[str]) -> str:
     """PostgreSQL's text for an array of strings."""
-    return "{" + ",".join(map(_quoted, values)) + "}"
+    text = array_text(values)
+    assert text is not None  # strings only
+    return text
+
+
+# An array of strings is joined by NUL and escaped in three passes over the whole text,
+# not element by element (a batch's arrays hold thousands of them). PostgreSQL's text
+# holds no NUL, so a string holding one is written element by element, to be refused.
+_SEPARATOR = "\x00"
 
 
 def array_text(values: Sequence[Any]) -> str | None:
     """PostgreSQL's text for an array of ``values`` (``None``, strings, booleans, integers,
     timezone-aware datetimes and psycopg's JSON wrappers), or ``None`` if it holds
     anything else: the caller then sends the list itself."""
+    try:
+        joined = _SEPARATOR.join(values)
+    except TypeError:
+        return _element_by_element(values)
+    if not values or joined.count(_SEPARATOR) != len(values) - 1:
+        return _element_by_element(values)
+    escaped = joined.replace("\\", "\\\\").replace('"', '\\"')
+    return '{"' + escaped.replace(_SEPARATOR, '","') + '"}'
+
+
+def _element_by_element(values: Sequence[Any]) -> str | None:
     items: list[str] = []
     append = items.append
     times: dict[datetime, str] = {}  # a batch's rows mostly share one time
@@ -107,3 +126,39 @@ def array_parameter(name: str, element: sa.types.TypeEngine[Any]) -> sa.ColumnEl
     """A named list parameter of ``element`` values, cast to their array type: its values
     travel as the text of the array (``ArrayText``)."""
     return sa.cast(sa.bindparam(name, type_=ArrayText(element)), sa.ARRAY(element))
+
+
+def among(
+    column: Any,
+    values: Sequence[Any],
+    element: sa.types.TypeEngine[Any],
+    dialect: str,
+) -> sa.ColumnElement[bool]:
+    """``column IN values``; on PostgreSQL ``column = ANY`` of one array parameter: a
+    statement of one text whatever the count, where an ``IN`` list is rendered anew for
+    each length, and psycopg converts its long text anew each time (no cache for it)."""
+    condition: sa.ColumnElement[bool] = (
+        column.in_(values)
+        if dialect != "postgresql"
+        else column == sa.any_(_array(values, element))
+    )
+    return condition
+
+
+def pairs_among(
+    columns: tuple[Any, Any],
+    pairs: Sequence[tuple[Any, Any]],
+    elements: tuple[sa.types.TypeEngine[Any], sa.types.TypeEngine[Any]],
+    dialect: str,
+) -> sa.ColumnElement[bool]:
+    """``(a, b) IN pairs``, as ``among`` does it: on PostgreSQL, of two arrays unnested
+    side by side."""
+    if dialect != "postgresql":
+        return sa.tuple_(*columns).in_(list(pairs))
+    firsts = _array([first for first, _ in pairs], elements[0])
+    seconds = _array([second for _, second in pairs], elements[1])
+    return sa.tuple_(*columns).in_(sa.select(sa.func.unnest(firsts), sa.func.unnest(seconds)))
+
+
+def _array(values: Sequence[Any], element: sa.types.TypeEngine[Any]) -> sa.ColumnElement[Any]:
+    return sa.cast(sa.bindparam(None, list(values), type_=ArrayText(element)), sa.ARRAY(element))

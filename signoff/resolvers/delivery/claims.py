@@ -14,19 +14,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, func, not_, tuple_, union_all, update
+import sqlalchemy as sa
+from sqlalchemy import and_, exists, func, not_, union_all, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff.delivery import Body
 from signoff.evidence.sealing import SealingError
 from signoff.models import Approval, CircuitState, Decision, Proposal, ProposalState, Target
+from signoff.models.arrays import among
 from signoff.models.proposal import payload_digest_of
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
 from signoff.resolvers.core.target_lifecycle import PROBE, TARGET_CIRCUIT
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.resolvers.delivery.due import due, due_rows
+from signoff.resolvers.delivery.due import due, due_rows, leases_among
 from signoff.resolvers.delivery.outcomes import refuse_attempt, start_attempts
 from signoff.resolvers.targets.circuit import accepting
 from signoff.resolvers.targets.limits import Allowance, allowance, rate_available_after, share
@@ -151,7 +153,7 @@ async def _in_flight(
     if answered:
         closed = [t.id for t in targets if t.circuit_state == CircuitState.CLOSED.value]
         finished = and_(
-            tuple_(col(Proposal.id), col(Proposal.delivery_lease)).in_(list(answered)),
+            leases_among(list(answered), _dialect(work)),
             col(Proposal.target_id).in_(closed),
         )
         counted = func.count().filter(not_(finished))
@@ -268,7 +270,7 @@ async def approved_digests(work: UnitOfWork, proposal_ids: list[str]) -> dict[st
         select(Approval.proposal_id, Approval.payload_digest)
         .join(Proposal, col(Proposal.id) == col(Approval.proposal_id))
         .where(
-            col(Approval.proposal_id).in_(proposal_ids),
+            among(col(Approval.proposal_id), proposal_ids, sa.String(), _dialect(work)),
             col(Approval.decision) == Decision.APPROVED.value,
             col(Approval.revision) == col(Proposal.revision),
         )
@@ -306,7 +308,7 @@ async def renew_leases(
     renewed = await PROPOSAL.move_where(
         work,
         lifecycles.RENEW_LEASE,
-        tuple_(col(Proposal.id), col(Proposal.delivery_lease)).in_(list(leases)),
+        leases_among(leases, _dialect(work)),
         actor_id=None,
         values={"lease_expires_at": work.now() + timedelta(seconds=lease_seconds)},
     )

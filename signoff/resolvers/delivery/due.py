@@ -4,13 +4,16 @@ sections 4.6 and 6.4)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy import and_, exists, or_
 from sqlmodel import col
 
 from signoff.models import Proposal, ProposalState, Target
+from signoff.models.arrays import pairs_among
 from signoff.resolvers.core import lifecycles
 
 PENDING = tuple(state.value for state in lifecycles.PENDING)
@@ -51,4 +54,15 @@ def holding(lease: int) -> Any:
     return and_(
         col(Proposal.state) == ProposalState.APPLYING.value,
         col(Proposal.delivery_lease) == lease,
+    )
+
+
+def leases_among(leases: Sequence[tuple[str, int]], dialect: str) -> Any:
+    """The proposals whose leases are ``leases`` (``(proposal id, lease generation)``
+    each), whether or not they are still held."""
+    return pairs_among(
+        (col(Proposal.id), col(Proposal.delivery_lease)),
+        leases,
+        (sa.String(), sa.Integer()),
+        dialect,
     )

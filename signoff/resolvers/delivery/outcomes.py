@@ -29,7 +29,7 @@ from signoff.models.proposal import kept_result
 from signoff.resolvers.core import lifecycles
 from signoff.resolvers.core.lifecycles import PROPOSAL
 from signoff.resolvers.core.work import UnitOfWork
-from signoff.resolvers.delivery.due import holding
+from signoff.resolvers.delivery.due import holding, leases_among
 from signoff.resolvers.incidents.incidents import record_delivery_dead_letter
 from signoff.resolvers.targets.circuit import note_attempts
 from signoff.resolvers.targets.health import FAILED_CLASSES, judge_target_health
@@ -230,7 +230,7 @@ async def _apply_all(work: UnitOfWork, attempts: Sequence[Attempted]) -> dict[st
     applied = await PROPOSAL.move_where(
         work,
         lifecycles.APPLY,
-        tuple_(col(Proposal.id), col(Proposal.delivery_lease)).in_(leases),
+        leases_among(leases, work.session.get_bind().dialect.name),
         actor_id=None,
         guard=col(Proposal.state) == ProposalState.APPLYING.value,
         values=_applied_values(work),
