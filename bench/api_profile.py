@@ -1,10 +1,12 @@
-"""Where one read's CPU goes: ``bench/api.py``'s ``page`` and ``one`` asked in process, under
-cProfile, with the phases of the page timed.
+"""Where a request's CPU goes: ``bench/api.py``'s ``page`` and ``one`` (or, with
+``--operations``, ``hello``, ``propose`` and ``decide``) asked in process, under cProfile
+(CPU time), with the phases of the page timed. ``--save`` keeps each profile for pstats.
 
 A fresh PostgreSQL database is seeded as ``bench/api.py`` seeds it (``--proposals``, default
 1,000), and the app is asked through httpx's ASGI transport (no sockets, one client, the
-client's own work in the figures) with the reviewer's token: ``--warmup`` requests, then
-``--requests`` under cProfile (Python calls per request, and the functions of most own
+client's own work in the figures) with the reviewer's token (the agent's for ``propose``,
+each with a new key; ``decide`` needs ``--proposals`` 2,000 or more): ``--warmup`` requests,
+then ``--requests`` under cProfile (Python calls per request, and the functions of most own
 CPU time with ``--top``), then as many again without it (process CPU per request, the
 client's included, the server's phases: the page's read, its warming of the relations, its
 connection, and the completion of the loaded objects by the executor; and the garbage
@@ -30,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-from api import HELLO, ONE, PAGE, seed
+from api import HELLO, ONE, PAGE, body, decide_body, seed
 from delivery import fresh_database
 
 import signoff.schema.query as query_module
@@ -150,7 +152,14 @@ async def measure(url: str, args: argparse.Namespace) -> None:
         "page": {"query": PAGE},
         "one": {"query": ONE, "variables": {"id": world.proposal_id}},
     }
-    headers = {"Authorization": f"Bearer {world.reviewer}"}
+    keys = iter(range(10**9))
+    undecided = iter(world.undecided[0])
+    made = {operation: _always(fixed) for operation, fixed in bodies.items()}
+    # The writes vary per request: a new operation key, a proposal not yet decided.
+    made["propose"] = lambda: body("propose", world, f"profile-{next(keys)}")
+    made["decide"] = lambda: decide_body(*next(undecided))
+    reviewer = {"Authorization": f"Bearer {world.reviewer}"}
+    agent = {"Authorization": f"Bearer {world.agent}"}
     phases: Phases = defaultdict(float)
     timed_phases(phases)
     async with (
@@ -158,11 +167,14 @@ async def measure(url: str, args: argparse.Namespace) -> None:
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client,
     ):
         for operation in args.operations:
-            body = bodies[operation]
+            make = made[operation]
+            headers = agent if operation == "propose" else reviewer
 
-            async def ask(count: int, body: dict[str, Any] = body) -> None:
+            async def ask(
+                count: int, make: Callable[[], Any] = make, headers: dict[str, str] = headers
+            ) -> None:
                 for _ in range(count):
-                    response = await client.post("/graphql", json=body, headers=headers)
+                    response = await client.post("/graphql", json=make(), headers=headers)
                     assert "errors" not in response.json(), response.text
                     assert response.status_code == 200, response.text
 
@@ -193,6 +205,12 @@ async def measure(url: str, args: argparse.Namespace) -> None:
             )
             if args.top:
                 stats.sort_stats("tottime").print_stats(args.top)
+            if args.save:
+                stats.dump_stats(f"{args.save}.{operation}")
+
+
+def _always(fixed: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    return lambda: fixed
 
 
 def main() -> None:
@@ -202,9 +220,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument(
-        "--operations", nargs="+", choices=["hello", "page", "one"], default=["page", "one"]
+        "--operations",
+        nargs="+",
+        choices=["hello", "page", "one", "propose", "decide"],
+        default=["page", "one"],
     )
     parser.add_argument("--top", type=int, default=0, help="functions of most own time shown")
+    parser.add_argument("--save", help="write each operation's profile to SAVE.<operation>")
     args = parser.parse_args()
 
     async def run() -> None:

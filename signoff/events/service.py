@@ -100,6 +100,15 @@ class EventService:
             self.written.hand_over(await self._read_written(session, feed.as_unstamped(events)))
         return self.kick
 
+    def committed_alone(
+        self, events: Sequence[Mapping[str, Any]]
+    ) -> Callable[[], Awaitable[None]] | None:
+        """``before_commit``'s hook for a writer whose rows went as one statement outside a
+        transaction, where it would neither stamp nor read there: none where it would."""
+        if self.stamps_in_writers or (events and self.hub.fanout.subscriber_count):
+            return None
+        return self.kick
+
     async def _read_written(
         self, session: AsyncSession, events: Sequence[ChangeEvent]
     ) -> dict[str, Mapping[str, Any]]:

@@ -21,8 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from signoff.models.arrays import array_values
 from signoff.models.records import (
+    IDLE,
     WRITING,
     RecordSelect,
+    autocommitted,
     driver_of,
     raise_as_sqlalchemy,
     select_all_on,
@@ -46,7 +48,37 @@ async def insert_rows(
         for table, rows in batches:
             await connection.execute(sa.insert(table), list(rows))
         return
+    await _send(connection, driver, _statements(batches, connection.dialect))
+
+
+async def insert_alone(
+    connection: AsyncConnection, batches: Sequence[tuple[sa.Table, Rows]]
+) -> bool:
+    """Insert each table's rows (``insert_rows``) as one statement committed on its own,
+    where the session's transaction has sent nothing yet and they make one statement
+    (PostgreSQL): atomic as any statement is, with no ``BEGIN`` and no ``COMMIT``. False,
+    with nothing sent, where they cannot go so."""
+    batches = [(table, rows) for table, rows in batches if rows]
+    if not batches:
+        return False
+    driver = await _writing_driver(connection, batches)
+    if driver is None or driver.info.transaction_status != IDLE:
+        return False
     statements = _statements(batches, connection.dialect)
+    if len(statements) != 1:
+        return False
+    async with autocommitted(connection, driver):
+        await _send(connection, driver, statements)
+    return True
+
+
+async def _send(
+    connection: AsyncConnection,
+    driver: psycopg.AsyncConnection[Any],
+    statements: Sequence[tuple[str, Sequence[Any]]],
+) -> None:
+    """``statements`` through psycopg's raw cursor, in one pipeline if several; a refusal
+    raised as SQLAlchemy raises it."""
     sync = connection.sync_connection
     assert sync is not None  # an AsyncConnection from a session is started
     cursor = psycopg.AsyncRawCursor(driver)

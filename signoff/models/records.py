@@ -9,8 +9,9 @@ autocommit, raised through its handling in a transaction (docs/design.md section
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, TypeVar
@@ -222,6 +223,39 @@ async def select_all_on(
     return await _run(connection, plans, [each.parameters for each in selects])
 
 
+async def select_all_first(
+    connection: AsyncConnection, selects: Sequence[RecordSelect]
+) -> list[list[Any]]:
+    """``select_all_on`` before the session's transaction has sent anything: on PostgreSQL
+    each statement in a transaction of its own (autocommit), with the snapshot it would
+    have had in the transaction, as every statement of a READ COMMITTED one takes its own;
+    the transaction's ``BEGIN`` then waits for its first write."""
+    if connection.dialect.name == "postgresql":
+        driver = await driver_of(connection)
+        if not driver.autocommit and driver.info.transaction_status == IDLE:
+            async with autocommitted(connection, driver):
+                return await select_all_on(connection, selects)
+    return await select_all_on(connection, selects)
+
+
+@contextlib.asynccontextmanager
+async def autocommitted(
+    connection: AsyncConnection, driver: psycopg.AsyncConnection[Any]
+) -> AsyncIterator[None]:
+    """Statements sent meanwhile on ``connection`` (a session's, whose transaction has sent
+    nothing yet; ``driver`` its psycopg connection) each commit on their own. Afterwards
+    it is in a transaction again, or invalidated where it cannot be (a statement cut
+    short), so that the pool never hands it out in autocommit."""
+    await driver.set_autocommit(True)
+    try:
+        yield
+    finally:
+        if driver.closed or driver.info.transaction_status != IDLE:
+            await connection.invalidate()
+        else:
+            await driver.set_autocommit(False)
+
+
 def _read_kind(read: RowsWhere) -> Hashable:
     return (read.model, read.column, read.order_by, read.via)
 
@@ -325,7 +359,8 @@ async def driver_of(connection: AsyncConnection) -> psycopg.AsyncConnection[Any]
 
 
 # A write transaction's connection, before its first statement or inside the transaction.
-WRITING = (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS)
+IDLE = psycopg.pq.TransactionStatus.IDLE
+WRITING = (IDLE, psycopg.pq.TransactionStatus.INTRANS)
 
 
 def raise_as_sqlalchemy(sync: Connection, failed: psycopg.Error, sql: str, parameters: Any) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -16,11 +17,13 @@ from signoff import clock
 from signoff.database import SessionMaker
 from signoff.models import Actor, AuditEvent, ChangeEvent, Queue, QueueMembership
 from signoff.models.base import new_id
-from signoff.models.inserts import MAX_ROWS, insert_rows, insert_then_select
+from signoff.models.inserts import MAX_ROWS, insert_alone, insert_rows, insert_then_select
 from signoff.models.records import (
     RecordSelect,
+    driver_of,
     one_of,
     record_columns,
+    select_all_first,
     select_all_on,
     table_of,
 )
@@ -232,4 +235,93 @@ async def test_a_refused_row_refuses_the_read_it_goes_with(sessionmaker: Session
                 [(EVENTS, [_event(0)]), (AUDIT, [row])],
                 [_queue_by_slug("none")],
             )
+        await session.rollback()
+
+
+async def _autocommit(connection: AsyncConnection) -> bool | None:
+    """psycopg's autocommit flag under ``connection`` (``None`` off PostgreSQL)."""
+    if connection.dialect.name != "postgresql":
+        return None
+    return bool((await driver_of(connection)).autocommit)
+
+
+async def test_rows_alone_commit_on_their_own_and_store_what_a_transaction_stores(
+    sessionmaker: SessionMaker,
+) -> None:
+    """On PostgreSQL, before the transaction has sent anything: one statement, committed
+    as it runs (another session sees the rows before this one commits), the connection
+    in a transaction again afterwards. Elsewhere nothing is sent."""
+    alone = ([_audit(0)], [_event(0)])
+    apart = ([{**alone[0][0], "id": new_id()}], [{**alone[1][0], "id": new_id()}])
+    async with sessionmaker() as session:
+        connection = await session.connection()
+        sent = await insert_alone(connection, [(AUDIT, alone[0]), (EVENTS, alone[1])])
+        assert sent is (connection.dialect.name == "postgresql")
+        assert await _autocommit(connection) in (False, None)
+        if sent:
+            async with sessionmaker() as other:
+                seen = await _stored(await other.connection(), AUDIT, [alone[0][0]["id"]])
+                assert len(seen) == 1
+        else:  # SQLite: this session holds the write lock, which another would wait for
+            await insert_rows(connection, [(AUDIT, alone[0]), (EVENTS, alone[1])])
+        await insert_rows(connection, [(AUDIT, apart[0]), (EVENTS, apart[1])])
+        await session.commit()
+    async with sessionmaker() as session:
+        connection = await session.connection()
+        for table, index in ((AUDIT, 0), (EVENTS, 1)):
+            got = await _stored(connection, table, [alone[index][0]["id"]])
+            expected = await _stored(connection, table, [apart[index][0]["id"]])
+            assert got == expected and len(got) == 1
+
+
+async def test_rows_alone_go_in_the_transaction_once_it_has_sent_something(
+    sessionmaker: SessionMaker,
+) -> None:
+    async with sessionmaker() as session:
+        connection = await session.connection()
+        await insert_rows(connection, [(AUDIT, [_audit(0)])])
+        assert await insert_alone(connection, [(AUDIT, [_audit(1)])]) is False
+        # More than one statement's worth is never sent alone either.
+        big = [_audit(i) for i in range(MAX_ROWS + 1)]
+        await session.rollback()
+        connection = await session.connection()
+        assert await insert_alone(connection, [(AUDIT, big), (EVENTS, [_event(0)])]) is False
+        await session.rollback()
+
+
+async def test_rows_alone_refused_leave_nothing_and_a_transaction_behind(
+    sessionmaker: SessionMaker,
+) -> None:
+    row = _audit(0)
+    async with sessionmaker() as session:
+        await insert_rows(await session.connection(), [(AUDIT, [row])])
+        await session.commit()
+    event_row = _event(0)
+    async with sessionmaker() as session:
+        connection = await session.connection()
+        if connection.dialect.name != "postgresql":
+            return
+        with pytest.raises(IntegrityError):
+            await insert_alone(connection, [(EVENTS, [event_row]), (AUDIT, [row])])
+        assert await _autocommit(connection) is False
+        await session.rollback()
+    async with sessionmaker() as session:
+        assert await _stored(await session.connection(), EVENTS, [event_row["id"]]) == []
+
+
+async def test_reads_first_go_outside_the_transaction_and_leave_it_to_begin(
+    sessionmaker: SessionMaker,
+) -> None:
+    queue = _queue("read-first")
+    async with sessionmaker() as session:
+        await insert_rows(await session.connection(), [(QUEUES, [queue])])
+        await session.commit()
+    async with sessionmaker() as session:
+        connection = await session.connection()
+        (found,) = await select_all_first(connection, [_queue_by_slug("read-first")])
+        assert [record.id for record in found] == [queue["id"]]
+        if connection.dialect.name == "postgresql":
+            driver = await driver_of(connection)
+            assert driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            assert driver.autocommit is False
         await session.rollback()

@@ -166,6 +166,26 @@ async def test_the_same_operation_key_with_other_content_is_refused(gql: GraphQL
     assert error.errors[0]["extensions"]["operation"] == "proposeAction"
 
 
+async def test_a_used_operation_key_is_refused_before_its_target_is_missed(
+    gql: GraphQLClient,
+) -> None:
+    # The key's look and the target's read are one statement: a key used before answers
+    # as it did when they were two, whether or not the new request's target exists.
+    world = await build_world(gql)
+    first = await world.propose(operation_key="refund-43")
+    request = {
+        "targetId": "no-such-target",
+        "actionCode": "refund.create",
+        "payload": {"amount": 100, "currency": "EUR"},
+    }
+    used = {"input": {**request, "operationKey": "refund-43"}}
+    error = await gql.error(PROPOSE, used, world.agent)
+    assert error.code == "IDEMPOTENCY_KEY_REUSED"
+    assert error.errors[0]["extensions"]["proposalId"] == first["proposal"]["id"]
+    new = {"input": {**request, "operationKey": "refund-44"}}
+    assert (await gql.error(PROPOSE, new, world.agent)).code == "NOT_FOUND"
+
+
 async def test_decisions_are_refused_with_state_unchanged(gql: GraphQLClient) -> None:
     world = await build_world(gql, reviewers=2, required_approvals=2)
     proposal = (await world.propose())["proposal"]

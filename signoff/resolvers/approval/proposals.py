@@ -44,7 +44,6 @@ from signoff.models.records import (
     as_records,
     record_columns,
     rows_where,
-    select_records,
     table_of,
 )
 from signoff.resolvers.access.rules import Viewer, require_role
@@ -166,8 +165,11 @@ async def propose_action(
         "proposeAction", request.operation_key, request.digest(), field="operationKey"
     )
 
+    # The target is read with the key's look, in one statement.
+    target_read = idempotency.Ahead(target_select(target_id))
+
     async def propose() -> ProposeResult:
-        target, queue, queue_has_channels = await target_and_queue(work.session, target_id)
+        target, queue, queue_has_channels = target_and_queue(target_read.records)
         if target is None:
             raise NotFound("No such target.", field="targetId")
         if not target.is_active:
@@ -179,11 +181,17 @@ async def propose_action(
         )
         proposal, task = new_proposal(viewer, target, request, approval=approval, deadline=deadline)
         await add_proposal(
-            work, viewer, proposal, task, queue=queue, queue_has_channels=queue_has_channels
+            work,
+            viewer,
+            proposal,
+            task,
+            queue=queue,
+            queue_has_channels=queue_has_channels,
+            at_commit=True,
         )
         return ProposeResult(proposal=proposal, task=task, replayed=False)
 
-    done, _ = await idempotency.once(work, viewer, call, propose, PROPOSED)
+    done, _ = await idempotency.once(work, viewer, call, propose, PROPOSED, ahead=target_read)
     return done
 
 
@@ -207,15 +215,16 @@ def _target_select(dialect: str) -> sa.Select[Any]:
     )
 
 
-async def target_and_queue(
-    session: AsyncSession, target_id: str
-) -> tuple[Target | None, Queue | None, bool]:
-    """The target, its queue (where approval tasks go unless a policy says otherwise) and
-    whether that queue has notification channels, as records read in one statement: most
+def target_select(target_id: str) -> RecordSelect:
+    """The read of the target, its queue (where approval tasks go unless a policy says
+    otherwise) and whether that queue has notification channels, in one statement: most
     queues have none, and then a new task needs no read of them."""
-    found = await select_records(
-        session, Target, "proposal-target", _target_select, {"target_id": target_id}
-    )
+    return RecordSelect(Target, "proposal-target", _target_select, {"target_id": target_id})
+
+
+def target_and_queue(found: list[Any]) -> tuple[Target | None, Queue | None, bool]:
+    """What ``target_select`` found: the target, its queue and whether that queue has
+    notification channels."""
     if not found:
         return None, None, False
     target = found[0]
@@ -235,20 +244,28 @@ async def add_proposal(
     *,
     queue: Queue | None = None,
     queue_has_channels: bool | None = None,
+    at_commit: bool = False,
     **details: Any,
 ) -> None:
     """Insert a new proposal and its approval task, audited and in the feed; a proposal
     that needs no approval is scheduled for delivery after commit. ``queue``: a queue the
     caller has read already, used when it is the task's, with whether it has notification
-    channels (``None``: not known)."""
+    channels (``None``: not known). ``at_commit``: the caller reads and changes nothing
+    of them in the database before it commits, so they may go in with the commit's rows
+    where no notification of the task is written (it refers to the task's row)."""
     policy_rule = {} if proposal.policy_rule is None else {"policy_rule": proposal.policy_rule}
     if task is not None:
         if queue is None or queue.id != task.queue_id:
             queue, queue_has_channels = await work.session.get(Queue, task.queue_id), None
         assert queue is not None  # the target's queue, checked when it was registered
         reminders.schedule(task, queue, task.created_at)
-    # The proposal and its task in one round trip, the task after the row it refers to.
-    await work.insert(proposal, *([] if task is None else [task]))
+    rows = [proposal, *([] if task is None else [task])]
+    if at_commit and (task is None or queue_has_channels is False):
+        # With the audit records, change events and key record: one statement for them all.
+        work.insert_with_commit(*rows)
+    else:
+        # The proposal and its task in one round trip, the task after the row it refers to.
+        await work.insert(*rows)
     await PROPOSAL.created(
         work,
         proposal,

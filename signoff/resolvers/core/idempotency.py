@@ -8,19 +8,25 @@ winner's replay (docs/design.md section 11).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import bindparam
 from sqlalchemy.exc import IntegrityError
 
+from signoff import jsoncodec
 from signoff.digest import sha256_digest
 from signoff.errors import IdempotencyKeyReused, SignoffError, ValidationFailed
 from signoff.models import IdempotencyRecord
 from signoff.models.base import new_id
-from signoff.models.records import record_columns, select_records, table_of
+from signoff.models.records import (
+    RecordSelect,
+    record_columns,
+    table_of,
+)
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.core.work import UnitOfWork
 
@@ -32,11 +38,39 @@ _RECORDS = table_of(IdempotencyRecord)
 def _stored_select(dialect: str) -> sa.Select[Any]:
     """The two columns a keyed call reads of its record (the result as text, decoded when
     read: ``records.record_columns``), compiled once; on PostgreSQL read through psycopg."""
+    return sa.select(*_stored_columns()).where(_looked_up(""))
+
+
+def _stored_columns() -> list[Any]:
     columns = {column.key: column for column in record_columns(IdempotencyRecord)}
-    return sa.select(columns["request_digest"], columns["_json_text_result"]).where(
-        _RECORDS.c.actor_id == bindparam("actor_id", type_=_RECORDS.c.actor_id.type),
-        _RECORDS.c.operation == bindparam("operation", type_=_RECORDS.c.operation.type),
-        _RECORDS.c.key == bindparam("key", type_=_RECORDS.c.key.type),
+    return [columns["request_digest"], columns["_json_text_result"]]
+
+
+def _looked_up(prefix: str) -> sa.ColumnElement[bool]:
+    """The record of the call's key: parameters ``actor_id``, ``operation`` and ``key``,
+    their names after ``prefix``."""
+    return sa.and_(
+        *(
+            _RECORDS.c[name] == bindparam(prefix + name, type_=_RECORDS.c[name].type)
+            for name in ("actor_id", "operation", "key")
+        )
+    )
+
+
+# Where the key's look beside another read (``Ahead``) puts its columns and parameters.
+_KEYED = "keyed__"
+_DIGEST, _RESULT = _KEYED + "request_digest", _KEYED + "_json_text_result"
+
+
+def _stored_beside(build: Callable[[str], Any], dialect: str) -> sa.Select[Any]:
+    """The key's look and ``build``'s select in one statement: each row the select finds
+    (one with its columns empty where it finds none), with the stored record's two columns
+    beside it (empty where the key is new)."""
+    ahead = build(dialect).subquery("ahead")
+    one = sa.select(sa.literal_column("1").label("one")).subquery("one")
+    stored = [column.label(_KEYED + column.key) for column in _stored_columns()]
+    return sa.select(*ahead.c, *stored).select_from(
+        one.outerjoin(_RECORDS, _looked_up(_KEYED)).outerjoin(ahead, sa.true())
     )
 
 
@@ -82,6 +116,15 @@ class Kept(Generic[R]):
         )
 
 
+@dataclass
+class Ahead:
+    """A read the call makes first, sent in the statement of its key's look (one round
+    trip for both); ``records``: what it found, once the look found nothing to replay."""
+
+    select: RecordSelect
+    records: list[Any] = field(default_factory=list)
+
+
 def check_key(key: str | None, field: str = "idempotencyKey") -> None:
     if key is not None and not 1 <= len(key) <= KEY_MAX_CHARS:
         raise ValidationFailed(f"{field} must be 1 to {KEY_MAX_CHARS} characters.", field=field)
@@ -93,11 +136,14 @@ async def once(
     call: Keyed,
     run: Callable[[], Awaitable[R]],
     kept: Kept[R],
+    *,
+    ahead: Ahead | None = None,
 ) -> tuple[R, bool]:
     """Run ``run`` and commit, or replay what the same call returned before, as ``kept``
-    says; returns the result and whether it was replayed."""
+    says; returns the result and whether it was replayed. ``ahead``: a read ``run``
+    takes, made with the key's look."""
     check_key(call.key, call.field)
-    stored = await _stored(work, viewer, call)
+    stored = await _stored(work, viewer, call, ahead)
     if stored is not None:
         return await kept.replay(work, stored), True
     try:
@@ -117,8 +163,9 @@ async def once(
         await work.session.flush()
         if call.key is not None:
             _store(work, viewer, call, kept.result_of(result))
-            # With the transaction's audit records and change events, in one round trip.
-            await work.write_rows()
+            # With the transaction's audit records and change events, in one round trip:
+            # the transaction's only statement where it has sent nothing else.
+            await work.write_rows(last=True)
     except IntegrityError:
         # The same key at the same moment: the other call won; answer as its replay.
         await work.rollback()
@@ -145,20 +192,31 @@ def _store(work: UnitOfWork, viewer: Viewer, call: Keyed, result: dict[str, Any]
     work.insert_at_commit(_RECORDS, row)
 
 
-async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, Any] | None:
+async def _stored(
+    work: UnitOfWork, viewer: Viewer, call: Keyed, ahead: Ahead | None = None
+) -> dict[str, Any] | None:
     """The result stored under the call's key, or ``None`` when the key is new (or absent);
-    refused when the key was used for a different request."""
+    refused when the key was used for a different request. ``ahead``'s records are read
+    with it."""
     if call.key is None:
+        if ahead is not None:
+            (ahead.records,) = await work.select_first([ahead.select])
         return None
     params = {"actor_id": viewer.id, "operation": call.operation, "key": call.key}
-    found = await select_records(
-        work.session, IdempotencyRecord, "idempotency-stored", _stored_select, params
-    )
-    if not found:
-        return None
-    record = found[0]
-    result: dict[str, Any] = record.result
-    if record.request_digest != call.digest:
+    digest: str | None
+    result: dict[str, Any]
+    if ahead is None:
+        (found,) = await work.select_first(
+            [RecordSelect(IdempotencyRecord, "idempotency-stored", _stored_select, params)]
+        )
+        if not found:
+            return None
+        digest, result = found[0].request_digest, found[0].result
+    else:
+        digest, result = await _stored_with(work, params, ahead)
+        if digest is None:
+            return None
+    if digest != call.digest:
         # The ids of what the key did the first time (``proposalId``…) help the caller.
         first = {_camel(name): value for name, value in result.items()}
         raise call.conflict(
@@ -168,6 +226,32 @@ async def _stored(work: UnitOfWork, viewer: Viewer, call: Keyed) -> dict[str, An
             **first,
         )
     return result
+
+
+async def _stored_with(
+    work: UnitOfWork, params: dict[str, Any], ahead: Ahead
+) -> tuple[str | None, Any]:
+    """The stored record's digest and result (``None``: the key is new), with ``ahead``'s
+    records read in the same statement."""
+    select = ahead.select
+    beside = RecordSelect(
+        select.model,
+        ("idempotency-stored-beside", select.kind),
+        functools.partial(_stored_beside, select.build),
+        {**select.parameters, **{_KEYED + name: value for name, value in params.items()}},
+    )
+    (rows,) = await work.select_first([beside])
+    digest, text = rows[0].__dict__[_DIGEST], rows[0].__dict__[_RESULT]
+    for row in rows:
+        del row.__dict__[_DIGEST], row.__dict__[_RESULT]
+    key = _primary_key(select.model)
+    ahead.records = [row for row in rows if getattr(row, key) is not None]
+    return digest, None if text is None else jsoncodec.loads(text)
+
+
+def _primary_key(model: type[Any]) -> str:
+    (column,) = table_of(model).primary_key.columns
+    return str(column.key)
 
 
 def _camel(name: str) -> str:

@@ -27,8 +27,8 @@ from signoff.constants import DELIVER_JOB_ID, NOTIFY_JOB_ID, WAKE_BUCKET_SECONDS
 from signoff.database import SessionMaker
 from signoff.destinations import DestinationPolicy
 from signoff.evidence.sealing import Sealer
-from signoff.models.inserts import insert_rows, insert_then_select
-from signoff.models.records import RecordSelect
+from signoff.models.inserts import insert_alone, insert_rows, insert_then_select
+from signoff.models.records import RecordSelect, select_all_first
 
 logger = logging.getLogger("signoff.work")
 
@@ -64,6 +64,11 @@ class Publisher(Protocol):
         change events) included: stamps them in the transaction where transaction order
         is commit order (SQLite), reads what their frames show where that saves a read,
         and returns the after-commit hook that publishes them or wakes the stamper."""
+
+    def committed_alone(self, events: Sequence[Mapping[str, Any]]) -> AfterCommit | None:
+        """For a writer whose rows (``events`` among them) go as one statement outside a
+        transaction: the after-commit hook ``before_commit`` would return, or ``None``
+        where it must run in the writer's transaction (it stamps or reads there)."""
 
     async def relay(self) -> int:
         """Republish stamped events whose publish never happened; returns how many."""
@@ -118,8 +123,11 @@ class UnitOfWork:
         self._events: list[Mapping[str, Any]] = []  # this transaction's change events
         self._rows: dict[sa.Table, list[dict[str, Any]]] = {}
         self._wrote_rows = False  # whether this transaction has written ``_rows`` yet
-        # Rows a planned move returned as records (not in the session), by model and id, as
-        # the move left them: what reads later in the transaction may take instead.
+        # The publisher's hook, where the rows went as a statement of their own (``write_rows``).
+        self._published_alone: AfterCommit | None = None
+        # Rows a planned move returned as records, and new rows held for commit
+        # (``insert_with_commit``), by model and id, none of them in the session, as the
+        # transaction left them: what reads later in the transaction may take instead.
         self.moved_records: dict[tuple[type[SQLModel], str], Any] = {}
 
     def now(self) -> datetime:
@@ -189,6 +197,16 @@ class UnitOfWork:
         transitions then costs one insert per table, not an ORM object per row."""
         self._rows.setdefault(table, []).append(row)
 
+    def insert_with_commit(self, *rows: SQLModel) -> None:
+        """Insert new ORM rows just before commit, with the rows ``insert_at_commit`` holds
+        (each table's in one statement, the tables in the order first held), rather than
+        now (``insert``): for rows that nothing in the transaction reads or changes in the
+        database before it commits. They stay out of the session, in ``moved_records``."""
+        for row in rows:
+            table, columns = _insert_of(type(row))
+            self.insert_at_commit(table, {column: getattr(row, key) for key, column in columns})
+            self.moved_records[(type(row), getattr(row, "id"))] = row  # noqa: B009
+
     async def insert(self, *rows: SQLModel) -> None:
         """Insert new ORM rows now, a statement each in the order given (each may refer to
         those before it), in one round trip, and attach them to the session as persistent
@@ -224,14 +242,40 @@ class UnitOfWork:
             await self.rollback()
             raise refused from None
 
-    async def write_rows(self) -> None:
+    async def select_first(self, selects: Sequence[RecordSelect]) -> list[list[Any]]:
+        """The records of each of ``selects`` (``records.select_all``), read before the
+        transaction sends anything else: on PostgreSQL outside it, so that its ``BEGIN``
+        waits for its first write (``records.select_all_first``)."""
+        return await select_all_first(await self.session.connection(), selects)
+
+    async def write_rows(self, *, last: bool = False) -> None:
         """Insert the rows ``insert_at_commit`` holds now rather than at commit, each table's
         in one statement and the tables in one round trip: where the caller must see a
-        unique key's refusal (an idempotency record) before it commits."""
+        unique key's refusal (an idempotency record) before it commits. ``last``: the
+        caller commits next; where the transaction has sent nothing and its commit would
+        send nothing else (no hooks or ORM changes, no publisher's reads), the rows go as
+        one statement committed on its own, no ``BEGIN``, no ``COMMIT`` (``insert_alone``)."""
         rows, self._rows = self._rows, {}
-        if rows:
-            await insert_rows(await self.session.connection(), list(rows.items()))
-            self._wrote_rows = True
+        if not rows:
+            return
+        connection = await self.session.connection()
+        batches = list(rows.items())
+        if last and not self._before_commit and not self._reads_at_commit:
+            published = self._alone_published()
+            if published is not None and await insert_alone(connection, batches):
+                self._wrote_rows, self._published_alone = True, published
+                return
+        await insert_rows(connection, batches)
+        self._wrote_rows = True
+
+    def _alone_published(self) -> AfterCommit | None:
+        """What the commit runs first where the rows go alone (``write_rows``), if they
+        may: the publisher's hook (one that does nothing without a publisher)."""
+        session = self.session
+        if session.new or session.dirty or session.deleted:
+            return None
+        publisher = self.services.events
+        return _nothing if publisher is None else publisher.committed_alone(self._events)
 
     async def _read_at_commit(self) -> None:
         """The reads of ``read_at_commit``, with the rows held for commit in one round trip."""
@@ -253,16 +297,18 @@ class UnitOfWork:
                 key = next(iter(self._before_commit))
                 await self._before_commit.pop(key)()
             await self._read_at_commit()
-        await self.write_rows()
+        await self.write_rows(last=True)
         publisher, events = self.services.events, self._events
+        if self._published_alone is not None:
+            self._after_commit.insert(0, self._published_alone)
         # Audit records too (``_rows``): they get their log positions in the stamping run.
-        if (events or self._wrote_rows) and publisher is not None:
+        elif (events or self._wrote_rows) and publisher is not None:
             # After every write of the transaction, so that what it reads for the events'
             # frames is what the commit leaves. First of the hooks: subscribers' frames
             # should not wait for a job's enqueue.
             self._after_commit.insert(0, await publisher.before_commit(self.session, events))
         hooks, self._after_commit, self._events = self._after_commit, [], []
-        self.moved_records, self._wrote_rows = {}, False
+        self.moved_records, self._wrote_rows, self._published_alone = {}, False, None
         await self.session.commit()
         for hook in hooks:
             try:
@@ -275,8 +321,12 @@ class UnitOfWork:
         self._after_commit, self._events, self._rows = [], [], {}
         self._before_commit, self.moved_proposals = {}, set()
         self._reads_at_commit = {}
-        self.moved_records, self._wrote_rows = {}, False
+        self.moved_records, self._wrote_rows, self._published_alone = {}, False, None
         await self.session.rollback()
+
+
+async def _nothing() -> None:
+    return None
 
 
 @functools.cache
