@@ -275,6 +275,10 @@ FEED_LOADER_CACHE_SIZE = 2048
 # Live subscriptions: distinct documents whose stripped form (without ``after``) and
 # whether they read the viewer are remembered; older ones are worked out again.
 LIVE_SELECTION_CACHE_SIZE = 256
+# Values a group's frame completed for a record its write's other events carry too
+# (``schema.serving.shared_values``), for the whole process: the newest are kept, and a
+# write's events are rendered one after the other.
+LIVE_SHARED_VALUES = 64
 # Frames a broadcast group keeps of its newest events, so that subscribers resuming
 # within them catch up without a read or an execution of their own.
 LIVE_FRAME_LOG_SIZE = 512

@@ -304,6 +304,14 @@ def queue_subscription(
     return Subscription(server.ws_url, token, query, {"queueId": queue_id, "after": after})
 
 
+# A proposal with every relation a waiting agent's client selects.
+PROPOSAL_RELATIONS = """id state revision executor executedBy { name } target { id name }
+  deadlinePolicy { action reason }
+  approvals { decision reason revision approver { name } }
+  revisions { revision digest payload reason amendedBy { name } }
+  attempts { attemptNumber responseClass statusCode errorCode finishedAt }"""
+
+
 async def feed_settled(sessionmaker: SessionMaker, within: float = 10) -> None:
     """Wait until every committed change event has its cursor (the relay stamps strays)."""
     deadline = time.monotonic() + within

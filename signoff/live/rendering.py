@@ -12,6 +12,7 @@ import strawberry
 from graphql import DocumentNode, ExecutionResult
 from graphql.execution import Executor
 
+from signoff.constants import LIVE_SHARED_VALUES
 from signoff.database import SessionMaker
 from signoff.events.hub import Change
 from signoff.internals import core_schema, execute_for_event
@@ -23,6 +24,7 @@ from signoff.schema.change_event import ChangeEvent
 from signoff.schema.context import Context
 from signoff.schema.errors import mask_error
 from signoff.schema.loaders import FeedLoaders
+from signoff.schema.serving.shared_values import ExecutionValues, SharedValues
 
 logger = logging.getLogger("signoff.live")
 
@@ -34,9 +36,15 @@ FAILED_FRAME = json.dumps(
 class Frames:
     """Executes one group's selection for an event and encodes the payload."""
 
-    def __init__(self, executor: Executor[Any], make_context: Callable[[], Context]) -> None:
+    def __init__(
+        self,
+        executor: Executor[Any],
+        make_context: Callable[[ExecutionValues], Context],
+        shared: SharedValues,
+    ) -> None:
         self._executor = executor
         self._make_context = make_context
+        self._shared = shared
         self.executions = 0
 
     async def render(self, change: Change) -> Payload:
@@ -50,7 +58,8 @@ class Frames:
             return Payload(FAILED_FRAME, change.cursor)
 
     async def _render(self, change: Change) -> Payload:
-        context = self._make_context()
+        values = self._shared.for_execution(self)
+        context = self._make_context(values)
         try:
             outcome: Any = execute_for_event(
                 self._executor, ChangeEvent.from_change(change), context
@@ -62,6 +71,8 @@ class Frames:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
             payload["errors"] = [mask_error(e, context.request_id).formatted for e in result.errors]
+        else:
+            values.keep(result.data)
         return Payload(json.dumps(payload, separators=(",", ":")), change.cursor)
 
 
@@ -73,6 +84,7 @@ class FrameMaker:
         self._schema = schema
         self._read_sessionmaker = read_sessionmaker
         self._feed_loaders = FeedLoaders(read_sessionmaker)
+        self._shared = SharedValues(LIVE_SHARED_VALUES)
 
     def frames(
         self,
@@ -91,7 +103,7 @@ class FrameMaker:
         )
         assert not isinstance(executor, list)  # Strawberry validated the document already
 
-        def make_context() -> Context:
+        def make_context(values: ExecutionValues) -> Context:
             return Context(
                 sessionmaker=self._read_sessionmaker,
                 read_sessionmaker=self._read_sessionmaker,
@@ -100,6 +112,7 @@ class FrameMaker:
                 feed_visibility=visibility,
                 shared_viewer=viewer is None,
                 _viewer=viewer,
+                shared_values=values,
             )
 
-        return Frames(executor, make_context)
+        return Frames(executor, make_context, self._shared)

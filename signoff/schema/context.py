@@ -25,6 +25,7 @@ from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.access.viewer_cache import ViewerCache
 from signoff.resolvers.core.work import Services, UnitOfWork
 from signoff.resolvers.feed.subscriptions import Visibility
+from signoff.schema.serving.shared_values import ExecutionValues
 
 if TYPE_CHECKING:
     from signoff.schema.live import LiveSocket
@@ -125,6 +126,8 @@ class Context:
     connection_params: dict[str, Any] | None = None
     # Executing one frame for a broadcast group: there is no single viewer to read.
     shared_viewer: bool = False
+    # Executing one frame: values completed by the group's earlier frames of one write.
+    shared_values: ExecutionValues | None = None
     # What a mutation's unit of work may use: job queue, event relay, sealer.
     services: Services = field(default_factory=Services)
     # The process's token -> viewer cache (none: read on every request).

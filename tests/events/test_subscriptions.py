@@ -24,6 +24,7 @@ from tests.helpers import (
     unique_name,
 )
 from tests.live import (
+    PROPOSAL_RELATIONS,
     QUEUE_EVENTS,
     Server,
     Subscription,
@@ -209,14 +210,6 @@ async def test_agents_follow_their_own_proposal(module_server: ModuleServer) -> 
     ]
     assert events[2]["proposal"] == {"id": proposal_id, "state": "QUEUED", "approvalCount": 1}
     assert events[3]["task"] == {"state": "COMPLETED"}
-
-
-# A proposal with every relation a waiting agent's client selects.
-PROPOSAL_RELATIONS = """id state revision executor executedBy { name } target { id name }
-  deadlinePolicy { action reason }
-  approvals { decision reason revision approver { name } }
-  revisions { revision digest payload reason amendedBy { name } }
-  attempts { attemptNumber responseClass statusCode errorCode finishedAt }"""
 
 
 async def test_a_frames_proposal_reads_its_relations_as_a_query_does(

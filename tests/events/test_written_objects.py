@@ -18,8 +18,11 @@ from signoff.schema import build_schema
 from tests.conftest import requires_postgres
 from tests.helpers import CREATE_TASK, GraphQLClient, statements_sent
 from tests.live import (
+    PROPOSAL_RELATIONS,
     InProcessServer,
     Subscription,
+    feed_settled,
+    head_cursor,
     subscriptions_live,
     world_at_head,
 )
@@ -96,6 +99,47 @@ async def test_on_postgresql_the_sequencer_publishes_the_writers_objects(
     assert task.written["task"].id == task.entity_id == proposed["task"]["id"]
     assert task.written["proposal"].id == proposed["proposal"]["id"]
     assert len(events.written) == 0
+
+
+WAITING = f"""
+subscription($id: ID!, $a: String) {{
+  proposalEvents(proposalId: $id, after: $a) {{ cursor kind proposal {{ {PROPOSAL_RELATIONS} }} }}
+}}
+"""
+
+
+def reads_relations(statement: str) -> bool:
+    return any(table in statement for table in ("approvals", "revisions", "delivery_attempts"))
+
+
+async def test_a_decisions_frames_execute_their_proposal_once(
+    app: Starlette, live: InProcessServer, gql: GraphQLClient
+) -> None:
+    """A decision's two events carry one proposal record: the waiting agent's group
+    executes its selection for the first frame and the second answers with it
+    (``shared_values``), as a replay, whose frames execute each their own, shows it."""
+    async with AsyncClient(base_url=live.url, timeout=30) as client:
+        http = GraphQLClient(client, gql.sessionmaker)
+        world, _ = await world_at_head(http)
+        proposed = await world.propose()
+        proposal_id = proposed["proposal"]["id"]
+        await feed_settled(gql.sessionmaker)
+        after = await head_cursor(http, world.reviewers[0])
+        variables = {"id": proposal_id, "a": after}
+        async with Subscription(live.ws_url, world.agent, WAITING, variables) as waiting:
+            await subscriptions_live(app, 1)
+            with statements_sent(app, reads_relations, reads_only=True) as reads:
+                await world.decide(world.reviewers[0], proposed["proposal"], "REJECTED")
+                live_frames = list(await waiting.wait_for(2))
+        read = f"query($id: ID!) {{ proposal(id: $id) {{ {PROPOSAL_RELATIONS} }} }}"
+        answer = await http(read, {"id": proposal_id}, world.agent)
+        async with Subscription(live.ws_url, world.agent, WAITING, variables) as replaying:
+            replayed = await replaying.wait_for(2)
+    assert [frame["kind"] for frame in live_frames] == ["proposal.rejected", "task.completed"]
+    assert live_frames[0]["proposal"] == live_frames[1]["proposal"] == answer["proposal"]
+    assert live_frames == replayed
+    assert reads, "the first frame reads its proposal's relations"
+    assert len(reads) == len(set(reads)), "the second frame should read none again"
 
 
 CONCURRENT = f"""

@@ -25,6 +25,7 @@ from graphql import (
     GraphQLLeafType,
     GraphQLNonNull,
     GraphQLObjectType,
+    GraphQLOutputType,
     GraphQLResolveInfo,
     GraphQLScalarType,
     OperationDefinitionNode,
@@ -57,6 +58,7 @@ from signoff.internals import (
 )
 from signoff.schema.loaders import loaded_relation
 from signoff.schema.serving.relations import SYNC, RelationStep, execute_relation, relation_of
+from signoff.schema.serving.shared_values import Completed
 
 PLAIN = "signoff.plain-field"
 RELATION = "signoff.relation"
@@ -405,6 +407,23 @@ class PlainFieldExecutor(StrawberryExecutionContext):
         if not awaitable_fields:
             return results
         return _gathered(results, awaitable_fields)
+
+    def complete_value(
+        self,
+        return_type: GraphQLOutputType,
+        field_details_list: FieldDetailsList,
+        info: GraphQLResolveInfo[Any],
+        path: Path,
+        result: Any,
+        position_context: Any,
+    ) -> AwaitableOrValue[Any]:
+        """graphql-core's, but for a value completed in an earlier execution of the same
+        selection (``shared_values``), answered as it is."""
+        if type(result) is Completed:
+            return result.value
+        return super().complete_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
 
     def complete_resolved(
         self,
