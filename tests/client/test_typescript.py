@@ -19,12 +19,31 @@ PACKAGE = ROOT / "clients" / "typescript"
 EXITS_WITHIN = 10
 
 
-async def line_of(process: asyncio.subprocess.Process) -> dict[str, Any]:
+async def line_of(
+    process: asyncio.subprocess.Process, stage: Stage, proxy: TcpProxy | None = None
+) -> dict[str, Any]:
     assert process.stdout is not None
-    line = await asyncio.wait_for(process.stdout.readline(), 60)
-    assert line, "the agent ended early"
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), 60)
+    except TimeoutError:
+        raise AssertionError(await stuck(process, stage, proxy)) from None
+    assert line, f"the agent ended early: {await stuck(process, stage, proxy)}"
     found: dict[str, Any] = json.loads(line)
     return found
+
+
+async def stuck(process: asyncio.subprocess.Process, stage: Stage, proxy: TcpProxy | None) -> str:
+    """What a failure's message shows of a script that said nothing more: its stderr, the
+    connections it opened through the proxy, and the end of the server's log."""
+    if process.returncode is None:
+        process.kill()
+    _, err = await asyncio.wait_for(process.communicate(), 10)
+    log = stage.server.log.read_text(errors="replace").splitlines()[-20:]
+    opened = "" if proxy is None else f"{proxy.accepted} connections through the proxy; "
+    return (
+        f"{opened}exit {process.returncode}; stderr: {err.decode(errors='replace')[-2000:]!r}"
+        f"\n--- end of {stage.server.log.name} ---\n" + "\n".join(log)
+    )
 
 
 async def test_the_typescript_client_executes_once_per_approval(agent_stage: Stage) -> None:
@@ -40,26 +59,30 @@ async def test_the_typescript_client_executes_once_per_approval(agent_stage: Sta
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    assert await line_of(process) == {
+    assert await line_of(process, stage) == {
         "refused": "PAYLOAD_SCHEMA_INVALID",
         "typed": True,
         "pointer": "/amount",
     }
-    proposed = await line_of(process)
+    proposed = await line_of(process, stage)
     assert proposed["state"] == "APPROVAL_REQUIRED"
     await asyncio.sleep(0.5)  # the agent follows the proposal over graphql-ws by now
     await stage.decide(proposed["proposed"])
-    assert await line_of(process) == {"executed": "refunded 120 EUR"}
-    assert await line_of(process) == {"replayed": True, "again": "refunded 120 EUR", "ran": 1}
-    other = await line_of(process)
+    assert await line_of(process, stage) == {"executed": "refunded 120 EUR"}
+    assert await line_of(process, stage) == {
+        "replayed": True,
+        "again": "refunded 120 EUR",
+        "ran": 1,
+    }
+    other = await line_of(process, stage)
     await stage.decide(other["proposed"], "REJECTED", reason="Already refunded.")
-    assert await line_of(process) == {
+    assert await line_of(process, stage) == {
         "notApproved": "NOT_APPROVED",
         "outcome": "rejected",
         "reason": "Already refunded.",
         "ran": 1,
     }
-    assert await line_of(process) == {
+    assert await line_of(process, stage) == {
         "consumed": "EXECUTION_CONSUMED",
         "state": "APPLIED",
         "isAlready": False,
@@ -90,19 +113,19 @@ async def test_the_typescript_client_resumes_after_its_socket_is_cut(agent_stage
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        proposed = await line_of(process)
+        proposed = await line_of(process, stage, proxy)
         # Cut once the wait has had its first event over graphql-ws (a fixed pause was too
         # short on a loaded machine: the cut then came before any event).
-        assert "following" in await line_of(process)
+        assert "following" in await line_of(process, stage, proxy)
         proxy.cut()
         await stage.decide(proposed["proposed"])  # the approval is made while the socket is down
         await asyncio.sleep(1)  # the client's reconnects are refused meanwhile
         proxy.restore()
-        assert await line_of(process) == {
+        assert await line_of(process, stage, proxy) == {
             "outcome": "approved",
             "payload": {"amount": 120, "currency": "EUR"},
         }
-        seen = await line_of(process)
+        seen = await line_of(process, stage, proxy)
         # Events from before the cut and after it, none seen twice: the resumed
         # subscription started after the last cursor the first one delivered.
         assert seen["events"] >= 2 and seen["distinct"] == seen["events"], seen

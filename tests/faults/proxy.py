@@ -29,6 +29,9 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._cuts = 0
+        # Connections accepted so far: a test's failure can tell a client that kept
+        # reconnecting from one that waited on a single connection.
+        self.accepted = 0
 
     def __enter__(self) -> TcpProxy:
         self._thread.start()
@@ -82,6 +85,7 @@ class TcpProxy:
         # A connection accepted before a cut, or still reaching the upstream when it came,
         # must not survive it: the database would answer in the middle of the outage, and
         # the client would report one outage as two.
+        self.accepted += 1
         if self._cuts != cuts:
             writer.transport.abort()
             return
