@@ -76,9 +76,10 @@ async def test_a_thousand_resuming_after_fifty_cursors_share_each_execution(
     # One execution per live event for all thousand, once they have caught up.
     assert executions == LIVE_EVENTS
     # The storm read the feed only for the log's read-backs (at most one page per distinct
-    # cursor, far fewer as the lowest cursors come early), the feed's bounds a few times
+    # cursor, far fewer as the lowest cursors come early; the event service's timed upkeep
+    # aside, which reads whatever the subscribers do), the feed's bounds a few times
     # for a thousand resumes, and the token at connection_init once for the lot.
-    feed_reads = [s for s in storm_reads if "change_events" in s]
+    feed_reads = [s for s in storm_reads if "change_events" in s and not _upkeep(s)]
     bounds_reads = [s for s in storm_reads if "change_feed_state" in s]
     token_reads = [s for s in storm_reads if "api_tokens" in s]
     assert len(feed_reads) <= CURSORS, len(feed_reads)
@@ -91,6 +92,14 @@ def _reads_feed_or_tokens(statement: str) -> bool:
     return text.lstrip().startswith("select") and (
         "change_events" in text or "api_tokens" in text or "change_feed_state" in text
     )
+
+
+def _upkeep(statement: str) -> bool:
+    """The event service's timed look for events still to stamp or publish: it runs every
+    few seconds whatever the subscribers do, so a storm slowed by a loaded machine would
+    count more of them (35 feed statements at rest were 14 read-backs and 21 of these)."""
+    text = statement.lower()
+    return "cursor is null" in text or "published_at is null" in text
 
 
 def _cycle(cursors: list[int]) -> list[int]:
