@@ -268,6 +268,8 @@ class UpgradeFreedHttpProtocol(HttpToolsProtocol):
     # a storm's hundreds of upgrade requests were parsed, and their websocket protocols and
     # tasks made, as they arrived, a hundred in one turn of the loop. ``None``: no wait.
     turnstile: ClassVar[Turnstile | None] = None
+    # What came before the connection's turn, held unparsed; ``None`` once it is read.
+    _before_turn: bytearray | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -275,12 +277,30 @@ class UpgradeFreedHttpProtocol(HttpToolsProtocol):
             return
         waiter = self.turnstile.wait()
         if waiter is not None:
-            transport.pause_reading()  # what comes meanwhile waits in the socket's buffer
+            self._before_turn = bytearray()
+            # What comes meanwhile waits in the socket's buffer. asyncio honours a pause
+            # made here; uvloop starts reading after ``connection_made`` whatever it was
+            # told, so ``data_received`` holds that first read and pauses then.
+            transport.pause_reading()
             waiter.add_done_callback(self._take_turn)
 
+    def data_received(self, data: bytes) -> None:
+        held = self._before_turn
+        if held is None:
+            super().data_received(data)
+            return
+        held += data
+        self.transport.pause_reading()
+
     def _take_turn(self, _: asyncio.Future[None]) -> None:
-        if not self.transport.is_closing():
-            self.transport.resume_reading()
+        held, self._before_turn = self._before_turn, None
+        if self.transport.is_closing():
+            return
+        # Reading resumes first: a pause the parser asks for while it reads what was held
+        # (uvicorn's flow control) is then the last word.
+        self.transport.resume_reading()
+        if held:
+            super().data_received(bytes(held))
 
     def handle_websocket_upgrade(self) -> None:
         super().handle_websocket_upgrade()

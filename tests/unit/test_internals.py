@@ -7,13 +7,14 @@ import asyncio
 import inspect
 import re
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import strawberry
 import uvicorn
+import uvloop
 from graphql import GraphQLResolveInfoHelpers, GraphQLSchema, parse
 from graphql.execution import Executor
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
@@ -248,6 +249,57 @@ async def test_a_new_http_connection_reads_first_at_its_turn() -> None:
     for _ in range(3):  # the turnstile's turn, then the waiter's callback
         await asyncio.sleep(0)
     assert [t.reading for t in transports] == [True, True]
+
+
+@pytest.mark.parametrize(
+    "loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
+)
+def test_a_new_connection_is_parsed_at_its_turn_on_either_loop(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+) -> None:
+    """Over a real socket, on asyncio and on uvloop (``signoff serve``'s loop), which starts
+    reading after ``connection_made`` even when it paused there: the request that came
+    before the connection's turn is answered only after it."""
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(_answered_after_its_turn())
+
+
+async def _answered_after_its_turn() -> None:
+    loop = asyncio.get_running_loop()
+    turn: asyncio.Future[None] = loop.create_future()
+
+    class Held(Turnstile):
+        def wait(self) -> asyncio.Future[None] | None:
+            return turn
+
+    config = uvicorn.Config(app=_answering_app)
+    config.load()
+    protocol_class = internals.http_protocol_taking_turns(Held(1))
+    state = ServerState()
+    server = await loop.create_server(
+        lambda: protocol_class(config=config, server_state=state, app_state={}), "127.0.0.1", 0
+    )
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"GET / HTTP/1.1\r\nHost: signoff\r\n\r\n")
+        await asyncio.sleep(0.2)  # the request reaches the server meanwhile
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(reader.read(1), 0.3)
+        turn.set_result(None)
+        status = await asyncio.wait_for(reader.readline(), 5)
+        assert status.startswith(b"HTTP/1.1 204"), status
+    finally:
+        writer.close()
+        for connection in list(state.connections):
+            connection.shutdown()
+        server.close()
+        await server.wait_closed()
+
+
+async def _answering_app(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def test_uvicorns_sans_io_protocol_has_what_prepared_frames_read() -> None:
