@@ -5,13 +5,13 @@ skip, or fail under CI (``tests/machine.py``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
 from playwright.async_api import Browser, BrowserContext, Page, Route, async_playwright
 
 from tests.machine import missing, require_node_package
@@ -34,9 +34,9 @@ def require_chromium() -> str:
     missing(f"needs Chromium at {CHROMIUM} (apt-get install chromium)")
 
 
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    """One headless Chromium per test module."""
+@contextlib.asynccontextmanager
+async def chromium() -> AsyncIterator[Browser]:
+    """A headless Chromium (the ``browser`` fixture of ``tests/conftest.py``)."""
     executable = require_chromium()
     async with async_playwright() as playwright:
         launched = await playwright.chromium.launch(

@@ -21,6 +21,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from httpx import ASGITransport, AsyncClient
+from playwright.async_api import Browser
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -33,6 +34,7 @@ from signoff.database import SessionMaker, create_engine, create_sessionmaker
 from signoff.migrate import migrate
 from signoff.web.app import create_app
 from tests import zygote
+from tests.browser import chromium
 from tests.helpers import GraphQLClient
 from tests.live import Server, start_server
 from tests.processes import LOOPBACK_NETWORKS
@@ -80,6 +82,15 @@ def warm_starts() -> Iterator[None]:
     """The worker's zygote of ``signoff`` processes (``tests/zygote.py``) ends with it."""
     yield
     zygote.stop_zygote()
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """One headless Chromium per pytest-xdist worker, launched for its first page test.
+    Each test opens a context of its own (cookies, storage, routes, pages) and closes it,
+    so tests share only the process; one per module cost a launch each."""
+    async with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="session", autouse=True)

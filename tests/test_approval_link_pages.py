@@ -11,13 +11,11 @@ from typing import Any
 
 from playwright.async_api import Browser, Page, expect
 
-from tests.browser import browser, console_errors, offline_context, screenshot_path
+from tests.browser import console_errors, offline_context, screenshot_path
 from tests.conftest import ModuleServer
 from tests.helpers import GraphQLClient, World, build_world, unique_name
 from tests.live import Server, http_gql
 from tests.schema.test_approval_links import CREATE_LINK, actor_id, counts, proposal_state
-
-__all__ = ["browser"]
 
 Serve = Callable[..., Awaitable[Server]]
 

@@ -38,7 +38,7 @@ from signoff.resolvers.access.actors import set_actor_role
 from signoff.resolvers.core.work import UnitOfWork
 from signoff.schema.serving import persisted
 from signoff.web.pages import STATIC_DIR
-from tests.browser import browser, console_errors, offline_context, screenshot_path
+from tests.browser import console_errors, offline_context, screenshot_path
 from tests.client.blocking_proxy import refusing_websockets
 from tests.conftest import ModuleServer, checked_once
 from tests.helpers import CLAIM, CREATE_QUEUE, GraphQLClient, build_world, unique_name
@@ -48,8 +48,6 @@ from tests.receivers import serve as serve_receiver
 from tests.redis_keys import unique_queue
 from tests.schema.test_amendments import amend
 from tests.test_readme import delivering, forget_jobs
-
-__all__ = ["browser"]
 
 Serve = Callable[..., Awaitable[Server]]
 

@@ -18,15 +18,13 @@ from playwright.async_api import Browser, Page, expect
 
 from signoff.database import SessionMaker
 from signoff.models import Role
-from tests.browser import axe_violations, browser, screenshot_path
+from tests.browser import axe_violations, screenshot_path
 from tests.conftest import checked_once
 from tests.helpers import GraphQLClient, World, build_world
 from tests.live import http_gql
 from tests.test_console import LIVE_WITHIN, PHONE, Serve, signed_in
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 VIEWER = "{ viewer { actor { name role } queues { id } } }"
 TARGET = "query($id: ID!) { target(id: $id) { pausedAt } }"

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from playwright.async_api import Browser, Page, expect
 
-from tests.browser import axe_violations, browser
+from tests.browser import axe_violations
 from tests.conftest import ModuleServer, checked_once
 from tests.helpers import build_world, unique_name
 from tests.live import http_gql
 from tests.test_console import PHONE, signed_in
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 
 async def no_violations(page: Page, view: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from playwright.async_api import Browser, Page, expect
 
-from tests.browser import browser, screenshot_path
+from tests.browser import screenshot_path
 from tests.conftest import ModuleServer, checked_once
 from tests.helpers import World, build_world, unique_name
 from tests.live import http_gql
@@ -26,8 +26,6 @@ from tests.processes import run_cli, signoff_env
 from tests.test_console import LIVE_WITHIN, PHONE, signed_in
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 AMEND = """
 mutation($input: AmendProposalInput!) {

@@ -15,7 +15,7 @@ from playwright.async_api import Browser, Page, expect
 
 from signoff.database import SessionMaker
 from signoff.models import Role
-from tests.browser import browser, screenshot_path
+from tests.browser import screenshot_path
 from tests.conftest import checked_once
 from tests.helpers import GraphQLClient, build_world
 from tests.live import Server, http_gql, server_log_on_failure
@@ -27,8 +27,6 @@ from tests.test_console_operations import OPEN_INCIDENT, RESOLVE, incident_when,
 from tests.test_readme import delivering, forget_jobs
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 
 async def open_incident_page(page: Page, server: Server, incident_id: str) -> None:

@@ -9,15 +9,13 @@ from pathlib import Path
 
 from playwright.async_api import Browser, Page, expect
 
-from tests.browser import browser, offline_context, screenshot_path
+from tests.browser import offline_context, screenshot_path
 from tests.conftest import ModuleServer, checked_once
 from tests.helpers import build_world, unique_name
 from tests.live import http_gql
 from tests.test_console import LIVE_WITHIN, PHONE
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 # Counts every pointer event the page receives: a keyboard-only run leaves it at zero.
 COUNT_POINTER_EVENTS = """

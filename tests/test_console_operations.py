@@ -16,7 +16,7 @@ from playwright.async_api import Browser, Locator, Page, expect
 
 from signoff.database import SessionMaker
 from signoff.models import Role
-from tests.browser import browser, screenshot_path
+from tests.browser import screenshot_path
 from tests.conftest import checked_once
 from tests.helpers import GraphQLClient, build_world
 from tests.live import Server, http_gql, server_log_on_failure
@@ -27,8 +27,6 @@ from tests.test_console import LIVE_WITHIN, PHONE, Serve, signed_in
 from tests.test_readme import delivering, forget_jobs
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 INCIDENTS = """query {
   incidents(first: 20) {

@@ -33,7 +33,7 @@ from signoff.config import Settings, load_sealer
 from signoff.constants import CONSOLE_SESSION_COOKIE, CONSOLE_SIGN_IN_COOKIE
 from signoff.database import SessionMaker
 from signoff.models import Approval, AuditEvent, ConsoleSession, Role
-from tests.browser import browser, console_errors, offline_context, screenshot_path
+from tests.browser import console_errors, offline_context, screenshot_path
 from tests.conftest import checked_once
 from tests.helpers import (
     CREATE_QUEUE,
@@ -48,8 +48,6 @@ from tests.oidc.provider import TestProvider
 from tests.processes import free_port
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 Serve = Callable[..., Awaitable[Server]]
 LIVE_WITHIN = 15_000  # ms

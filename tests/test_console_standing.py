@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from playwright.async_api import Browser, expect
 
-from tests.browser import browser
 from tests.conftest import ModuleServer, checked_once
 from tests.helpers import build_world, unique_name
 from tests.live import http_gql
 from tests.test_console import LIVE_WITHIN, signed_in
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 
 async def test_after_one_of_two_approvals_the_approver_is_told_they_wait(

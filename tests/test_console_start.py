@@ -12,15 +12,13 @@ import httpx
 from playwright.async_api import Browser, Request, Route, expect
 
 from signoff.web.pages import STATIC_DIR, console_html
-from tests.browser import browser, console_errors, offline_context
+from tests.browser import console_errors, offline_context
 from tests.conftest import ModuleServer, checked_once
 from tests.helpers import build_world, unique_name
 from tests.live import http_gql
 from tests.test_console import DESKTOP, LIVE_WITHIN, signed_in
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 SESSION_BLOCK = re.compile(
     r'<script type="application/json" id="console-session">(.*?)</script>', re.S

@@ -18,7 +18,6 @@ from sqlmodel import col, update
 from signoff import clock
 from signoff.database import SessionMaker
 from signoff.models import HumanTask
-from tests.browser import browser
 from tests.conftest import ModuleServer, checked_once
 from tests.helpers import (
     CLAIM,
@@ -35,8 +34,6 @@ from tests.live import http_gql
 from tests.test_console import signed_in
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 
 async def money(page: Page, amount: float, currency: str) -> str:

@@ -17,10 +17,8 @@ from starlette.routing import Route
 
 from signoff.config import parse_origins
 from signoff.database import SessionMaker
-from tests.browser import browser, offline_context
+from tests.browser import offline_context
 from tests.live import InProcessServer, Server, http_gql, serve_in_process
-
-__all__ = ["browser"]
 
 Serve = Callable[..., Awaitable[Server]]
 

@@ -15,6 +15,7 @@ from typing import IO
 
 import pytest
 
+from tests import zygote
 from tests.conftest import PG_URL
 from tests.helpers import CREATE_QUEUE, DECIDE, PAYMENT_SCHEMA, PROPOSE, REGISTER_TARGET
 from tests.processes import ROOT, free_port, run_cli, serving, signoff_env
@@ -29,17 +30,17 @@ def served_database(tmp_path: Path, database_url: str) -> str:
 
 @contextmanager
 def receiving(port: int, secret: str) -> Iterator[IO[str]]:
-    """``signoff receiver`` on ``port``; yields its output once it accepts connections."""
+    """``signoff receiver`` on ``port`` (a warm start, as ``serving`` makes the server's);
+    yields its output once it accepts connections."""
     env = signoff_env("sqlite:///unused.db", SIGNOFF_RECEIVER_SECRET=secret)
-    with tempfile.TemporaryFile(mode="w+") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "signoff", "receiver", "--port", str(port)],
-            env=env,
-            cwd=ROOT,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+    argv = [sys.executable, "-m", "signoff", "receiver", "--port", str(port)]
+    with tempfile.NamedTemporaryFile(mode="w+") as output:
+        process: subprocess.Popen[str] | zygote.WarmProcess | None
+        process = zygote.spawn(argv, env=env, cwd=ROOT, stdout=Path(output.name))
+        if process is None:
+            process = subprocess.Popen(
+                argv, env=env, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True
+            )
         try:
             for _ in range(100):
                 with socket.socket() as sock:

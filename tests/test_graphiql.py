@@ -16,14 +16,12 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from signoff.internals import core_schema
 from signoff.schema import build_schema
 from signoff.web.pages import STATIC_DIR
-from tests.browser import browser, console_errors, offline_context
+from tests.browser import console_errors, offline_context
 from tests.conftest import ModuleServer, checked_once
 from tests.helpers import CREATE_QUEUE
 from tests.live import Server, http_gql, server_log_on_failure
 
 pytestmark = checked_once
-
-__all__ = ["browser"]
 
 Serve = Callable[..., Awaitable[Server]]
 
