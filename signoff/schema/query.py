@@ -44,7 +44,13 @@ from signoff.schema.approval.bulk_decision import (
     items_of,
 )
 from signoff.schema.approval.policy import PolicySimulation
-from signoff.schema.approval.proposal import Approval, Proposal, ProposalRevision, warm_proposals
+from signoff.schema.approval.proposal import (
+    Approval,
+    PageRelations,
+    Proposal,
+    ProposalRevision,
+    warm_proposals,
+)
 from signoff.schema.approval.queue import Queue, QueueStats
 from signoff.schema.approval.task import HumanTask
 from signoff.schema.call import call
@@ -253,10 +259,17 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> PageConnection[Proposal]:
+        relations = PageRelations(info, nodes_selected(info, depth=2))
         page = await call(
-            info, proposals.list_proposals, state=state, queue_id=queue_id, first=first, after=after
+            info,
+            proposals.list_proposals,
+            state=state,
+            queue_id=queue_id,
+            first=first,
+            after=after,
+            along=relations.along,
         )
-        await warm_proposals(info, page.items, nodes_selected(info, depth=2))
+        await relations.warm(page)
         return connection(page, Proposal.from_model)
 
     @strawberry.field(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -40,6 +41,7 @@ from signoff.models import (
 from signoff.models.base import built
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.models.records import (
+    Along,
     RecordSelect,
     as_records,
     record_columns,
@@ -458,8 +460,10 @@ async def list_proposals(
     queue_id: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    along: Sequence[Along] = (),
 ) -> Page[Proposal]:
-    """Newest first, limited to what the viewer may see."""
+    """Newest first, limited to what the viewer may see; the reads ``along`` the page
+    (``paginate``) see its proposals only."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
     where: list[Where] = []
     if viewer.role is Role.AGENT:
@@ -472,4 +476,6 @@ async def list_proposals(
         where.append(Equals(col(Proposal.queue_id), queue_id))
     if state is not None:
         where.append(Equals(col(Proposal.state), state))
-    return await paginate(session, Proposal, where, PROPOSAL_ORDER, first=first, after=after)
+    return await paginate(
+        session, Proposal, where, PROPOSAL_ORDER, first=first, after=after, along=along
+    )
