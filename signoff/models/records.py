@@ -280,9 +280,12 @@ async def select_along(
 ) -> tuple[list[Any], list[list[Any]]] | None:
     """The records of ``select`` and of each of ``along``, in one round trip and one
     snapshot; ``None`` where the connection cannot take them so (SQLite, a session in a
-    transaction, a failure): the caller then reads by keys what ``select`` found."""
+    transaction, a failure, nothing along): the caller then reads by keys what
+    ``select`` found."""
+    if not along or select.writes:
+        return None
     connection = await session.connection()
-    if connection.dialect.name != "postgresql" or select.writes:
+    if connection.dialect.name != "postgresql":
         return None
     driver = await driver_of(connection)
     if not driver.autocommit or driver.info.transaction_status != IDLE:

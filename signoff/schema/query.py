@@ -49,7 +49,6 @@ from signoff.schema.approval.proposal import (
     PageRelations,
     Proposal,
     ProposalRevision,
-    warm_proposals,
 )
 from signoff.schema.approval.queue import Queue, QueueStats
 from signoff.schema.approval.task import HumanTask
@@ -223,8 +222,11 @@ class Query:
 
     @strawberry.field
     async def proposal(self, info: strawberry.Info, id: strawberry.ID) -> Proposal:
-        proposal = await call(info, proposals.read_proposal, proposal_id=id)
-        await warm_proposals(info, [proposal], selected(info, depth=2))
+        relations = PageRelations(info, selected(info, depth=2))
+        proposal, along = await call(
+            info, proposals.read_proposal_along, proposal_id=id, along=relations.along
+        )
+        await relations.warm_read([proposal], along)
         return Proposal.from_model(proposal)
 
     @strawberry.field(
@@ -303,8 +305,16 @@ class Query:
             decided_before=decided_before,
             search=search,
         )
-        page = await call(info, history.list_history, narrowed=narrowed, first=first, after=after)
-        await warm_proposals(info, page.items, nodes_selected(info, depth=2))
+        relations = PageRelations(info, nodes_selected(info, depth=2))
+        page = await call(
+            info,
+            history.list_history,
+            narrowed=narrowed,
+            first=first,
+            after=after,
+            along=relations.along,
+        )
+        await relations.warm(page)
         return connection(page, Proposal.from_model)
 
     @strawberry.field

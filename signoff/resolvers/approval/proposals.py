@@ -46,6 +46,7 @@ from signoff.models.records import (
     as_records,
     record_columns,
     rows_where,
+    select_along,
     table_of,
 )
 from signoff.resolvers.access.rules import Viewer, require_role
@@ -419,6 +420,18 @@ async def read_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: s
     """``get_proposal`` for a read that changes nothing: the proposal as a record
     (``signoff.models.records``), read without the ORM."""
     return proposal_seen(viewer, await rows_where(session, Proposal, "id", [proposal_id]))
+
+
+async def read_proposal_along(
+    *, session: AsyncSession, viewer: Viewer, proposal_id: str, along: Sequence[Along]
+) -> tuple[Proposal, list[list[Any]] | None]:
+    """``read_proposal``, with the reads ``along`` it in its round trip where the
+    connection allows (``select_along``; ``None`` where they were not read)."""
+    found = await select_along(session, proposal_by_id(proposal_id), along)
+    if found is None:
+        return await read_proposal(session=session, viewer=viewer, proposal_id=proposal_id), None
+    rows, relations = found
+    return proposal_seen(viewer, rows), relations
 
 
 def proposal_seen(viewer: Viewer, found: list[Proposal]) -> Proposal:

@@ -170,7 +170,7 @@ async def paginate(
     )
     build = functools.partial(_page_statement, model, where, order, after is not None)
     selected = RecordSelect(model, shape, build, parameters)
-    found = await select_along(session, selected, along) if along else None
+    found = await select_along(session, selected, along)
     if found is None:
         rows = await select_records(session, model, shape, build, parameters)
         along_rows = None

@@ -219,7 +219,7 @@ class Proposal(Node):
     model: strawberry.Private[models.Proposal]
 
     # The relations below answer at once when the list that holds this proposal loaded
-    # them up front (``warm_proposals``), and through their DataLoader otherwise.
+    # them up front (``PageRelations``), and through their DataLoader otherwise.
 
     target = loaded_field(
         LoadedRelation(attrgetter("target"), attrgetter("model.target_id"), _target),
@@ -351,19 +351,10 @@ APPROVERS = Via(models.Approval, "approver_id", "proposal_id")
 Wanted = tuple[RowLoader[Any], Iterable[str]] | Reached
 
 
-async def warm_proposals(
-    info: strawberry.Info, proposals: Sequence[models.Proposal], selected: Selected
-) -> None:
-    """Load the relations ``selected`` asks of ``proposals`` now, one query per kind and
-    one round trip in all, so that each proposal's fields answer without awaiting."""
-    context = context_of(info)
-    await warm(context, *_wanted(context.loaders, proposals, selected))
-
-
 async def warm_proposal_fully(
     info: strawberry.Info, proposal: models.Proposal, selected: Selected
 ) -> None:
-    """``warm_proposals`` for one proposal, its revisions, attempts and who executed it
+    """``PageRelations`` for one proposal, its revisions, attempts and who executed it
     too: a live frame's proposal, executed for one event, answers from one read instead
     of a query per relation."""
     context = context_of(info)
@@ -422,9 +413,10 @@ def _relations(loaders: Loaders, selected: Selected) -> list[_Relation]:
 
 
 class PageRelations:
-    """The relations a page's selection asks of its proposals: read along the page
-    (one round trip for the page and them) where its connection allows, else by the
-    keys of the page's proposals once it is read (``warm_proposals``)."""
+    """The relations a selection asks of a page's proposals (or of one proposal): read
+    along the page (one round trip for the page and them) where its connection allows,
+    else by the keys of the page's proposals once it is read, one query per kind and
+    one round trip in all: either way each proposal's fields answer without awaiting."""
 
     def __init__(self, info: strawberry.Info, selected: Selected) -> None:
         self._context = context_of(info)
@@ -436,11 +428,17 @@ class PageRelations:
 
     async def warm(self, page: Page[models.Proposal]) -> None:
         """Let the page's proposals answer their relations without awaiting."""
-        wanted = [relation.wanted(page.items) for relation in self._relations]
-        if page.along is None:
+        await self.warm_read(page.items, page.along)
+
+    async def warm_read(
+        self, proposals: Sequence[models.Proposal], along: list[list[Any]] | None
+    ) -> None:
+        """``warm`` for ``proposals`` and the rows read ``along`` them, if they were."""
+        wanted = [relation.wanted(proposals) for relation in self._relations]
+        if along is None:
             await warm(self._context, *wanted)
             return
-        for each, rows in zip(wanted, page.along, strict=True):
+        for each, rows in zip(wanted, along, strict=True):
             prime_read(each, rows)
 
 
