@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, cast
 
@@ -23,6 +23,7 @@ from signoff.resolvers.approval import (
 )
 from signoff.resolvers.approval import policies as approval_policies
 from signoff.resolvers.core import audit, nodes
+from signoff.resolvers.core.pagination import Page
 from signoff.resolvers.drafts import reads as draft_reads
 from signoff.resolvers.feed import subscriptions
 from signoff.resolvers.incidents import operations, statistics
@@ -103,6 +104,19 @@ async def _node_or_refusal(result: nodes.NodeModel | SignoffError) -> Node:
     if isinstance(result, SignoffError):
         raise result
     return as_node(result)
+
+
+async def _proposal_page(
+    info: strawberry.Info,
+    resolver: Callable[..., Awaitable[Page[models.Proposal]]],
+    **arguments: Any,
+) -> PageConnection[Proposal]:
+    """A page of proposals from ``resolver``, the relations its selection asks for read
+    along it."""
+    relations = PageRelations(info, nodes_selected(info, depth=2))
+    page = await call(info, resolver, along=relations.along, **arguments)
+    await relations.warm(page)
+    return connection(page, Proposal.from_model)
 
 
 @strawberry.type
@@ -261,18 +275,9 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> PageConnection[Proposal]:
-        relations = PageRelations(info, nodes_selected(info, depth=2))
-        page = await call(
-            info,
-            proposals.list_proposals,
-            state=state,
-            queue_id=queue_id,
-            first=first,
-            after=after,
-            along=relations.along,
+        return await _proposal_page(
+            info, proposals.list_proposals, state=state, queue_id=queue_id, first=first, after=after
         )
-        await relations.warm(page)
-        return connection(page, Proposal.from_model)
 
     @strawberry.field(
         description=(
@@ -305,17 +310,9 @@ class Query:
             decided_before=decided_before,
             search=search,
         )
-        relations = PageRelations(info, nodes_selected(info, depth=2))
-        page = await call(
-            info,
-            history.list_history,
-            narrowed=narrowed,
-            first=first,
-            after=after,
-            along=relations.along,
+        return await _proposal_page(
+            info, history.list_history, narrowed=narrowed, first=first, after=after
         )
-        await relations.warm(page)
-        return connection(page, Proposal.from_model)
 
     @strawberry.field
     async def task(self, info: strawberry.Info, id: strawberry.ID) -> HumanTask:
