@@ -134,12 +134,14 @@ async def test_pages_walk_every_proposal_once_newest_first(gql: GraphQLClient) -
         page = (
             await gql(
                 """query($after: String) { proposals(first: 3, after: $after) {
-            pageInfo { hasNextPage endCursor } edges { node { id } } } }""",
+            pageInfo { hasNextPage endCursor } edges { node { id task { id } } } } }""",
                 {"after": after},
                 world.admin,
             )
         )["proposals"]
         seen += [e["node"]["id"] for e in page["edges"]]
+        # Read along each page, after its cursor too: each proposal has its task.
+        assert all(e["node"]["task"] for e in page["edges"])
         if not page["pageInfo"]["hasNextPage"]:
             break
         after = page["pageInfo"]["endCursor"]
