@@ -37,6 +37,7 @@ from delivery import fresh_database
 
 import signoff.schema.query as query_module
 from signoff.cli import _tune_for_serving
+from signoff.schema.approval.proposal import PageRelations
 from signoff.schema.serving.execution import PlainFieldExecutor
 from signoff.web.app import create_app
 
@@ -45,8 +46,9 @@ Phases = defaultdict[str, float]
 
 def timed_phases(phases: Phases) -> None:
     """Time the page's phases into ``phases`` (CPU seconds, summed over requests)."""
-    for name in ("call", "warm_proposals"):
-        wrap(query_module, name, awaited_into(phases, name))
+    wrap(query_module, "call", awaited_into(phases, "call"))
+    # The relations, primed from the rows read along the page (or read by keys).
+    wrap(PageRelations, "warm_read", awaited_into(phases, "relations"))
     wrap(query_module, "connection", called_into(phases, "connection"))
 
     def root_only(function: Callable[..., Any]) -> Callable[..., Any]:

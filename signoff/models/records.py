@@ -256,6 +256,66 @@ async def autocommitted(
             await driver.set_autocommit(False)
 
 
+@dataclass(frozen=True)
+class Along:
+    """A read sent with a select, of what the select finds: the ``model`` rows whose
+    ``column`` is one of the ``pick`` values of its rows (or, with ``via``, one of what
+    ``via`` reaches from them), as a page's relations are read with the page."""
+
+    model: type[SQLModel]
+    column: str
+    pick: str
+    order_by: str | None = None
+    via: Via | None = None
+
+
+# A read-only transaction whose statements share one snapshot: a select and the reads
+# along it see the same rows, as the reads by keys that follow a select see the rows
+# it found.
+SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+
+async def select_along(
+    session: AsyncSession, select: RecordSelect, along: Sequence[Along]
+) -> tuple[list[Any], list[list[Any]]] | None:
+    """The records of ``select`` and of each of ``along``, in one round trip and one
+    snapshot; ``None`` where the connection cannot take them so (SQLite, a session in a
+    transaction, a failure, nothing along): the caller then reads by keys what
+    ``select`` found."""
+    if not along or select.writes:
+        return None
+    connection = await session.connection()
+    if connection.dialect.name != "postgresql":
+        return None
+    driver = await driver_of(connection)
+    if not driver.autocommit or driver.info.transaction_status != IDLE:
+        return None
+    dialect = connection.dialect
+    plans = [_plan_of(select.kind, select.model, select.build, dialect)]
+    for each in along:
+        build = functools.partial(_rows_along, each, select.build)
+        plans.append(_plan_of((select.kind, each), each.model, build, dialect))
+    found = await _pipelined(connection, plans, [select.parameters] * len(plans), snapshot=True)
+    return None if found is None else (found[0], found[1:])
+
+
+def _rows_along(
+    read: Along, source: Callable[[str], Select[Any] | Update], dialect: str
+) -> Select[Any]:
+    """``read``'s rows, from the rows ``source``'s select finds (with its parameters)."""
+    found = source(dialect)
+    assert isinstance(found, Select), "reads go along a select"
+    picked = found.with_only_columns(found.selected_columns[read.pick])
+    table = table_of(read.model)
+    if read.via is not None:
+        through = table_of(read.via.model)
+        picked = select_rows(through.c[read.via.pick]).where(through.c[read.via.column].in_(picked))
+    stmt = select_rows(*record_columns(read.model)).where(table.c[read.column].in_(picked))
+    if read.order_by is not None:
+        stmt = stmt.order_by(table.c[read.order_by])
+    return stmt
+
+
 def _read_kind(read: RowsWhere) -> Hashable:
     return (read.model, read.column, read.order_by, read.via)
 
@@ -299,12 +359,14 @@ async def _pipelined(
     parameters: Sequence[dict[str, Any]],
     *,
     writes: Sequence[tuple[str, Sequence[Any]]] = (),
+    snapshot: bool = False,
 ) -> list[list[Any]] | None:
     """``plans`` through psycopg in one pipeline, after ``writes`` (in a write transaction
     only), or None where that cannot be done safely (a connection in an unknown state)
     or failed in autocommit (then nothing was kept: the caller reads again). In a write
     transaction a failure has ended the transaction, so it is raised as SQLAlchemy raises
-    it (wrapped, a broken connection invalidated)."""
+    it (wrapped, a broken connection invalidated). With ``snapshot`` (autocommit only),
+    ``plans`` run in one read-only transaction of one snapshot (``SNAPSHOT``)."""
     driver = await driver_of(connection)
     status = driver.info.transaction_status
     if driver.autocommit:
@@ -327,9 +389,11 @@ async def _pipelined(
     for cursor, plan, params in zip(cursors, plans, bound, strict=True):
         sync.dispatch.before_cursor_execute(sync, cursor, plan.sql, params, None, False)
     try:
-        rows = await _fetch_all(cursors, plans, bound, written, writes)
+        rows = await _fetch_all(cursors, plans, bound, written, writes, snapshot)
     except psycopg.Error as failed:
         if driver.autocommit:
+            if snapshot:
+                await _end_snapshot(connection, driver)
             return None
         first_sql, first = writes[0] if writes else (plans[0].sql, bound[0])
         await connection.run_sync(raise_as_sqlalchemy, failed, first_sql, first)
@@ -343,6 +407,18 @@ async def _pipelined(
         plan.records(found, cursor)
         for plan, found, cursor in zip(plans, rows, cursors, strict=True)
     ]
+
+
+async def _end_snapshot(connection: AsyncConnection, driver: psycopg.AsyncConnection[Any]) -> None:
+    """Roll back the snapshot's transaction that a failure left open, so that the connection
+    is idle in autocommit again (the pool would not roll it back); invalidated where that
+    fails. A connection that broke is left to the caller's read through SQLAlchemy."""
+    if driver.info.transaction_status not in (INTRANS, INERROR):
+        return
+    try:
+        await driver.rollback()
+    except psycopg.Error:
+        await connection.invalidate()
 
 
 async def driver_of(connection: AsyncConnection) -> psycopg.AsyncConnection[Any]:
@@ -360,7 +436,9 @@ async def driver_of(connection: AsyncConnection) -> psycopg.AsyncConnection[Any]
 
 # A write transaction's connection, before its first statement or inside the transaction.
 IDLE = psycopg.pq.TransactionStatus.IDLE
-WRITING = (IDLE, psycopg.pq.TransactionStatus.INTRANS)
+INTRANS = psycopg.pq.TransactionStatus.INTRANS
+INERROR = psycopg.pq.TransactionStatus.INERROR
+WRITING = (IDLE, INTRANS)
 
 
 def raise_as_sqlalchemy(sync: Connection, failed: psycopg.Error, sql: str, parameters: Any) -> None:
@@ -379,15 +457,20 @@ async def _fetch_all(
     parameters: Sequence[dict[str, Any]],
     written: psycopg.AsyncCursor[Any],
     writes: Sequence[tuple[str, Sequence[Any]]],
+    snapshot: bool = False,
 ) -> list[list[Any]]:
-    if len(plans) == 1 and not writes:
+    if len(plans) == 1 and not writes and not snapshot:
         await cursors[0].execute(plans[0].sql, parameters[0])
     else:
         async with cursors[0].connection.pipeline():
+            if snapshot:
+                await written.execute(SNAPSHOT)
             for sql, values in writes:
                 await written.execute(sql, values)
             for cursor, plan, params in zip(cursors, plans, parameters, strict=True):
                 await cursor.execute(plan.sql, params)
+            if snapshot:
+                await written.execute("COMMIT")
     return [await cursor.fetchall() for cursor in cursors]
 
 

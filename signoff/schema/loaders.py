@@ -195,6 +195,16 @@ async def warm(context: Reads, *wanted: tuple[RowLoader[Any], Iterable[str]] | R
         prime(rows)
 
 
+def prime_read(wanted: tuple[RowLoader[Any], Iterable[str]] | Reached, rows: list[Any]) -> None:
+    """What ``warm`` does with the rows it read, for ``rows`` read for every one of
+    ``wanted``'s keys in another read (along a page: ``signoff.models.records.Along``)."""
+    if isinstance(wanted, Reached):
+        _prime_reached(wanted.loader, rows)
+    else:
+        loader, keys = wanted
+        _prime(loader, list(dict.fromkeys(keys)), rows)
+
+
 def _prime(loader: RowLoader[Any], keys: list[str], rows: list[Any]) -> None:
     loader.prime_loaded(dict(zip(keys, loader.values(keys, rows), strict=True)))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, cast
 
@@ -23,6 +23,7 @@ from signoff.resolvers.approval import (
 )
 from signoff.resolvers.approval import policies as approval_policies
 from signoff.resolvers.core import audit, nodes
+from signoff.resolvers.core.pagination import Page
 from signoff.resolvers.drafts import reads as draft_reads
 from signoff.resolvers.feed import subscriptions
 from signoff.resolvers.incidents import operations, statistics
@@ -44,7 +45,12 @@ from signoff.schema.approval.bulk_decision import (
     items_of,
 )
 from signoff.schema.approval.policy import PolicySimulation
-from signoff.schema.approval.proposal import Approval, Proposal, ProposalRevision, warm_proposals
+from signoff.schema.approval.proposal import (
+    Approval,
+    PageRelations,
+    Proposal,
+    ProposalRevision,
+)
 from signoff.schema.approval.queue import Queue, QueueStats
 from signoff.schema.approval.task import HumanTask
 from signoff.schema.call import call
@@ -98,6 +104,19 @@ async def _node_or_refusal(result: nodes.NodeModel | SignoffError) -> Node:
     if isinstance(result, SignoffError):
         raise result
     return as_node(result)
+
+
+async def _proposal_page(
+    info: strawberry.Info,
+    resolver: Callable[..., Awaitable[Page[models.Proposal]]],
+    **arguments: Any,
+) -> PageConnection[Proposal]:
+    """A page of proposals from ``resolver``, the relations its selection asks for read
+    along it."""
+    relations = PageRelations(info, nodes_selected(info, depth=2))
+    page = await call(info, resolver, along=relations.along, **arguments)
+    await relations.warm(page)
+    return connection(page, Proposal.from_model)
 
 
 @strawberry.type
@@ -217,8 +236,11 @@ class Query:
 
     @strawberry.field
     async def proposal(self, info: strawberry.Info, id: strawberry.ID) -> Proposal:
-        proposal = await call(info, proposals.read_proposal, proposal_id=id)
-        await warm_proposals(info, [proposal], selected(info, depth=2))
+        relations = PageRelations(info, selected(info, depth=2))
+        proposal, along = await call(
+            info, proposals.read_proposal_along, proposal_id=id, along=relations.along
+        )
+        await relations.warm_read([proposal], along)
         return Proposal.from_model(proposal)
 
     @strawberry.field(
@@ -253,11 +275,9 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> PageConnection[Proposal]:
-        page = await call(
+        return await _proposal_page(
             info, proposals.list_proposals, state=state, queue_id=queue_id, first=first, after=after
         )
-        await warm_proposals(info, page.items, nodes_selected(info, depth=2))
-        return connection(page, Proposal.from_model)
 
     @strawberry.field(
         description=(
@@ -290,9 +310,9 @@ class Query:
             decided_before=decided_before,
             search=search,
         )
-        page = await call(info, history.list_history, narrowed=narrowed, first=first, after=after)
-        await warm_proposals(info, page.items, nodes_selected(info, depth=2))
-        return connection(page, Proposal.from_model)
+        return await _proposal_page(
+            info, history.list_history, narrowed=narrowed, first=first, after=after
+        )
 
     @strawberry.field
     async def task(self, info: strawberry.Info, id: strawberry.ID) -> HumanTask:

@@ -216,7 +216,7 @@ async def test_a_frames_proposal_reads_its_relations_as_a_query_does(
     module_server: ModuleServer,
 ) -> None:
     """A frame's proposal warms its relations in one read (``warm_proposal_fully``); a
-    query reads them through ``warm_proposals`` and the loaders: the same answer."""
+    query reads them along its proposal (``PageRelations``) and the loaders: the same answer."""
     server, sessionmaker = module_server.server, module_server.sessionmaker
     async with http_gql(server, sessionmaker) as gql:
         world = await build_world(gql, reviewer_names=unique_name("reviewer"))

@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import event, select, text
+from sqlalchemy import Integer, bindparam, event, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
@@ -27,7 +27,18 @@ from signoff.models import (
     Role,
     Target,
 )
-from signoff.models.records import RowsWhere, Via, driver_of, read_all, rows_where, table_of
+from signoff.models.records import (
+    Along,
+    RecordSelect,
+    RowsWhere,
+    Via,
+    driver_of,
+    read_all,
+    record_columns,
+    rows_where,
+    select_along,
+    table_of,
+)
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, build_world
 
@@ -306,3 +317,78 @@ async def test_the_driver_is_the_one_sqlalchemy_hands_out_and_reconnects_as_it_d
         again = await driver_of(connection)
         assert again is not raw and not again.closed
         assert again is (await connection.get_raw_connection()).driver_connection
+
+
+APPROVERS = Via(Approval, "approver_id", "proposal_id")
+# A page's relations: targets, tasks, approvals and their approvers.
+ALONG = [
+    Along(Target, "id", "target_id"),
+    Along(HumanTask, "proposal_id", "id"),
+    Along(Approval, "proposal_id", "id", "created_at"),
+    Along(Actor, "id", "id", via=APPROVERS),
+]
+
+
+def _first_proposals(limit: int) -> RecordSelect:
+    """The first ``limit`` proposals by id, as a page selects them."""
+
+    def build(dialect: str) -> Any:
+        columns = record_columns(Proposal)
+        return select(*columns).order_by(Proposal.id).limit(bindparam("limit", type_=Integer))
+
+    return RecordSelect(Proposal, "first proposals", build, {"limit": limit})
+
+
+async def test_reads_along_a_select_give_what_reads_by_its_keys_give_in_one_round_trip(
+    engine: AsyncEngine, reads: SessionMaker
+) -> None:
+    sent: list[Any] = []
+
+    def note(_conn: Any, cursor: Any, *_: Any) -> None:
+        sent.append(cursor)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", note)
+    try:
+        async with reads() as session:
+            found = await select_along(session, _first_proposals(2), ALONG)
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", note)
+    if engine.dialect.name != "postgresql":
+        # No pipeline nor snapshot across statements: the caller reads by keys.
+        assert found is None and sent == []
+        return
+    assert found is not None
+    proposals, along = found
+    assert len(proposals) == 2 and len(sent) == 1 + len(ALONG)
+    assert all(isinstance(c, psycopg.AsyncCursor) for c in sent)
+    ids = [p.id for p in proposals]
+    async with reads() as session:
+        expected = await read_all(
+            session,
+            [
+                RowsWhere(Target, "id", [p.target_id for p in proposals]),
+                RowsWhere(HumanTask, "proposal_id", ids),
+                RowsWhere(Approval, "proposal_id", ids, "created_at"),
+                RowsWhere(Actor, "id", ids, via=APPROVERS),
+            ],
+        )
+    assert [[vars(r) for r in rows] for rows in along] == [
+        [vars(r) for r in rows] for rows in expected
+    ]
+    assert all(expected), "every kind of relation is read"
+
+
+@requires_postgres
+async def test_reads_along_a_select_that_fails_leave_the_connection_idle_in_autocommit(
+    reads: SessionMaker,
+) -> None:
+    """A failure in the snapshot's transaction is rolled back: the caller reads again
+    through SQLAlchemy, which raises the failure as it raises any statement's."""
+    async with reads() as session:
+        # PostgreSQL refuses a negative LIMIT when it runs the statement.
+        assert await select_along(session, _first_proposals(-1), ALONG) is None
+        driver = await driver_of(await session.connection())
+        assert driver.autocommit
+        assert driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        found = await select_along(session, _first_proposals(1), ALONG)
+        assert found is not None and len(found[0]) == 1

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from starlette.applications import Starlette
 
 from signoff.config import Settings
+from signoff.models import records
+from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, build_world, statements_sent
 
 
@@ -74,6 +77,41 @@ async def test_a_page_of_100_proposals_costs_at_most_six_statements(
     assert len(statements) <= 6, statements
 
 
+ONE = """query($id: ID!) { proposal(id: $id) { id
+  target { id name } task { id state } approvals { id decision } } }"""
+
+
+@requires_postgres
+@pytest.mark.parametrize("read", ["page", "one"])
+async def test_proposals_read_their_relations_in_their_own_round_trip(
+    gql: GraphQLClient, monkeypatch: pytest.MonkeyPatch, read: str
+) -> None:
+    world = await build_world(gql)
+    for _ in range(3):
+        proposal = (await world.propose())["proposal"]
+        await world.decide(world.reviewers[0], proposal)
+    trips: list[list[str]] = []
+    fetch_all = records._fetch_all
+
+    async def noted(cursors: Any, plans: Any, *rest: Any) -> list[list[Any]]:
+        trips.append([plan.sql for plan in plans])
+        return await fetch_all(cursors, plans, *rest)
+
+    monkeypatch.setattr(records, "_fetch_all", noted)
+    if read == "page":
+        page = await gql(PAGE, {}, world.admin)
+        assert sum(len(e["node"]["approvals"]) for e in page["proposals"]["edges"]) == 3
+    else:
+        one = await gql(ONE, {"id": proposal["id"]}, world.admin)
+        assert len(one["proposal"]["approvals"]) == 1 and one["proposal"]["task"]
+    (trip,) = [trip for trip in trips if "FROM proposals" in trip[0]]
+    # The proposals, then their targets, tasks and approvals, all in one pipeline.
+    tables = ("FROM targets", "FROM human_tasks", "FROM approvals")
+    assert [next(t for t in tables if t in sql) for sql in trip[1:]] == list(tables)
+    others = [sql for other in trips if other is not trip for sql in other]
+    assert not any(table in sql for sql in others for table in tables)
+
+
 async def test_nested_cost_does_not_grow_with_the_page(gql: GraphQLClient, app: Starlette) -> None:
     world = await build_world(gql)
     for _ in range(30):
@@ -96,12 +134,14 @@ async def test_pages_walk_every_proposal_once_newest_first(gql: GraphQLClient) -
         page = (
             await gql(
                 """query($after: String) { proposals(first: 3, after: $after) {
-            pageInfo { hasNextPage endCursor } edges { node { id } } } }""",
+            pageInfo { hasNextPage endCursor } edges { node { id task { id } } } } }""",
                 {"after": after},
                 world.admin,
             )
         )["proposals"]
         seen += [e["node"]["id"] for e in page["edges"]]
+        # Read along each page, after its cursor too: each proposal has its task.
+        assert all(e["node"]["task"] for e in page["edges"])
         if not page["pageInfo"]["hasNextPage"]:
             break
         after = page["pageInfo"]["endCursor"]

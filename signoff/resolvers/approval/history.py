@@ -3,7 +3,7 @@ rejected, expired), most recently decided first, under the read rule of ``propos
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,6 +14,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from signoff.database import SearchableText
 from signoff.errors import ValidationFailed
 from signoff.models import Approval, Proposal, ProposalState, Role
+from signoff.models.records import Along
 from signoff.resolvers.access.rules import Viewer, require_role
 from signoff.resolvers.core.pagination import Equals, Matches, OneOf, Order, Page, Where, paginate
 from signoff.validation import require_text
@@ -49,12 +50,16 @@ async def list_history(
     narrowed: HistoryFilter = HistoryFilter(),
     first: int | None = None,
     after: str | None = None,
+    along: Sequence[Along] = (),
 ) -> Page[Proposal]:
     """Decided proposals the viewer may see, most recently decided first: agents their
-    own, reviewers those of their queues, staff all."""
+    own, reviewers those of their queues, staff all; the reads ``along`` the page
+    (``paginate``) see its proposals only."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
     where = _visible(viewer) + _narrowed(narrowed)
-    return await paginate(session, Proposal, where, HISTORY_ORDER, first=first, after=after)
+    return await paginate(
+        session, Proposal, where, HISTORY_ORDER, first=first, after=after, along=along
+    )
 
 
 def _visible(viewer: Viewer) -> list[Where]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -40,10 +41,12 @@ from signoff.models import (
 from signoff.models.base import built
 from signoff.models.proposal import format_expiry, payload_digest_of
 from signoff.models.records import (
+    Along,
     RecordSelect,
     as_records,
     record_columns,
     rows_where,
+    select_along,
     table_of,
 )
 from signoff.resolvers.access.rules import Viewer, require_role
@@ -419,6 +422,18 @@ async def read_proposal(*, session: AsyncSession, viewer: Viewer, proposal_id: s
     return proposal_seen(viewer, await rows_where(session, Proposal, "id", [proposal_id]))
 
 
+async def read_proposal_along(
+    *, session: AsyncSession, viewer: Viewer, proposal_id: str, along: Sequence[Along]
+) -> tuple[Proposal, list[list[Any]] | None]:
+    """``read_proposal``, with the reads ``along`` it in its round trip where the
+    connection allows (``select_along``; ``None`` where they were not read)."""
+    found = await select_along(session, proposal_by_id(proposal_id), along)
+    if found is None:
+        return await read_proposal(session=session, viewer=viewer, proposal_id=proposal_id), None
+    rows, relations = found
+    return proposal_seen(viewer, rows), relations
+
+
 def proposal_seen(viewer: Viewer, found: list[Proposal]) -> Proposal:
     """The proposal a read by id ``found``, if the viewer may see it."""
     if not found:
@@ -458,8 +473,10 @@ async def list_proposals(
     queue_id: str | None = None,
     first: int | None = None,
     after: str | None = None,
+    along: Sequence[Along] = (),
 ) -> Page[Proposal]:
-    """Newest first, limited to what the viewer may see."""
+    """Newest first, limited to what the viewer may see; the reads ``along`` the page
+    (``paginate``) see its proposals only."""
     require_role(viewer, Role.AGENT, Role.REVIEWER, Role.OPERATOR)
     where: list[Where] = []
     if viewer.role is Role.AGENT:
@@ -472,4 +489,6 @@ async def list_proposals(
         where.append(Equals(col(Proposal.queue_id), queue_id))
     if state is not None:
         where.append(Equals(col(Proposal.state), state))
-    return await paginate(session, Proposal, where, PROPOSAL_ORDER, first=first, after=after)
+    return await paginate(
+        session, Proposal, where, PROPOSAL_ORDER, first=first, after=after, along=along
+    )

@@ -13,7 +13,7 @@ import binascii
 import functools
 import json
 from collections.abc import Callable, Collection, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -26,7 +26,14 @@ from signoff import jsoncodec
 from signoff.constants import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from signoff.errors import ValidationFailed
 from signoff.models.base import UTCDateTime
-from signoff.models.records import one_of, record_columns, select_records
+from signoff.models.records import (
+    Along,
+    RecordSelect,
+    one_of,
+    record_columns,
+    select_along,
+    select_records,
+)
 
 T = TypeVar("T")
 M = TypeVar("M", bound=SQLModel)
@@ -53,6 +60,9 @@ class Page(Generic[T]):
     cursors: list[str]
     has_next_page: bool
     has_previous_page: bool
+    # The records of each read asked ``along`` the page, or ``None`` where they were
+    # not read with it (then they are read by the keys of the page's items).
+    along: list[list[Any]] | None = field(default=None, repr=False)
 
     @property
     def end_cursor(self) -> str | None:
@@ -140,10 +150,12 @@ async def paginate(
     *,
     first: int | None,
     after: str | None,
+    along: Sequence[Along] = (),
 ) -> Page[M]:
     """The ``model`` rows matching every one of ``where``, ordered by ``order``, from
     just after the ``after`` cursor; the page's items are records of the model
-    (``signoff.models.records``), as a page is only read."""
+    (``signoff.models.records``), as a page is only read. The reads ``along`` it (its
+    items' relations) come with it where the connection allows (``Page.along``)."""
     size = page_size(first)
     parameters = {f"where{i}": condition.value for i, condition in enumerate(where)}
     parameters["limit"] = size + 1
@@ -157,11 +169,23 @@ async def paginate(
         after is not None,
     )
     build = functools.partial(_page_statement, model, where, order, after is not None)
-    rows = await select_records(session, model, shape, build, parameters)
+    selected = RecordSelect(model, shape, build, parameters)
+    found = await select_along(session, selected, along)
+    if found is None:
+        rows = await select_records(session, model, shape, build, parameters)
+        along_rows = None
+    else:
+        rows, along_rows = found
     items = rows[:size]
     keys = [o.attribute.key for o in order]
     cursors = [encode_cursor([getattr(item, key) for key in keys]) for item in items]
-    return Page(items, cursors, has_next_page=len(rows) > size, has_previous_page=after is not None)
+    return Page(
+        items,
+        cursors,
+        has_next_page=len(rows) > size,
+        has_previous_page=after is not None,
+        along=along_rows,
+    )
 
 
 def _page_statement(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Annotated, Any
@@ -14,9 +15,10 @@ import signoff.schema.enums  # noqa: F401  (registers the enums)
 from signoff import models
 from signoff.models.base import by_value
 from signoff.models.proposal import result_document
-from signoff.models.records import Via
+from signoff.models.records import Along, Via
 from signoff.resolvers.approval import receipts, standing, timeline
 from signoff.resolvers.core.nodes import revision_node_id
+from signoff.resolvers.core.pagination import Page
 from signoff.schema.access.actor import Actor, load_actor
 from signoff.schema.approval.queue import Queue
 from signoff.schema.approval.standing import ViewerStanding
@@ -31,6 +33,7 @@ from signoff.schema.loaders import (
     Reached,
     RowLoader,
     loaded_field,
+    prime_read,
     warm,
 )
 from signoff.schema.lookahead import Selected
@@ -216,7 +219,7 @@ class Proposal(Node):
     model: strawberry.Private[models.Proposal]
 
     # The relations below answer at once when the list that holds this proposal loaded
-    # them up front (``warm_proposals``), and through their DataLoader otherwise.
+    # them up front (``PageRelations``), and through their DataLoader otherwise.
 
     target = loaded_field(
         LoadedRelation(attrgetter("target"), attrgetter("model.target_id"), _target),
@@ -348,19 +351,10 @@ APPROVERS = Via(models.Approval, "approver_id", "proposal_id")
 Wanted = tuple[RowLoader[Any], Iterable[str]] | Reached
 
 
-async def warm_proposals(
-    info: strawberry.Info, proposals: Sequence[models.Proposal], selected: Selected
-) -> None:
-    """Load the relations ``selected`` asks of ``proposals`` now, one query per kind and
-    one round trip in all, so that each proposal's fields answer without awaiting."""
-    context = context_of(info)
-    await warm(context, *_wanted(context.loaders, proposals, selected))
-
-
 async def warm_proposal_fully(
     info: strawberry.Info, proposal: models.Proposal, selected: Selected
 ) -> None:
-    """``warm_proposals`` for one proposal, its revisions, attempts and who executed it
+    """``PageRelations`` for one proposal, its revisions, attempts and who executed it
     too: a live frame's proposal, executed for one event, answers from one read instead
     of a query per relation."""
     context = context_of(info)
@@ -379,21 +373,73 @@ async def warm_proposal_fully(
 def _wanted(
     loaders: Loaders, proposals: Sequence[models.Proposal], selected: Selected
 ) -> list[Wanted]:
-    ids = [p.id for p in proposals]
-    wanted: list[Wanted] = []
+    return [relation.wanted(proposals) for relation in _relations(loaders, selected)]
+
+
+@dataclass(frozen=True)
+class _Relation:
+    """A relation of proposals that a selection asks for: ``loader``'s rows whose keys
+    are each proposal's ``pick`` column (or what ``via`` reaches from it)."""
+
+    loader: RowLoader[Any]
+    pick: str
+    via: Via | None = None
+
+    def wanted(self, proposals: Sequence[models.Proposal]) -> Wanted:
+        pick = self.pick
+        keys = [key for p in proposals if (key := getattr(p, pick)) is not None]
+        return (self.loader, keys) if self.via is None else Reached(self.loader, keys, self.via)
+
+    def along(self) -> Along:
+        kind = self.loader.kind
+        return Along(kind.model, kind.column, self.pick, kind.order_by, self.via)
+
+
+def _relations(loaders: Loaders, selected: Selected) -> list[_Relation]:
+    relations: list[_Relation] = []
     if "target" in selected:
-        wanted.append((loaders.target, [p.target_id for p in proposals]))
+        relations.append(_Relation(loaders.target, "target_id"))
     if "queue" in selected:
-        wanted.append((loaders.queue, [p.queue_id for p in proposals if p.queue_id is not None]))
+        relations.append(_Relation(loaders.queue, "queue_id"))
     if "task" in selected:
-        wanted.append((loaders.task_by_proposal, ids))
+        relations.append(_Relation(loaders.task_by_proposal, "id"))
     if "proposedBy" in selected:
-        wanted.append((loaders.actor, [p.proposed_by_id for p in proposals]))
+        relations.append(_Relation(loaders.actor, "proposed_by_id"))
     if "approvals" in selected:
-        wanted.append((loaders.approvals_by_proposal, ids))
+        relations.append(_Relation(loaders.approvals_by_proposal, "id"))
         if "approver" in selected["approvals"]:
-            wanted.append(Reached(loaders.actor, ids, APPROVERS))
-    return wanted
+            relations.append(_Relation(loaders.actor, "id", APPROVERS))
+    return relations
+
+
+class PageRelations:
+    """The relations a selection asks of a page's proposals (or of one proposal): read
+    along the page (one round trip for the page and them) where its connection allows,
+    else by the keys of the page's proposals once it is read, one query per kind and
+    one round trip in all: either way each proposal's fields answer without awaiting."""
+
+    def __init__(self, info: strawberry.Info, selected: Selected) -> None:
+        self._context = context_of(info)
+        self._relations = _relations(self._context.loaders, selected)
+
+    @property
+    def along(self) -> list[Along]:
+        return [relation.along() for relation in self._relations]
+
+    async def warm(self, page: Page[models.Proposal]) -> None:
+        """Let the page's proposals answer their relations without awaiting."""
+        await self.warm_read(page.items, page.along)
+
+    async def warm_read(
+        self, proposals: Sequence[models.Proposal], along: list[list[Any]] | None
+    ) -> None:
+        """``warm`` for ``proposals`` and the rows read ``along`` them, if they were."""
+        wanted = [relation.wanted(proposals) for relation in self._relations]
+        if along is None:
+            await warm(self._context, *wanted)
+            return
+        for each, rows in zip(wanted, along, strict=True):
+            prime_read(each, rows)
 
 
 @strawberry.input
