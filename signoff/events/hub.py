@@ -148,6 +148,10 @@ class Fanout:
     def subscriber_count(self) -> int:
         return len(self._subscribers)
 
+    def follows(self, proposal_id: str) -> bool:
+        """Whether a subscriber here follows this one proposal (an agent waiting on it)."""
+        return proposal_id in self._by_proposal
+
     def add(self, subscriber: Subscriber) -> None:
         self._subscribers.add(subscriber)
         if subscriber.proposal_id is None:
