@@ -44,7 +44,8 @@ class Change:
     session_key: str | None = None
     # In this process only, never on the wire: the proposal, task or draft the event
     # points at, as records read in the writing transaction (``feed.written_objects``),
-    # so that a frame needs no read of its own. Keyed "proposal", "task", "draft".
+    # so that a frame needs no read of its own. Keyed "proposal", "task", "draft", and
+    # "relations" for the proposal's, where they were read too (``events.relations``).
     written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -147,6 +148,10 @@ class Fanout:
     @property
     def subscriber_count(self) -> int:
         return len(self._subscribers)
+
+    def follows(self, proposal_id: str) -> bool:
+        """Whether a subscriber here follows this one proposal (an agent waiting on it)."""
+        return proposal_id in self._by_proposal
 
     def add(self, subscriber: Subscriber) -> None:
         self._subscribers.add(subscriber)

@@ -31,6 +31,7 @@ from signoff.constants import (
 from signoff.database import SessionMaker, is_unreachable
 from signoff.events import auditlog, feed
 from signoff.events.hub import Change, EventHub, MemoryTransport, Transport, Unpublished
+from signoff.events.relations import read_relations
 from signoff.events.written import WrittenObjects
 from signoff.models import AuditCheckpoint, ChangeEvent
 
@@ -126,6 +127,7 @@ class EventService:
         # Only worth a read where a local subscriber will render the events.
         if rows and self.hub.fanout.subscriber_count:
             written = await feed.written_objects(session, rows)
+            await self._add_relations(session, written)
             # Also handed over: if this writer resumes after its commit later than the
             # reorder wait, the events after its own are published first and the hub fills
             # the gap from the database, taking these rather than reading.
@@ -144,6 +146,22 @@ class EventService:
             self._kicked.set()
 
         return publish
+
+    async def _add_relations(self, session: AsyncSession, written: list[dict[str, Any]]) -> None:
+        """Add to ``written`` the relations of each proposal an agent here waits on, read
+        where ``_stamp_in`` reads it: writers are serialised, so they are what the commit
+        leaves too, and that agent's frame reads nothing (``events.relations``)."""
+        follows = self.hub.fanout.follows
+        proposals = {
+            proposal.id: proposal
+            for objects in written
+            if (proposal := objects.get("proposal")) is not None and follows(proposal.id)
+        }
+        found = await read_relations(session, list(proposals.values()))
+        for objects in written:
+            proposal = objects.get("proposal")
+            if proposal is not None and proposal.id in found:
+                objects["relations"] = found[proposal.id]
 
     async def start(self, *, tick_in_start: bool = True) -> None:
         """Start the hub and both tasks, after a first tick (what an earlier process left

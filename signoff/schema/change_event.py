@@ -14,7 +14,7 @@ from signoff.models import HumanTask as TaskRow
 from signoff.models import Proposal as ProposalRow
 from signoff.resolvers.feed.subscriptions import encode_cursor
 from signoff.schema.access.actor import Actor, load_actor
-from signoff.schema.approval.proposal import Proposal, warm_proposal_fully
+from signoff.schema.approval.proposal import Proposal, prime_relations, warm_proposal_fully
 from signoff.schema.approval.queue import Queue, load_queue
 from signoff.schema.approval.task import HumanTask
 from signoff.schema.context import context_of
@@ -64,7 +64,11 @@ class ChangeEvent:
         done = None if shared is None else shared.take(row, raw_info(info))
         if done is not None:
             return cast(Proposal, done)  # answered as it is (``PlainFieldExecutor``)
-        # A frame is executed for one event: its proposal's relations in one read.
+        relations = self.change.written.get("relations")
+        if relations is not None:
+            prime_relations(info, row, relations)
+        # A frame is executed for one event: its proposal's relations in one read (none
+        # where its writer handed them over).
         await warm_proposal_fully(info, row, selected(info, depth=2))
         return Proposal.from_model(row)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from asyncio import Future
 from collections import OrderedDict, defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -101,7 +101,7 @@ class RowLoader(DataLoader[str, T], Generic[T]):
         """Each key's value among ``rows`` (read by ``read(keys)``)."""
         return _values(self.kind, self._many, keys, rows)
 
-    def prime_loaded(self, values: dict[str, T]) -> None:
+    def prime_loaded(self, values: Mapping[str, T]) -> None:
         """``prime_many(values)``: each key not in the cache gets a finished future of its
         value, made here without the cache's and the loop's per-key calls. A batch not sent
         yet may wait on some of these keys: ``prime_many`` answers those."""

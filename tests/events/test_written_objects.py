@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from signoff.events import Change, EventService
 from signoff.schema import build_schema
 from tests.conftest import requires_postgres
-from tests.helpers import CREATE_TASK, GraphQLClient, statements_sent
+from tests.helpers import CREATE_TASK, GraphQLClient, build_world, statements_sent
 from tests.live import (
     PROPOSAL_RELATIONS,
     InProcessServer,
@@ -26,6 +26,7 @@ from tests.live import (
     subscriptions_live,
     world_at_head,
 )
+from tests.schema.test_amendments import amend
 
 
 def scalar_fields(type_name: str) -> str:
@@ -138,8 +139,54 @@ async def test_a_decisions_frames_execute_their_proposal_once(
     assert [frame["kind"] for frame in live_frames] == ["proposal.rejected", "task.completed"]
     assert live_frames[0]["proposal"] == live_frames[1]["proposal"] == answer["proposal"]
     assert live_frames == replayed
-    assert reads, "the first frame reads its proposal's relations"
-    assert len(reads) == len(set(reads)), "the second frame should read none again"
+    assert not any("proposal_revisions" in read for read in reads), "never amended: no rows"
+    if app.state.events.stamps_in_writers:
+        assert reads == [], "SQLite: the writer handed its relations over (events.relations)"
+    else:
+        assert reads, "the first frame reads its proposal's relations"
+        assert len(reads) == len(set(reads)), "the second frame should read none again"
+
+
+async def test_an_amended_proposals_frames_show_what_its_writers_left(
+    app: Starlette, live: InProcessServer, gql: GraphQLClient
+) -> None:
+    """A waiting agent's frames of an amendment and of a decision show the proposal's
+    revisions, who amended it, its approvals and approvers as a read from the database
+    and a replay do; on SQLite, from its writers' hand-over, with no read of their own."""
+    async with AsyncClient(base_url=live.url, timeout=30) as client:
+        http = GraphQLClient(client, gql.sessionmaker)
+        world = await build_world(http, required_approvals=2)
+        proposed = (await world.propose())["proposal"]
+        await world.decide(world.reviewers[1], proposed, "APPROVED")
+        await feed_settled(gql.sessionmaker)
+        after = await head_cursor(http, world.reviewers[0])
+        variables = {"id": proposed["id"], "a": after}
+        async with Subscription(live.ws_url, world.agent, WAITING, variables) as waiting:
+            await subscriptions_live(app, 1)
+            with statements_sent(app, reads_relations, reads_only=True) as reads:
+                amended = await amend(world, world.reviewers[0], proposed, patch={"amount": 7})
+                await world.decide(world.reviewers[0], amended["proposal"], "REJECTED")
+                live_frames = list(await waiting.wait_for(AMENDED_AND_REJECTED))
+        read = f"query($id: ID!) {{ proposal(id: $id) {{ {PROPOSAL_RELATIONS} }} }}"
+        answer = await http(read, {"id": proposed["id"]}, world.agent)
+        async with Subscription(live.ws_url, world.agent, WAITING, variables) as replaying:
+            replayed = await replaying.wait_for(AMENDED_AND_REJECTED)
+    # A replay shows each proposal as it is now: the frames of the last write alike.
+    assert live_frames[2:] == replayed[2:]
+    last = live_frames[-1]["proposal"]
+    assert last == answer["proposal"]
+    assert [r["amendedBy"] for r in last["revisions"]] == [None, {"name": "reviewer-0"}]
+    assert [a["decision"] for a in last["approvals"]] == ["APPROVED", "REJECTED"]
+    # The amendment's frames show the proposal as the amendment left it.
+    for frame in live_frames[:2]:
+        assert frame["proposal"]["revisions"] == last["revisions"]
+        assert frame["proposal"]["approvals"] == last["approvals"][:1]
+    if app.state.events.stamps_in_writers:
+        assert reads == [], "SQLite: the writers handed their relations over"
+
+
+# What the waiting agent receives of an amendment, then of a rejection.
+AMENDED_AND_REJECTED = 4
 
 
 CONCURRENT = f"""

@@ -41,6 +41,7 @@ from signoff.schema.node import Node
 from signoff.schema.reach.deadline import DeadlineOverrideInput, DeadlinePolicy
 
 if TYPE_CHECKING:
+    from signoff.events.relations import ProposalRelations
     from signoff.schema.approval.task import HumanTask
 
 LazyTask = Annotated["HumanTask", strawberry.lazy("signoff.schema.approval.task")]
@@ -356,24 +357,46 @@ async def warm_proposal_fully(
 ) -> None:
     """``PageRelations`` for one proposal, its revisions, attempts and who executed it
     too: a live frame's proposal, executed for one event, answers from one read instead
-    of a query per relation."""
+    of a query per relation (none, where its writer handed them over: ``prime_relations``)."""
     context = context_of(info)
     loaders = context.loaders
     wanted = _wanted(loaders, [proposal], selected)
     if "executedBy" in selected and proposal.executed_by_id is not None:
         wanted.append((loaders.actor, [proposal.executed_by_id]))
     if "revisions" in selected:
-        # Who amended it is read only for a proposal amended (most never are).
-        wanted.append((loaders.revisions_by_proposal, [proposal.id]))
+        if proposal.revision > 1:
+            # Who amended it is read only for a proposal amended (most never are).
+            wanted.append((loaders.revisions_by_proposal, [proposal.id]))
+        else:
+            # Never amended at the record's version: no revision rows (``ProposalRevision``).
+            loaders.revisions_by_proposal.prime_loaded({proposal.id: []})
     if "attempts" in selected:
         wanted.append((loaders.attempts_by_proposal, [proposal.id]))
     await warm(context, *wanted)
 
 
+def prime_relations(
+    info: strawberry.Info, proposal: models.Proposal, relations: ProposalRelations
+) -> None:
+    """Load what ``relations`` holds of ``proposal`` (read by its writer, as its commit
+    leaves them: ``events.relations``) into the frame's loaders."""
+    loaders = context_of(info).loaders
+    loaders.approvals_by_proposal.prime_loaded({proposal.id: relations.approvals})
+    loaders.revisions_by_proposal.prime_loaded({proposal.id: relations.revisions})
+    loaders.attempts_by_proposal.prime_loaded({proposal.id: relations.attempts})
+    loaders.target.prime_loaded({proposal.target_id: relations.target})
+    loaders.actor.prime_loaded(relations.actors)
+
+
 def _wanted(
     loaders: Loaders, proposals: Sequence[models.Proposal], selected: Selected
 ) -> list[Wanted]:
-    return [relation.wanted(proposals) for relation in _relations(loaders, selected)]
+    return [
+        _approvers(loaders, [p.id for p in proposals])
+        if relation.via is APPROVERS
+        else relation.wanted(proposals)
+        for relation in _relations(loaders, selected)
+    ]
 
 
 @dataclass(frozen=True)
@@ -440,6 +463,16 @@ class PageRelations:
             return
         for each, rows in zip(wanted, along, strict=True):
             prime_read(each, rows)
+
+
+def _approvers(loaders: Loaders, ids: list[str]) -> Wanted:
+    """The approvers of the approvals of ``ids``: by their ids where those approvals are
+    loaded already (``prime_relations``), else reached from ``ids`` with them."""
+    futures = loaders.approvals_by_proposal.futures
+    loaded = [futures.get(proposal_id) for proposal_id in ids]
+    if not all(f is not None and f.done() and f.exception() is None for f in loaded):
+        return Reached(loaders.actor, ids, APPROVERS)
+    return (loaders.actor, [a.approver_id for f in loaded if f for a in f.result()])
 
 
 @strawberry.input
