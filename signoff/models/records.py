@@ -306,14 +306,7 @@ def _rows_along(
     found = source(dialect)
     assert isinstance(found, Select), "reads go along a select"
     picked = found.with_only_columns(found.selected_columns[read.pick])
-    table = table_of(read.model)
-    if read.via is not None:
-        through = table_of(read.via.model)
-        picked = select_rows(through.c[read.via.pick]).where(through.c[read.via.column].in_(picked))
-    stmt = select_rows(*record_columns(read.model)).where(table.c[read.column].in_(picked))
-    if read.order_by is not None:
-        stmt = stmt.order_by(table.c[read.order_by])
-    return stmt
+    return _rows_matching(read.model, read.column, read.order_by, read.via, lambda c: c.in_(picked))
 
 
 def _read_kind(read: RowsWhere) -> Hashable:
@@ -643,16 +636,26 @@ def _rows_with(
 ) -> Select[Any]:
     """``model`` rows whose ``column`` is one of the ``keys`` parameter (or of what
     ``via`` reaches from them)."""
+    return _rows_matching(model, column, order_by, via, lambda c: one_of(c, "keys", dialect))
+
+
+def _rows_matching(
+    model: type[SQLModel],
+    column: str,
+    order_by: str | None,
+    via: Via | None,
+    matches: Callable[[Any], Any],
+) -> Select[Any]:
+    """``model`` rows whose ``column`` ``matches`` (or is one of what ``via`` reaches from
+    the rows of ``via``'s model whose column ``matches``), ordered by ``order_by``."""
     table = table_of(model)
-    keyed = table if via is None else table_of(via.model)
-    match = one_of(keyed.c[column if via is None else via.column], "keys", dialect)
     columns = record_columns(model)
     if via is None:
-        stmt = select_rows(*columns).where(match)
+        stmt = select_rows(*columns).where(matches(table.c[column]))
     else:
-        stmt = select_rows(*columns).where(
-            table.c[column].in_(select_rows(keyed.c[via.pick]).where(match))
-        )
+        through = table_of(via.model)
+        reached = select_rows(through.c[via.pick]).where(matches(through.c[via.column]))
+        stmt = select_rows(*columns).where(table.c[column].in_(reached))
     if order_by is not None:
         stmt = stmt.order_by(table.c[order_by])
     return stmt
