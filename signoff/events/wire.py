@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from signoff import jsoncodec
 from signoff.constants import EVENTS_WIRE_VERSION
 from signoff.events.hub import Change
 
@@ -24,10 +25,11 @@ UNMARKED_VERSION = 1
 READABLE_VERSIONS = frozenset({EVENTS_WIRE_VERSION})
 
 
-def encode(changes: Sequence[Change]) -> str:
-    """One message carrying ``changes``, each marked with this release's wire version."""
+def encode(changes: Sequence[Change]) -> bytes:
+    """One message carrying ``changes``, each marked with this release's wire version
+    (compact UTF-8 JSON, by orjson: a worker publishes every change it writes)."""
     items = [{**change.to_wire(), VERSION_KEY: EVENTS_WIRE_VERSION} for change in changes]
-    return json.dumps(items, separators=(",", ":"))
+    return jsoncodec.dumps(items)
 
 
 def decode(message: bytes | str) -> list[Change]:
