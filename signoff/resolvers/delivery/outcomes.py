@@ -199,26 +199,29 @@ async def _settle_attempts(work: UnitOfWork, attempts: Sequence[Attempted]) -> N
 
 
 def _settled_row(attempt: Attempted) -> dict[str, Any]:
-    row = _attempt_row(attempt)
-    del row["id"], row["attempt_number"]
-    return {f"b_{key}": value for key, value in row.items()}
+    """What ``_SETTLE`` writes over a started row: the outcome's columns, named ``b_…``
+    (no id minted for a row that has one)."""
+    proposal, outcome = attempt.proposal, attempt.outcome
+    return {
+        "b_proposal_id": proposal.id,
+        "b_response_class": outcome.response_class.value,
+        "b_status_code": outcome.status_code,
+        "b_error_code": outcome.error_code,
+        "b_request_digest": outcome.request_digest,
+        "b_response_digest": outcome.response_digest,
+        "b_duration_ms": outcome.duration_ms,
+        "b_started_at": outcome.started_at,
+        "b_finished_at": outcome.finished_at,
+        "b_lease": proposal.delivery_lease,
+    }
 
 
 def _attempt_row(attempt: Attempted) -> dict[str, Any]:
-    proposal, outcome = attempt.proposal, attempt.outcome
+    row = {key[2:]: value for key, value in _settled_row(attempt).items()}
     return {
+        **row,
         "id": new_id(),
-        "proposal_id": proposal.id,
-        "attempt_number": proposal.delivery_attempt_count,
-        "response_class": outcome.response_class.value,
-        "status_code": outcome.status_code,
-        "error_code": outcome.error_code,
-        "request_digest": outcome.request_digest,
-        "response_digest": outcome.response_digest,
-        "duration_ms": outcome.duration_ms,
-        "started_at": outcome.started_at,
-        "finished_at": outcome.finished_at,
-        "lease": proposal.delivery_lease,
+        "attempt_number": attempt.proposal.delivery_attempt_count,
     }
 
 
