@@ -23,8 +23,8 @@ uvicorn stack (``websockets-sansio``, no per-message deflate) holding every sock
 dict keyed by its proposal id; ``POST /event/{id}`` answers, then sends one pre-encoded
 frame to the socket of that id. The same client processes open as many plain websockets,
 one per proposal; its events alternate with controls the same way (ids nobody holds), its
-kept waiters keep their sockets the same way. Its interpreter has the garbage
-collector settings of ``signoff serve`` (``signoff.cli._tune_for_serving``).
+kept waiters keep their sockets the same way. It runs as ``signoff serve`` does: no
+uvicorn pings (Signoff keeps its sockets alive itself), the garbage collector tuned.
 
 Definitions:
 

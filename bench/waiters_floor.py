@@ -5,8 +5,8 @@ A plain Starlette app on uvicorn (the same websockets implementation as ``signof
 serve``, per-message deflate off). A websocket at ``/wait/{id}`` is accepted and kept in
 a dict under ``id``; ``POST /event/{id}`` answers, then looks ``id`` up and sends that
 socket one pre-encoded frame shaped like a ``proposalEvents`` frame (nothing if no socket
-waits under ``id``). No GraphQL, no database, no authentication; the interpreter's
-garbage collector tuned as ``signoff serve`` tunes it.
+waits under ``id``). No GraphQL, no database, no authentication; no uvicorn pings and
+the garbage collector tuned, as ``signoff serve`` runs.
 
     .venv/bin/python bench/waiters_floor.py --port 8001
 """
@@ -86,6 +86,9 @@ def main() -> None:
             log_level="warning",
             ws="websockets-sansio",
             ws_per_message_deflate=False,
+            # As ``signoff serve``: uvicorn's own pings, every 20 s for every socket, came
+            # in a burst in the floor's events (Signoff keeps its sockets alive itself).
+            ws_ping_interval=None,
         )
 
 
