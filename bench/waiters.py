@@ -45,7 +45,8 @@ Definitions:
   raised the floor's blocks to 3-5x for a second, all kinds alike, and the floor's
   figure, which has no control to subtract, keeps such a burst. Signoff's periodic sweeps
   (``SIGNOFF_SWEEP_INTERVAL_SECONDS``, ``SIGNOFF_RECONCILE_INTERVAL_SECONDS``) run at its
-  start only: they are no event's cost, and one in a block moved it by up to 10 ms/event.
+  start only and its keep-alive pings (``SIGNOFF_WS_PING_SECONDS``) are not due in the
+  run: they are no event's cost, and one in a block moved it by up to 10 ms per event.
 - **delivery CPU per event**: the same less the CPU per control event (a decision nobody
   waits on, the floor's POST for an id nobody holds): what it costs the server that an
   event reaches its one waiter and the waiter goes (Signoff: routing, the frame's
@@ -603,6 +604,9 @@ def signoff_env(world: World, args: Any) -> dict[str, str]:
     # The periodic sweeps run once at the start, not again in the run: no event pays for
     # them, and one landing in a block moved its kind's figure by up to 10 ms per event.
     env.update(SIGNOFF_SWEEP_INTERVAL_SECONDS="86400", SIGNOFF_RECONCILE_INTERVAL_SECONDS="86400")
+    # Keep-alive pings armed as ever (the same timer per socket) but not due in the run:
+    # the waiters connect within seconds, so every 15 s their pings came as one burst.
+    env.update(SIGNOFF_WS_PING_SECONDS="3600")
     if args.redis_url:
         env.update(
             SIGNOFF_REDIS_URL=args.redis_url,
