@@ -23,7 +23,8 @@ uvicorn stack (``websockets-sansio``, no per-message deflate) holding every sock
 dict keyed by its proposal id; ``POST /event/{id}`` answers, then sends one pre-encoded
 frame to the socket of that id. The same client processes open as many plain websockets,
 one per proposal; its events alternate with controls the same way (ids nobody holds), its
-kept waiters keep their sockets the same way.
+kept waiters keep their sockets the same way. It runs as ``signoff serve`` does: no
+uvicorn pings (Signoff keeps its sockets alive itself), the garbage collector tuned.
 
 Definitions:
 
@@ -31,8 +32,21 @@ Definitions:
   seconds after the last) - (VmRSS before the first connected), / agents.
 - **latency**: a waiter's ``wait`` returning (the floor: its frame arriving) minus the
   decision's (the POST's) response received; p50 / p99 nearest rank.
-- **server CPU per event**: user + system CPU of the server over the waited blocks, /
-  events: the decision (HTTP, GraphQL, its transaction) and its delivery.
+- **server CPU per event**: user + system CPU of the server (every thread, ended ones
+  too) over the waited blocks, / events: the decision (HTTP, GraphQL, its transaction)
+  and its delivery. Read in nanoseconds from the kernel's CPU clock of the server's
+  process (``clock_getcpuclockid``), the same sum as ``/proc``'s ``utime + stime``, which
+  counts it in 10 ms ticks (±0.1 ms per figure over 100 events); the floor is read the
+  same way in the same run. ``±`` is one standard error from the blocks: a delivery's
+  from each waited (or kept) block less the control block of its round, the floor's
+  from its blocks. The per-event figure of every block is printed, and the ratio again
+  from the medians of the blocks (a delivery's of its rounds' differences), which leave
+  out a block that something else on the machine fell in: a burst of another process
+  raised the floor's blocks to 3-5x for a second, all kinds alike, and the floor's
+  figure, which has no control to subtract, keeps such a burst. Signoff's periodic sweeps
+  (``SIGNOFF_SWEEP_INTERVAL_SECONDS``, ``SIGNOFF_RECONCILE_INTERVAL_SECONDS``) run at its
+  start only and its keep-alive pings (``SIGNOFF_WS_PING_SECONDS``) are not due in the
+  run: they are no event's cost, and one in a block moved it by up to 10 ms per event.
 - **delivery CPU per event**: the same less the CPU per control event (a decision nobody
   waits on, the floor's POST for an id nobody holds): what it costs the server that an
   event reaches its one waiter and the waiter goes (Signoff: routing, the frame's
@@ -92,13 +106,23 @@ from fanout import (
 )
 
 HOST = "127.0.0.1"
-BLOCK = 10  # events in a row of one kind (waited, kept, control) between two CPU readings
+BLOCK = 5  # events in a row of one kind (waited, kept, control) between two CPU readings
 PROPOSE = """mutation($i: ProposeActionInput!) { proposeAction(input: $i) {
   proposal { ...ProposalFields } } }"""
 DECIDE = """mutation($i: DecideProposalInput!) { decideProposal(input: $i) {
   proposal { id state } } }"""
 CONSOLE = "subscription($q: ID) { queueEvents(queueId: $q) { cursor kind entityId } }"
 FLOOR_SCRIPT = Path(__file__).with_name("waiters_floor.py")
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU of a process, all its threads (ended ones too), in nanoseconds:
+    the kernel's CPU clock of ``pid`` (``clock_getcpuclockid``), the same sum ``/proc``'s
+    ``utime + stime`` report in 10 ms ticks; ``/proc`` where that clock cannot be read."""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | 2) / 1e9  # CPUCLOCK_SCHED, whole process
+    except OSError:
+        return cpu_seconds(pid)
 
 
 # --- the world ----------------------------------------------------------------------
@@ -410,6 +434,7 @@ class Repetition:
     waited_cpu_s: float
     kept_cpu_s: float
     control_cpu_s: float
+    rounds: dict[str, list[float]]  # kind -> CPU per event of each of its blocks, in turn
     events: int
     delivered: int
     failed: int
@@ -434,7 +459,7 @@ async def send_events(
     waited: list[dict[str, Any]],
     kept: list[dict[str, Any]],
     rate: float,
-) -> tuple[dict[str, float], dict[str, float]]:
+) -> tuple[dict[str, float], dict[str, float], dict[str, list[float]]]:
     """Decide (POST) the waited proposals, the kept ones and as many controls, alternating
     blocks; returns when each waited or kept one was answered, and the server CPU of each
     kind."""
@@ -442,6 +467,7 @@ async def send_events(
     del world.pending[: len(waited)]
     answered: dict[str, float] = {}
     cpu = {"waited": 0.0, "kept": 0.0, "control": 0.0}
+    rounds: dict[str, list[float]] = {"waited": [], "kept": [], "control": []}
     pid = SERVER_PIDS[0]
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         for start in range(0, len(waited), BLOCK):
@@ -450,7 +476,7 @@ async def send_events(
                 ("kept", kept[start : start + BLOCK]),
                 ("control", controls[start : start + BLOCK]),
             ):
-                before = cpu_seconds(pid)
+                before = process_cpu_seconds(pid)
                 for state in batch:
                     began = time.monotonic()
                     await _event(http, side, world, state)
@@ -458,8 +484,10 @@ async def send_events(
                         answered[state["id"]] = time.time()
                     await asyncio.sleep(max(0.0, 1 / rate - (time.monotonic() - began)))
                 await asyncio.sleep(0.2)  # the block's frames leave before the reading
-                cpu[kind] += cpu_seconds(pid) - before
-    return answered, cpu
+                used = process_cpu_seconds(pid) - before
+                cpu[kind] += used
+                rounds[kind].append(used / len(batch) if batch else 0.0)
+    return answered, cpu, rounds
 
 
 async def _event(http: httpx.AsyncClient, side: str, world: World, state: dict[str, Any]) -> None:
@@ -513,7 +541,7 @@ def run_repetition(
         asyncio.run(until_live(base, count + consoles, args.timeout))
     time.sleep(args.settle)
     rss_subscribed = rss_kib(pid)
-    answered, cpu = asyncio.run(send_events(base, side, world, waited, kept, args.rate))
+    answered, cpu, rounds = asyncio.run(send_events(base, side, world, waited, kept, args.rate))
     for pipe in pipes:
         pipe.send(list(answered))
     outcomes = []
@@ -542,6 +570,7 @@ def run_repetition(
         waited_cpu_s=cpu["waited"],
         kept_cpu_s=cpu["kept"],
         control_cpu_s=cpu["control"],
+        rounds=rounds,
         events=len(waited),
         delivered=len(latencies),
         failed=sum(o.failed for o in outcomes),
@@ -572,6 +601,12 @@ def signoff_env(world: World, args: Any) -> dict[str, str]:
     }
     # Every waiter of a token shares its bounds: none per token or actor, as fanout.py.
     env.update(NO_LIVE_BOUNDS)
+    # The periodic sweeps run once at the start, not again in the run: no event pays for
+    # them, and one landing in a block moved its kind's figure by up to 10 ms per event.
+    env.update(SIGNOFF_SWEEP_INTERVAL_SECONDS="86400", SIGNOFF_RECONCILE_INTERVAL_SECONDS="86400")
+    # Keep-alive pings armed as ever (the same timer per socket) but not due in the run:
+    # the waiters connect within seconds, so every 15 s their pings came as one burst.
+    env.update(SIGNOFF_WS_PING_SECONDS="3600")
     if args.redis_url:
         env.update(
             SIGNOFF_REDIS_URL=args.redis_url,
@@ -612,6 +647,22 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def differences(rep: Repetition, kind: str) -> list[float]:
+    """CPU per event of each block of ``kind`` less the control block of its round, s."""
+    return [b - c for b, c in zip(rep.rounds[kind], rep.rounds["control"], strict=True)]
+
+
+def spread(rep: Repetition, kind: str, *, own: bool = False) -> float:
+    """The standard error of a per-event figure from its blocks, in ms: of each block less
+    the control block of its round (a delivery), or with ``own`` of the blocks themselves
+    (the floor's own figure)."""
+    blocks = rep.rounds[kind] if own else differences(rep, kind)
+    if len(blocks) < 2:
+        return float("nan")
+    error: float = statistics.stdev(blocks) / len(blocks) ** 0.5 * 1000
+    return error
+
+
 def report(sides: dict[str, list[Repetition]], args: Any) -> None:
     print(
         f"\nagents={args.agents} tokens={args.tokens} events={args.events} rate={args.rate}/s "
@@ -631,13 +682,21 @@ def report(sides: dict[str, list[Repetition]], args: Any) -> None:
                 f"{percentile(rep.latencies_ms, 0.99):.1f} ms; memory per waiting agent "
                 f"{per_agent:.1f} KiB; server CPU per event {waited:.3f} ms (kept waiters "
                 f"{kept:.3f}), per control {control:.3f} ms, delivery {waited - control:.3f} "
-                f"ms, delivery alone {kept - control:.3f} ms"
+                f"± {spread(rep, 'waited'):.3f} ms, delivery alone {kept - control:.3f} "
+                f"± {spread(rep, 'kept'):.3f} ms"
                 + (f"; console frames {rep.console_frames:,}" if rep.console_frames else "")
             )
             print(
                 f"{name} #{n}: RSS before {rep.rss_before / 1024:.1f} MiB, subscribed "
                 f"{rep.rss_subscribed / 1024:.1f}, peak {rep.rss_peak / 1024:.1f}, after "
                 f"{rep.rss_after / 1024:.1f} MiB"
+            )
+            print(
+                f"{name} #{n}: CPU per event of each block, ms: "
+                + "; ".join(
+                    f"{kind} " + " ".join(f"{cpu * 1000:.2f}" for cpu in blocks)
+                    for kind, blocks in rep.rounds.items()
+                )
             )
             for error, count in sorted(rep.errors.items(), key=lambda e: -e[1])[:3]:
                 print(f"{name} #{n}: {count} x {error}")
@@ -651,10 +710,28 @@ def report(sides: dict[str, list[Repetition]], args: Any) -> None:
             floor_cpu = statistics.median(
                 r.per_event_ms(getattr(r, f"{kind}_cpu_s")) for r in floor
             )
+            ratio = delivery / floor_cpu
+            # The ratio's standard error from its two figures' (first repetition's)
+            error = (
+                ratio
+                * (
+                    (spread(signoff[0], kind) / delivery) ** 2
+                    + (spread(floor[0], kind, own=True) / floor_cpu) ** 2
+                )
+                ** 0.5
+            )
             print(
                 f"Signoff {label} CPU per event {delivery:.3f} ms / floor CPU per event "
                 f"(lookup-and-send, its POST included) {floor_cpu:.3f} ms = "
-                f"{delivery / floor_cpu:.2f}x (medians over repetitions)"
+                f"{ratio:.2f}x ± {error:.2f} (medians over repetitions; ± one standard "
+                "error from the blocks)"
+            )
+            paired = statistics.median(differences(signoff[0], kind))
+            floor_typical = statistics.median(floor[0].rounds[kind])
+            print(
+                f"  the same from the medians of the blocks (first repetition; a block that "
+                f"something else on the machine fell in left out): {paired * 1000:.3f} ms / "
+                f"{floor_typical * 1000:.3f} ms = {paired / floor_typical:.2f}x"
             )
 
 
