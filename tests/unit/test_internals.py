@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import strawberry
 import uvicorn
-import uvloop
 from graphql import GraphQLResolveInfoHelpers, GraphQLSchema, parse
 from graphql.execution import Executor
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
@@ -32,6 +31,7 @@ from signoff.live.waits import Flag, MessageQueue
 from signoff.schema import build_schema
 from signoff.schema.change_event import ChangeEvent
 from signoff.schema.serving.execution import PlainFieldExecutor
+from tests.live import ON_EITHER_LOOP, run_on
 
 
 @pytest.fixture(scope="module")
@@ -253,30 +253,23 @@ async def test_a_new_http_connection_reads_first_at_its_turn() -> None:
     assert [t.reading for t in transports] == [True, True]
 
 
-LOOPS = pytest.mark.parametrize(
-    "loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
-)
-
-
-@LOOPS
+@ON_EITHER_LOOP
 def test_a_new_connection_is_parsed_at_its_turn_on_either_loop(
     loop_factory: Callable[[], asyncio.AbstractEventLoop],
 ) -> None:
     """Over a real socket, on asyncio and on uvloop (``signoff serve``'s loop), which starts
     reading after ``connection_made`` even when it paused there: the request that came
     before the connection's turn is answered only after it."""
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(_answered_after_its_turn(sends_at_once=True))
+    run_on(loop_factory, _answered_after_its_turn(sends_at_once=True))
 
 
-@LOOPS
+@ON_EITHER_LOOP
 def test_a_connection_takes_its_turn_when_its_first_bytes_come(
     loop_factory: Callable[[], asyncio.AbstractEventLoop],
 ) -> None:
     """A storm's clients connect well before they send: a turn taken when the connection
     is made has passed by the time its request comes, which was then parsed at once."""
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(_answered_after_its_turn(sends_at_once=False))
+    run_on(loop_factory, _answered_after_its_turn(sends_at_once=False))
 
 
 async def _answered_after_its_turn(*, sends_at_once: bool) -> None:

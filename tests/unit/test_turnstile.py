@@ -7,22 +7,20 @@ import asyncio
 import time
 from collections.abc import Callable
 
-import pytest
-import uvloop
-
 from signoff.live.turnstile import Turnstile
+from tests.live import ON_EITHER_LOOP, run_on
 
-LOOPS = pytest.mark.parametrize(
-    "loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
-)
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
 
-@LOOPS
-def test_after_a_busy_turn_those_waiting_rest(
-    loop_factory: Callable[[], asyncio.AbstractEventLoop],
-) -> None:
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(_rests())
+@ON_EITHER_LOOP
+def test_after_a_busy_turn_those_waiting_rest(loop_factory: LoopFactory) -> None:
+    run_on(loop_factory, _rests())
+
+
+@ON_EITHER_LOOP
+def test_on_a_quiet_loop_those_waiting_go_on_a_turn_each(loop_factory: LoopFactory) -> None:
+    run_on(loop_factory, _turn_by_turn())
 
 
 async def _rests() -> None:
@@ -34,14 +32,6 @@ async def _rests() -> None:
     started = time.perf_counter()
     await waiter
     assert time.perf_counter() - started >= 0.05  # twice that, to the timer's millisecond
-
-
-@LOOPS
-def test_on_a_quiet_loop_those_waiting_go_on_a_turn_each(
-    loop_factory: Callable[[], asyncio.AbstractEventLoop],
-) -> None:
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(_turn_by_turn())
 
 
 async def _turn_by_turn() -> None:
