@@ -270,27 +270,28 @@ class UpgradeFreedHttpProtocol(HttpToolsProtocol):
     turnstile: ClassVar[Turnstile | None] = None
     # What came before the connection's turn, held unparsed; ``None`` once it is read.
     _before_turn: bytearray | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if self.turnstile is None:
-            return
-        waiter = self.turnstile.wait()
-        if waiter is not None:
-            self._before_turn = bytearray()
-            # What comes meanwhile waits in the socket's buffer. asyncio honours a pause
-            # made here; uvloop starts reading after ``connection_made`` whatever it was
-            # told, so ``data_received`` holds that first read and pauses then.
-            transport.pause_reading()
-            waiter.add_done_callback(self._take_turn)
+    # Whether the connection has had its first bytes (its turn is taken then).
+    _read_before = False
 
     def data_received(self, data: bytes) -> None:
         held = self._before_turn
-        if held is None:
-            super().data_received(data)
+        if held is not None:
+            held += data
+            self.transport.pause_reading()
             return
-        held += data
-        self.transport.pause_reading()
+        if not self._read_before and self.turnstile is not None:
+            # The turn is taken when the first bytes come, not when the connection is
+            # made: a storm's clients connect well before they send, so turns taken then
+            # had passed, and their requests were parsed as they came.
+            self._read_before = True
+            waiter = self.turnstile.wait()
+            if waiter is not None:
+                # What comes meanwhile waits in the socket's buffer.
+                self._before_turn = bytearray(data)
+                self.transport.pause_reading()
+                waiter.add_done_callback(self._take_turn)
+                return
+        super().data_received(data)
 
     def _take_turn(self, _: asyncio.Future[None]) -> None:
         held, self._before_turn = self._before_turn, None

@@ -14,12 +14,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+import uvloop
 from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
 from sqlmodel import col, func, select
@@ -35,6 +37,20 @@ from tests.helpers import GraphQLClient, World, build_world
 from tests.processes import LOOPBACK
 from tests.redis_keys import unique_channel as unique_channel  # where tests import it from
 from tests.zygote import WarmProcess
+
+# asyncio's loop and uvloop, ``signoff serve``'s, which differ in when a new connection is
+# read: a test taking ``loop_factory`` runs on each (``run_on``).
+ON_EITHER_LOOP = pytest.mark.parametrize(
+    "loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
+)
+
+
+def run_on(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop], test: Coroutine[Any, Any, None]
+) -> None:
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(test)
+
 
 QUEUE_EVENTS = """
 subscription($queueId: ID, $after: String) {

@@ -1,15 +1,17 @@
 """Websockets not yet acknowledged, and every subscription's set-up, take turns on the
 event loop (docs/design.md section 8.5).
 
-At most ``per_turn`` of these go on per turn of the loop, in arrival order: a storm's
-hundreds of accepts, ``connection_init``s and subscriptions would otherwise all run in a
-few turns, and another subscriber's request, which needs a turn at each statement, would
-wait behind them. An acknowledged socket's pings, pongs and frames never wait here.
+At most ``per_turn`` of these go on per turn of the loop, in arrival order, and after a
+busy turn none for a while: a storm's hundreds of accepts, ``connection_init``s and
+subscriptions would otherwise fill the loop, and another subscriber's request, which
+needs a turn at each statement, would wait behind them. An acknowledged socket's pings,
+pongs and frames never wait here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Awaitable
 
@@ -21,15 +23,31 @@ GATE = "signoff.gate"
 
 class Turnstile:
     """At most ``per_turn`` callers of ``wait`` go on per turn of the event loop; the
-    others wait in order for a later turn."""
+    others wait in order for a later turn. While callers wait, a turn that comes more than
+    ``busy`` seconds after it was asked for (the loop's iteration was long: what went on,
+    and everything else it serves) is put off by ``rest`` times that, so that what waits
+    here takes at most about ``1 / (1 + rest)`` of a busy loop."""
 
-    __slots__ = ("_passed", "_per_turn", "_ticking", "_waiters")
+    __slots__ = (
+        "_asked_at",
+        "_busy",
+        "_passed",
+        "_per_turn",
+        "_rest",
+        "_rested",
+        "_ticking",
+        "_waiters",
+    )
 
-    def __init__(self, per_turn: int) -> None:
+    def __init__(self, per_turn: int, busy: float = 0.0, rest: float = 0.0) -> None:
         self._per_turn = per_turn
+        self._busy = busy
+        self._rest = rest
         self._passed = 0  # gone on in this turn
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._ticking = False  # ``_turn`` is scheduled for the next turn
+        self._asked_at = 0.0  # when it was
+        self._rested = False  # the scheduled turn comes after a rest
 
     def wait(self) -> asyncio.Future[None] | None:
         """``None``: go on now; otherwise a future that is done at the caller's turn."""
@@ -45,9 +63,17 @@ class Turnstile:
     def _tick(self) -> None:
         if not self._ticking:
             self._ticking = True
+            self._asked_at = time.perf_counter()
             asyncio.get_running_loop().call_soon(self._turn)
 
     def _turn(self) -> None:
+        took = time.perf_counter() - self._asked_at
+        if self._rest and took > self._busy and not self._rested and self._waiters:
+            self._rested = True
+            self._passed = self._per_turn  # none go on meanwhile
+            asyncio.get_running_loop().call_later(self._rest * took, self._turn)
+            return
+        self._rested = False
         self._ticking = False
         self._passed = 0
         while self._waiters and self._passed < self._per_turn:

@@ -34,7 +34,9 @@ from signoff.constants import (
     AUDIT_KEY_PATH,
     CORS_MAX_AGE_SECONDS,
     METRICS_READ_TIMEOUT_SECONDS,
+    WS_ADMISSIONS_BUSY_TURN_SECONDS,
     WS_ADMISSIONS_PER_LOOP_TURN,
+    WS_ADMISSIONS_REST,
     WS_CLOSE_FORBIDDEN,
     WS_CLOSE_FORBIDDEN_REASON,
     WS_CLOSE_GOING_AWAY,
@@ -575,7 +577,9 @@ def create_app(settings: Settings | None = None) -> SignoffApp:
             await engine.dispose()
 
     sign_in = ConsoleSignIn(settings, view.authenticator, sealer, view.viewers)
-    turnstile = Turnstile(WS_ADMISSIONS_PER_LOOP_TURN)
+    turnstile = Turnstile(
+        WS_ADMISSIONS_PER_LOOP_TURN, WS_ADMISSIONS_BUSY_TURN_SECONDS, WS_ADMISSIONS_REST
+    )
     graphql: Any = BodySizeLimit(
         PersistedQueryMiddleware(view, persisted_queries), settings.max_body_bytes
     )

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import strawberry
 import uvicorn
-import uvloop
 from graphql import GraphQLResolveInfoHelpers, GraphQLSchema, parse
 from graphql.execution import Executor
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import Operation
@@ -32,6 +31,7 @@ from signoff.live.waits import Flag, MessageQueue
 from signoff.schema import build_schema
 from signoff.schema.change_event import ChangeEvent
 from signoff.schema.serving.execution import PlainFieldExecutor
+from tests.live import ON_EITHER_LOOP, run_on
 
 
 @pytest.fixture(scope="module")
@@ -245,32 +245,41 @@ async def test_a_new_http_connection_reads_first_at_its_turn() -> None:
     for transport in transports:
         protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
         protocol.connection_made(transport)
+        assert transport.reading  # the turn is taken when the first bytes come
+        protocol.data_received(b"GET / HTTP/1.1\r\n")  # the headers to come
     assert [t.reading for t in transports] == [True, False]  # one a turn
     for _ in range(3):  # the turnstile's turn, then the waiter's callback
         await asyncio.sleep(0)
     assert [t.reading for t in transports] == [True, True]
 
 
-@pytest.mark.parametrize(
-    "loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
-)
+@ON_EITHER_LOOP
 def test_a_new_connection_is_parsed_at_its_turn_on_either_loop(
     loop_factory: Callable[[], asyncio.AbstractEventLoop],
 ) -> None:
     """Over a real socket, on asyncio and on uvloop (``signoff serve``'s loop), which starts
     reading after ``connection_made`` even when it paused there: the request that came
     before the connection's turn is answered only after it."""
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(_answered_after_its_turn())
+    run_on(loop_factory, _answered_after_its_turn(sends_at_once=True))
 
 
-async def _answered_after_its_turn() -> None:
+@ON_EITHER_LOOP
+def test_a_connection_takes_its_turn_when_its_first_bytes_come(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+) -> None:
+    """A storm's clients connect well before they send: a turn taken when the connection
+    is made has passed by the time its request comes, which was then parsed at once."""
+    run_on(loop_factory, _answered_after_its_turn(sends_at_once=False))
+
+
+async def _answered_after_its_turn(*, sends_at_once: bool) -> None:
     loop = asyncio.get_running_loop()
     turn: asyncio.Future[None] = loop.create_future()
+    held = sends_at_once  # until the client has connected, every turn comes at once
 
     class Held(Turnstile):
         def wait(self) -> asyncio.Future[None] | None:
-            return turn
+            return turn if held else None
 
     config = uvicorn.Config(app=_answering_app)
     config.load()
@@ -282,6 +291,9 @@ async def _answered_after_its_turn() -> None:
     port = server.sockets[0].getsockname()[1]
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
+        if not sends_at_once:
+            await asyncio.sleep(0.2)  # the server has made the connection meanwhile
+            held = True
         writer.write(b"GET / HTTP/1.1\r\nHost: signoff\r\n\r\n")
         await asyncio.sleep(0.2)  # the request reaches the server meanwhile
         with pytest.raises(TimeoutError):
