@@ -5,7 +5,8 @@ signature. Prints deliveries per second, the p50/p99 time from the approval's co
 the receiver seeing the request, and SQL statements and Redis commands per delivery.
 Two set-ups:
 
-* PostgreSQL + Redis, one ``signoff worker`` process::
+* PostgreSQL + Redis, ``signoff worker`` processes (one, or ``--workers N`` sharing the
+  backlog)::
 
     python bench/delivery.py --database-url postgresql://postgres@127.0.0.1:5432/postgres \\
         --redis-url redis://127.0.0.1:6379/0
@@ -24,9 +25,14 @@ receiver), the median of three runs (``--floor-runs``); the drain is printed bes
 with their ratio. ``--rate R``
 approves R per second while the worker runs. Proposals are made before the clock starts;
 approvals go through the resolvers (as the API does, without HTTP) by a few concurrent
-approvers, so the latency includes any queueing. The target's ``maxConcurrency`` is
-``--target-concurrency`` (default 128, the worker's concurrency). A fresh database (and
-arq queue) is created for the run and dropped afterwards.
+approvers, so the latency includes any queueing. A fresh database (and arq queue) is
+created for the run and dropped afterwards.
+
+With Redis, ``--workers N`` starts N ``signoff worker`` processes that share the
+deliveries (the split each recorded is printed), and the workers' CPU and statements are
+summed. The target's ``maxConcurrency`` is ``--target-concurrency``, by default the
+workers' concurrency summed: a target's limit holds across workers, so at one worker's
+concurrency the first worker to claim fills it and the others find it full.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -165,12 +171,24 @@ async def worker_statements(metrics_port: int | None) -> float:
     """The worker process's ``signoff_sql_statements_total`` (this process's without one)."""
     if metrics_port is None:
         return float(metrics.SQL_STATEMENTS._value.get())
+    return (await worker_counters(metrics_port))["signoff_sql_statements_total"]
+
+
+async def worker_counters(metrics_port: int) -> dict[str, float]:
+    """A worker's SQL statements and recorded deliveries (``signoff_deliveries_total``,
+    summed over outcomes) from its metrics endpoint."""
     async with httpx.AsyncClient() as http:
         text = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+    counters = {"signoff_deliveries_total": 0.0}
     for line in text.splitlines():
-        if line.startswith("signoff_sql_statements_total "):
-            return float(line.split()[1])
-    raise RuntimeError("the worker exports no signoff_sql_statements_total")
+        name, _, value = line.partition(" ")
+        if name == "signoff_sql_statements_total":
+            counters[name] = float(value)
+        elif name.startswith("signoff_deliveries_total{"):
+            counters["signoff_deliveries_total"] += float(value)
+    if "signoff_sql_statements_total" not in counters:
+        raise RuntimeError("the worker exports no signoff_sql_statements_total")
+    return counters
 
 
 @asynccontextmanager
@@ -490,7 +508,7 @@ def start_worker(settings: Settings, metrics_port: int) -> subprocess.Popen[byte
 
 @dataclass
 class Costs:
-    """SQL statements, Redis commands and the worker's CPU seconds (user + system, from
+    """SQL statements, Redis commands and the workers' CPU seconds (user + system, from
     /proc, where there is one) while deliveries were being made."""
 
     statements: float = 0.0
@@ -499,10 +517,18 @@ class Costs:
 
     @classmethod
     async def now(
-        cls, metrics_port: int | None, redis_url: str | None, pid: int | None = None
+        cls,
+        metrics_ports: list[int],
+        redis_url: str | None,
+        pids: Sequence[int | None] | None = None,
     ) -> Costs:
-        statements = await worker_statements(metrics_port)
-        return cls(statements, await redis_calls(redis_url), cpu_seconds(pid))
+        """The workers' (``metrics_ports``, ``pids``) costs so far; this process's without
+        workers."""
+        ports: list[int | None] = [*metrics_ports] or [None]
+        statements = sum([await worker_statements(port) for port in ports])
+        cpus = [cpu_seconds(pid) for pid in (pids or [None])]
+        cpu = None if None in cpus else sum(c for c in cpus if c is not None)
+        return cls(statements, await redis_calls(redis_url), cpu)
 
     def since(self, start: Costs) -> Costs:
         cpu = None if self.cpu is None or start.cpu is None else self.cpu - start.cpu
@@ -527,6 +553,7 @@ async def run(
     rate: float | None,
     target_concurrency: int,
     worker_concurrency: int,
+    worker_processes: int,
     approver_processes: int,
     floor_concurrency: int,
     floor_runs: int,
@@ -552,8 +579,8 @@ async def run(
             Services(jobs=clock, sealer=load_sealer(settings), destinations=settings.destinations),
         )
         receiver = Receiver()
-        metrics_port = free_port() if redis_url else None
-        worker = None
+        metrics_ports = [free_port() for _ in range(worker_processes)] if redis_url else []
+        workers: list[subprocess.Popen[bytes]] = []
         try:
             target_id, secret, agent, reviewer = await world(work, receiver.url, target_concurrency)
             proposals = await propose_all(work, target_id, agent, n)
@@ -568,17 +595,17 @@ async def run(
                 await stamp_backlog(sessionmaker)
                 requests = await signed_requests(work, proposals, secret)
                 floor = await bare_post_floor(requests, secret, floor_concurrency, floor_runs)
-            before = await Costs.now(None, redis_url)
+            before = await Costs.now([], redis_url)
             if isinstance(jobs, ArqJobs):
-                assert metrics_port is not None
-                worker = start_worker(settings, metrics_port)
-                await wait_for_metrics(metrics_port)
-                before = await Costs.now(metrics_port, redis_url, worker.pid)
+                workers = [start_worker(settings, port) for port in metrics_ports]
+                for port in metrics_ports:
+                    await wait_for_metrics(port)
+                before = await Costs.now(metrics_ports, redis_url, [w.pid for w in workers])
             else:
                 await jobs.start(work)
             if not backlog:
                 await asyncio.sleep(2)  # let the worker connect before the clock starts
-                before = await Costs.now(metrics_port, redis_url, worker.pid if worker else None)
+                before = await Costs.now(metrics_ports, redis_url, [w.pid for w in workers] or None)
                 started = time.time()
                 if approver_processes > 1:
                     started += APPROVER_STARTUP_SECONDS  # the processes start together then
@@ -590,14 +617,16 @@ async def run(
                 approved = time.time()
             seen = await receiver.wait_for(n)
             costs = (
-                await Costs.now(metrics_port, redis_url, worker.pid if worker else None)
+                await Costs.now(metrics_ports, redis_url, [w.pid for w in workers] or None)
             ).since(before)
+            split = await recorded_by_each(metrics_ports, n)
             received = (await receiver.stats())["requests"]
             finished = max(seen.values())
         finally:
             await jobs.stop()
-            if worker is not None:
+            for worker in workers:
                 worker.terminate()
+            for worker in workers:
                 worker.wait()
             await receiver.stop()
             await forget_queue(redis_url, settings.arq_queue)
@@ -615,8 +644,11 @@ async def run(
         finished,
         costs,
         floor,
+        len(metrics_ports),
     )
     print(f"  requests received: {received} for {n} proposals")
+    if len(split) > 1:
+        print(f"  deliveries recorded by each worker: {', '.join(map(str, split))}")
 
 
 def report(
@@ -632,10 +664,11 @@ def report(
     finished: float,
     costs: Costs,
     floor: Floor | None,
+    workers: int,
 ) -> None:
     database = "SQLite" if settings_url.startswith("sqlite") else "PostgreSQL"
     mode = (
-        f"{database} + Redis, one `signoff worker`"
+        f"{database} + Redis, {workers} `signoff worker` process{'es' if workers > 1 else ''}"
         if redis_url
         else f"{database}, in-process runner"
     )
@@ -667,17 +700,32 @@ def report(
             f"p99 {latencies[int(len(latencies) * 0.99) - 1]:.0f} ms, "
             f"max {latencies[-1]:.0f} ms"
         )
-    scope = "the worker's" if redis_url else "this process's (approvals included when live)"
+    scope = "the workers'" if redis_url else "this process's (approvals included when live)"
     print(f"  SQL statements per delivery ({scope}): {costs.statements / n:.2f}")
     if redis_url:
         print(f"  Redis commands per delivery (all clients): {costs.redis / n:.2f}")
     if costs.cpu is not None:
-        whose = "the worker's" if redis_url else "this process's (approvals included when live)"
+        whose = "the workers'" if redis_url else "this process's (approvals included when live)"
         print(f"  CPU per delivery ({whose}, user + system): {costs.cpu / n * 1000:.2f} ms")
     print(
         f"  machine: {platform.platform()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"
     )
+
+
+async def recorded_by_each(metrics_ports: list[int], n: int) -> list[int]:
+    """How many of the ``n`` deliveries each worker recorded since it started (the first
+    may have begun before the last was up), once all are: read after the costs, so the
+    last flushes' wait is not counted in them; empty without workers."""
+    if not metrics_ports:
+        return []
+    async with asyncio.timeout(60):
+        while True:
+            counters = [await worker_counters(port) for port in metrics_ports]
+            split = [int(c["signoff_deliveries_total"]) for c in counters]
+            if sum(split) >= n:
+                return split
+            await asyncio.sleep(0.1)
 
 
 async def wait_for_metrics(port: int) -> None:
@@ -708,10 +756,15 @@ def main() -> None:
         help=f"the worker's SIGNOFF_DELIVERY_CONCURRENCY (default {DELIVERY_CONCURRENCY})",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="`signoff worker` processes sharing the deliveries (with Redis; default 1)",
+    )
+    parser.add_argument(
         "--target-concurrency",
         type=int,
-        default=128,
-        help="the bench target's maxConcurrency (default 128: the worker's concurrency)",
+        help="the bench target's maxConcurrency (default: the workers' concurrency, summed)",
     )
     parser.add_argument(
         "--approver-processes",
@@ -746,8 +799,9 @@ def main() -> None:
             args.redis_url,
             args.backlog,
             args.rate,
-            args.target_concurrency,
+            args.target_concurrency or args.workers * args.worker_concurrency,
             args.worker_concurrency,
+            args.workers,
             args.approver_processes,
             args.floor_concurrency,
             args.floor_runs,
