@@ -5,7 +5,8 @@ signature. Prints deliveries per second, the p50/p99 time from the approval's co
 the receiver seeing the request, and SQL statements and Redis commands per delivery.
 Two set-ups:
 
-* PostgreSQL + Redis, one ``signoff worker`` process::
+* PostgreSQL + Redis, ``signoff worker`` processes (one, or ``--workers N`` sharing the
+  backlog)::
 
     python bench/delivery.py --database-url postgresql://postgres@127.0.0.1:5432/postgres \\
         --redis-url redis://127.0.0.1:6379/0
@@ -24,9 +25,23 @@ receiver), the median of three runs (``--floor-runs``); the drain is printed bes
 with their ratio. ``--rate R``
 approves R per second while the worker runs. Proposals are made before the clock starts;
 approvals go through the resolvers (as the API does, without HTTP) by a few concurrent
-approvers, so the latency includes any queueing. The target's ``maxConcurrency`` is
-``--target-concurrency`` (default 128, the worker's concurrency). A fresh database (and
-arq queue) is created for the run and dropped afterwards.
+approvers, so the latency includes any queueing. A fresh database (and arq queue) is
+created for the run and dropped afterwards.
+
+With Redis, ``--workers N`` starts N ``signoff worker`` processes that share the
+deliveries (the split each recorded is printed), and the workers' CPU and statements are
+summed. The target's ``maxConcurrency`` is ``--target-concurrency``, by default the
+workers' concurrency summed: a target's limit holds across workers, so at one worker's
+concurrency the first worker to claim fills it and the others find it full.
+
+With Redis and ``--backlog``, the target is paused while the workers start, and resumed
+once they are up and one of them has run its start-up reconciliation: the drain is the
+backlog of a resumed target, and its CPU, statements and Redis commands are counted from
+the resumption. Neither the reconciliation (one run a minute in a running worker: the
+leases, the change feed, the audit log against its checkpoint) nor the wake jobs the
+approvals left queued (a running worker takes at most 20 a second, as they come) is then
+charged to a drain of a few seconds, as they were before; the floor's client has no such
+start either. The drain's clock was and is the receiver's: first to last request seen.
 """
 
 from __future__ import annotations
@@ -43,7 +58,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -65,14 +80,14 @@ from signoff.events import feed
 from signoff.jobs.runner import InProcessJobs
 from signoff.jobs.worker import ArqJobs
 from signoff.migrate import migrate
-from signoff.models import ApprovalMode, Decision, Proposal, Role
+from signoff.models import ApprovalMode, Decision, Proposal, ReconciliationRun, Role
 from signoff.resolvers.access.actors import authenticate, create_token
 from signoff.resolvers.access.rules import Viewer
 from signoff.resolvers.approval.approvals import decide_proposal
 from signoff.resolvers.approval.proposals import propose_action
 from signoff.resolvers.approval.queues import create_queue
 from signoff.resolvers.core.work import JobQueue, Services, WorkMaker
-from signoff.resolvers.targets.targets import register_target
+from signoff.resolvers.targets.targets import pause_target, register_target, resume_target
 
 APPROVERS = 8
 # Approver processes begin this long after they are spawned, all at once.
@@ -165,12 +180,24 @@ async def worker_statements(metrics_port: int | None) -> float:
     """The worker process's ``signoff_sql_statements_total`` (this process's without one)."""
     if metrics_port is None:
         return float(metrics.SQL_STATEMENTS._value.get())
+    return (await worker_counters(metrics_port))["signoff_sql_statements_total"]
+
+
+async def worker_counters(metrics_port: int) -> dict[str, float]:
+    """A worker's SQL statements and recorded deliveries (``signoff_deliveries_total``,
+    summed over outcomes) from its metrics endpoint."""
     async with httpx.AsyncClient() as http:
         text = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+    counters = {"signoff_deliveries_total": 0.0}
     for line in text.splitlines():
-        if line.startswith("signoff_sql_statements_total "):
-            return float(line.split()[1])
-    raise RuntimeError("the worker exports no signoff_sql_statements_total")
+        name, _, value = line.partition(" ")
+        if name == "signoff_sql_statements_total":
+            counters[name] = float(value)
+        elif name.startswith("signoff_deliveries_total{"):
+            counters["signoff_deliveries_total"] += float(value)
+    if "signoff_sql_statements_total" not in counters:
+        raise RuntimeError("the worker exports no signoff_sql_statements_total")
+    return counters
 
 
 @asynccontextmanager
@@ -292,6 +319,37 @@ async def stamp_backlog(sessionmaker: SessionMaker) -> None:
             await session.commit()
         if not stamped:
             return
+
+
+async def hold_backlog(work: WorkMaker, sessionmaker: SessionMaker, target_id: str) -> Viewer:
+    """Pause the bench's target before the workers start (its event stamped, as the
+    approvals' are); returns the operator who did."""
+    operator = await viewer(work, Role.OPERATOR, "bench-operator")
+    async with work() as unit:
+        await pause_target(work=unit, viewer=operator, target_id=target_id, reason="bench start")
+    await stamp_backlog(sessionmaker)
+    return operator
+
+
+async def reconciled(sessionmaker: SessionMaker) -> None:
+    """Return once the workers' start-up reconciliation has run (one worker runs it, at
+    start and every minute after)."""
+    async with asyncio.timeout(120):
+        while True:
+            async with sessionmaker() as session:
+                finished = select(ReconciliationRun.id).where(
+                    col(ReconciliationRun.finished_at).is_not(None)
+                )
+                if (await session.exec(finished)).first() is not None:
+                    break
+            await asyncio.sleep(0.1)
+
+
+async def release_backlog(work: WorkMaker, operator: Viewer, target_id: str) -> None:
+    """Resume the target: its backlog is enqueued and claimed at once. (The resumption's
+    one event is the workers' to stamp: stamping here too would contend with theirs.)"""
+    async with work() as unit:
+        await resume_target(work=unit, viewer=operator, target_id=target_id)
 
 
 async def approve_all(
@@ -490,7 +548,7 @@ def start_worker(settings: Settings, metrics_port: int) -> subprocess.Popen[byte
 
 @dataclass
 class Costs:
-    """SQL statements, Redis commands and the worker's CPU seconds (user + system, from
+    """SQL statements, Redis commands and the workers' CPU seconds (user + system, from
     /proc, where there is one) while deliveries were being made."""
 
     statements: float = 0.0
@@ -499,10 +557,18 @@ class Costs:
 
     @classmethod
     async def now(
-        cls, metrics_port: int | None, redis_url: str | None, pid: int | None = None
+        cls,
+        metrics_ports: list[int],
+        redis_url: str | None,
+        pids: Sequence[int | None] | None = None,
     ) -> Costs:
-        statements = await worker_statements(metrics_port)
-        return cls(statements, await redis_calls(redis_url), cpu_seconds(pid))
+        """The workers' (``metrics_ports``, ``pids``) costs so far; this process's without
+        workers."""
+        ports: list[int | None] = [*metrics_ports] or [None]
+        statements = sum([await worker_statements(port) for port in ports])
+        cpus = [cpu_seconds(pid) for pid in (pids or [None])]
+        cpu = None if None in cpus else sum(c for c in cpus if c is not None)
+        return cls(statements, await redis_calls(redis_url), cpu)
 
     def since(self, start: Costs) -> Costs:
         cpu = None if self.cpu is None or start.cpu is None else self.cpu - start.cpu
@@ -527,6 +593,7 @@ async def run(
     rate: float | None,
     target_concurrency: int,
     worker_concurrency: int,
+    worker_processes: int,
     approver_processes: int,
     floor_concurrency: int,
     floor_runs: int,
@@ -552,8 +619,8 @@ async def run(
             Services(jobs=clock, sealer=load_sealer(settings), destinations=settings.destinations),
         )
         receiver = Receiver()
-        metrics_port = free_port() if redis_url else None
-        worker = None
+        metrics_ports = [free_port() for _ in range(worker_processes)] if redis_url else []
+        workers: list[subprocess.Popen[bytes]] = []
         try:
             target_id, secret, agent, reviewer = await world(work, receiver.url, target_concurrency)
             proposals = await propose_all(work, target_id, agent, n)
@@ -568,17 +635,22 @@ async def run(
                 await stamp_backlog(sessionmaker)
                 requests = await signed_requests(work, proposals, secret)
                 floor = await bare_post_floor(requests, secret, floor_concurrency, floor_runs)
-            before = await Costs.now(None, redis_url)
+            before = await Costs.now([], redis_url)
             if isinstance(jobs, ArqJobs):
-                assert metrics_port is not None
-                worker = start_worker(settings, metrics_port)
-                await wait_for_metrics(metrics_port)
-                before = await Costs.now(metrics_port, redis_url, worker.pid)
+                operator = await hold_backlog(work, sessionmaker, target_id) if backlog else None
+                workers = [start_worker(settings, port) for port in metrics_ports]
+                for port in metrics_ports:
+                    await wait_for_metrics(port)
+                if operator is not None:
+                    await reconciled(sessionmaker)
+                before = await Costs.now(metrics_ports, redis_url, [w.pid for w in workers])
+                if operator is not None:
+                    await release_backlog(work, operator, target_id)
             else:
                 await jobs.start(work)
             if not backlog:
                 await asyncio.sleep(2)  # let the worker connect before the clock starts
-                before = await Costs.now(metrics_port, redis_url, worker.pid if worker else None)
+                before = await Costs.now(metrics_ports, redis_url, [w.pid for w in workers] or None)
                 started = time.time()
                 if approver_processes > 1:
                     started += APPROVER_STARTUP_SECONDS  # the processes start together then
@@ -590,14 +662,16 @@ async def run(
                 approved = time.time()
             seen = await receiver.wait_for(n)
             costs = (
-                await Costs.now(metrics_port, redis_url, worker.pid if worker else None)
+                await Costs.now(metrics_ports, redis_url, [w.pid for w in workers] or None)
             ).since(before)
+            split = await recorded_by_each(metrics_ports, n)
             received = (await receiver.stats())["requests"]
             finished = max(seen.values())
         finally:
             await jobs.stop()
-            if worker is not None:
+            for worker in workers:
                 worker.terminate()
+            for worker in workers:
                 worker.wait()
             await receiver.stop()
             await forget_queue(redis_url, settings.arq_queue)
@@ -615,8 +689,11 @@ async def run(
         finished,
         costs,
         floor,
+        len(metrics_ports),
     )
     print(f"  requests received: {received} for {n} proposals")
+    if len(split) > 1:
+        print(f"  deliveries recorded by each worker: {', '.join(map(str, split))}")
 
 
 def report(
@@ -632,10 +709,11 @@ def report(
     finished: float,
     costs: Costs,
     floor: Floor | None,
+    workers: int,
 ) -> None:
     database = "SQLite" if settings_url.startswith("sqlite") else "PostgreSQL"
     mode = (
-        f"{database} + Redis, one `signoff worker`"
+        f"{database} + Redis, {workers} `signoff worker` process{'es' if workers > 1 else ''}"
         if redis_url
         else f"{database}, in-process runner"
     )
@@ -667,17 +745,32 @@ def report(
             f"p99 {latencies[int(len(latencies) * 0.99) - 1]:.0f} ms, "
             f"max {latencies[-1]:.0f} ms"
         )
-    scope = "the worker's" if redis_url else "this process's (approvals included when live)"
+    scope = "the workers'" if redis_url else "this process's (approvals included when live)"
     print(f"  SQL statements per delivery ({scope}): {costs.statements / n:.2f}")
     if redis_url:
         print(f"  Redis commands per delivery (all clients): {costs.redis / n:.2f}")
     if costs.cpu is not None:
-        whose = "the worker's" if redis_url else "this process's (approvals included when live)"
+        whose = "the workers'" if redis_url else "this process's (approvals included when live)"
         print(f"  CPU per delivery ({whose}, user + system): {costs.cpu / n * 1000:.2f} ms")
     print(
         f"  machine: {platform.platform()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}"
     )
+
+
+async def recorded_by_each(metrics_ports: list[int], n: int) -> list[int]:
+    """How many of the ``n`` deliveries each worker recorded since it started (the first
+    may have begun before the last was up), once all are: read after the costs, so the
+    last flushes' wait is not counted in them; empty without workers."""
+    if not metrics_ports:
+        return []
+    async with asyncio.timeout(60):
+        while True:
+            counters = [await worker_counters(port) for port in metrics_ports]
+            split = [int(c["signoff_deliveries_total"]) for c in counters]
+            if sum(split) >= n:
+                return split
+            await asyncio.sleep(0.1)
 
 
 async def wait_for_metrics(port: int) -> None:
@@ -708,10 +801,15 @@ def main() -> None:
         help=f"the worker's SIGNOFF_DELIVERY_CONCURRENCY (default {DELIVERY_CONCURRENCY})",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="`signoff worker` processes sharing the deliveries (with Redis; default 1)",
+    )
+    parser.add_argument(
         "--target-concurrency",
         type=int,
-        default=128,
-        help="the bench target's maxConcurrency (default 128: the worker's concurrency)",
+        help="the bench target's maxConcurrency (default: the workers' concurrency, summed)",
     )
     parser.add_argument(
         "--approver-processes",
@@ -746,8 +844,9 @@ def main() -> None:
             args.redis_url,
             args.backlog,
             args.rate,
-            args.target_concurrency,
+            args.target_concurrency or args.workers * args.worker_concurrency,
             args.worker_concurrency,
+            args.workers,
             args.approver_processes,
             args.floor_concurrency,
             args.floor_runs,
