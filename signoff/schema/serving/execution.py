@@ -339,14 +339,14 @@ class PlainFieldExecutor(StrawberryExecutionContext):
         awaitable_fields: list[str] = []
         try:
             steps = None if self._shared is None else self._shared.steps.get(id(grouped_field_set))
-            for response_name, field_details_list, plain in steps or _steps_of(
+            for response_name, field_details_list, plain, relation in steps or _steps_of(
                 parent_type, grouped_field_set
             ):
-                if isinstance(plain, RelationStep):
+                if relation is not None:
                     if self.relations_in_place and position_context is None:
                         result = execute_relation(
                             self,
-                            plain,
+                            relation,
                             parent_type,
                             source_value,
                             field_details_list,
@@ -466,7 +466,10 @@ class _Failed:
 # A plain field's value before it is read.
 _UNREAD: Any = object()
 
-_Step = tuple[str, FieldDetailsList, PlainField | RelationStep | None]
+# A field's response name and details, with its ``PlainField`` or its ``RelationStep`` (at
+# most one of them), each in a place of its own so that the loop tells them apart without
+# a type check per field.
+_Step = tuple[str, FieldDetailsList, PlainField | None, RelationStep | None]
 
 
 def _steps_of(parent_type: GraphQLObjectType, grouped_field_set: GroupedFieldSet) -> list[_Step]:
@@ -476,13 +479,14 @@ def _steps_of(parent_type: GraphQLObjectType, grouped_field_set: GroupedFieldSet
     for response_name, field_details_list in grouped_field_set.items():
         node = field_details_list[0].node
         field = parent_type.fields.get(node.name.value)
-        short: PlainField | RelationStep | None = None
+        plain: PlainField | None = None
+        step: RelationStep | None = None
         if field is not None:
-            short = field.extensions.get(PLAIN)
+            plain = field.extensions.get(PLAIN)
             relation = field.extensions.get(RELATION)
-            if short is None and relation is not None and not node.arguments:
-                short = RelationStep(relation, field_details_list)
-        steps.append((response_name, field_details_list, short))
+            if plain is None and relation is not None and not node.arguments:
+                step = RelationStep(relation, field_details_list)
+        steps.append((response_name, field_details_list, plain, step))
     return steps
 
 
