@@ -59,6 +59,7 @@ __all__ = [
     "FieldDetailsList",
     "FragmentDetails",
     "GroupedFieldSet",
+    "MessageAtATimeProtocol",
     "StrawberryExecutionContext",
     "UpgradeFreedHttpProtocol",
     "collect_subfields",
@@ -197,7 +198,7 @@ def uvicorn_protocol(send: Any) -> WebSocketsSansIOProtocol | None:
     """The uvicorn connection behind a websocket's server ``send``, where it is uvicorn's
     sans-I/O websockets protocol (``None`` for any other server or implementation)."""
     protocol = getattr(send, "__self__", None)
-    if type(protocol) is not WebSocketsSansIOProtocol:
+    if type(protocol) not in (WebSocketsSansIOProtocol, MessageAtATimeProtocol):
         return None
     if getattr(send, "__func__", None) is not WebSocketsSansIOProtocol.send:
         return None
@@ -255,6 +256,71 @@ def uvicorn_lean_waits(protocol: WebSocketsSansIOProtocol) -> None:
     writable = protocol.writable
     if type(writable) is asyncio.Event and writable.is_set():
         protocol.writable = Flag(True)  # type: ignore[assignment]
+
+
+def _first_frame_end(data: bytearray) -> int:
+    """Where the first whole websocket frame in ``data`` ends (RFC 6455 section 5.2: two
+    bytes, a 16- or 64-bit length where the 7-bit one says so, a client's 4-byte mask, the
+    payload); 0 while it is not all there."""
+    if len(data) < 2:
+        return 0
+    length = data[1] & 0x7F
+    start = 2
+    if length >= 126:
+        start += 2 if length == 126 else 8
+        if len(data) < start:
+            return 0
+        length = int.from_bytes(data[2:start], "big")
+    if data[1] & 0x80:
+        start += 4
+    end = start + length
+    return end if end <= len(data) else 0
+
+
+class MessageAtATimeProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's sans-I/O websocket protocol, parsing an open connection's frames as its app
+    reads their messages: one message waits parsed at a time, what came after it waits
+    unparsed (reading paused, as uvicorn pauses it while a message waits). A client's burst
+    of messages (a storm's hundred subscriptions on each socket) was parsed as it came, in
+    one turn of the loop, however long each waited for its own turn to be served."""
+
+    # What came after the message that waits for the app, unparsed; ``None``: nothing.
+    _unparsed: bytearray | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._unparsed is not None:
+            self._unparsed += data
+        elif self.conn.state is State.OPEN:
+            self._unparsed = bytearray(data)
+        else:  # the handshake's request, or a connection closing
+            super().data_received(data)
+            return
+        self._parse_next()
+
+    def _parse_next(self) -> None:
+        """Parse frame by frame until a message waits for the app or nothing is left.
+        Control frames are answered as they come; once the connection is no longer open
+        (closing, or a frame the parser refused), the rest goes to uvicorn as it came."""
+        unparsed = self._unparsed
+        while unparsed and self.queue.empty():
+            end = _first_frame_end(unparsed)
+            if not end or self.conn.state is not State.OPEN:
+                end = len(unparsed)
+            frame = bytes(unparsed[:end])
+            del unparsed[:end]
+            super().data_received(frame)
+        if not unparsed:
+            self._unparsed = None
+
+    async def receive(self) -> Any:
+        """uvicorn's, parsing the next message before reading resumes."""
+        message = await self.queue.get()
+        if self.queue.empty():
+            self._parse_next()
+        if self.read_paused and self.queue.empty():
+            self.read_paused = False
+            self.transport.resume_reading()
+        return message
 
 
 class UpgradeFreedHttpProtocol(HttpToolsProtocol):
