@@ -300,9 +300,11 @@ class MessageAtATimeProtocol(WebSocketsSansIOProtocol):
     def _parse_next(self) -> None:
         """Parse frame by frame until a message waits for the app or nothing is left.
         Control frames are answered as they come; once the connection is no longer open
-        (closing, or a frame the parser refused), the rest goes to uvicorn as it came."""
+        (closing, or a frame the parser refused), the rest goes to uvicorn as it came, and
+        once the app has closed it (uvicorn then drops messages), all of it: the client's
+        close answers the app's."""
         unparsed = self._unparsed
-        while unparsed and self.queue.empty():
+        while unparsed and (self.queue.empty() or self.close_sent):
             end = _first_frame_end(unparsed)
             if not end or self.conn.state is not State.OPEN:
                 end = len(unparsed)

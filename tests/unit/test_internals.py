@@ -391,8 +391,13 @@ class _WritingTransport(_Transport):
         super().__init__()
         self.written: list[bytes] = []
 
+        self.closed = False
+
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.written.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def _client_frame(opcode: Opcode, data: bytes, *, fin: bool = True) -> bytes:
@@ -417,10 +422,8 @@ def test_uvicorns_sans_io_protocol_reads_and_pauses_as_message_at_a_time_expects
     assert "self.conn.receive_data(data)" in received and "self.handle_events()" in received
 
 
-async def test_a_burst_of_messages_is_parsed_as_the_app_reads_them() -> None:
-    """A client's messages that came at once wait unparsed behind the one the app has not
-    read yet; a ping among them is answered when it is reached, and reading resumes once
-    nothing is left."""
+def _open_protocol() -> tuple[internals.MessageAtATimeProtocol, _WritingTransport]:
+    """A connection as once its handshake is done."""
     config = uvicorn.Config(app=_app, ws=internals.MessageAtATimeProtocol)
     config.load()
     protocol = internals.MessageAtATimeProtocol(
@@ -438,6 +441,14 @@ async def test_a_burst_of_messages_is_parsed_as_the_app_reads_them() -> None:
     protocol.conn.send_response(protocol.conn.accept(request))
     protocol.conn.data_to_send()
     assert protocol.conn.state is State.OPEN
+    return protocol, transport
+
+
+async def test_a_burst_of_messages_is_parsed_as_the_app_reads_them() -> None:
+    """A client's messages that came at once wait unparsed behind the one the app has not
+    read yet; a ping among them is answered when it is reached, and reading resumes once
+    nothing is left."""
+    protocol, transport = _open_protocol()
     big = b"x" * 70_000  # a 64-bit length
     burst = b"".join(
         [
@@ -460,6 +471,16 @@ async def test_a_burst_of_messages_is_parsed_as_the_app_reads_them() -> None:
     protocol.data_received(burst[-10:])
     assert await protocol.receive() == {"type": "websocket.receive", "text": big.decode()}
     assert transport.reading
+
+
+async def test_the_clients_close_answers_the_apps_behind_messages_never_read() -> None:
+    protocol, transport = _open_protocol()
+    protocol.handshake_complete = True  # accepted
+    protocol.data_received(_client_frame(Opcode.TEXT, b"one") + _client_frame(Opcode.TEXT, b"two"))
+    await protocol.send({"type": "websocket.close", "code": 1000, "reason": ""})
+    assert not transport.closed
+    protocol.data_received(Frame(Opcode.CLOSE, b"\x03\xe8").serialize(mask=True))
+    assert transport.closed, "the client's close went unread behind the app's messages"
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
