@@ -258,10 +258,10 @@ def uvicorn_lean_waits(protocol: WebSocketsSansIOProtocol) -> None:
         protocol.writable = Flag(True)  # type: ignore[assignment]
 
 
-def _first_frame_end(data: bytearray) -> int:
-    """Where the first whole websocket frame in ``data`` ends (RFC 6455 section 5.2: two
-    bytes, a 16- or 64-bit length where the 7-bit one says so, a client's 4-byte mask, the
-    payload); 0 while it is not all there."""
+def _frame_end(data: bytes | bytearray) -> int:
+    """Where the websocket frame at the start of ``data`` ends, within ``data`` or past it
+    (RFC 6455 section 5.2: two bytes, a 16- or 64-bit length where the 7-bit one says so, a
+    client's 4-byte mask, the payload); 0 while its header is not all there."""
     if len(data) < 2:
         return 0
     length = data[1] & 0x7F
@@ -273,8 +273,7 @@ def _first_frame_end(data: bytearray) -> int:
         length = int.from_bytes(data[2:start], "big")
     if data[1] & 0x80:
         start += 4
-    end = start + length
-    return end if end <= len(data) else 0
+    return start + length if len(data) >= start else 0
 
 
 class MessageAtATimeProtocol(WebSocketsSansIOProtocol):
@@ -284,17 +283,24 @@ class MessageAtATimeProtocol(WebSocketsSansIOProtocol):
     of messages (a storm's hundred subscriptions on each socket) was parsed as it came, in
     one turn of the loop, however long each waited for its own turn to be served."""
 
+    # Set on a connection only while it is not 0 or ``None``: an attribute added to each of
+    # thousands of idle connections would cost each its memory.
     # What came after the message that waits for the app, unparsed; ``None``: nothing.
     _unparsed: bytearray | None = None
+    # What is still to come of a frame whose start the parser has: a frame is parsed as
+    # its bytes come (its header first, so that one over the size limit is refused then).
+    _owed = 0
 
     def data_received(self, data: bytes) -> None:
         if self._unparsed is not None:
             self._unparsed += data
-        elif self.conn.state is State.OPEN:
-            self._unparsed = bytearray(data)
-        else:  # the handshake's request, or a connection closing
+        elif self.conn.state is not State.OPEN or (  # the handshake's request, or closing
+            self.queue.empty() and not self._owed and _frame_end(data) == len(data)
+        ):  # nothing waits and one whole frame came: parsed as uvicorn parses it
             super().data_received(data)
             return
+        else:
+            self._unparsed = bytearray(data)
         self._parse_next()
 
     def _parse_next(self) -> None:
@@ -305,14 +311,25 @@ class MessageAtATimeProtocol(WebSocketsSansIOProtocol):
         close answers the app's."""
         unparsed = self._unparsed
         while unparsed and (self.queue.empty() or self.close_sent):
-            end = _first_frame_end(unparsed)
-            if not end or self.conn.state is not State.OPEN:
+            if self.conn.state is not State.OPEN:
                 end = len(unparsed)
-            frame = bytes(unparsed[:end])
-            del unparsed[:end]
+            elif self._owed:
+                end = self._owed
+            elif not (end := _frame_end(unparsed)):
+                break  # a header not all there: held, reading on
+            taken = min(end, len(unparsed))
+            frame = bytes(unparsed[:taken])
+            del unparsed[:taken]
+            self._owe(end - taken)
             super().data_received(frame)
-        if not unparsed:
-            self._unparsed = None
+        if unparsed is not None and not unparsed:
+            del self._unparsed
+
+    def _owe(self, owed: int) -> None:
+        if owed:
+            self._owed = owed
+        elif self._owed:
+            del self._owed
 
     async def receive(self) -> Any:
         """uvicorn's, parsing the next message before reading resumes."""

@@ -471,6 +471,13 @@ async def test_a_burst_of_messages_is_parsed_as_the_app_reads_them() -> None:
     protocol.data_received(burst[-10:])
     assert await protocol.receive() == {"type": "websocket.receive", "text": big.decode()}
     assert transport.reading
+    after = _client_frame(Opcode.TEXT, b"three") + _client_frame(Opcode.TEXT, b"four")
+    protocol.data_received(after[:1])  # a header not all there
+    assert protocol.queue.empty() and transport.reading
+    protocol.data_received(after[1:])
+    assert protocol.queue.qsize() == 1  # frames still told apart after a split one
+    assert await protocol.receive() == {"type": "websocket.receive", "text": "three"}
+    assert await protocol.receive() == {"type": "websocket.receive", "text": "four"}
 
 
 async def test_the_clients_close_answers_the_apps_behind_messages_never_read() -> None:
