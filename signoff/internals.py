@@ -283,8 +283,8 @@ class MessageAtATimeProtocol(WebSocketsSansIOProtocol):
     of messages (a storm's hundred subscriptions on each socket) was parsed as it came, in
     one turn of the loop, however long each waited for its own turn to be served."""
 
-    # Set on a connection only while it is not 0 or ``None``: an attribute added to each of
-    # thousands of idle connections would cost each its memory.
+    # Both are set on a connection only while they are not ``None`` or 0: an attribute
+    # added to each of thousands of idle connections would cost each its memory.
     # What came after the message that waits for the app, unparsed; ``None``: nothing.
     _unparsed: bytearray | None = None
     # What is still to come of a frame whose start the parser has: a frame is parsed as
