@@ -59,6 +59,7 @@ __all__ = [
     "FieldDetailsList",
     "FragmentDetails",
     "GroupedFieldSet",
+    "MessageAtATimeProtocol",
     "StrawberryExecutionContext",
     "UpgradeFreedHttpProtocol",
     "collect_subfields",
@@ -197,7 +198,7 @@ def uvicorn_protocol(send: Any) -> WebSocketsSansIOProtocol | None:
     """The uvicorn connection behind a websocket's server ``send``, where it is uvicorn's
     sans-I/O websockets protocol (``None`` for any other server or implementation)."""
     protocol = getattr(send, "__self__", None)
-    if type(protocol) is not WebSocketsSansIOProtocol:
+    if type(protocol) not in (WebSocketsSansIOProtocol, MessageAtATimeProtocol):
         return None
     if getattr(send, "__func__", None) is not WebSocketsSansIOProtocol.send:
         return None
@@ -255,6 +256,90 @@ def uvicorn_lean_waits(protocol: WebSocketsSansIOProtocol) -> None:
     writable = protocol.writable
     if type(writable) is asyncio.Event and writable.is_set():
         protocol.writable = Flag(True)  # type: ignore[assignment]
+
+
+def _frame_end(data: bytes | bytearray) -> int:
+    """Where the websocket frame at the start of ``data`` ends, within ``data`` or past it
+    (RFC 6455 section 5.2: two bytes, a 16- or 64-bit length where the 7-bit one says so, a
+    client's 4-byte mask, the payload); 0 while its header is not all there."""
+    if len(data) < 2:
+        return 0
+    length = data[1] & 0x7F
+    start = 2
+    if length >= 126:
+        start += 2 if length == 126 else 8
+        if len(data) < start:
+            return 0
+        length = int.from_bytes(data[2:start], "big")
+    if data[1] & 0x80:
+        start += 4
+    return start + length if len(data) >= start else 0
+
+
+class MessageAtATimeProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's sans-I/O websocket protocol, parsing an open connection's frames as its app
+    reads their messages: one message waits parsed at a time, what came after it waits
+    unparsed (reading paused, as uvicorn pauses it while a message waits). A client's burst
+    of messages (a storm's hundred subscriptions on each socket) was parsed as it came, in
+    one turn of the loop, however long each waited for its own turn to be served."""
+
+    # Both are set on a connection only while they are not ``None`` or 0: an attribute
+    # added to each of thousands of idle connections would cost each its memory.
+    # What came after the message that waits for the app, unparsed; ``None``: nothing.
+    _unparsed: bytearray | None = None
+    # What is still to come of a frame whose start the parser has: a frame is parsed as
+    # its bytes come (its header first, so that one over the size limit is refused then).
+    _owed = 0
+
+    def data_received(self, data: bytes) -> None:
+        if self._unparsed is not None:
+            self._unparsed += data
+        elif self.conn.state is not State.OPEN or (  # the handshake's request, or closing
+            self.queue.empty() and not self._owed and _frame_end(data) == len(data)
+        ):  # nothing waits and one whole frame came: parsed as uvicorn parses it
+            super().data_received(data)
+            return
+        else:
+            self._unparsed = bytearray(data)
+        self._parse_next()
+
+    def _parse_next(self) -> None:
+        """Parse frame by frame until a message waits for the app or nothing is left.
+        Control frames are answered as they come; once the connection is no longer open
+        (closing, or a frame the parser refused), the rest goes to uvicorn as it came, and
+        once the app has closed it (uvicorn then drops messages), all of it: the client's
+        close answers the app's."""
+        unparsed = self._unparsed
+        while unparsed and (self.queue.empty() or self.close_sent):
+            if self.conn.state is not State.OPEN:
+                end = len(unparsed)
+            elif self._owed:
+                end = self._owed
+            elif not (end := _frame_end(unparsed)):
+                break  # a header not all there: held, reading on
+            taken = min(end, len(unparsed))
+            frame = bytes(unparsed[:taken])
+            del unparsed[:taken]
+            self._owe(end - taken)
+            super().data_received(frame)
+        if unparsed is not None and not unparsed:
+            del self._unparsed
+
+    def _owe(self, owed: int) -> None:
+        if owed:
+            self._owed = owed
+        elif self._owed:
+            del self._owed
+
+    async def receive(self) -> Any:
+        """uvicorn's, parsing the next message before reading resumes."""
+        message = await self.queue.get()
+        if self.queue.empty():
+            self._parse_next()
+        if self.read_paused and self.queue.empty():
+            self.read_paused = False
+            self.transport.resume_reading()
+        return message
 
 
 class UpgradeFreedHttpProtocol(HttpToolsProtocol):

@@ -391,7 +391,11 @@ class InProcessServer(Listening):
 async def serve_in_process(app: Any, *, deflate: bool = False) -> AsyncIterator[InProcessServer]:
     import uvicorn
 
-    from signoff.internals import UpgradeFreedHttpProtocol, http_protocol_taking_turns
+    from signoff.internals import (
+        MessageAtATimeProtocol,
+        UpgradeFreedHttpProtocol,
+        http_protocol_taking_turns,
+    )
 
     port = free_port()
     config = uvicorn.Config(
@@ -403,7 +407,7 @@ async def serve_in_process(app: Any, *, deflate: bool = False) -> AsyncIterator[
         http=http_protocol_taking_turns(app.state.turnstile)
         if hasattr(app.state, "turnstile")
         else UpgradeFreedHttpProtocol,
-        ws="websockets-sansio",
+        ws=MessageAtATimeProtocol,
         ws_per_message_deflate=deflate,
         lifespan="off",  # the test's fixture runs the app's lifespan
     )

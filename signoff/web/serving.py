@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 
 from signoff.config import Settings
 from signoff.constants import SHUTDOWN_GRACE_SECONDS
-from signoff.internals import http_protocol_taking_turns
+from signoff.internals import MessageAtATimeProtocol, http_protocol_taking_turns
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,8 @@ def serve(
         # httptools, as uvicorn would pick it, leaving no reference cycle per websocket; a
         # new connection's first read takes its turn with the websockets' (``live.turnstile``).
         http=http_protocol_taking_turns(app.state.turnstile),
-        ws="websockets-sansio",
+        # uvicorn's sans-I/O websockets, parsing a client's messages as they are read.
+        ws=MessageAtATimeProtocol,
         ws_per_message_deflate=settings.ws_per_message_deflate,
         # Signoff pings at the GraphQL protocol level (SIGNOFF_WS_PING_SECONDS) and closes
         # a client that does not answer; uvicorn's own protocol pings (every 20 s by

@@ -21,7 +21,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 from websockets.datastructures import Headers
+from websockets.frames import Frame, Opcode
 from websockets.http11 import Request
+from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from signoff import internals
@@ -382,6 +384,110 @@ async def test_uvicorn_uses_of_its_queue_and_event_are_what_live_waits_offer() -
     assert isinstance(protocol.queue, MessageQueue) and isinstance(protocol.writable, Flag)
     assert await protocol.receive() == {"type": "websocket.connect"}
     assert protocol.writable.is_set()
+
+
+class _WritingTransport(_Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[bytes] = []
+
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _client_frame(opcode: Opcode, data: bytes, *, fin: bool = True) -> bytes:
+    return Frame(opcode, data, fin=fin).serialize(mask=True)
+
+
+def test_uvicorns_sans_io_protocol_reads_and_pauses_as_message_at_a_time_expects() -> None:
+    receive = inspect.getsource(WebSocketsSansIOProtocol.receive)
+    for line in (
+        "message = await self.queue.get()",
+        "if self.read_paused and self.queue.empty():",
+        "self.read_paused = False",
+        "self.transport.resume_reading()",
+    ):
+        assert line in receive, f"uvicorn's receive changed: no `{line}`"
+    assert receive.count("\n") == 6, "uvicorn's receive does more than the subclass's does"
+    queued = inspect.getsource(WebSocketsSansIOProtocol.send_receive_event_to_app)
+    assert "self.transport.pause_reading()" in queued, (
+        "uvicorn no longer pauses reading while a message waits for the app"
+    )
+    received = inspect.getsource(WebSocketsSansIOProtocol.data_received)
+    assert "self.conn.receive_data(data)" in received and "self.handle_events()" in received
+
+
+def _open_protocol() -> tuple[internals.MessageAtATimeProtocol, _WritingTransport]:
+    """A connection as once its handshake is done."""
+    config = uvicorn.Config(app=_app, ws=internals.MessageAtATimeProtocol)
+    config.load()
+    protocol = internals.MessageAtATimeProtocol(
+        config=config, server_state=ServerState(), app_state={}
+    )
+    transport = _WritingTransport()
+    protocol.connection_made(transport)
+    handshake = (
+        b"GET /graphql HTTP/1.1\r\nHost: signoff\r\nUpgrade: websocket\r\n"
+        b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        b"Sec-WebSocket-Version: 13\r\n\r\n"
+    )
+    protocol.conn.receive_data(handshake)  # the handshake, as uvicorn's accept goes
+    (request,) = protocol.conn.events_received()
+    protocol.conn.send_response(protocol.conn.accept(request))
+    protocol.conn.data_to_send()
+    assert protocol.conn.state is State.OPEN
+    return protocol, transport
+
+
+async def test_a_burst_of_messages_is_parsed_as_the_app_reads_them() -> None:
+    """A client's messages that came at once wait unparsed behind the one the app has not
+    read yet; a ping among them is answered when it is reached, and reading resumes once
+    nothing is left."""
+    protocol, transport = _open_protocol()
+    big = b"x" * 70_000  # a 64-bit length
+    burst = b"".join(
+        [
+            _client_frame(Opcode.TEXT, b"one"),
+            _client_frame(Opcode.TEXT, b"tw", fin=False),
+            _client_frame(Opcode.CONT, b"o"),
+            _client_frame(Opcode.PING, b""),
+            _client_frame(Opcode.TEXT, b"y" * 300),  # a 16-bit length
+            _client_frame(Opcode.TEXT, big),
+        ]
+    )
+    protocol.data_received(burst[:-10])
+    assert protocol.queue.qsize() == 1 and not transport.reading
+    assert await protocol.receive() == {"type": "websocket.receive", "text": "one"}
+    assert protocol.queue.qsize() == 1 and not transport.written
+    assert await protocol.receive() == {"type": "websocket.receive", "text": "two"}
+    assert transport.written, "the ping is answered as it is reached"
+    assert await protocol.receive() == {"type": "websocket.receive", "text": "y" * 300}
+    assert protocol.queue.empty() and transport.reading  # the last frame is not all there
+    protocol.data_received(burst[-10:])
+    assert await protocol.receive() == {"type": "websocket.receive", "text": big.decode()}
+    assert transport.reading
+    after = _client_frame(Opcode.TEXT, b"three") + _client_frame(Opcode.TEXT, b"four")
+    protocol.data_received(after[:1])  # a header not all there
+    assert protocol.queue.empty() and transport.reading
+    protocol.data_received(after[1:])
+    assert protocol.queue.qsize() == 1  # frames still told apart after a split one
+    assert await protocol.receive() == {"type": "websocket.receive", "text": "three"}
+    assert await protocol.receive() == {"type": "websocket.receive", "text": "four"}
+
+
+async def test_the_clients_close_answers_the_apps_behind_messages_never_read() -> None:
+    protocol, transport = _open_protocol()
+    protocol.handshake_complete = True  # accepted
+    protocol.data_received(_client_frame(Opcode.TEXT, b"one") + _client_frame(Opcode.TEXT, b"two"))
+    await protocol.send({"type": "websocket.close", "code": 1000, "reason": ""})
+    assert not transport.closed
+    protocol.data_received(Frame(Opcode.CLOSE, b"\x03\xe8").serialize(mask=True))
+    assert transport.closed, "the client's close went unread behind the app's messages"
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
