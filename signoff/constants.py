@@ -220,9 +220,11 @@ WS_CONNECTION_INIT_TIMEOUT_SECONDS = 5
 # with everything else the loop serves.
 WS_ADMISSIONS_PER_LOOP_TURN = 2
 # While some wait, a turn whose loop iteration took longer than this is put off by
-# ``WS_ADMISSIONS_REST`` times as long: a storm takes at most about a third of a busy loop.
+# ``WS_ADMISSIONS_REST`` times as long: a storm takes at most about a fifth of a busy loop.
+# The price is a reconnect storm let in more slowly (consoles resuming after a restart
+# catch up later), which the loop's other subscribers are worth.
 WS_ADMISSIONS_BUSY_TURN_SECONDS = 0.001
-WS_ADMISSIONS_REST = 2.0
+WS_ADMISSIONS_REST = 4.0
 # How many bytes of live frames may wait for one subscriber (websocket or event stream)
 # that does not read, beside SIGNOFF_SUBSCRIBER_BUFFER's count of frames; past either it is
 # cut off (4429). SIGNOFF_SUBSCRIBER_BUFFER_BYTES sets it.
