@@ -62,22 +62,39 @@ def new_id() -> str:
     method 1), so ordering rows by id keeps the order they were created in: the change
     feed relies on it to keep one transaction's events in order.
     """
+    return new_ids(1)[0]
+
+
+_RAND_B = (1 << 62) - 1
+
+
+def new_ids(count: int) -> list[str]:
+    """``count`` ids as ``new_id`` makes them, increasing in the order given, for a batch's
+    rows (a claim's audit records and change events): one look at the clock, one lock and
+    one read of random bytes for them all, where each id took its own."""
     global _last_id_time
+    stamps: list[int] = []
     with _id_lock:
         millis = int(time.time() * 1000)
         last_millis, last_counter = _last_id_time
-        if millis <= last_millis:
-            millis, counter = last_millis, last_counter + 1
-            if counter > 0xFFF:
-                millis, counter = last_millis + 1, 0
-        else:
-            counter = 0
-        _last_id_time = (millis, counter)
-    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = ((millis & ((1 << 48) - 1)) << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62)
-    # What str(uuid.UUID(int=...)) writes, in half the time (several ids per request).
-    digits = f"{value | rand_b:032x}"
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+        for _ in range(count):
+            if millis <= last_millis:
+                millis, counter = last_millis, last_counter + 1
+                if counter > 0xFFF:
+                    millis, counter = last_millis + 1, 0
+            else:
+                counter = 0
+            stamps.append(((millis & ((1 << 48) - 1)) << 80) | (0x7 << 76) | (counter << 64))
+            last_millis, last_counter = millis, counter
+        _last_id_time = (last_millis, last_counter)
+    noise = os.urandom(8 * count)
+    ids = []
+    for index, stamp in enumerate(stamps):
+        rand_b = int.from_bytes(noise[8 * index : 8 * index + 8], "big") & _RAND_B
+        # What str(uuid.UUID(int=...)) writes, in half the time.
+        digits = f"{stamp | (0b10 << 62) | rand_b:032x}"
+        ids.append(f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}")
+    return ids
 
 
 M = TypeVar("M", bound=SQLModel)

@@ -19,10 +19,9 @@ from sqlalchemy import update
 from sqlalchemy.orm.util import identity_key
 from sqlmodel import SQLModel
 
-from signoff import clock
 from signoff.errors import NotFound, TransitionNotAllowed
 from signoff.models import AuditEvent, ChangeEvent, ChangeKind
-from signoff.models.base import new_id
+from signoff.models.base import new_ids
 from signoff.models.records import RecordSelect, record_columns, records
 from signoff.resolvers.core.work import UnitOfWork
 
@@ -53,43 +52,54 @@ def record(work: UnitOfWork, happening: Happening) -> str | None:
     """Write the audit record and the change event of ``happening`` in the transaction
     (inserted at commit, batched with the transaction's others); returns the change
     event's id, if it has one."""
+    return record_all(work, [happening])[0]
+
+
+def record_all(work: UnitOfWork, happenings: Sequence[Happening]) -> list[str | None]:
+    """``record`` for a batch (the rows one statement moved), in one pass: their ids
+    minted together and one time for them all, the moment the batch moved."""
     now = work.now()
-    if happening.action is not None:
-        work.insert_at_commit(
-            AUDIT_EVENTS,
-            {
-                "id": new_id(),
-                "action": happening.action,
-                "actor_id": happening.actor_id,
-                "target_type": happening.entity_type,
-                "target_id": happening.entity_id,
-                "details": dict(happening.details),
-                "created_at": now,
-                "position": None,  # stamped after commit (docs/design.md section 15)
-                "leaf_hash": None,
-            },
-        )
-    if happening.kind is None:
-        return None
-    event_id = new_id()
-    event = {
-        "id": event_id,
-        "cursor": None,
-        "kind": happening.kind.value,
-        "entity_type": happening.entity_type,
-        "entity_id": happening.entity_id,
-        "entity_version": happening.version,
-        "queue_id": happening.queue_id,
-        "proposal_id": happening.proposal_id,
-        "session_key": happening.session_key,
-        "actor_id": happening.actor_id,
-        "snapshot": dict(happening.snapshot),
-        "occurred_at": clock.now(),
-        "published_at": None,
-    }
-    work.insert_at_commit(CHANGE_EVENTS, event)
-    work.changed(event)
-    return event_id
+    ids = iter(new_ids(sum((h.action is not None) + (h.kind is not None) for h in happenings)))
+    event_ids: list[str | None] = []
+    for happening in happenings:
+        if happening.action is not None:
+            work.insert_at_commit(
+                AUDIT_EVENTS,
+                {
+                    "id": next(ids),
+                    "action": happening.action,
+                    "actor_id": happening.actor_id,
+                    "target_type": happening.entity_type,
+                    "target_id": happening.entity_id,
+                    "details": dict(happening.details),
+                    "created_at": now,
+                    "position": None,  # stamped after commit (docs/design.md section 15)
+                    "leaf_hash": None,
+                },
+            )
+        if happening.kind is None:
+            event_ids.append(None)
+            continue
+        event_id = next(ids)
+        event = {
+            "id": event_id,
+            "cursor": None,
+            "kind": happening.kind.value,
+            "entity_type": happening.entity_type,
+            "entity_id": happening.entity_id,
+            "entity_version": happening.version,
+            "queue_id": happening.queue_id,
+            "proposal_id": happening.proposal_id,
+            "session_key": happening.session_key,
+            "actor_id": happening.actor_id,
+            "snapshot": dict(happening.snapshot),
+            "occurred_at": now,
+            "published_at": None,
+        }
+        work.insert_at_commit(CHANGE_EVENTS, event)
+        work.changed(event)
+        event_ids.append(event_id)
+    return event_ids
 
 
 @dataclass(frozen=True)
@@ -299,9 +309,18 @@ class Lifecycle(Generic[M, S]):
         rows = await self._compare_and_set(
             work, edge, which, guard, dict(values or {}), as_records=as_records
         )
-        for row in rows:
-            outcome = self._outcome(edge, row)
-            await self._happened(work, row, outcome, actor_id, details, published)
+        # The batch's audit records and change events are written in one pass, then each
+        # row's follow-up, as ``_happened`` does for one.
+        happenings = [
+            await self._happening(
+                work, row, self._outcome(edge, row), actor_id, details or {}, published
+            )
+            for row in rows
+        ]
+        record_all(work, happenings)
+        if self._follow_up is not None:
+            for row in rows:
+                self._follow_up(work, row)
         return rows
 
     async def move_planned(
@@ -506,20 +525,29 @@ class Lifecycle(Generic[M, S]):
         details: Mapping[str, Any],
         published: Mapping[str, Any] | None = None,
     ) -> None:
+        record(work, await self._happening(work, row, outcome, actor_id, details, published))
+
+    async def _happening(
+        self,
+        work: UnitOfWork,
+        row: M,
+        outcome: Outcome,
+        actor_id: str | None,
+        details: Mapping[str, Any],
+        published: Mapping[str, Any] | None = None,
+    ) -> Happening:
+        """What a move of ``row`` that led to ``outcome`` is, as its records write it."""
         subject = await self._describe(work, row)
-        record(
-            work,
-            Happening(
-                entity_type=self.entity_type,
-                entity_id=getattr(row, "id"),  # noqa: B009
-                actor_id=actor_id,
-                action=outcome.action,
-                kind=outcome.kind,
-                details=details,
-                version=getattr(row, "version", None),
-                queue_id=subject.queue_id,
-                proposal_id=subject.proposal_id,
-                session_key=subject.session_key,
-                snapshot={**subject.snapshot, **(published or {})},
-            ),
+        return Happening(
+            entity_type=self.entity_type,
+            entity_id=getattr(row, "id"),  # noqa: B009
+            actor_id=actor_id,
+            action=outcome.action,
+            kind=outcome.kind,
+            details=details,
+            version=getattr(row, "version", None),
+            queue_id=subject.queue_id,
+            proposal_id=subject.proposal_id,
+            session_key=subject.session_key,
+            snapshot={**subject.snapshot, **(published or {})},
         )

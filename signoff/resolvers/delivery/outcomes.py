@@ -23,7 +23,7 @@ from signoff.constants import DELIVERY_ACCEPTED_WAIT_SECONDS
 from signoff.delivery import AttemptOutcome, Body, Jitter, backoff_seconds
 from signoff.models import DeliveryAttempt, Proposal, ProposalState, ResponseClass, Target
 from signoff.models.arrays import array_parameter
-from signoff.models.base import new_id
+from signoff.models.base import new_id, new_ids
 from signoff.models.inserts import insert_rows
 from signoff.models.proposal import kept_result
 from signoff.resolvers.core import lifecycles
@@ -97,9 +97,10 @@ async def start_attempts(work: UnitOfWork, claimed: Sequence[tuple[Proposal, Bod
     now = work.now()
     # Every column given, so the batch goes in as one statement of a fixed text
     # (``insert_rows``) rather than a multi-row text converted anew per claim.
+    ids = new_ids(len(claimed))
     rows = [
         {
-            "id": new_id(),
+            "id": id_,
             "proposal_id": proposal.id,
             "attempt_number": proposal.delivery_attempt_count,
             "response_class": ResponseClass.UNKNOWN.value,
@@ -112,7 +113,7 @@ async def start_attempts(work: UnitOfWork, claimed: Sequence[tuple[Proposal, Bod
             "finished_at": None,
             "lease": proposal.delivery_lease,
         }
-        for proposal, body in claimed
+        for id_, (proposal, body) in zip(ids, claimed, strict=True)
     ]
     await insert_rows(await work.session.connection(), [(ATTEMPTS, rows)])
 
