@@ -431,7 +431,9 @@ class Lifecycle(Generic[M, S]):
     ) -> None:
         """Record what a statement other than ``move`` did to a row (the incident upsert,
         which counts an occurrence whether or not the row existed)."""
-        await self._record(work, row, Outcome(kind, action), actor_id, details or {})
+        record(
+            work, await self._happening(work, row, Outcome(kind, action), actor_id, details or {})
+        )
 
     async def _happened(
         self,
@@ -442,7 +444,7 @@ class Lifecycle(Generic[M, S]):
         details: Mapping[str, Any] | None,
         published: Mapping[str, Any] | None = None,
     ) -> None:
-        await self._record(work, row, outcome, actor_id, details or {}, published)
+        record(work, await self._happening(work, row, outcome, actor_id, details or {}, published))
         if self._follow_up is not None:
             self._follow_up(work, row)
 
@@ -515,17 +517,6 @@ class Lifecycle(Generic[M, S]):
         raise TransitionNotAllowed(
             f"{edge.name!r} may not lead a {self.entity_type} to {state}.", edge=edge.name
         )
-
-    async def _record(
-        self,
-        work: UnitOfWork,
-        row: M,
-        outcome: Outcome,
-        actor_id: str | None,
-        details: Mapping[str, Any],
-        published: Mapping[str, Any] | None = None,
-    ) -> None:
-        record(work, await self._happening(work, row, outcome, actor_id, details, published))
 
     async def _happening(
         self,
