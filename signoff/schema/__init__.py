@@ -2,26 +2,47 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import strawberry
 from graphql.error import GraphQLError
+from strawberry.extensions import ParserCache
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types.execution import ExecutionContext
 
+from signoff.constants import QUERY_MAX_TOKENS
 from signoff.schema.mutation import Mutation
 from signoff.schema.number import NUMBER, Number
 from signoff.schema.query import Query
 from signoff.schema.serving.execution import PlainFieldExecutor, plan_plain_fields
-from signoff.schema.serving.operation import ServeOperation
+from signoff.schema.serving.operation import FinishOperation
+from signoff.schema.serving.validation import CheckedValidation
 from signoff.schema.subscription import Subscription
+
+
+class CachedParse(ParserCache):
+    """Strawberry's ``ParserCache``, except that a document that does not parse is left to
+    Strawberry's own parse, so its syntax error is coded by ``ErrorMapping`` instead of
+    escaping the extensions. It also bounds the document's tokens, for this parse and
+    Strawberry's (what ``MaxTokensLimiter`` does in a hook of its own)."""
+
+    def on_parse(self) -> Iterator[None]:
+        context = self.execution_context
+        context.parse_options["max_tokens"] = QUERY_MAX_TOKENS
+        with contextlib.suppress(GraphQLError, RecursionError):
+            context.graphql_document = self.cached_parse_document(
+                context.query, **context.parse_options
+            )
+        yield
 
 
 class SignoffSchema(strawberry.Schema):
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
-        """Logging happens in ``ErrorMapping`` (``ServeOperation``), without messages or
+        """Logging happens in ``ErrorMapping`` (``FinishOperation``), without messages or
         stack traces."""
 
 
@@ -36,7 +57,11 @@ def build_schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        extensions=[lambda: ServeOperation(introspection)],
+        extensions=[
+            FinishOperation,
+            lambda: CachedParse(maxsize=256),
+            lambda: CheckedValidation(introspection),
+        ],
         execution_context_class=PlainFieldExecutor if short_paths else None,
         config=StrawberryConfig(scalar_map={Number: NUMBER}),
         **extra,

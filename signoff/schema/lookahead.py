@@ -4,7 +4,7 @@ list loads its items' nested objects in one go (``loaders.warm``).
 Fields merge by name across aliases, fragments and ``@skip``/``@include``: looking ahead
 may load what the query skips, never miss what it selects. Unlike Strawberry's
 ``info.selected_fields``, it visits each fragment once, not once per spread; and as it reads
-nothing but the document (a parsed document is cached: ``ServeOperation``), what it finds for
+nothing but the document (a parsed document is cached: ``CachedParse``), what it finds for
 a field's nodes is kept and found again by their identity.
 """
 

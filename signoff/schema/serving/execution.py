@@ -516,7 +516,7 @@ def shared_collections(
     """Where an operation's sub-field collections are kept across executions, or None where a
     collection may differ between them. What graphql-core collects depends on the variables
     only through ``@skip``, ``@include`` and ``@defer``: without them, and with parsing cached
-    (``ServeOperation``), every execution collects the same fields of the same nodes."""
+    (``CachedParse``), every execution collects the same fields of the same nodes."""
     entry = _SHARED.get(id(operation))
     if entry is None:
         if len(_SHARED) >= SHARED_OPERATIONS:

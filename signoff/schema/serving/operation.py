@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Iterator
-from functools import lru_cache
+from collections.abc import AsyncIterator
 
 from graphql import GraphQLError
-from graphql.language.parser import parse
 from strawberry.types.graphql import OperationType
 
-from signoff.constants import QUERY_MAX_TOKENS
 from signoff.schema.context import Context
 from signoff.schema.errors import ErrorMapping, mask_error
 from signoff.schema.live import Detached
 from signoff.schema.serving.metrics import count_errors, count_operation
 from signoff.schema.serving.request_log import note_errors, note_operation, operation_name
-from signoff.schema.serving.validation import check_document
-
-# Documents parsed, by their text (and parse options), shared by every operation.
-PARSED_DOCUMENTS = 256
-cached_parse = lru_cache(maxsize=PARSED_DOCUMENTS)(parse)
 
 
 class FinishOperation(ErrorMapping):
@@ -46,32 +37,6 @@ class FinishOperation(ErrorMapping):
         note_operation(execution)
         if isinstance(execution.context, Context):
             await execution.context.close()
-
-
-class ServeOperation(FinishOperation):
-    """Every hook Signoff puts on an operation, in one extension: ``FinishOperation``'s, the
-    cached parse and the checked validation. Strawberry makes each extension and looks up
-    each of its hooks on every operation, and a subscription keeps its extensions while it
-    lasts: one extension costs a request and a subscriber less than three."""
-
-    def __init__(self, introspection: bool = True) -> None:
-        super().__init__()
-        self.introspection = introspection
-
-    def on_parse(self) -> Iterator[None]:
-        """Parse through a cache shared by all operations. A document that does not parse
-        is left to Strawberry's own parse, so its syntax error is coded by ``ErrorMapping``
-        instead of escaping the extensions. The document's tokens are bounded, for this
-        parse and Strawberry's (what ``MaxTokensLimiter`` does in a hook of its own)."""
-        context = self.execution_context
-        context.parse_options["max_tokens"] = QUERY_MAX_TOKENS
-        with contextlib.suppress(GraphQLError, RecursionError):
-            context.graphql_document = cached_parse(context.query, **context.parse_options)
-        yield
-
-    def on_validate(self) -> Iterator[None]:
-        check_document(self.execution_context, self.introspection)
-        yield
 
 
 def stream_error(exc: Exception, context: object) -> GraphQLError:

@@ -10,7 +10,10 @@ of its nodes).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from graphql import ASTValidationRule, DocumentNode, GraphQLError, GraphQLSchema, validate
+from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionContext
 from strawberry.types.graphql import OperationType
 
@@ -50,17 +53,24 @@ def _subscription_over_http(context: ExecutionContext) -> bool:
     return is_subscription and getattr(context.context, "live", None) is None
 
 
-def check_document(context: ExecutionContext, introspection: bool) -> None:
-    """Strawberry's validation (and ``ValidationCache``) replaced: with ``introspection=False``
+class CheckedValidation(SchemaExtension):
+    """Replaces Strawberry's validation (and ``ValidationCache``); with ``introspection=False``
     also refuses ``__schema`` and ``__type`` (``INTROSPECTION_DISABLED``), and a valid
     subscription sent over HTTP (``SUBSCRIPTIONS_UNAVAILABLE``, not an ``INTERNAL`` from
-    executing it as a query). The errors go to ``context.pre_execution_errors``."""
-    assert context.graphql_document is not None
-    rules = tuple(context.validation_rules)
-    if not introspection:
-        rules = (*rules, IntrospectionOffRule)
-    errors = validated(core_schema(context.schema), context.graphql_document, rules)
-    if not errors and _subscription_over_http(context):
-        refusal = LiveEventsUnavailable()
-        errors = [GraphQLError(refusal.message, extensions=refusal.extensions)]
-    context.pre_execution_errors = errors
+    executing it as a query)."""
+
+    def __init__(self, introspection: bool = True) -> None:
+        self.introspection = introspection
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        assert context.graphql_document is not None
+        rules = tuple(context.validation_rules)
+        if not self.introspection:
+            rules = (*rules, IntrospectionOffRule)
+        errors = validated(core_schema(context.schema), context.graphql_document, rules)
+        if not errors and _subscription_over_http(context):
+            refusal = LiveEventsUnavailable()
+            errors = [GraphQLError(refusal.message, extensions=refusal.extensions)]
+        context.pre_execution_errors = errors
+        yield
