@@ -1,14 +1,9 @@
-"""The plain GraphQL POST: what most requests are, answered past the steps of Strawberry's
-view that only tell other requests apart.
-
-A POST of ``application/json`` asking for JSON back (no ``Accept``, ``*/*`` or
-``application/json``), whose body is an object with a query and nothing but variables and
-an operation name besides, needs none of the view's content-type parsing, stream transports,
-batches, uploads or GraphiQL. ``plain_post`` recognises one from its headers and body;
-anything else, or anything unusual in it, is left to the view
-(``signoff.web.app.SignoffGraphQL.answer_plain``). The operation itself runs through
-``Schema.execute`` exactly as the view runs it.
-"""
+"""The plain GraphQL POST, which most requests are, answered past the steps of Strawberry's
+view that only tell other requests apart: a POST of ``application/json`` asking for JSON
+back (no ``Accept``, ``*/*`` or ``application/json``), whose body is an object with a query
+and nothing but variables and an operation name besides. ``plain_post`` recognises one;
+anything else is left to the view (``signoff.web.app.SignoffGraphQL.answer_plain``), and the
+operation runs through ``Schema.execute`` exactly as the view runs it."""
 
 from __future__ import annotations
 
