@@ -26,7 +26,9 @@ from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 
 from signoff import jsoncodec, metrics
 from signoff.config import Settings, load_sealer
@@ -101,6 +103,7 @@ from signoff.web.approval_pages import ApprovalPages
 from signoff.web.bodies import BodyTooLarge, read_body, replay_body
 from signoff.web.pages import graphiql_page, page_routes
 from signoff.web.persisted import PersistedQueryMiddleware
+from signoff.web.plain_post import plain_post
 from signoff.web.ratelimit import RateLimiter
 from signoff.web.routing import SignoffApp
 from signoff.web.sign_in import ConsoleSignIn, check_cookie_request, same_origin, session_cookie
@@ -110,6 +113,7 @@ logger = logging.getLogger("signoff.web.app")
 # Where an HTTP request's ``Admission`` waits in its ASGI scope for its context.
 ADMISSION = "signoff.admission"
 GRAPHQL_PATH = "/graphql"
+POST_OPERATIONS = OperationType.from_http("POST")
 
 
 @functools.cache
@@ -236,7 +240,8 @@ class SignoffGraphQL(GraphQL[Context, None]):
                 if response is None:
                     return  # the event stream was the answer
             else:
-                response = answer_in(request, await self.run(request))
+                plain = await self.answer_plain(request)
+                response = answer_in(request, plain or await self.run(request))
         except SignoffError as refusal:
             response = refusal_response(refusal)
         except HTTPException as exc:
@@ -247,6 +252,32 @@ class SignoffGraphQL(GraphQL[Context, None]):
             # The operation gave its turn back as it ended, unless it never began.
             admission.give_back()
         await response(scope, receive, send)
+
+    async def answer_plain(self, request: Request) -> Response | None:
+        """A plain JSON POST (``web.plain_post``) answered as ``run`` answers it, without the
+        steps that tell other requests apart; ``None`` for any other request."""
+        data = await plain_post(request)
+        if data is None:
+            return None
+        sub_response = await self.get_sub_response(request)
+        context = await self.get_context(request, response=sub_response)
+        try:
+            result = await self.schema.execute(
+                data.query,
+                variable_values=data.variables,
+                context_value=context,
+                root_value=None,  # as ``get_root_value`` gives
+                operation_name=data.operation_name,
+                allowed_operation_types=POST_OPERATIONS,
+            )
+        except CannotGetOperationTypeError as e:
+            raise HTTPException(400, e.as_http_error_reason()) from e
+        except InvalidOperationTypeError as e:
+            raise HTTPException(400, e.as_http_error_reason("POST")) from e
+        processed = await self.process_result(request, result)
+        if result.errors:
+            self._handle_errors(result.errors, processed)
+        return self.create_response(response_data=processed, sub_response=sub_response)
 
     async def stream_viewer(self, request: Request) -> tuple[str, Viewer]:
         """Who a graphql-sse request is (its cookie's CSRF token was checked): refused at
