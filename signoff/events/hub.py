@@ -280,22 +280,10 @@ class EventHub:
         await self.transport.stop()
 
     async def publish(self, changes: Sequence[Change]) -> None:
-        """Hand the changes to the other processes, then deliver them here; raises, once they
-        are delivered here, if the transport failed (the relay re-sends them).
-
-        The transport first: the other processes start their fan-out while this one runs
-        its own, rather than after it. Should this process's listener bring the changes
-        back before they are delivered here, they are delivered from its message (which
-        carries their records, ``events.wire``) and dropped here as repeats."""
-        failed: Exception | None = None
-        try:
-            await self.transport.publish(changes)
-        except Exception as exc:
-            failed = exc
+        """Deliver locally at once, then to other processes; raises if the transport failed."""
         if self.audience:
             await self.fanout.offer(changes)
-        if failed is not None:
-            raise failed
+        await self.transport.publish(changes)
 
     async def catch_up(self) -> None:
         """Deliver to local subscribers what the database holds beyond the last delivered."""
