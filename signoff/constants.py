@@ -269,6 +269,10 @@ WS_CLOSE_GOING_AWAY_REASON = "server shutting down; reconnect"
 SHUTDOWN_GRACE_SECONDS = 3
 # The major version of change events between processes (rules in signoff/events/wire.py).
 EVENTS_WIRE_VERSION = 1
+# A record a change carries to other processes beyond this many bytes of JSON is read
+# from the database by each of them instead (``events.wire``): a message goes to every
+# process, and a proposal's payload may be large.
+EVENTS_WIRE_RECORD_BYTES = 16 * 1024
 FEED_PAGE_SIZE = 500
 FEED_RELAY_GRACE_SECONDS = 2.0
 FEED_RETENTION_CHECK_SECONDS = 3600.0

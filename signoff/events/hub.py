@@ -42,10 +42,11 @@ class Change:
     entity_version: int | None = None
     # Drafts: ``<account id>:<session id>``; None elsewhere and from older processes.
     session_key: str | None = None
-    # In this process only, never on the wire: the proposal, task or draft the event
-    # points at, as records read in the writing transaction (``feed.written_objects``),
-    # so that a frame needs no read of its own. Keyed "proposal", "task", "draft", and
-    # "relations" for the proposal's, where they were read too (``events.relations``).
+    # The proposal, task or draft the event points at, as records read in the writing
+    # transaction (``feed.written_objects``), so that a frame needs no read of its own.
+    # Keyed "proposal", "task", "draft", and "relations" for the proposal's, where they
+    # were read too (``events.relations``). The records travel to other processes
+    # beside the change's fields (``events.wire``); the relations stay in this one.
     written: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -74,11 +75,13 @@ class Change:
         return wire
 
     @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> Change:
+    def from_wire(cls, data: dict[str, Any], written: Mapping[str, Any] | None = None) -> Change:
         """Read a change another process published; fields this version does not know are
-        ignored and missing optional ones take their defaults, so mixed versions interoperate."""
+        ignored and missing optional ones take their defaults, so mixed versions interoperate.
+        ``written``: the records the message carried (``events.wire``)."""
         values = {key: value for key, value in data.items() if key in _WIRE_FIELDS}
-        return cls(**{**values, "occurred_at": datetime.fromisoformat(data["occurred_at"])})
+        occurred_at = datetime.fromisoformat(data["occurred_at"])
+        return cls(**{**values, "occurred_at": occurred_at, "written": written or {}})
 
 
 # What ``from_wire`` takes: every field but the in-process ``written``. Found once

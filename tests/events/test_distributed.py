@@ -14,9 +14,11 @@ from signoff.database import SessionMaker
 from signoff.models import ChangeEvent
 from signoff.resolvers.feed.subscriptions import decode_cursor
 from tests.conftest import requires_postgres, requires_redis
+from tests.events.test_written_objects import WATCH
 from tests.helpers import CLAIM, build_world
 from tests.live import (
     Server,
+    Subscription,
     feed_settled,
     free_port,
     head_cursor,
@@ -24,6 +26,7 @@ from tests.live import (
     queue_subscription,
     stamp_now,
     unique_channel,
+    world_at_head,
 )
 
 Serve = Callable[..., Awaitable[Server]]
@@ -54,6 +57,27 @@ async def test_a_subscriber_on_one_process_sees_mutations_made_through_another(
         "proposal.approved",
         "task.completed",
     ]
+
+
+@requires_postgres
+@requires_redis
+async def test_frames_on_another_process_show_what_a_replay_from_the_database_shows(
+    serve: Serve, sessionmaker: SessionMaker
+) -> None:
+    """The writer's records travel with its events (``events.wire``): the frames another
+    process renders from them are what a replay, which reads the database, shows."""
+    env = {"SIGNOFF_EVENTS_CHANNEL": unique_channel(), "SIGNOFF_EVENTS_RELAY_SECONDS": "60"}
+    a, b = await serve(**env), await serve(**env)
+    async with http_gql(b, sessionmaker) as through_b:
+        world, after = await world_at_head(through_b)
+        reviewer, variables = world.reviewers[0], {"q": world.queue_id, "a": after}
+        async with Subscription(a.ws_url, reviewer, WATCH, variables) as on_a:
+            await world.propose()
+            live = list(await on_a.wait_for(2, within=5))
+        async with Subscription(a.ws_url, reviewer, WATCH, variables) as replaying:
+            replayed = await replaying.wait_for(2)
+    assert [frame["kind"] for frame in live] == ["proposal.proposed", "task.created"]
+    assert live == replayed
 
 
 def _spawn_redis(port: int) -> subprocess.Popen[bytes]:

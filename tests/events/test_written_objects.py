@@ -241,7 +241,8 @@ async def test_concurrent_writers_frames_show_each_its_own_objects(
     assert titles == [f"t-{i}" for i in range(6)]
 
 
-def test_the_written_objects_stay_in_the_process() -> None:
+def test_a_changes_own_fields_never_carry_records() -> None:
+    """Records travel beside a change's fields (``events.wire``), never among them."""
     change = Change(
         cursor=7,
         kind="task.created",
