@@ -789,12 +789,13 @@ async def scrape(bases: list[str]) -> Scrape:
 async def until_live(base: str, count: int, within: float, fewer: bool = False) -> None:
     """Until the server at ``base`` counts ``count`` live subscriptions (``fewer``: at most
     ``count``). A client's subscribe is not acknowledged, so only the server knows when a
-    subscription is up. A ``/metrics`` read that times out on a loaded server is tried
-    again until ``within`` is spent."""
+    subscription is up. A ``/metrics`` read that times out or is dropped on a loaded
+    server (its connection refused or closed unanswered) is tried again until ``within``
+    is spent."""
     deadline = time.monotonic() + within
     live: list[int] | None = None
     while True:
-        with contextlib.suppress(httpx.TimeoutException):
+        with contextlib.suppress(httpx.TransportError):
             live = (await scrape([base])).live_subscribers
         if live is not None and ((live[0] <= count) if fewer else (live[0] >= count)):
             return
