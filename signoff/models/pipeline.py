@@ -1,17 +1,9 @@
-"""Reads sent to PostgreSQL through libpq's pipeline as psycopg exposes it (``psycopg.pq``):
-every statement queued, one Sync, one flush, the results collected as they come.
-
-psycopg's pipeline does the same through its cursors, but for each statement it converts
-the query, looks up its prepared state, flushes and polls the socket, and processes the
-results that came meanwhile; for a page's half-dozen statements that was most of the
-read's client CPU. Here a statement's text is converted once (``RawStatement``), its
-parameters are dumped by psycopg's ``Transformer`` as a cursor dumps them, and its rows
-loaded by it as a cursor loads them; each statement is prepared on its connection the
-first time it runs there, as psycopg prepares a statement that repeats.
-
-Only reads in autocommit come here (``records._pipelined``): a failed statement leaves
-nothing behind once its pipeline has ended, and the caller reads again its own way.
-"""
+"""Reads in autocommit sent through libpq's pipeline as psycopg exposes it (``psycopg.pq``):
+every statement queued, one Sync, one flush, the results collected to the Sync. psycopg's
+pipeline converts, flushes and polls per statement, most of a page's read CPU; here a text
+is converted once (``RawStatement``), parameters dumped and rows loaded by psycopg's
+``Transformer`` as a cursor does, and a statement prepared once per connection, as
+psycopg prepares one that repeats (docs/design.md, Read paths)."""
 
 from __future__ import annotations
 
