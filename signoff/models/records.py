@@ -14,7 +14,7 @@ import functools
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, tzinfo
 from typing import Any, TypeVar
 
 import psycopg
@@ -45,6 +45,7 @@ from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from signoff import jsoncodec, sqlite_driver
+from signoff.models import pipeline
 from signoff.models.arrays import text_array
 from signoff.models.base import UTCDateTime
 
@@ -411,6 +412,8 @@ async def _pipelined(
     elif status not in WRITING:
         return None
     bound = [plan.bound(params) for plan, params in zip(plans, parameters, strict=True)]
+    if driver.autocommit and all(plan.raw is not None for plan in plans):
+        return await _read_raw(connection, driver, plans, bound, snapshot)
     cursors = [driver.cursor() for _ in plans]
     sync = connection.sync_connection
     assert sync is not None  # an AsyncConnection from a session is started
@@ -435,8 +438,60 @@ async def _pipelined(
         await connection.invalidate()
         raise
     return [
-        plan.records(found, cursor)
+        plan.records(found, _types(cursor), cursor.connection.info.timezone)
         for plan, found, cursor in zip(plans, rows, cursors, strict=True)
+    ]
+
+
+def _types(cursor: psycopg.AsyncCursor[Any]) -> list[int]:
+    description = cursor.description
+    assert description is not None
+    return [column.type_code for column in description]
+
+
+async def _read_raw(
+    connection: AsyncConnection,
+    driver: psycopg.AsyncConnection[Any],
+    plans: Sequence[_Plan],
+    bound: Sequence[dict[str, Any]],
+    snapshot: bool,
+) -> list[list[Any]] | None:
+    """``_pipelined`` for reads in autocommit, through libpq's pipeline (``pipeline.read``):
+    None where a statement failed (nothing was kept: the caller reads again)."""
+    statements: list[tuple[pipeline.RawStatement, dict[str, Any]]] = []
+    for plan, params in zip(plans, bound, strict=True):
+        assert plan.raw is not None  # checked by the caller
+        statements.append((plan.raw, params))
+    sync = connection.sync_connection
+    assert sync is not None  # an AsyncConnection from a session is started
+    # Listeners see a cursor of the connection, as for any statement; none runs on it.
+    cursor = psycopg.AsyncRawCursor(driver)
+    for plan, params in zip(plans, bound, strict=True):
+        sync.dispatch.before_cursor_execute(sync, cursor, plan.sql, params, None, False)
+    try:
+        answers = await pipeline.read(
+            driver,
+            statements,
+            before=[SNAPSHOT.encode()] if snapshot else [],
+            after=[b"COMMIT"] if snapshot else [],
+        )
+    except pipeline.StatementFailed:
+        if snapshot:
+            await _end_snapshot(connection, driver)
+        return None
+    except psycopg.Error:
+        # The connection broke, or ``pipeline.read`` closed it: SQLAlchemy's read finds it
+        # so and fails as any statement on it fails.
+        return None
+    except BaseException:
+        # Cancelled or broken mid-pipeline (``pipeline.read`` closed the connection): the
+        # pool must not hand it out again.
+        await connection.invalidate()
+        raise
+    timezone = driver.info.timezone
+    return [
+        plan.records(answer.rows, answer.types, timezone)
+        for plan, answer in zip(plans, answers, strict=True)
     ]
 
 
@@ -542,13 +597,14 @@ class _Plan:
             {
                 names[bind]: process
                 for bind in names
-                if (process := bind.type.dialect_impl(dialect).bind_processor(dialect))
-                is not None
+                if (process := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
             }.items()
         )
         self._arrays = [names[bind] for bind in names if isinstance(bind.type, ARRAY)]
         self._columns = list(stmt.exported_columns)
         self._names = [_key_of(column) for column in self._columns]
+        # The text as libpq takes it, for reads in autocommit (``pipeline.read``).
+        self.raw = pipeline.raw_statement(self.sql) if dialect.name == "postgresql" else None
         self._record_class = record_class(model)
         self._dialect = dialect
         self._processors: tuple[_Processors, _Processors] | None = None
@@ -597,17 +653,21 @@ class _Plan:
         statement: its description names none)."""
         processors = self._processors
         if processors is None:
-            processors = self._processors = self._processors_of(description)
+            processors = self._processors = self._processors_for(
+                [described[1] for described in description]
+            )
         return self._records(rows, processors[0])
 
-    def records(self, rows: list[Any], cursor: psycopg.AsyncCursor[Any]) -> list[Any]:
+    def records(self, rows: list[Any], types: list[int], timezone: tzinfo) -> list[Any]:
+        """``rows`` (of columns of the type oids ``types``, read on a connection whose
+        session time zone is ``timezone``) as records."""
         processors = self._processors
         if processors is None:
-            processors = self._processors = self._processors_for(cursor)
+            processors = self._processors = self._processors_for(types)
         always, zoned = processors
         # A connection whose session time zone is UTC loads timestamptz values in UTC
         # already (``create_engine`` asks for it): UTCDateTime would return each unchanged.
-        if zoned and cursor.connection.info.timezone is not UTC:
+        if zoned and timezone is not UTC:
             always = always + zoned
         return self._records(rows, always)
 
@@ -625,20 +685,15 @@ class _Plan:
             found.append(record)
         return found
 
-    def _processors_for(self, cursor: psycopg.AsyncCursor[Any]) -> tuple[_Processors, _Processors]:
-        """The result processors SQLAlchemy would run on each column, in two lists: those
-        of UTCDateTime's timestamptz columns, which change nothing when the connection loads
-        them in UTC, and the others."""
-        return self._processors_of(cursor.description)
-
-    def _processors_of(self, description: Any) -> tuple[_Processors, _Processors]:
-        assert description is not None and len(description) == len(self._columns)
+    def _processors_for(self, types: list[int]) -> tuple[_Processors, _Processors]:
+        """The result processors SQLAlchemy would run on each column (of the type oids
+        ``types``), in two lists: those of UTCDateTime's timestamptz columns, which change
+        nothing when the connection loads them in UTC, and the others."""
+        assert len(types) == len(self._columns)
         always: _Processors = []
         zoned: _Processors = []
-        for index, (column, described) in enumerate(zip(self._columns, description, strict=True)):
+        for index, (column, type_code) in enumerate(zip(self._columns, types, strict=True)):
             impl = column.type.dialect_impl(self._dialect)
-            # The DBAPI's type code, second in its description (PostgreSQL's oid).
-            type_code = described[1]
             process = impl.result_processor(self._dialect, type_code)
             if process is None:
                 continue

@@ -10,7 +10,7 @@ import pytest
 from starlette.applications import Starlette
 
 from signoff.config import Settings
-from signoff.models import records
+from signoff.models import pipeline
 from tests.conftest import requires_postgres
 from tests.helpers import GraphQLClient, build_world, statements_sent
 
@@ -91,13 +91,13 @@ async def test_proposals_read_their_relations_in_their_own_round_trip(
         proposal = (await world.propose())["proposal"]
         await world.decide(world.reviewers[0], proposal)
     trips: list[list[str]] = []
-    fetch_all = records._fetch_all
+    read_pipelined = pipeline.read
 
-    async def noted(cursors: Any, plans: Any, *rest: Any) -> list[list[Any]]:
-        trips.append([plan.sql for plan in plans])
-        return await fetch_all(cursors, plans, *rest)
+    async def noted(driver: Any, statements: Any, **commands: Any) -> Any:
+        trips.append([statement.sql.decode() for statement, _ in statements])
+        return await read_pipelined(driver, statements, **commands)
 
-    monkeypatch.setattr(records, "_fetch_all", noted)
+    monkeypatch.setattr(pipeline, "read", noted)
     if read == "page":
         page = await gql(PAGE, {}, world.admin)
         assert sum(len(e["node"]["approvals"]) for e in page["proposals"]["edges"]) == 3
