@@ -364,12 +364,16 @@ async def stamp_now(sessionmaker: SessionMaker) -> None:
         await session.commit()
 
 
-async def world_at_head(http: GraphQLClient) -> tuple[World, str]:
+async def world_at_head(http: GraphQLClient, *, stamp: bool = False) -> tuple[World, str]:
     """A new queue and target over ``http``, and its first reviewer's cursor at the head
     of the feed once every event so far is stamped: a subscription from there sees only
-    what the test does next."""
+    what the test does next. With ``stamp`` the test stamps them itself, for servers
+    whose relay is set too slow to (``stamp_now``)."""
     world = await build_world(http)
-    await feed_settled(http.sessionmaker)
+    if stamp:
+        await stamp_now(http.sessionmaker)
+    else:
+        await feed_settled(http.sessionmaker)
     return world, await head_cursor(http, world.reviewers[0])
 
 

@@ -26,6 +26,7 @@ from tests.live import (
     queue_subscription,
     stamp_now,
     unique_channel,
+    world_at_head,
 )
 
 Serve = Callable[..., Awaitable[Server]]
@@ -68,11 +69,8 @@ async def test_frames_on_another_process_show_what_a_replay_from_the_database_sh
     env = {"SIGNOFF_EVENTS_CHANNEL": unique_channel(), "SIGNOFF_EVENTS_RELAY_SECONDS": "60"}
     a, b = await serve(**env), await serve(**env)
     async with http_gql(b, sessionmaker) as through_b:
-        world = await build_world(through_b)
-        reviewer = world.reviewers[0]
-        await stamp_now(sessionmaker)
-        after = await head_cursor(through_b, reviewer)
-        variables = {"q": world.queue_id, "a": after}
+        world, after = await world_at_head(through_b, stamp=True)
+        reviewer, variables = world.reviewers[0], {"q": world.queue_id, "a": after}
         async with Subscription(a.ws_url, reviewer, WATCH, variables) as on_a:
             await world.propose()
             live = list(await on_a.wait_for(2, within=5))
