@@ -2,15 +2,16 @@
 
 SQLAlchemy's adapter makes three or four trips a statement (cursor, execute, fetch,
 close), each a hand-over between threads; ``OneTripCursor`` runs the statement whole in
-one, and ending a transaction that is not open makes none. Everything else is the adapter
-as it ships; ``signoff.database.create_engine`` passes ``dbapi()`` as the engine's DBAPI.
+one, and ending a transaction that is not open makes none; ``read_in_one_trip`` runs
+several reads in one (``models.records``). Everything else is the adapter as it ships;
+``signoff.database.create_engine`` passes ``dbapi()`` as the engine's DBAPI.
 """
 
 from __future__ import annotations
 
 import collections
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 import aiosqlite
@@ -41,6 +42,36 @@ def _run_whole(
         return rows, description, cursor.rowcount, cursor.lastrowid
     finally:
         cursor.close()
+
+
+def _read_all(
+    connection: sqlite3.Connection, statements: Sequence[tuple[str, Sequence[Any]]]
+) -> list[tuple[list[Any], Any]]:
+    """Runs on the connection's thread: each of ``statements`` whole, in order."""
+    found: list[tuple[list[Any], Any]] = []
+    for operation, parameters in statements:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(operation, parameters)
+            found.append((cursor.fetchall(), cursor.description))
+        finally:
+            cursor.close()
+    return found
+
+
+async def read_in_one_trip(
+    adapted: Any, statements: Sequence[tuple[str, Sequence[Any]]]
+) -> list[tuple[list[Any], Any]] | None:
+    """The rows and description of each of ``statements`` (reads, with their positional
+    parameters) in one trip to the thread of ``adapted`` (the DBAPI connection SQLAlchemy
+    holds), as its statements are kept apart (its mutex); ``None`` where it is not one of
+    ``OneTripConnection``'s. sqlite3's errors are raised as they are."""
+    if not isinstance(adapted, OneTripConnection):
+        return None
+    connection: aiosqlite.Connection = adapted._connection  # type: ignore[assignment]
+    on_thread = cast("Callable[..., Awaitable[list[tuple[list[Any], Any]]]]", connection._execute)
+    async with adapted._execute_mutex:
+        return await on_thread(_read_all, connection._conn, statements)
 
 
 class OneTripCursor(AsyncAdapt_aiosqlite_cursor):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, tzinfo
@@ -38,11 +39,12 @@ from sqlalchemy import select as select_rows
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import visitors
+from sqlalchemy.sql.compiler import ExpandedState
 from sqlalchemy.sql.expression import ColumnClause
 from sqlmodel import SQLModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from signoff import jsoncodec
+from signoff import jsoncodec, sqlite_driver
 from signoff.models import pipeline
 from signoff.models.arrays import text_array
 from signoff.models.base import UTCDateTime
@@ -325,9 +327,45 @@ async def _run(
         found = await _pipelined(connection, plans, parameters)
         if found is not None:
             return found
+    elif connection.dialect.name == "sqlite" and not any(plan.writes for plan in plans):
+        found = await _in_one_trip(connection, plans, parameters)
+        if found is not None:
+            return found
     return [
         records(plan.model, await connection.execute(plan.stmt, params))
         for plan, params in zip(plans, parameters, strict=True)
+    ]
+
+
+async def _in_one_trip(
+    connection: AsyncConnection, plans: Sequence[_Plan], parameters: Sequence[dict[str, Any]]
+) -> list[list[Any]] | None:
+    """SQLite: ``plans`` (reads) in one trip to the connection's thread, without
+    SQLAlchemy's execution of each (``sqlite_driver.read_in_one_trip``), or ``None``
+    where that cannot be done (not the one-trip driver, a connection closed, a statement
+    whose text is rendered per value). A failure is read again through SQLAlchemy, which
+    raises it as it raises any statement's: a failed read leaves SQLite's transaction as
+    it was."""
+    sync = connection.sync_connection
+    if sync is None or sync.closed or sync.invalidated:
+        return None
+    sent: list[tuple[str, tuple[Any, ...]]] = []
+    for plan, params in zip(plans, parameters, strict=True):
+        statement = plan.positional(params)
+        if statement is None:
+            return None
+        sent.append(statement)
+    for sql, values in sent:
+        sync.dispatch.before_cursor_execute(sync, None, sql, values, None, False)
+    try:
+        found = await sqlite_driver.read_in_one_trip(sync.connection.dbapi_connection, sent)
+    except sqlite3.Error:
+        return None
+    if found is None:
+        return None
+    return [
+        plan.records_of(rows, description)
+        for plan, (rows, description) in zip(plans, found, strict=True)
     ]
 
 
@@ -543,17 +581,25 @@ class _Plan:
         assert dialect.name != "postgresql" or not compiled.post_compile_params
         self.sql = compiled.string
         names = compiled.bind_names
+        self._compiled = compiled
+        # SQLite: the text and parameter order for each length of the lists it expands.
+        self._expanded: dict[tuple[int, ...], ExpandedState] = {}
+        self._expanding = [names[bind] for bind in compiled.post_compile_params]
+        self._positional = bool(compiled.positional) and not compiled.literal_execute_params
         # The values built into the statement (``values(state="OPEN")``, an ORM column's
         # ``onupdate``), under the names its text gives them; the named parameters
         # without a value must each be given.
         built = compiled.construct_params(_check=False)
         self._built = {name: built[name] for bind, name in names.items() if not bind.required}
         self._required = frozenset(names[bind] for bind in names if bind.required)
-        self._binds = [
-            (names[bind], process)
-            for bind in names
-            if (process := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
-        ]
+        # Once per name: a value the statement uses twice (a page's cursor) is one value.
+        self._binds = list(
+            {
+                names[bind]: process
+                for bind in names
+                if (process := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+            }.items()
+        )
         self._arrays = [names[bind] for bind in names if isinstance(bind.type, ARRAY)]
         self._columns = list(stmt.exported_columns)
         self._names = [_key_of(column) for column in self._columns]
@@ -578,6 +624,40 @@ class _Plan:
                 bound[name] = text_array(values)
         return bound
 
+    def positional(self, parameters: dict[str, Any]) -> tuple[str, tuple[Any, ...]] | None:
+        """The text and positional parameters SQLAlchemy would send to sqlite3 for
+        ``parameters`` (each list expanded, every bind processed), or ``None`` where the
+        text would render a value (``literal_execute``)."""
+        if not self._positional:
+            return None
+        missing = self._required - parameters.keys()
+        assert not missing, f"no value for {sorted(missing)}"
+        values = {**self._built, **parameters}
+        lengths = tuple(len(values[name]) for name in self._expanding)
+        state = self._expanded.get(lengths)
+        if state is None:
+            state = self._expanded[lengths] = self._compiled.construct_expanded_state(values)
+        for name, expanded in state.parameter_expansion.items():
+            values.update(zip(expanded, values.pop(name), strict=True))
+        for name, process in self._binds:
+            if name in values:
+                values[name] = process(values[name])
+        for name, process in state.processors.items():
+            values[name] = process(values[name])
+        assert state.positiontup is not None
+        return state.statement, tuple(values[name] for name in state.positiontup)
+
+    def records_of(self, rows: list[Any], description: Any) -> list[Any]:
+        """``rows`` of this read (``description``: the DBAPI cursor's) as records, through
+        the result processors SQLAlchemy would run (SQLite, whose types come from the
+        statement: its description names none)."""
+        processors = self._processors
+        if processors is None:
+            processors = self._processors = self._processors_for(
+                [described[1] for described in description]
+            )
+        return self._records(rows, processors[0])
+
     def records(self, rows: list[Any], types: list[int], timezone: tzinfo) -> list[Any]:
         """``rows`` (of columns of the type oids ``types``, read on a connection whose
         session time zone is ``timezone``) as records."""
@@ -589,12 +669,15 @@ class _Plan:
         # already (``create_engine`` asks for it): UTCDateTime would return each unchanged.
         if zoned and timezone is not UTC:
             always = always + zoned
+        return self._records(rows, always)
+
+    def _records(self, rows: list[Any], processors: _Processors) -> list[Any]:
         names = self._names
         kind = self._record_class
         found: list[Any] = []
         for row in rows:
             values = dict(zip(names, row, strict=True))
-            for index, process in always:
+            for index, process in processors:
                 name = names[index]
                 values[name] = process(values[name])
             record = kind.__new__(kind)

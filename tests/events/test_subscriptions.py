@@ -227,6 +227,9 @@ async def test_a_frames_proposal_reads_its_relations_as_a_query_does(
         query = f"""subscription($id: ID!) {{
           proposalEvents(proposalId: $id) {{ kind proposal {{ {PROPOSAL_RELATIONS} }} }} }}"""
         async with Subscription(server.ws_url, world.agent, query, {"id": proposal_id}) as sub:
+            # Followed before the decision (no ``after``: an event committed before the
+            # subscription joins would never reach it), so its writer hands the relations over.
+            await server.subscriptions_live(1)
             await world.decide(world.reviewers[0], proposed["proposal"], "REJECTED")
             events = await sub.wait_for(2)
         read = f"query($id: ID!) {{ proposal(id: $id) {{ {PROPOSAL_RELATIONS} }} }}"

@@ -8,10 +8,12 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiosqlite
 import psycopg
 import pytest
-from sqlalchemy import Integer, bindparam, event, select, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Integer, bindparam, event, select, table, text
+from sqlalchemy import column as table_column
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import SQLModel
 
@@ -36,10 +38,11 @@ from signoff.models.records import (
     read_all,
     record_columns,
     rows_where,
+    select_all,
     select_along,
     table_of,
 )
-from tests.conftest import requires_postgres
+from tests.conftest import PG_URL, requires_postgres
 from tests.helpers import GraphQLClient, build_world
 
 MODELS: list[type[SQLModel]] = [Actor, Queue, Target, Proposal, HumanTask, Approval]
@@ -229,6 +232,76 @@ async def test_a_write_transaction_reads_its_own_writes(
         (found,) = await read_all(session, [RowsWhere(Queue, "id", [queue.id])])
         assert [q.slug for q in found] == ["uncommitted"]
         await session.rollback()
+
+
+requires_sqlite = pytest.mark.skipif(PG_URL is not None, reason="SQLite's one trip")
+
+
+@requires_sqlite
+@pytest.mark.parametrize("transaction", [False, True])
+async def test_sqlite_reads_go_to_the_connections_thread_in_one_trip(
+    engine: AsyncEngine, reads: SessionMaker, monkeypatch: pytest.MonkeyPatch, transaction: bool
+) -> None:
+    """On SQLite a call's reads make one trip to the connection's thread between them,
+    and still reach ``before_cursor_execute`` listeners, once each."""
+    async with reads() as session:
+        connection = await session.connection()
+        ids = [id_ for (id_,) in await connection.execute(select(Proposal.id))]
+    wanted = [
+        RowsWhere(Proposal, "id", ids),
+        RowsWhere(HumanTask, "proposal_id", ids),
+        RowsWhere(Approval, "proposal_id", ids, "created_at"),
+        RowsWhere(Actor, "id", ids, via=Via(Approval, "approver_id", "proposal_id")),
+    ]
+    trips: list[str] = []
+    run = aiosqlite.Connection._execute
+
+    async def counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        trips.append(getattr(fn, "__name__", repr(fn)))
+        return await run(self, fn, *args, **kwargs)
+
+    sent: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    sessions = create_sessionmaker(engine) if transaction else reads
+    async with sessions() as session:
+        await session.connection()  # a write session's BEGIN IMMEDIATE, not counted
+        monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+        event.listen(engine.sync_engine, "before_cursor_execute", note)
+        try:
+            proposals, tasks, approvals, approvers = await read_all(session, wanted)
+        finally:
+            event.remove(engine.sync_engine, "before_cursor_execute", note)
+            monkeypatch.undo()
+        await session.rollback()
+    assert trips == ["_read_all"]
+    assert len(sent) == len(wanted)
+    assert sorted(p.id for p in proposals) == sorted(ids)
+    assert sorted(t.proposal_id for t in tasks) == sorted(ids)
+    assert len(approvals) == 1 and approvals[0].proposal_id in ids
+    assert [a.id for a in approvers] == [approvals[0].approver_id]
+
+
+@requires_sqlite
+async def test_a_sqlite_read_that_fails_in_its_trip_fails_as_any_statement_does(
+    reads: SessionMaker,
+) -> None:
+    """A statement sqlite3 refuses on the thread is read again through SQLAlchemy, which
+    raises it as it raises any statement's failure."""
+
+    def build(_dialect: str) -> Any:
+        missing = table("no_such_table", table_column("id"))
+        return select(missing.c.id).where(missing.c.id == bindparam("id"))
+
+    failing = RecordSelect(Queue, "a read of a table that is not there", build, {"id": "x"})
+    fine = RecordSelect(Queue, "every queue", lambda _d: select(*record_columns(Queue)), {})
+    async with reads() as session:
+        with pytest.raises(OperationalError, match="no_such_table"):
+            await select_all(session, [fine, failing])
+        (queues,) = await select_all(session, [fine])
+    assert queues
 
 
 @requires_postgres
