@@ -331,6 +331,13 @@ class Checkpointer:
             self._signer = self._load_signer()
         return self._signer
 
+    async def is_due(self, session: AsyncSession) -> bool:
+        """Whether ``run`` would sign a checkpoint now (without ``force``)."""
+        found = await due(
+            session, every_records=self.every_records, every_seconds=self.every_seconds
+        )
+        return found is not None
+
     async def run(self, session: AsyncSession, *, force: bool = False) -> AuditCheckpoint | None:
         """Sign a checkpoint if one is due (``force``: whenever the log grew); the caller
         commits."""
