@@ -86,11 +86,6 @@ def entry(position: int, row: Any) -> dict[str, Any]:
     }
 
 
-async def has_pending(connection: AsyncConnection) -> bool:
-    """Whether a committed audit record waits for its position (takes no lock)."""
-    return (await connection.execute(ANY_PENDING)).first() is not None
-
-
 @dataclass(frozen=True)
 class Positioned:
     """Positions and leaf hashes given to pending audit records, for the caller to write
