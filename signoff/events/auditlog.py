@@ -86,11 +86,6 @@ def entry(position: int, row: Any) -> dict[str, Any]:
     }
 
 
-async def has_pending(connection: AsyncConnection) -> bool:
-    """Whether a committed audit record waits for its position (takes no lock)."""
-    return (await connection.execute(ANY_PENDING)).first() is not None
-
-
 @dataclass(frozen=True)
 class Positioned:
     """Positions and leaf hashes given to pending audit records, for the caller to write
@@ -330,6 +325,13 @@ class Checkpointer:
         if self._signer is None:
             self._signer = self._load_signer()
         return self._signer
+
+    async def is_due(self, session: AsyncSession) -> bool:
+        """Whether ``run`` would sign a checkpoint now (without ``force``)."""
+        found = await due(
+            session, every_records=self.every_records, every_seconds=self.every_seconds
+        )
+        return found is not None
 
     async def run(self, session: AsyncSession, *, force: bool = False) -> AuditCheckpoint | None:
         """Sign a checkpoint if one is due (``force``: whenever the log grew); the caller

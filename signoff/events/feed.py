@@ -40,6 +40,8 @@ _LAST_CURSOR = (
 )
 _PENDING = sa.select(EVENTS).where(EVENTS.c.cursor.is_(None))
 _ANY_PENDING = sa.select(EVENTS.c.id).where(EVENTS.c.cursor.is_(None)).limit(1)
+# Either kind of pending in one statement: every process's upkeep asks each tick.
+_ANY_PENDING_OR_AUDIT = sa.select(sa.or_(_ANY_PENDING.exists(), auditlog.ANY_PENDING.exists()))
 _PENDING_PAGE = _PENDING.order_by(EVENTS.c.occurred_at, EVENTS.c.id).limit(
     sa.bindparam("limit", type_=sa.Integer)
 )
@@ -101,9 +103,9 @@ async def has_pending(session: AsyncSession, *, audit_log: bool = True) -> bool:
     """Whether any committed event waits for its cursor, or (``audit_log``) audit record
     for its position (cheap, takes no lock)."""
     connection = await session.connection()
-    if (await connection.execute(_ANY_PENDING)).first() is not None:
-        return True
-    return audit_log and await auditlog.has_pending(connection)
+    if audit_log:
+        return bool((await connection.execute(_ANY_PENDING_OR_AUDIT)).scalar())
+    return (await connection.execute(_ANY_PENDING)).first() is not None
 
 
 async def stamp_pending(

@@ -259,9 +259,20 @@ class EventService:
                 logger.warning("signing an audit checkpoint failed: %s", type(exc).__name__)
 
     async def checkpoint(self, *, force: bool = False) -> AuditCheckpoint | None:
-        """Sign an audit checkpoint if one is due (``force``: whenever the log grew)."""
+        """Sign an audit checkpoint if one is due (``force``: whenever the log grew).
+
+        Whether one is due is read first without a transaction (a read session): every
+        process asks at each tick, and almost always none is, so the tick opens no write
+        transaction for it (on SQLite, none takes the write lock). A write session reads
+        it again and signs only when one is."""
         if self.checkpointer is None:
             return None
+        if not force:
+            async with self.reads() as session:
+                due = await self.checkpointer.is_due(session)
+                await session.commit()
+            if not due:
+                return None
         async with self.sessionmaker() as session:
             made = await self.checkpointer.run(session, force=force)
             await session.commit()

@@ -9,6 +9,7 @@ transport, is written to directly; anything else takes the ASGI send (docs/desig
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -110,6 +111,20 @@ class SocketWriter:
             return False
         self._protocol.transport.write(frame.framed(opening))
         return True
+
+    def write_framed(self, frame: bytes) -> bool:
+        """``write`` for a frame framed already (``text_frame``)."""
+        if not uvicorn_takes_frame_now(self._protocol):
+            return False
+        self._protocol.transport.write(frame)
+        return True
+
+
+@functools.lru_cache(maxsize=8)
+def text_frame(text: bytes) -> bytes:
+    """``text`` as an unmasked, unfragmented websocket text frame, framed once for every
+    connection (a constant message, such as the keep-alive's ping)."""
+    return Frame(Opcode.TEXT, text).serialize(mask=False)
 
 
 class KeepServerSend:

@@ -62,7 +62,7 @@ from signoff.internals import (
 from signoff.live.backlog import Backlog
 from signoff.live.broadcast import Broadcaster, Watch
 from signoff.live.keepalive import KeepAlive
-from signoff.live.prepared_frames import Payload, SocketWriter
+from signoff.live.prepared_frames import Payload, SocketWriter, text_frame
 from signoff.live.quota import LiveQuota, Slot
 from signoff.live.reclaim import MemoryReclaim
 from signoff.live.turnstile import GATE, Gate
@@ -192,6 +192,23 @@ class Connection(ASGIWebSocketAdapter):
         if not self.closed and self._close_request is None:
             encoded = self.view.encode_json(message)
             self._send(None, encoded if isinstance(encoded, str) else encoded.decode())
+
+    def send_ping(self) -> None:
+        """The keep-alive's ping, as ``send_now`` sends it: while nothing waits in this
+        connection's queue, the same frame, framed once for every connection, is written
+        straight to the socket. A process pings each of thousands of sockets every period."""
+        if self.closed or self._close_request is not None:
+            return
+        encoded = self.view.encode_json(PING)
+        text = encoded.encode() if isinstance(encoded, str) else encoded
+        if (
+            self._socket is not None
+            and not self._items
+            and not self._sending
+            and self._socket.write_framed(text_frame(text))
+        ):
+            return
+        self._send(None, text.decode())
 
     async def close(self, code: int, reason: str) -> None:
         """Close after what was queued before; a client that does not read is cut off."""
@@ -504,7 +521,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             self.websocket.close_soon(WS_CLOSE_NO_PONG, WS_CLOSE_NO_PONG_REASON)
             return False
         self.awaiting_pong = True
-        self.websocket.send_now(PING)
+        self.websocket.send_ping()
         return True
 
     async def handle_pong(self, message: PongMessage) -> None:

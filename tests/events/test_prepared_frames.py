@@ -10,9 +10,13 @@ import pytest
 from httpx import AsyncClient
 from starlette.applications import Starlette
 from websockets.frames import Frame, Opcode
+from websockets.protocol import State
+from websockets.server import ServerProtocol
 from websockets.streams import StreamReader
 
-from signoff.live.prepared_frames import Payload, SocketWriter
+from signoff.jsoncodec import dumps
+from signoff.live.prepared_frames import Payload, SocketWriter, text_frame
+from signoff.live.websocket import PING
 from tests.helpers import GraphQLClient, build_world, create_tasks
 from tests.live import Subscription, feed_published, serve_in_process, subscriptions_live
 
@@ -35,6 +39,17 @@ def test_a_prepared_frame_parses_back_to_the_whole_message() -> None:
         "payload": {"data": {"x": "é" * 70_000}},
     }
     assert payload.framed(opening) is payload.framed(opening)  # framed once per opening
+
+
+def test_the_framed_ping_is_the_frame_the_servers_send_writes() -> None:
+    """The keep-alive's ping, framed once and written straight to each socket, is the
+    very bytes the server's own send (websockets' protocol, no extension) writes."""
+    text = dumps(PING)
+    protocol = ServerProtocol()
+    protocol.state = State.OPEN
+    protocol.send_text(text)
+    assert text_frame(text) == b"".join(protocol.data_to_send())
+    assert text_frame(text) is text_frame(text)  # framed once
 
 
 @pytest.fixture
