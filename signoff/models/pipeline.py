@@ -156,42 +156,65 @@ def _send(
 
 
 async def _results(pgconn: pq.abc.PGconn) -> list[pq.abc.PGresult]:
-    """Every result up to the pipeline's Sync, the output flushed first."""
+    """Every result up to the pipeline's Sync, the output flushed first. The answers of a
+    page come in several pieces: each is taken in by the event loop's callback
+    (``_Collector``), and the read resumes once, when the Sync has come."""
     loop = asyncio.get_running_loop()
     socket = pgconn.socket
     while pgconn.flush():
-        await _ready(loop, socket, write=True)
-    results: list[pq.abc.PGresult] = []
-    while True:
-        pgconn.consume_input()
-        while not pgconn.is_busy():
-            result = pgconn.get_result()
-            if result is None:
-                # The end of one command's results.
-                continue
-            if result.status == pq.ExecStatus.PIPELINE_SYNC:
-                return results
-            results.append(result)
-        await _ready(loop, socket, write=False)
+        await _writable(loop, socket)
+    collector = _Collector(pgconn, loop.create_future())
+    collector.take()
+    if collector.done.done():
+        return collector.done.result()
+    loop.add_reader(socket, collector.take)
+    try:
+        return await collector.done
+    finally:
+        loop.remove_reader(socket)
 
 
-async def _ready(loop: asyncio.AbstractEventLoop, socket: int, *, write: bool) -> None:
-    """Until ``socket`` is ready for writing, or for reading."""
+class _Collector:
+    """The results of a pipeline as they come, up to its Sync: ``take`` consumes what the
+    socket holds and ends ``done`` with the results once the Sync is there (or with the
+    error that reading raised)."""
+
+    __slots__ = ("done", "pgconn", "results")
+
+    def __init__(self, pgconn: pq.abc.PGconn, done: asyncio.Future[list[pq.abc.PGresult]]) -> None:
+        self.pgconn = pgconn
+        self.done = done
+        self.results: list[pq.abc.PGresult] = []
+
+    def take(self) -> None:
+        if self.done.done():
+            return
+        pgconn = self.pgconn
+        try:
+            pgconn.consume_input()
+            while not pgconn.is_busy():
+                result = pgconn.get_result()
+                if result is None:
+                    # The end of one command's results.
+                    continue
+                if result.status == pq.ExecStatus.PIPELINE_SYNC:
+                    self.done.set_result(self.results)
+                    return
+                self.results.append(result)
+        except Exception as error:
+            self.done.set_exception(error)
+
+
+async def _writable(loop: asyncio.AbstractEventLoop, socket: int) -> None:
+    """Until ``socket`` is ready for writing."""
     ready: asyncio.Future[None] = loop.create_future()
 
     def wake() -> None:
         if not ready.done():
             ready.set_result(None)
 
-    if write:
-        loop.add_writer(socket, wake)
-        try:
-            await ready
-        finally:
-            loop.remove_writer(socket)
-    else:
-        loop.add_reader(socket, wake)
-        try:
-            await ready
-        finally:
-            loop.remove_reader(socket)
+    loop.add_writer(socket, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_writer(socket)

@@ -79,3 +79,18 @@ async def test_a_failed_statement_leaves_the_connection_idle_out_of_pipeline_mod
         # Nothing more is prepared on this connection, and reads still answer.
         answers = await read(driver, [(good, {"n": 3})])
         assert [answer.rows for answer in answers] == [[(3,)]]
+
+
+@requires_postgres
+async def test_answers_that_come_in_many_pieces_are_read_whole(reads: SessionMaker) -> None:
+    # Each answer is larger than the server's send buffer, so the client takes them in
+    # over many socket reads before the Sync comes.
+    long = RawStatement(b"SELECT repeat($1::text, $2::int), $2::int", ("text", "times"))
+    wanted = [(long, {"text": "ab", "times": 50_000 + n}) for n in range(4)]
+    async with reads() as session:
+        driver = await driver_of(await session.connection())
+        answers = await read(driver, wanted)
+        assert [answer.rows for answer in answers] == [
+            [("ab" * (50_000 + n), 50_000 + n)] for n in range(4)
+        ]
+        assert driver.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF
