@@ -41,6 +41,9 @@ logger = logging.getLogger("signoff.jobs")
 
 RECORD_RETRY_SECONDS = 0.5
 RECORD_TRIES_WHEN_STOPPING = 3
+# The longest a claim of freed slots waits for the rest of the requests in flight, in
+# claim intervals after the first of them finished (``Dispatcher._slot_freed``).
+REFILL_WAIT_LIMIT = 4
 
 
 @dataclass
@@ -74,6 +77,9 @@ class Dispatcher:
         self.wake_bucket = wake_bucket
         self._wake = asyncio.Event()
         self._look_again_at = 0.0  # monotonic; a look owed to a wake bucket
+        # A claim of the slots finished requests free, owed once every request in flight
+        # has finished, or a while after the first of them (``_slot_freed``).
+        self._refill: asyncio.TimerHandle | None = None
         self._outcome_waiting = asyncio.Event()
         self._flush_now = asyncio.Event()
         # Claimed and not yet recorded: proposal id -> (delivery, since). Their leases are
@@ -122,6 +128,7 @@ class Dispatcher:
         cut off is safe: its lease lapses and it is sent again), and record every outcome.
         No loop is cancelled: each checks between transactions whether to stop."""
         self._stopping = True
+        self._cancel_refill()
         self.wake()
         claim_loop, others = self._loops[:1], self._loops[1:]
         await asyncio.gather(*claim_loop)
@@ -175,6 +182,7 @@ class Dispatcher:
             self._wake.clear()
             wait = self.poll_seconds
             claimed_at = time.monotonic()
+            self._cancel_refill()  # this claim takes the slots it was for
             if self.free_slots > 0:
                 try:
                     wait = await self._claim_free_slots(woken)
@@ -241,9 +249,34 @@ class Dispatcher:
         self._answered.add(delivery.proposal.id)
         self._outcome_waiting.set()
         # Waiting longer gains nothing once every request in flight has finished.
-        if len(self._sent) >= self.flush_size or len(self._in_flight) == len(self._answered):
+        all_answered = len(self._in_flight) == len(self._answered)
+        if len(self._sent) >= self.flush_size or all_answered:
             self._flush_now.set()
+        self._slot_freed(all_answered)
+
+    def _slot_freed(self, all_answered: bool) -> None:
+        """A request finished: claim its slot with the others of its batch, not alone.
+        Each claim, flush and stamping round costs about the same whatever it carries,
+        and a claim at the first answers of a batch split it in two for good: the halves
+        finish apart and each refilled its own. So the claim waits until every request in
+        flight has finished, or ``REFILL_WAIT_LIMIT`` claim intervals after the first of
+        them (a slow receiver holds back the others' slots no longer than that)."""
+        if all_answered:
+            self._cancel_refill()
+            self.wake()
+        elif self._refill is None:
+            self._refill = asyncio.get_running_loop().call_later(
+                REFILL_WAIT_LIMIT * self.claim_interval, self._refilled
+            )
+
+    def _refilled(self) -> None:
+        self._refill = None
         self.wake()
+
+    def _cancel_refill(self) -> None:
+        if self._refill is not None:
+            self._refill.cancel()
+            self._refill = None
 
     def _take_sent(self) -> list[Sent]:
         sent, self._sent = self._sent, []
@@ -261,7 +294,8 @@ class Dispatcher:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._flush_now.wait(), self.flush_seconds)
             await self._record(self._take_sent())
-            self.wake()
+            # Recorded outcomes free room for more (``free_slots``), claimed as answers are.
+            self._slot_freed(len(self._in_flight) == len(self._answered))
 
     async def _record(self, batch: list[Sent]) -> list[ProposalState | None]:
         """Write a batch of outcomes, trying again while the database refuses; the
