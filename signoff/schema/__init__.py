@@ -8,7 +8,8 @@ from typing import Any
 
 import strawberry
 from graphql.error import GraphQLError
-from strawberry.extensions import ParserCache
+from strawberry.extensions import ParserCache, SchemaExtension
+from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types.execution import ExecutionContext
 
@@ -17,6 +18,7 @@ from signoff.schema.mutation import Mutation
 from signoff.schema.number import NUMBER, Number
 from signoff.schema.query import Query
 from signoff.schema.serving.execution import PlainFieldExecutor, plan_plain_fields
+from signoff.schema.serving.hooks import PlannedHooksRunner
 from signoff.schema.serving.operation import FinishOperation
 from signoff.schema.serving.validation import CheckedValidation
 from signoff.schema.subscription import Subscription
@@ -39,6 +41,16 @@ class CachedParse(ParserCache):
 
 
 class SignoffSchema(strawberry.Schema):
+    # Set by ``build_schema`` unless it builds the reference (``short_paths=False``).
+    planned_hooks = False
+
+    def create_extensions_runner(
+        self, execution_context: ExecutionContext, extensions: list[SchemaExtension]
+    ) -> SchemaExtensionsRunner:
+        if not self.planned_hooks:
+            return super().create_extensions_runner(execution_context, extensions)
+        return PlannedHooksRunner(execution_context=execution_context, extensions=extensions)
+
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
@@ -68,4 +80,5 @@ def build_schema(
     )
     if short_paths:
         plan_plain_fields(schema)
+        schema.planned_hooks = True
     return schema
