@@ -34,6 +34,15 @@ from graphql.execution.collect_fields import (
 )
 from graphql.pyutils import AwaitableOrValue, gather_with_cancel
 from strawberry.asgi import ASGIWebSocketAdapter
+from strawberry.extensions.context import (
+    ExecutingContextManager,
+    ExtensionContextManagerBase,
+    OperationContextManager,
+    ParsingContextManager,
+    ValidationContextManager,
+    WrappedHook,
+)
+from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.scalars import JSON
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
@@ -56,12 +65,19 @@ __all__ = [
     "BaseGraphQLTransportWSHandler",
     "BaseGraphQLWSHandler",
     "CollectedFields",
+    "ExecutingContextManager",
+    "ExtensionContextManagerBase",
     "FieldDetailsList",
     "FragmentDetails",
     "GroupedFieldSet",
     "MessageAtATimeProtocol",
+    "OperationContextManager",
+    "ParsingContextManager",
+    "SchemaExtensionsRunner",
     "StrawberryExecutionContext",
     "UpgradeFreedHttpProtocol",
+    "ValidationContextManager",
+    "WrappedHook",
     "collect_subfields",
     "core_schema",
     "detached_async_helpers",
@@ -82,6 +98,13 @@ __all__ = [
 # graphql-core's executor as Strawberry subclasses it (``execute_fields`` and
 # ``collect_subfields`` are overridden by ``schema.execution``).
 StrawberryExecutionContext = StrawberryGraphQLCoreExecutionContext
+
+# Strawberry's runner of schema extensions' hooks is replaced per operation through
+# ``Schema.create_extensions_runner`` by ``schema.serving.hooks``: it overrides the
+# runner's ``operation``, ``parsing``, ``validation`` and ``executing``, reads each phase
+# manager's ``HOOK_NAME``, builds a manager without its ``__init__`` by setting ``hooks``
+# (a list of ``WrappedHook(extension, hook, is_async)``), and relies on those managers'
+# exit stack entering the hooks in order.
 
 # Strawberry's websocket adapter and protocol handlers are subclassed by
 # ``live.websocket``: it reads ``ws`` of the adapter and ``operations``, ``tasks`` and

@@ -9,11 +9,11 @@ from typing import Any
 import strawberry
 from graphql.error import GraphQLError
 from strawberry.extensions import ParserCache, SchemaExtension
-from strawberry.extensions.runner import SchemaExtensionsRunner
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types.execution import ExecutionContext
 
 from signoff.constants import QUERY_MAX_TOKENS
+from signoff.internals import SchemaExtensionsRunner
 from signoff.schema.mutation import Mutation
 from signoff.schema.number import NUMBER, Number
 from signoff.schema.query import Query

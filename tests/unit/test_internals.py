@@ -164,6 +164,29 @@ def test_the_executor_methods_signoff_overrides_keep_their_parameters() -> None:
     assert collect[:3] == ["schema", "fragments", "variable_values"], collect
 
 
+def test_strawberrys_extension_runner_is_made_and_entered_as_planned_hooks_expect() -> None:
+    made = _parameters(strawberry.Schema.create_extensions_runner)
+    assert made == ["self", "execution_context", "extensions"], made
+    runner = internals.SchemaExtensionsRunner
+    assert _parameters(runner.__init__)[:3] == ["self", "execution_context", "extensions"]
+    for method in ("operation", "parsing", "validation", "executing"):
+        assert _parameters(getattr(runner, method)) == ["self"], f"runner.{method}"
+    phases = {
+        internals.OperationContextManager: "on_operation",
+        internals.ParsingContextManager: "on_parse",
+        internals.ValidationContextManager: "on_validate",
+        internals.ExecutingContextManager: "on_execute",
+    }
+    for manager, hook_name in phases.items():
+        assert issubclass(manager, internals.ExtensionContextManagerBase), manager
+        assert hook_name == manager.HOOK_NAME, f"{manager.__name__}.HOOK_NAME"
+    for method in ("__enter__", "__aenter__"):
+        source = inspect.getsource(getattr(internals.ExtensionContextManagerBase, method))
+        assert "self.hooks" in source, f"a phase's {method} no longer enters `hooks`"
+    fields = _parameters(internals.WrappedHook)
+    assert fields == ["extension", "hook", "is_async"], fields
+
+
 def test_the_websocket_handlers_keep_what_signoff_overrides_and_reads() -> None:
     transport = internals.BaseGraphQLTransportWSHandler
     for method in ("handle", "handle_subscribe", "run_operation", "handle_pong", "send_message"):

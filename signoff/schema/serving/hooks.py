@@ -20,15 +20,16 @@ from types import TracebackType
 from typing import Any
 
 from strawberry.extensions import SchemaExtension
-from strawberry.extensions.context import (
+
+from signoff.internals import (
     ExecutingContextManager,
     ExtensionContextManagerBase,
     OperationContextManager,
     ParsingContextManager,
+    SchemaExtensionsRunner,
     ValidationContextManager,
     WrappedHook,
 )
-from strawberry.extensions.runner import SchemaExtensionsRunner
 
 # What makes a hook's context manager from its extension, and whether it is asynchronous.
 _Plan = tuple[Callable[[SchemaExtension], Any], bool]
