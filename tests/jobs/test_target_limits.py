@@ -25,6 +25,7 @@ from signoff.jobs import dispatcher as dispatcher_module
 from signoff.jobs.context import open_http_client
 from signoff.jobs.dispatcher import Dispatcher
 from signoff.models import DeliveryAttempt, Proposal, ProposalState
+from signoff.resolvers.delivery.claims import claim_deliveries
 from signoff.resolvers.delivery.outcomes import record_outcomes
 from signoff.resolvers.targets.limits import BURST_SECONDS
 from tests.conftest import requires_postgres
@@ -310,3 +311,35 @@ async def test_a_finished_request_frees_its_slot_before_its_outcome_is_recorded(
     assert receiver.most_open == 2
     before_first_record = [r for r in receiver.requests if r.at < recorded_at[0]]
     assert len(before_first_record) >= 4
+
+
+async def test_the_slots_a_batch_frees_are_claimed_together(
+    gql: GraphQLClient, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of four whose answers come 0.2 s apart (within the claim's wait for the rest
+    of the batch, four claim intervals of 0.25 s): its freed slots are claimed in one claim
+    once the last has answered, not one or two at a time as the answers come."""
+    claimed: list[int] = []
+
+    async def counted_claim(*args: Any, **kwargs: Any) -> Any:
+        claim = await claim_deliveries(*args, **kwargs)
+        if claim.deliveries:
+            claimed.append(len(claim.deliveries))
+        return claim
+
+    monkeypatch.setattr(dispatcher_module, "claim_deliveries", counted_claim)
+    answers = [Answer(delay=0.0), Answer(delay=0.2), Answer(delay=0.4), Answer(delay=0.6)]
+    async with serve(Receiver(answers * 2)) as receiver:
+        world = await auto_world(gql, receiver, maxConcurrency=4)
+        ids = await queued(world, 8)
+        dispatcher = Dispatcher(
+            worker.services, concurrency=4, poll_seconds=30, claim_interval=0.25
+        )
+        await dispatcher.start()
+        try:
+            await eventually(lambda: len(receiver.requests) == len(ids), 20)
+        finally:
+            await asyncio.wait_for(dispatcher.stop(), 10)
+
+    once_each(receiver, ids)
+    assert claimed == [4, 4]
