@@ -43,9 +43,9 @@ async def test_thousands_of_distinct_variable_sets_leave_memory_where_it_was(
     ws = await open_transport_ws(live.ws_url, {"authorization": f"Bearer {agent}"})
     answering = asyncio.create_task(_answer_pings(ws))
     try:
-        await _subscribe_in_turn(ws, broadcaster, range(WARM_UP))
+        await _subscribe_in_turn(ws, broadcaster, answering, range(WARM_UP))
         before = await _settled_objects()
-        await _subscribe_in_turn(ws, broadcaster, range(WARM_UP, WARM_UP + DISTINCT))
+        await _subscribe_in_turn(ws, broadcaster, answering, range(WARM_UP, WARM_UP + DISTINCT))
         # Each set of variables used to leave an entry behind (about DISTINCT objects
         # here): the count comes back under the bound once the last batch is torn down,
         # or never.
@@ -68,10 +68,11 @@ async def _answer_pings(ws: ClientConnection) -> None:
 
 
 async def _subscribe_in_turn(
-    ws: ClientConnection, broadcaster: Broadcaster, numbers: range
+    ws: ClientConnection, broadcaster: Broadcaster, answering: asyncio.Task[None], numbers: range
 ) -> None:
     """Subscribe with each number's own session id, ``AT_ONCE`` live at a time (half as a
-    variable, half written into the document), then complete them."""
+    variable, half written into the document), then complete them. A message other than
+    a ping or a completion (an error, a refusal) fails at once, naming it."""
     for start in range(numbers.start, numbers.stop, AT_ONCE):
         batch = range(start, min(start + AT_ONCE, numbers.stop))
         for n in batch:
@@ -82,19 +83,22 @@ async def _subscribe_in_turn(
                 else {"query": WRITTEN_IN.format(session)}
             )
             await ws.send(json.dumps({"id": str(n), "type": "subscribe", "payload": payload}))
-        await _until(functools.partial(_live, broadcaster, len(batch)))
+        await _until(functools.partial(_live, broadcaster, len(batch)), answering)
         for n in batch:
             await ws.send(json.dumps({"id": str(n), "type": "complete"}))
-        await _until(lambda: broadcaster.group_count == 0)
+        await _until(lambda: broadcaster.group_count == 0, answering)
 
 
 def _live(broadcaster: Broadcaster, count: int) -> bool:
     return broadcaster.subscriber_count == count
 
 
-async def _until(done: Callable[[], bool], within: float = 10) -> None:
-    async with asyncio.timeout(within):
-        while not done():  # noqa: ASYNC110
+async def _until(done: Callable[[], bool], answering: asyncio.Task[None]) -> None:
+    async with asyncio.timeout(10):
+        while not done():
+            if answering.done():
+                answering.result()  # the unexpected message's assertion
+                raise AssertionError("the socket closed")
             await asyncio.sleep(0.005)
 
 

@@ -1,13 +1,10 @@
 """Schema extensions' hooks, found once per extension class rather than on every operation.
 
-Strawberry's runner looks up each extension's hook for each phase (operation, parsing,
-validation, execution) of every operation, wrapping each in a new context manager function
-(``contextlib.contextmanager`` of a bound method, with ``functools.update_wrapper``), and
-enters every phase through an exit stack. ``PlannedHooksRunner`` finds each extension
-class's hook for a phase once, as Strawberry finds it, and makes the same context manager
-from it; a phase with no hook is entered as nothing, one with a single hook as that hook
-alone, and several through Strawberry's own exit stack, as before (docs/design.md section
-12, Execution).
+Strawberry's runner looks up each extension's hook for each phase of every operation,
+wraps each in a new context manager function and enters every phase through an exit
+stack. ``PlannedHooksRunner`` finds each class's hook for a phase once and makes the same
+context manager from it; a phase with no hook is entered as nothing, one with a single
+hook as that hook alone, several through Strawberry's exit stack (docs/design.md, 12).
 """
 
 from __future__ import annotations
